@@ -1,0 +1,325 @@
+/*
+ * src/heap/check.c - the integrity checker, the block walker and the
+ * statistics (snapshot and JSON).  Nothing here writes to the heap.
+ */
+#include "../core/text.h"
+#include "heap_internal.h"
+
+/* ---- walker ----------------------------------------------------------- */
+
+static bool header_sane(const region *r, const blk *b)
+{
+    size_t s = bsize(b);
+    return s >= MINB && (s & F_MASK) == 0 && s <= (size_t)((const char *)rsentinel(r) - (const char *)b);
+}
+
+int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx)
+{
+    unsigned idx = 0;
+    for (region *r = h->regions; r; r = r->next, idx++) {
+        blk *sen = rsentinel(r);
+        for (blk *b = rfirst(r); b != sen; b = bnext(b)) {
+            dmm_heap_block_info info;
+            int rc;
+            if (!header_sane(r, b))
+                return -1;
+            info.block = b;
+            info.payload = bpayload(b);
+            info.block_size = bsize(b);
+            info.region = idx;
+            if (!bused(b)) {
+                info.state = DMM_BLOCK_FREE;
+                info.usable = 0;
+                info.requested = 0;
+            } else if (b->head & F_QUICK) {
+                info.state = DMM_BLOCK_QUICK;
+                info.usable = 0;
+                info.requested = 0;
+            } else {
+                info.state = DMM_BLOCK_USED;
+                info.usable = usable_of(h, b);
+                info.requested = P_STATS(h) == DMM_STATS_FULL ? *req_slot(h, b) : 0;
+            }
+            if ((rc = fn(ctx, &info)) != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int dmm_heap_walk(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx)
+{
+    int rc;
+    if (!h || !fn)
+        return -1;
+    dmm__heap_lock(h);
+    rc = dmm__heap_walk_locked(h, fn, ctx);
+    dmm__heap_unlock(h);
+    return rc;
+}
+
+/* ---- checker ---------------------------------------------------------- */
+
+typedef struct tally {
+    size_t free_blocks, quick_blocks, used_blocks;
+    size_t used_bytes, used_requested, region_bytes;
+} tally;
+
+static dmm_status fail(dmm_heap_check_report *rep, dmm_heap_invariant inv, const void *where, const char *detail)
+{
+    if (rep) {
+        rep->invariant = inv;
+        rep->where = where;
+        rep->detail = detail;
+    }
+    return DMM_E_CORRUPT;
+}
+
+/* Is p the address of a plausible block start inside some region? */
+static const region *region_holding(const dmm_heap *h, const void *p)
+{
+    for (const region *r = h->regions; r; r = r->next)
+        if ((const char *)p >= (const char *)rfirst(r) && (const char *)p < (const char *)rsentinel(r))
+            return ((uintptr_t)p & (GRAN - 1u)) == 0 ? r : NULL;
+    return NULL;
+}
+
+static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *rep)
+{
+    unsigned n = 0;
+    bool immediate = P_COALESCE(h) == DMM_COALESCE_IMMEDIATE;
+    for (region *r = h->regions; r; r = r->next) {
+        blk *sen, *b, *last = NULL;
+        bool last_free = false;
+        if (++n > h->nregions)
+            return fail(rep, DMM_INV_REGION, r, "region list longer than the region count (cycle?)");
+        if (((uintptr_t)r & (GRAN - 1u)) || (r->size & (GRAN - 1u)) || r->size < RHDR + MINB + HDR)
+            return fail(rep, DMM_INV_REGION, r, "region descriptor misaligned or too small");
+        t->region_bytes += r->size;
+        sen = rsentinel(r);
+        for (b = rfirst(r); b < sen; b = bnext(b)) {
+            size_t s = bsize(b);
+            size_t expect_prev = last ? bsize(last) : 0;
+            if (!header_sane(r, b))
+                return fail(rep, DMM_INV_BLOCK_SIZE, b, "block size is not a granule multiple, below the minimum, or past the region end");
+            if (b->prev != expect_prev)
+                return fail(rep, DMM_INV_BOUNDARY_TAG, b, "prev_size tag differs from the previous block's size");
+            if (!bused(b)) {
+                if (b->head & F_QUICK)
+                    return fail(rep, DMM_INV_BLOCK_SIZE, b, "free block has the quick flag");
+                if (immediate && last_free && (h->cfg.coalesce_max == 0 || s + bsize(last) <= h->cfg.coalesce_max))
+                    return fail(rep, DMM_INV_ADJACENT_FREE, b, "two adjacent free blocks under immediate coalescing");
+                t->free_blocks++;
+            } else if (b->head & F_QUICK) {
+                t->quick_blocks++;
+            } else {
+                t->used_blocks++;
+                t->used_bytes += s;
+                if (P_STATS(h) == DMM_STATS_FULL)
+                    t->used_requested += *req_slot(h, b);
+                if (P_HARDEN(h) >= DMM_HARDEN_CANARY && *canary_slot(b) != canary_of(h, b))
+                    return fail(rep, DMM_INV_CANARY, b, "canary behind a used block was overwritten");
+            }
+            if (P_POISON(h) && (!bused(b) || (b->head & F_QUICK))) {
+                const unsigned char *q = (const unsigned char *)bpayload(b) + LINKS;
+                for (; q < (const unsigned char *)bnext(b); q++)
+                    if (*q != POISON_BYTE)
+                        return fail(rep, DMM_INV_POISON, q, "a free block's poison pattern was overwritten (write after free)");
+            }
+            last_free = !bused(b);
+            last = b;
+        }
+        if (b != sen)
+            return fail(rep, DMM_INV_SENTINEL, b, "blocks run past the region's sentinel");
+        if (sen->head != F_USED || sen->prev != (last ? bsize(last) : 0))
+            return fail(rep, DMM_INV_SENTINEL, sen, "region sentinel damaged");
+    }
+    if (n != h->nregions)
+        return fail(rep, DMM_INV_REGION, h, "region count differs from the region list");
+    return DMM_OK;
+}
+
+static bool bit_of(const dmm_heap *h, unsigned i)
+{
+    return (h->bitmap[i / DMM_WORD_BITS] >> (i % DMM_WORD_BITS)) & 1u;
+}
+
+static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report *rep)
+{
+    size_t total = 0;
+    bool rover_seen = h->rover == NULL;
+    for (unsigned i = 0; i < h->nbins; i++) {
+        blk *pred = NULL;
+        const bin *bn = &h->bins[i];
+        for (blk *c = bn->head; c; pred = c, c = *lnext(c)) {
+            const region *r = region_holding(h, c);
+            if (++total > t->free_blocks)
+                return fail(rep, DMM_INV_FREE_COUNT, c, "more list nodes than free blocks (cycle or stale node)");
+            if (!r || !header_sane(r, c) || bused(c) || bnext(c)->prev != bsize(c))
+                return fail(rep, DMM_INV_LIST_LINK, c, "list node is not a free block of this heap");
+            if (DOUBLY(h) && *lprev(c) != pred)
+                return fail(rep, DMM_INV_LIST_LINK, c, "prev link does not point to the list predecessor");
+            if (bin_of(h, bsize(c)) != i)
+                return fail(rep, DMM_INV_LIST_BIN, c, "free block is in the wrong bin for its size");
+            if (pred && P_ORDER(h) == DMM_ORDER_ADDRESS && pred >= c)
+                return fail(rep, DMM_INV_LIST_ORDER, c, "address-ordered list out of order");
+            if (pred && P_ORDER(h) == DMM_ORDER_SIZE && bsize(pred) > bsize(c))
+                return fail(rep, DMM_INV_LIST_ORDER, c, "size-ordered list out of order");
+            if (c == h->rover)
+                rover_seen = true;
+        }
+        if (bn->tail != pred)
+            return fail(rep, DMM_INV_LIST_LINK, bn, "bin tail does not point to the last node");
+        if (bit_of(h, i) != (bn->head != NULL))
+            return fail(rep, DMM_INV_BITMAP, bn, "bitmap bit disagrees with the bin's emptiness");
+    }
+    for (unsigned w = 0; w < h->nwords; w++)
+        if (((h->summary >> w) & 1u) != (h->bitmap[w] != 0))
+            return fail(rep, DMM_INV_BITMAP, &h->bitmap[w], "summary bit disagrees with its bitmap word");
+    if (h->nwords < DMM_WORD_BITS && (h->summary >> h->nwords))
+        return fail(rep, DMM_INV_BITMAP, &h->summary, "summary has bits beyond the bitmap");
+    if (total != t->free_blocks || total != h->free_nodes)
+        return fail(rep, DMM_INV_FREE_COUNT, h, "free blocks in regions differ from nodes in the lists");
+    if (!rover_seen)
+        return fail(rep, DMM_INV_LIST_LINK, h->rover, "next-fit rover is not on the free list");
+    return DMM_OK;
+}
+
+static dmm_status check_quick(dmm_heap *h, const tally *t, dmm_heap_check_report *rep)
+{
+    size_t total = 0;
+    for (unsigned q = 0; q < h->nquick; q++) {
+        unsigned len = 0;
+        for (blk *c = h->quick[q]; c; c = *lnext(c)) {
+            const region *r = region_holding(h, c);
+            if (++total > t->quick_blocks)
+                return fail(rep, DMM_INV_QUICK, c, "more quick-list nodes than quick blocks (cycle?)");
+            if (!r || !header_sane(r, c) || (c->head & (F_USED | F_QUICK)) != (F_USED | F_QUICK))
+                return fail(rep, DMM_INV_QUICK, c, "quick-list node is not a parked block");
+            if (bsize(c) != MINB + q * GRAN)
+                return fail(rep, DMM_INV_QUICK, c, "quick-list node has the wrong size");
+            len++;
+        }
+        if (len != h->quick_len[q] || (h->cfg.quick_limit && len > h->cfg.quick_limit))
+            return fail(rep, DMM_INV_QUICK, &h->quick[q], "quick-list length differs from its count or limit");
+    }
+    if (total != t->quick_blocks || total != h->quick_nodes)
+        return fail(rep, DMM_INV_QUICK, h, "quick blocks in regions differ from quick-list nodes");
+    return DMM_OK;
+}
+
+dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
+{
+    tally t = {0, 0, 0, 0, 0, 0};
+    dmm_status st;
+    if (rep) {
+        rep->invariant = DMM_INV_NONE;
+        rep->where = NULL;
+        rep->detail = "all invariants hold";
+    }
+    if (h->magic != HEAP_MAGIC || h->nbins == 0 ||
+        h->bins != (bin *)(void *)((char *)h + dmm_align_up(sizeof(dmm_heap), sizeof(void *))))
+        return fail(rep, DMM_INV_CONTROL, h, "control block damaged");
+    if ((st = check_regions(h, &t, rep)) != DMM_OK)
+        return st;
+    if ((st = check_bins(h, &t, rep)) != DMM_OK)
+        return st;
+    if ((st = check_quick(h, &t, rep)) != DMM_OK)
+        return st;
+    if (t.region_bytes + (h->ctrl_size - (size_t)((char *)h - (char *)h->buf)) != h->st.footprint)
+        return fail(rep, DMM_INV_ACCOUNTING, h, "footprint differs from the regions' sizes");
+    if (P_STATS(h) != DMM_STATS_OFF &&
+        (h->st.live_count != t.used_blocks || h->st.live_block_bytes != t.used_bytes))
+        return fail(rep, DMM_INV_ACCOUNTING, h, "live block count or bytes differ from the statistics");
+    if (P_STATS(h) == DMM_STATS_FULL && h->st.live_requested != t.used_requested)
+        return fail(rep, DMM_INV_ACCOUNTING, h, "live requested bytes differ from the statistics");
+    return DMM_OK;
+}
+
+dmm_status dmm_heap_check(dmm_heap *h, dmm_heap_check_report *rep)
+{
+    dmm_status st;
+    if (!h)
+        return DMM_E_NULL;
+    dmm__heap_lock(h);
+    st = dmm__heap_check_locked(h, rep);
+    dmm__heap_unlock(h);
+    return st;
+}
+
+/* ---- statistics ------------------------------------------------------- */
+
+typedef struct free_sum {
+    size_t bytes, largest;
+} free_sum;
+
+static int sum_free(void *ctx, const dmm_heap_block_info *info)
+{
+    free_sum *f = (free_sum *)ctx;
+    if (info->state != DMM_BLOCK_USED) {
+        f->bytes += info->block_size;
+        if (info->state == DMM_BLOCK_FREE && info->block_size > f->largest)
+            f->largest = info->block_size;
+    }
+    return 0;
+}
+
+dmm_heap_stats dmm_heap_get_stats(dmm_heap *h)
+{
+    dmm_heap_stats st;
+    free_sum f = {0, 0};
+    dmm__heap_lock(h);
+    st = h->st;
+    (void)dmm__heap_walk_locked(h, sum_free, &f);
+    dmm__heap_unlock(h);
+    st.free_bytes = f.bytes;
+    st.largest_free = f.largest;
+    return st;
+}
+
+static void j_num(dmm_text *t, const char *k, uint64_t v)
+{
+    dmm_text_str(t, "\"");
+    dmm_text_str(t, k);
+    dmm_text_str(t, "\":");
+    dmm_text_u64(t, v);
+    dmm_text_char(t, ',');
+}
+
+size_t dmm_heap_stats_json(const dmm_heap_stats *st, char *buf, size_t cap)
+{
+    dmm_text t;
+    dmm_text_init(&t, buf, cap);
+    if (!st)
+        return 0;
+    dmm_text_char(&t, '{');
+    j_num(&t, "malloc_count", st->malloc_count);
+    j_num(&t, "calloc_count", st->calloc_count);
+    j_num(&t, "realloc_count", st->realloc_count);
+    j_num(&t, "aligned_count", st->aligned_count);
+    j_num(&t, "free_count", st->free_count);
+    j_num(&t, "failed_count", st->failed_count);
+    j_num(&t, "error_count", st->error_count);
+    j_num(&t, "search_steps", st->search_steps);
+    j_num(&t, "search_max", st->search_max);
+    j_num(&t, "sweep_count", st->sweep_count);
+    j_num(&t, "grow_count", st->grow_count);
+    j_num(&t, "release_count", st->release_count);
+    j_num(&t, "live_count", st->live_count);
+    j_num(&t, "live_block_bytes", st->live_block_bytes);
+    j_num(&t, "peak_block_bytes", st->peak_block_bytes);
+    j_num(&t, "live_requested", st->live_requested);
+    j_num(&t, "peak_requested", st->peak_requested);
+    j_num(&t, "footprint", st->footprint);
+    j_num(&t, "peak_footprint", st->peak_footprint);
+    j_num(&t, "free_bytes", st->free_bytes);
+    j_num(&t, "largest_free", st->largest_free);
+    dmm_text_str(&t, "\"size_hist\":[");
+    for (unsigned i = 0; i < DMM_HEAP_HIST_BUCKETS; i++) {
+        if (i)
+            dmm_text_char(&t, ',');
+        dmm_text_u64(&t, st->size_hist[i]);
+    }
+    dmm_text_str(&t, "]}");
+    return t.len;
+}

@@ -1,0 +1,508 @@
+/*
+ * src/heap/config.c - the configuration space: defaults, presets,
+ * validation, text form, and the sizes derived from a configuration.
+ */
+#include "../core/text.h"
+#include "heap_internal.h"
+
+/* ---- names ------------------------------------------------------------ */
+
+static const char *const org_names[] = {"single", "exact", "geometric", "tlsf"};
+static const char *const links_names[] = {"singly", "doubly"};
+static const char *const order_names[] = {"lifo", "fifo", "address", "size"};
+static const char *const fit_names[] = {"first", "next", "best", "exact", "good"};
+static const char *const coalesce_names[] = {"off", "immediate", "deferred"};
+static const char *const lock_names[] = {"none", "spin", "mutex", "user"};
+static const char *const stats_names[] = {"off", "counters", "full"};
+static const char *const harden_names[] = {"off", "checked", "canary", "paranoid"};
+static const char *const policy_names[] = {"report", "abort"};
+static const char *const bool_names[] = {"off", "on"};
+static const char *const preset_names[] = {"dlmalloc", "tlsf", "halffit", "firstfit", "p2012"};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- defaults and presets -------------------------------------------- */
+
+static dmm_heap_config base_config(void)
+{
+    dmm_heap_config c;
+    c.org = DMM_ORG_TLSF;
+    c.sl_bits = 4;
+    c.exact_max = 256;
+    c.links = DMM_LINKS_DOUBLY;
+    c.order = DMM_ORDER_LIFO;
+    c.fit = DMM_FIT_GOOD;
+    c.split = true;
+    c.split_min = 0;
+    c.coalesce = DMM_COALESCE_IMMEDIATE;
+    c.coalesce_max = 0;
+    c.quick_max = 0;
+    c.quick_limit = 0;
+    c.lock = DMM_LOCK_NONE;
+    c.lock_hooks.lock = NULL;
+    c.lock_hooks.unlock = NULL;
+    c.lock_hooks.ctx = NULL;
+    c.stats = DMM_STATS_COUNTERS;
+    c.harden = DMM_HARDEN_CHECKED;
+    c.poison = false;
+    c.on_error = DMM_ON_ERROR_REPORT;
+    c.error_fn = NULL;
+    c.error_ctx = NULL;
+    c.grow_granularity = 0;
+    c.release_empty = false;
+    c.max_block_log2 = 0;
+    c.cookie = 0;
+    return c;
+}
+
+dmm_heap_config dmm_heap_default_config(void) { return base_config(); }
+
+dmm_heap_config dmm_heap_preset_config(dmm_heap_preset p)
+{
+    dmm_heap_config c = base_config();
+    switch (p) {
+    case DMM_PRESET_DLMALLOC:
+        /* dlmalloc 2.8: exact small bins below 256 bytes, two bins per power
+         * of two above, best fit, immediate coalescing, fast bins. */
+        c.org = DMM_ORG_SEG_EXACT;
+        c.exact_max = 256;
+        c.sl_bits = 1;
+        c.order = DMM_ORDER_FIFO;
+        c.fit = DMM_FIT_BEST;
+        c.quick_max = 8 * sizeof(void *);
+        break;
+    case DMM_PRESET_TLSF:
+        break; /* the base config is TLSF */
+    case DMM_PRESET_HALFFIT:
+        c.org = DMM_ORG_SEG_GEOMETRIC;
+        c.sl_bits = 0;
+        c.fit = DMM_FIT_GOOD;
+        break;
+    case DMM_PRESET_FIRSTFIT:
+        c.org = DMM_ORG_SINGLE;
+        c.order = DMM_ORDER_ADDRESS;
+        c.fit = DMM_FIT_FIRST;
+        break;
+    case DMM_PRESET_P2012:
+        c.org = DMM_ORG_SINGLE;
+        c.links = DMM_LINKS_SINGLY;
+        c.order = DMM_ORDER_LIFO;
+        c.fit = DMM_FIT_FIRST;
+        c.split = false;
+        c.coalesce = DMM_COALESCE_OFF;
+        break;
+    default:
+        break;
+    }
+    return c;
+}
+
+const char *dmm_heap_preset_name(dmm_heap_preset p)
+{
+    return (unsigned)p < COUNT(preset_names) ? preset_names[p] : NULL;
+}
+
+dmm_status dmm_heap_preset_from_name(const char *name, dmm_heap_preset *out)
+{
+    if (!name || !out)
+        return DMM_E_NULL;
+    for (unsigned i = 0; i < COUNT(preset_names); i++)
+        if (dmm_streq(name, preset_names[i])) {
+            *out = (dmm_heap_preset)i;
+            return DMM_OK;
+        }
+    return DMM_E_RANGE;
+}
+
+/* ---- derived layout ---------------------------------------------------- */
+
+static void bin_params(const dmm_heap_config *c, size_t *lin_max, unsigned *sub)
+{
+    size_t m = (size_t)GRAN << c->sl_bits;
+    if (m < MINB)
+        m = MINB;
+    if (c->org == DMM_ORG_SEG_EXACT && c->exact_max > m)
+        m = c->exact_max;
+    *lin_max = m;
+    *sub = c->sl_bits;
+}
+
+static unsigned bins_for(const dmm_heap_config *c, unsigned range)
+{
+    size_t lin_max;
+    unsigned sub, lin_log2;
+    if (c->org == DMM_ORG_SINGLE)
+        return 1;
+    bin_params(c, &lin_max, &sub);
+    lin_log2 = dmm_log2_floor(lin_max);
+    if (range <= lin_log2)
+        return (unsigned)(((size_t)1 << range) / GRAN);
+    return (unsigned)(lin_max / GRAN) + ((range - lin_log2) << sub);
+}
+
+static unsigned quick_count(const dmm_heap_config *c)
+{
+    size_t s;
+    if (c->quick_max == 0)
+        return 0;
+    s = dmm__req2size(c, c->quick_max);
+    return (unsigned)((s - MINB) / GRAN + 1u);
+}
+
+size_t dmm__req2size(const dmm_heap_config *c, size_t req)
+{
+    size_t tail = ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+    size_t s;
+    if (req > SIZE_MAX - (HDR + tail + GRAN))
+        return 0;
+    s = dmm_align_up(req + HDR + tail, GRAN);
+    return s < MINB ? MINB : s;
+}
+
+unsigned dmm__heap_range_for(const dmm_heap_config *c, size_t bytes)
+{
+    unsigned r;
+    unsigned maxr = (unsigned)DMM_WORD_BITS - 1u;
+    if (c->max_block_log2)
+        r = c->max_block_log2;
+    else {
+        size_t m = bytes > c->grow_granularity ? bytes : c->grow_granularity;
+        r = dmm_log2_ceil(m);
+        if (r < dmm_log2_floor(MINB) + 1u)
+            r = dmm_log2_floor(MINB) + 1u;
+    }
+    if (r > maxr)
+        r = maxr;
+    /* the two-level bitmap holds at most WORD_BITS^2 bins */
+    while (r > 1 && bins_for(c, r) > DMM_WORD_BITS * DMM_WORD_BITS)
+        r--;
+    return r;
+}
+
+size_t dmm__heap_ctrl_size(const dmm_heap_config *c, unsigned range, unsigned *nbins_out)
+{
+    unsigned nb = bins_for(c, range);
+    unsigned nw = (unsigned)((nb + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
+    unsigned nq = quick_count(c);
+    size_t s = dmm_align_up(sizeof(dmm_heap), sizeof(void *));
+    s += nb * sizeof(bin);
+    s += nw * sizeof(size_t);
+    s += nq * sizeof(blk *);
+    s += nq * sizeof(unsigned);
+    if (nbins_out)
+        *nbins_out = nb;
+    return dmm_align_up(s, GRAN);
+}
+
+void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *c, unsigned range)
+{
+    char *p = (char *)h + dmm_align_up(sizeof(dmm_heap), sizeof(void *));
+    size_t lin_max;
+    unsigned sub;
+    h->cfg = *c;
+    h->tail_bytes = ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+    h->split_min = c->split_min > MINB ? dmm_align_up(c->split_min, GRAN) : MINB;
+    bin_params(c, &lin_max, &sub);
+    h->lin_max = lin_max;
+    h->lin_bins = (unsigned)(lin_max / GRAN);
+    h->lin_log2 = dmm_log2_floor(lin_max);
+    h->sub = sub;
+    h->range_log2 = range;
+    h->nbins = bins_for(c, range);
+    h->nwords = (unsigned)((h->nbins + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
+    h->nquick = quick_count(c);
+    h->quick_bmax = h->nquick ? MINB + (h->nquick - 1u) * GRAN : 0;
+    h->bins = (bin *)(void *)p;
+    p += h->nbins * sizeof(bin);
+    h->bitmap = (size_t *)(void *)p;
+    p += h->nwords * sizeof(size_t);
+    h->quick = (blk **)(void *)p;
+    p += h->nquick * sizeof(blk *);
+    h->quick_len = (unsigned *)(void *)p;
+}
+
+/* ---- validation -------------------------------------------------------- */
+
+dmm_status dmm_heap_config_check(const dmm_heap_config *c, const char **reason)
+{
+    const char *why = NULL;
+    dmm_status st = DMM_E_CONFIG;
+    if (!c) {
+        if (reason)
+            *reason = "config is NULL";
+        return DMM_E_NULL;
+    }
+    if ((unsigned)c->org >= COUNT(org_names))
+        why = "org out of range";
+    else if ((unsigned)c->links >= COUNT(links_names))
+        why = "links out of range";
+    else if ((unsigned)c->order >= COUNT(order_names))
+        why = "order out of range";
+    else if ((unsigned)c->fit >= COUNT(fit_names))
+        why = "fit out of range";
+    else if ((unsigned)c->coalesce >= COUNT(coalesce_names))
+        why = "coalesce out of range";
+    else if ((unsigned)c->lock >= COUNT(lock_names))
+        why = "lock out of range";
+    else if ((unsigned)c->stats >= COUNT(stats_names))
+        why = "stats out of range";
+    else if ((unsigned)c->harden >= COUNT(harden_names))
+        why = "harden out of range";
+    else if ((unsigned)c->on_error >= COUNT(policy_names))
+        why = "on_error out of range";
+    else if (c->sl_bits > 5)
+        why = "sl_bits must be 0..5";
+    else if (c->org == DMM_ORG_SEG_EXACT && (!dmm_is_pow2(c->exact_max) || c->exact_max < 4 * GRAN ||
+                                              c->exact_max > ((size_t)1 << 16)))
+        why = "exact_max must be a power of two between 4*DMM_HEAP_ALIGN and 65536";
+    else if (c->fit == DMM_FIT_NEXT && c->org != DMM_ORG_SINGLE)
+        why = "next fit needs a single free list (org=single)";
+    else if (c->fit == DMM_FIT_GOOD && c->org == DMM_ORG_SINGLE)
+        why = "good fit needs segregated bins (org exact, geometric or tlsf)";
+    else if (c->quick_max > 4096)
+        why = "quick_max must be at most 4096 bytes";
+    else if (c->quick_max == 0 && c->quick_limit != 0)
+        why = "quick_limit set without quick lists (quick_max=0)";
+    else if (c->coalesce == DMM_COALESCE_OFF && c->coalesce_max != 0)
+        why = "coalesce_max set while coalescing is off";
+    else if (c->coalesce_max != 0 && c->coalesce_max < 2 * MINB)
+        why = "coalesce_max is smaller than two minimum blocks";
+    else if (c->lock == DMM_LOCK_USER && (!c->lock_hooks.lock || !c->lock_hooks.unlock))
+        why = "lock=user needs lock_hooks.lock and lock_hooks.unlock";
+    else if (c->release_empty && c->grow_granularity == 0)
+        why = "release_empty needs growth (grow_granularity > 0)";
+    else if (c->max_block_log2 != 0 &&
+             (c->max_block_log2 < dmm_log2_floor(MINB) + 1u || c->max_block_log2 > DMM_WORD_BITS - 1u))
+        why = "max_block_log2 out of range";
+    else if (c->lock == DMM_LOCK_MUTEX && !dmm_port_has_mutex()) {
+        why = "lock=mutex needs a port with mutexes (this port has none)";
+        st = DMM_E_UNSUPPORTED;
+    } else if (c->grow_granularity != 0 && dmm_port_page_size() == 0) {
+        why = "growth needs a port with OS pages (this port has none)";
+        st = DMM_E_UNSUPPORTED;
+    }
+#if DMM_HEAP_FROZEN
+    else if (c->org != DMM_FROZEN_ORG || c->links != DMM_FROZEN_LINKS || c->order != DMM_FROZEN_ORDER ||
+             c->fit != DMM_FROZEN_FIT || c->split != (bool)DMM_FROZEN_SPLIT ||
+             c->coalesce != DMM_FROZEN_COALESCE || (c->quick_max != 0) != (DMM_FROZEN_QUICK_MAX != 0) ||
+             c->lock != DMM_FROZEN_LOCK || c->stats != DMM_FROZEN_STATS || c->harden != DMM_FROZEN_HARDEN ||
+             c->poison != (bool)DMM_FROZEN_POISON ||
+             (c->grow_granularity != 0) != (DMM_FROZEN_GROW_GRANULARITY != 0))
+        why = "config differs from the one this library was frozen to";
+#endif
+    if (reason)
+        *reason = why;
+    return why ? st : DMM_OK;
+}
+
+int dmm_heap_is_frozen(void) { return DMM_HEAP_FROZEN; }
+
+size_t dmm_heap_block_overhead(const dmm_heap_config *c)
+{
+    if (dmm_heap_config_check(c, NULL) != DMM_OK)
+        return 0;
+    return HDR + ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+}
+
+size_t dmm_heap_region_overhead(void) { return RHDR + HDR; }
+
+size_t dmm_heap_min_buffer(const dmm_heap_config *c)
+{
+    size_t one;
+    if (dmm_heap_config_check(c, NULL) != DMM_OK)
+        return 0;
+    one = dmm__req2size(c, 1);
+    if (c->max_block_log2)
+        return dmm__heap_ctrl_size(c, c->max_block_log2, NULL) + RHDR + one + HDR;
+    /* The bin range grows with the buffer, and the control block with the
+     * range: find the smallest range whose buffer also derives that range. */
+    for (unsigned r = dmm__heap_range_for(c, 1); r < DMM_WORD_BITS; r++) {
+        size_t need = dmm__heap_ctrl_size(c, r, NULL) + RHDR + one + HDR;
+        if (dmm__heap_range_for(c, need) <= r)
+            return need;
+    }
+    return 0;
+}
+
+/* ---- text form ----------------------------------------------------------- */
+
+static int lookup(const char *v, size_t n, const char *const *names, unsigned count, unsigned *out)
+{
+    for (unsigned i = 0; i < count; i++)
+        if (dmm_token_eq(v, n, names[i])) {
+            *out = i;
+            return 0;
+        }
+    return -1;
+}
+
+static int is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+
+static const char *apply(dmm_heap_config *c, const char *k, size_t kn, const char *v, size_t vn)
+{
+    unsigned e;
+    uint64_t n;
+#define ENUM_KEY(key, names, field, type)                                                                    \
+    if (dmm_token_eq(k, kn, key)) {                                                                          \
+        if (lookup(v, vn, names, COUNT(names), &e))                                                          \
+            return "bad value for " key;                                                                     \
+        c->field = (type)e;                                                                                  \
+        return NULL;                                                                                         \
+    }
+#define BOOL_KEY(key, field)                                                                                 \
+    if (dmm_token_eq(k, kn, key)) {                                                                          \
+        if (lookup(v, vn, bool_names, 2, &e))                                                                \
+            return "bad value for " key " (on or off)";                                                      \
+        c->field = e != 0;                                                                                   \
+        return NULL;                                                                                         \
+    }
+#define SIZE_KEY(key, field, type, max)                                                                      \
+    if (dmm_token_eq(k, kn, key)) {                                                                          \
+        if (dmm_parse_size(v, vn, &n) || n > (uint64_t)(max))                                                \
+            return "bad number for " key;                                                                    \
+        c->field = (type)n;                                                                                  \
+        return NULL;                                                                                         \
+    }
+    if (dmm_token_eq(k, kn, "preset")) {
+        if (lookup(v, vn, preset_names, COUNT(preset_names), &e))
+            return "unknown preset (dlmalloc, tlsf, halffit, firstfit, p2012)";
+        {
+            dmm_heap_config p = dmm_heap_preset_config((dmm_heap_preset)e);
+            /* keep what a preset does not choose */
+            p.lock_hooks = c->lock_hooks;
+            p.error_fn = c->error_fn;
+            p.error_ctx = c->error_ctx;
+            *c = p;
+        }
+        return NULL;
+    }
+    ENUM_KEY("org", org_names, org, dmm_heap_org)
+    ENUM_KEY("links", links_names, links, dmm_heap_links)
+    ENUM_KEY("order", order_names, order, dmm_heap_order)
+    ENUM_KEY("fit", fit_names, fit, dmm_heap_fit)
+    ENUM_KEY("coalesce", coalesce_names, coalesce, dmm_heap_coalesce)
+    ENUM_KEY("lock", lock_names, lock, dmm_heap_lock)
+    ENUM_KEY("stats", stats_names, stats, dmm_heap_stats_level)
+    ENUM_KEY("harden", harden_names, harden, dmm_heap_harden)
+    ENUM_KEY("on_error", policy_names, on_error, dmm_error_policy)
+    BOOL_KEY("split", split)
+    BOOL_KEY("poison", poison)
+    BOOL_KEY("release_empty", release_empty)
+    SIZE_KEY("sl_bits", sl_bits, unsigned, 64)
+    SIZE_KEY("exact_max", exact_max, size_t, SIZE_MAX)
+    SIZE_KEY("split_min", split_min, size_t, SIZE_MAX)
+    SIZE_KEY("coalesce_max", coalesce_max, size_t, SIZE_MAX)
+    SIZE_KEY("quick_max", quick_max, size_t, SIZE_MAX)
+    SIZE_KEY("quick_limit", quick_limit, unsigned, 0xFFFFFFFFu)
+    SIZE_KEY("grow", grow_granularity, size_t, SIZE_MAX)
+    SIZE_KEY("max_block_log2", max_block_log2, unsigned, 64)
+    SIZE_KEY("cookie", cookie, uintptr_t, UINTPTR_MAX)
+#undef ENUM_KEY
+#undef BOOL_KEY
+#undef SIZE_KEY
+    return "unknown key";
+}
+
+dmm_status dmm_heap_config_parse(const char *text, dmm_heap_config *out, const char **err)
+{
+    dmm_heap_config c;
+    const char *s = text;
+    if (!text || !out) {
+        if (err)
+            *err = "NULL argument";
+        return DMM_E_NULL;
+    }
+    c = *out;
+    while (*s) {
+        const char *k, *v, *end;
+        size_t kn, vn;
+        const char *why;
+        while (is_space(*s) || *s == ',')
+            s++;
+        if (!*s)
+            break;
+        k = s;
+        while (*s && *s != '=' && *s != ',')
+            s++;
+        if (*s != '=') {
+            if (err)
+                *err = "expected key=value";
+            return DMM_E_CONFIG;
+        }
+        end = s;
+        while (end > k && is_space(end[-1]))
+            end--;
+        kn = (size_t)(end - k);
+        s++;
+        while (is_space(*s))
+            s++;
+        v = s;
+        while (*s && *s != ',')
+            s++;
+        end = s;
+        while (end > v && is_space(end[-1]))
+            end--;
+        vn = (size_t)(end - v);
+        why = apply(&c, k, kn, v, vn);
+        if (why) {
+            if (err)
+                *err = why;
+            return DMM_E_CONFIG;
+        }
+    }
+    *out = c;
+    if (err)
+        *err = NULL;
+    return DMM_OK;
+}
+
+static void kv_str(dmm_text *t, const char *k, const char *v)
+{
+    if (t->len)
+        dmm_text_char(t, ',');
+    dmm_text_str(t, k);
+    dmm_text_char(t, '=');
+    dmm_text_str(t, v);
+}
+
+static void kv_num(dmm_text *t, const char *k, uint64_t v)
+{
+    if (t->len)
+        dmm_text_char(t, ',');
+    dmm_text_str(t, k);
+    dmm_text_char(t, '=');
+    dmm_text_u64(t, v);
+}
+
+#define NAME(arr, v) ((unsigned)(v) < COUNT(arr) ? arr[(unsigned)(v)] : "?")
+
+size_t dmm_heap_config_format(const dmm_heap_config *c, char *buf, size_t cap)
+{
+    dmm_text t;
+    dmm_text_init(&t, buf, cap);
+    if (!c)
+        return 0;
+    kv_str(&t, "org", NAME(org_names, c->org));
+    kv_num(&t, "sl_bits", c->sl_bits);
+    kv_num(&t, "exact_max", c->exact_max);
+    kv_str(&t, "links", NAME(links_names, c->links));
+    kv_str(&t, "order", NAME(order_names, c->order));
+    kv_str(&t, "fit", NAME(fit_names, c->fit));
+    kv_str(&t, "split", c->split ? "on" : "off");
+    kv_num(&t, "split_min", c->split_min);
+    kv_str(&t, "coalesce", NAME(coalesce_names, c->coalesce));
+    kv_num(&t, "coalesce_max", c->coalesce_max);
+    kv_num(&t, "quick_max", c->quick_max);
+    kv_num(&t, "quick_limit", c->quick_limit);
+    kv_str(&t, "lock", NAME(lock_names, c->lock));
+    kv_str(&t, "stats", NAME(stats_names, c->stats));
+    kv_str(&t, "harden", NAME(harden_names, c->harden));
+    kv_str(&t, "poison", c->poison ? "on" : "off");
+    kv_str(&t, "on_error", NAME(policy_names, c->on_error));
+    kv_num(&t, "grow", c->grow_granularity);
+    kv_str(&t, "release_empty", c->release_empty ? "on" : "off");
+    kv_num(&t, "max_block_log2", c->max_block_log2);
+    if (c->cookie)
+        kv_num(&t, "cookie", c->cookie);
+    return t.len;
+}

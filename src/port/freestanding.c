@@ -1,0 +1,55 @@
+/*
+ * src/port/freestanding.c - the port for bare-metal targets: no OS pages
+ * (growth is refused), no mutex (DMM_LOCK_MUTEX is refused; spin and user
+ * locks work), a trap for abort, word-wise copy loops.
+ */
+#include "port.h"
+
+size_t dmm_port_page_size(void) { return 0; }
+
+void *dmm_port_pages_map(size_t bytes)
+{
+    (void)bytes;
+    return NULL;
+}
+
+void dmm_port_pages_unmap(void *p, size_t bytes)
+{
+    (void)p;
+    (void)bytes;
+}
+
+bool dmm_port_has_mutex(void) { return false; }
+bool dmm_port_mutex_init(dmm_port_mutex *m)
+{
+    (void)m;
+    return false;
+}
+void dmm_port_mutex_lock(dmm_port_mutex *m) { (void)m; }
+void dmm_port_mutex_unlock(dmm_port_mutex *m) { (void)m; }
+void dmm_port_mutex_destroy(dmm_port_mutex *m) { (void)m; }
+
+_Noreturn void dmm_port_abort(void)
+{
+    for (;;)
+        __builtin_trap();
+}
+
+/* volatile keeps the compiler from turning these loops back into calls to
+ * memcpy/memset, which a freestanding image may not have. */
+void dmm_port_memcpy(void *dst, const void *src, size_t n)
+{
+    volatile unsigned char *d = dst;
+    const unsigned char *s = src;
+    while (n--)
+        *d++ = *s++;
+}
+
+void dmm_port_memset(void *dst, int c, size_t n)
+{
+    volatile unsigned char *d = dst;
+    while (n--)
+        *d++ = (unsigned char)c;
+}
+
+void dmm_port_cpu_relax(void) {}

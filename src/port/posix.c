@@ -1,0 +1,72 @@
+/*
+ * src/port/posix.c - the hosted port: mmap'd pages, pthread mutexes, libc
+ * memcpy/memset.  In DMM_ANNOTATE builds the bulk-memory helpers are plain
+ * volatile loops, because libc's versions are intercepted by AddressSanitizer
+ * and would report the heap's own (legitimate) touches of poisoned memory.
+ */
+#define _DEFAULT_SOURCE
+#include "port.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(pthread_mutex_t) <= DMM_PORT_MUTEX_BYTES, "DMM_PORT_MUTEX_BYTES too small for pthread_mutex_t");
+
+size_t dmm_port_page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096u;
+}
+
+void *dmm_port_pages_map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void dmm_port_pages_unmap(void *p, size_t bytes) { munmap(p, bytes); }
+
+bool dmm_port_has_mutex(void) { return true; }
+
+bool dmm_port_mutex_init(dmm_port_mutex *m)
+{
+    return pthread_mutex_init((pthread_mutex_t *)(void *)m->u.bytes, NULL) == 0;
+}
+
+void dmm_port_mutex_lock(dmm_port_mutex *m) { pthread_mutex_lock((pthread_mutex_t *)(void *)m->u.bytes); }
+void dmm_port_mutex_unlock(dmm_port_mutex *m) { pthread_mutex_unlock((pthread_mutex_t *)(void *)m->u.bytes); }
+void dmm_port_mutex_destroy(dmm_port_mutex *m) { pthread_mutex_destroy((pthread_mutex_t *)(void *)m->u.bytes); }
+
+_Noreturn void dmm_port_abort(void) { abort(); }
+
+#if defined(DMM_ANNOTATE) && DMM_ANNOTATE
+void dmm_port_memcpy(void *dst, const void *src, size_t n)
+{
+    volatile unsigned char *d = dst;
+    const volatile unsigned char *s = src;
+    while (n--)
+        *d++ = *s++;
+}
+
+void dmm_port_memset(void *dst, int c, size_t n)
+{
+    volatile unsigned char *d = dst;
+    while (n--)
+        *d++ = (unsigned char)c;
+}
+#else
+void dmm_port_memcpy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+void dmm_port_memset(void *dst, int c, size_t n) { memset(dst, c, n); }
+#endif
+
+void dmm_port_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
