@@ -353,7 +353,8 @@ dmm_status dmm_heap_check(dmm_heap *h, dmm_heap_check_report *rep);
 typedef enum dmm_block_state {
     DMM_BLOCK_USED = 0,
     DMM_BLOCK_FREE,
-    DMM_BLOCK_QUICK  /* freed, parked in a quick list */
+    DMM_BLOCK_QUICK, /* freed, parked in a quick list */
+    DMM_BLOCK_TOP    /* the untouched end of a region, carved on demand */
 } dmm_block_state;
 
 typedef struct dmm_heap_block_info {

@@ -27,7 +27,11 @@ int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx)
             info.payload = bpayload(b);
             info.block_size = bsize(b);
             info.region = idx;
-            if (!bused(b)) {
+            if (btop(b)) {
+                info.state = DMM_BLOCK_TOP;
+                info.usable = 0;
+                info.requested = 0;
+            } else if (!bused(b)) {
                 info.state = DMM_BLOCK_FREE;
                 info.usable = 0;
                 info.requested = 0;
@@ -104,7 +108,12 @@ static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *re
                 return fail(rep, DMM_INV_BLOCK_SIZE, b, "block size is not a granule multiple, below the minimum, or past the region end");
             if (b->prev != expect_prev)
                 return fail(rep, DMM_INV_BOUNDARY_TAG, b, "prev_size tag differs from the previous block's size");
-            if (!bused(b)) {
+            if (btop(b)) {
+                if ((b->head & (F_USED | F_QUICK)) || bnext(b) != sen)
+                    return fail(rep, DMM_INV_BLOCK_SIZE, b, "top block is flagged used or is not the region's last block");
+                if (immediate && last_free)
+                    return fail(rep, DMM_INV_ADJACENT_FREE, b, "free block next to the top under immediate coalescing");
+            } else if (!bused(b)) {
                 if (b->head & F_QUICK)
                     return fail(rep, DMM_INV_BLOCK_SIZE, b, "free block has the quick flag");
                 if (immediate && last_free && (h->cfg.coalesce_max == 0 || s + bsize(last) <= h->cfg.coalesce_max))
@@ -126,7 +135,7 @@ static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *re
                     if (*q != POISON_BYTE)
                         return fail(rep, DMM_INV_POISON, q, "a free block's poison pattern was overwritten (write after free)");
             }
-            last_free = !bused(b);
+            last_free = blisted(b);
             last = b;
         }
         if (b != sen)
@@ -155,7 +164,7 @@ static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report 
             const region *r = region_holding(h, c);
             if (++total > t->free_blocks)
                 return fail(rep, DMM_INV_FREE_COUNT, c, "more list nodes than free blocks (cycle or stale node)");
-            if (!r || !header_sane(r, c) || bused(c) || bnext(c)->prev != bsize(c))
+            if (!r || !header_sane(r, c) || !blisted(c) || bnext(c)->prev != bsize(c))
                 return fail(rep, DMM_INV_LIST_LINK, c, "list node is not a free block of this heap");
             if (DOUBLY(h) && *lprev(c) != pred)
                 return fail(rep, DMM_INV_LIST_LINK, c, "prev link does not point to the list predecessor");
@@ -258,7 +267,7 @@ static int sum_free(void *ctx, const dmm_heap_block_info *info)
     free_sum *f = (free_sum *)ctx;
     if (info->state != DMM_BLOCK_USED) {
         f->bytes += info->block_size;
-        if (info->state == DMM_BLOCK_FREE && info->block_size > f->largest)
+        if (info->state != DMM_BLOCK_QUICK && info->block_size > f->largest)
             f->largest = info->block_size;
     }
     return 0;

@@ -407,33 +407,59 @@ static bool can_merge(const dmm_heap *h, size_t a, size_t b)
     return h->cfg.coalesce_max == 0 || a + b <= h->cfg.coalesce_max;
 }
 
-/* b (not in any list, flags ignored) becomes a free block: merged with free
- * neighbours under immediate coalescing, then inserted in its bin or, if it
- * now spans a whole grown region and release_empty is on, given back.
- * `fresh` is where the bytes that still need poisoning start. */
+/* Gives region r back to the OS if it is a grown region that is now one
+ * free block b.  Returns true if it did. */
+static bool maybe_release(dmm_heap *h, blk *b)
+{
+    region *r;
+    if (!P_GROW(h) || !h->cfg.release_empty || b->prev != 0)
+        return false;
+    r = (region *)(void *)((char *)b - RHDR);
+    if (!(r->flags & REGION_GROWN) || bnext(b) != rsentinel(r))
+        return false;
+    region_unlink(h, r);
+    h->st.release_count++;
+    dmm_port_pages_unmap(r, r->size);
+    return true;
+}
+
+/* b (not in any list, flags ignored) becomes free memory: under immediate
+ * coalescing merged with its free neighbours (and into the top block when
+ * it borders it), then inserted in its bin, or given back when it now spans
+ * a whole grown region.  `fresh` is where the bytes that still need
+ * poisoning start. */
 static void release_block(dmm_heap *h, blk *b, char *fresh)
 {
     size_t s = bsize(b);
     char *end = (char *)b + s;
     char *fill_from = fresh;
+    bool top = false;
     if (P_COALESCE(h) == DMM_COALESCE_IMMEDIATE) {
         blk *nx = bnext(b);
-        if (!bused(nx) && can_merge(h, s, bsize(nx))) {
+        if (btop(nx)) {
+            s += bsize(nx);
+            top = true;
+            end = (char *)nx + HDR + LINKS; /* the rest of nx is poisoned already */
+        } else if (blisted(nx) && can_merge(h, s, bsize(nx))) {
             bin_remove(h, nx);
             s += bsize(nx);
-            end = (char *)nx + HDR + LINKS; /* the rest of nx is poisoned already */
+            end = (char *)nx + HDR + LINKS;
         }
-        if (b->prev) {
+        /* coalesce_max bounds merges of listed blocks only; the top absorbs
+         * every free block before it, so none is ever left beside it */
+        while (b->prev) {
             blk *pv = bprev(b);
-            if (!bused(pv) && can_merge(h, s, bsize(pv))) {
-                bin_remove(h, pv);
-                s += bsize(pv);
-                fill_from = (char *)b;
-                b = pv;
-            }
+            if (!blisted(pv) || !(top || can_merge(h, s, bsize(pv))))
+                break;
+            bin_remove(h, pv);
+            s += bsize(pv);
+            fill_from = (char *)b;
+            b = pv;
+            if (!top)
+                break;
         }
     }
-    b->head = s;
+    b->head = s | (top ? F_TOP : 0);
     bnext(b)->prev = s;
     if (P_POISON(h)) {
         char *lo = (char *)bpayload(b) + LINKS;
@@ -441,16 +467,41 @@ static void release_block(dmm_heap *h, blk *b, char *fresh)
             fill_from = lo;
         poison_fill(h, fill_from, end > (char *)bnext(b) ? (char *)bnext(b) : end);
     }
-    if (P_GROW(h) && h->cfg.release_empty && b->prev == 0 && bnext(b)->head == F_USED && bnext(b)->prev == s) {
-        region *r = (region *)(void *)((char *)b - RHDR);
-        if ((r->flags & REGION_GROWN) && rsentinel(r) == bnext(b)) {
-            region_unlink(h, r);
-            h->st.release_count++;
-            dmm_port_pages_unmap(r, r->size);
-            return;
-        }
-    }
+    if (maybe_release(h, b) || top)
+        return;
     bin_insert(h, b);
+}
+
+/* Carves a block of s bytes from the start of some region's top block.
+ * The remainder stays the top unless it is below a minimum block, in which
+ * case the whole top is taken.  O(r). */
+static blk *carve_top(dmm_heap *h, size_t s)
+{
+    uint64_t steps = 0;
+    for (region *r = h->regions; r; r = r->next) {
+        blk *sen = rsentinel(r), *t;
+        size_t ts;
+        steps++;
+        if (!sen->prev)
+            continue;
+        t = bprev(sen);
+        ts = bsize(t);
+        if (!btop(t) || ts < s)
+            continue;
+        if (ts - s >= MINB) {
+            blk *nt = (blk *)(void *)((char *)t + s);
+            nt->prev = s;
+            nt->head = (ts - s) | F_TOP;
+            sen->prev = ts - s;
+            t->head = s;
+        } else {
+            t->head = ts;
+        }
+        st_steps(h, steps);
+        return t;
+    }
+    st_steps(h, steps);
+    return NULL;
 }
 
 static void quick_push(dmm_heap *h, blk *b)
@@ -501,7 +552,8 @@ static bool quick_flush(dmm_heap *h)
     return any;
 }
 
-/* Deferred coalescing: merge every run of adjacent free blocks. */
+/* Deferred coalescing: merge every run of adjacent free blocks (a run that
+ * reaches the top block joins it). */
 static void sweep(dmm_heap *h)
 {
     region *r = h->regions;
@@ -511,27 +563,27 @@ static void sweep(dmm_heap *h)
         blk *b = rfirst(r);
         while (bsize(b) != 0) {
             blk *c = bnext(b);
-            if (!bused(b) && !bused(c) && bsize(c) && can_merge(h, bsize(b), bsize(c))) {
+            if (blisted(b) && !bused(c) && (btop(c) || can_merge(h, bsize(b), bsize(c)))) {
                 size_t s = bsize(b);
-                bool grown_alone;
+                bool top = false;
                 bin_remove(h, b);
-                while (!bused(c) && bsize(c) && can_merge(h, s, bsize(c))) {
+                while (!bused(c) && (btop(c) || can_merge(h, s, bsize(c)))) {
                     size_t cs = bsize(c);
-                    bin_remove(h, c);
+                    top = btop(c);
+                    if (!top)
+                        bin_remove(h, c);
                     poison_fill(h, c, (char *)c + HDR + LINKS);
                     s += cs;
                     c = (blk *)(void *)((char *)c + cs);
+                    if (top)
+                        break;
                 }
-                b->head = s;
+                b->head = s | (top ? F_TOP : 0);
                 c->prev = s;
-                grown_alone = b->prev == 0 && c == rsentinel(r);
-                if (grown_alone && P_GROW(h) && h->cfg.release_empty && (r->flags & REGION_GROWN)) {
-                    region_unlink(h, r);
-                    h->st.release_count++;
-                    dmm_port_pages_unmap(r, r->size);
+                if (maybe_release(h, b))
                     break;
-                }
-                bin_insert(h, b);
+                if (!top)
+                    bin_insert(h, b);
             }
             b = c;
         }
@@ -559,7 +611,7 @@ static void region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
     h->nregions++;
     b = rfirst(r);
     b->prev = 0;
-    b->head = bs;
+    b->head = bs | F_TOP;
     sen = rsentinel(r);
     sen->prev = bs;
     sen->head = F_USED;
@@ -567,7 +619,6 @@ static void region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
     h->st.footprint += size;
     if (h->st.footprint > h->st.peak_footprint)
         h->st.peak_footprint = h->st.footprint;
-    bin_insert(h, b);
 }
 
 static bool overlaps(const dmm_heap *h, uintptr_t lo, uintptr_t hi)
@@ -653,17 +704,19 @@ static blk *obtain(dmm_heap *h, size_t s, bool quick_ok)
         b = quick_pop(h, s);
     if (!b)
         b = take_block(h, s);
+    if (!b)
+        b = carve_top(h, s);
     if (!b) {
         bool retry = P_QUICK(h) && h->quick_nodes && quick_flush(h);
         if (P_COALESCE(h) == DMM_COALESCE_DEFERRED) {
             sweep(h);
             retry = true;
         }
-        if (retry)
-            b = take_block(h, s);
+        if (retry && !(b = take_block(h, s)))
+            b = carve_top(h, s);
     }
-    if (!b && P_GROW(h) && grow(h, s))
-        b = take_block(h, s);
+    if (!b && P_GROW(h) && grow(h, s) && !(b = take_block(h, s)))
+        b = carve_top(h, s);
     return b;
 }
 
@@ -851,9 +904,25 @@ static void *realloc_locked(dmm_heap *h, void *ptr, size_t align, size_t req)
     old_usable = usable_of(h, b);
     if (align <= GRAN || ((uintptr_t)ptr & (align - 1u)) == 0) {
         bool fits = s <= bs;
+        blk *nx = bnext(b);
+        if (!fits && btop(nx) && bs + bsize(nx) >= s) {
+            /* grow into the top block */
+            size_t total = bs + bsize(nx);
+            if (total - s >= MINB) {
+                blk *nt = (blk *)(void *)((char *)b + s);
+                nt->prev = s;
+                nt->head = (total - s) | F_TOP;
+                bnext(nt)->prev = total - s;
+                bs = s;
+            } else {
+                bs = total;
+            }
+            b->head = bs | F_USED;
+            bnext(b)->prev = bs;
+            fits = true;
+        }
         if (!fits && P_COALESCE(h) != DMM_COALESCE_OFF) {
-            blk *nx = bnext(b);
-            if (!bused(nx) && bs + bsize(nx) >= s && can_merge(h, bs, bsize(nx))) {
+            if (blisted(nx) && bs + bsize(nx) >= s && can_merge(h, bs, bsize(nx))) {
                 bin_remove(h, nx);
                 bs += bsize(nx);
                 b->head = bs | F_USED;

@@ -8,18 +8,23 @@
  *            size_t   size_t  ^ returned pointer (GRAN-aligned)
  *   prev  = size of the physically previous block, 0 for the first block of
  *           a region (boundary tag kept in the header, no footers);
- *   head  = size | F_USED | F_QUICK;
+ *   head  = size | F_USED | F_QUICK | F_TOP;
  *   tail  = words at the end of a used block: the requested size (stats
  *           FULL) then the canary (hardening >= CANARY), canary last.
  *   A free block keeps its list links in the first two payload words.
  *
- * Region: [ descriptor | block | block | ... | sentinel ]; the sentinel is
- * a header whose size is 0 and whose F_USED bit is set, so no merge crosses
- * it; its prev field tags the last block.
+ * Region: [ descriptor | block | block | ... | top | sentinel ]; the
+ * sentinel is a header whose size is 0 and whose F_USED bit is set, so no
+ * merge crosses it; its prev field tags the last block.  The top block
+ * (F_TOP, at most one per region, always last) is memory never handed out
+ * or given back since the region was formatted: allocation carves new
+ * blocks from its start when no listed block fits, whatever the split
+ * policy (the seed's P2012 allocator and dlmalloc both keep such a
+ * "wilderness"); immediate and deferred coalescing merge into it.
  *
  * Invariants (checked by dmm_heap_check):
  *   next(b)->prev == size(b) for every block b of a region;
- *   every block with F_USED clear is in exactly one bin list, the one
+ *   every block with F_USED and F_TOP clear is in exactly one bin list, the one
  *   bin_of(size) names, and the bin's bitmap bit is set iff the list is
  *   non-empty; every F_QUICK block is in the quick list of its size;
  *   under immediate coalescing no two neighbours are free (unless the merge
@@ -54,6 +59,7 @@
 #define LINKS (2u * WORD)         /* link words at the start of a free payload */
 #define F_USED ((size_t)1)
 #define F_QUICK ((size_t)2)
+#define F_TOP ((size_t)4) /* the untouched end of a region (not in any list) */
 #define F_MASK ((size_t)(GRAN - 1))
 #define HEAP_MAGIC ((uintptr_t)0x646d6d68u) /* "dmmh" */
 #define POISON_BYTE 0xDBu
@@ -148,6 +154,9 @@ struct dmm_heap {
 /* ---- block helpers ---- */
 static inline size_t bsize(const blk *b) { return b->head & ~F_MASK; }
 static inline bool bused(const blk *b) { return (b->head & F_USED) != 0; }
+static inline bool btop(const blk *b) { return (b->head & F_TOP) != 0; }
+/* A free block that lives in a bin list (not used, not the top). */
+static inline bool blisted(const blk *b) { return (b->head & (F_USED | F_TOP)) == 0; }
 static inline blk *bnext(const blk *b) { return (blk *)(void *)((char *)(uintptr_t)b + bsize(b)); }
 static inline blk *bprev(const blk *b) { return (blk *)(void *)((char *)(uintptr_t)b - b->prev); }
 static inline void *bpayload(const blk *b) { return (char *)(uintptr_t)b + HDR; }
