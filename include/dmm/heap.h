@@ -303,14 +303,25 @@ typedef struct dmm_heap_stats {
     size_t peak_requested;   /* FULL only */
     size_t footprint;        /* bytes of all regions (control block included) */
     size_t peak_footprint;
-    size_t free_bytes;       /* bytes in free and quick-list blocks */
-    size_t largest_free;     /* largest free block (computed on request) */
+    size_t top_bytes;        /* bytes in top blocks: never carved since
+                                their region was formatted (every level) */
+    size_t extent;           /* footprint - top_bytes: what the heap has
+                                actually used of its regions (every level) */
+    size_t peak_extent;      /* high-water mark of extent (every level) */
+    size_t free_bytes;       /* bytes in free, quick-list and top blocks
+                                (dmm_heap_get_stats only) */
+    size_t largest_free;     /* largest free or top block (get_stats only) */
     uint64_t size_hist[DMM_HEAP_HIST_BUCKETS]; /* FULL only */
 } dmm_heap_stats;
 
 /* Snapshot of the statistics (takes the lock).  Counters not kept at the
  * heap's statistics level read 0.  O(blocks) (free_bytes, largest_free). */
 dmm_heap_stats dmm_heap_get_stats(dmm_heap *h);
+
+/* The same snapshot without the walk: free_bytes and largest_free read 0.
+ * O(1); cheap enough to sample at every new live peak. */
+#define DMM_HEAP_HAS_EXTENT 1
+dmm_heap_stats dmm_heap_get_counters(dmm_heap *h);
 
 /* Writes st as one JSON object, NUL-terminated, truncated to cap bytes.
  * Returns the length the full text needs (without the NUL). */
@@ -336,7 +347,8 @@ typedef enum dmm_heap_invariant {
     DMM_INV_BITMAP,        /* bitmap bit disagrees with bin emptiness */
     DMM_INV_FREE_COUNT,    /* free blocks in regions != nodes in the lists */
     DMM_INV_QUICK,         /* quick list: wrong size, state or length */
-    DMM_INV_ACCOUNTING     /* live bytes / counts differ from statistics */
+    DMM_INV_ACCOUNTING     /* live bytes / counts / footprint / top bytes
+                              differ from the statistics */
 } dmm_heap_invariant;
 
 typedef struct dmm_heap_check_report {

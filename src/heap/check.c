@@ -3,7 +3,9 @@
  * statistics (snapshot and JSON).  Nothing here writes to the heap.
  */
 #include "../core/text.h"
+#include "../port/annotate.h"
 #include "heap_internal.h"
+
 
 /* ---- walker ----------------------------------------------------------- */
 
@@ -56,9 +58,11 @@ int dmm_heap_walk(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx)
     int rc;
     if (!h || !fn)
         return -1;
+    DMM_ANN_ENTER();
     dmm__heap_lock(h);
     rc = dmm__heap_walk_locked(h, fn, ctx);
     dmm__heap_unlock(h);
+    DMM_ANN_LEAVE();
     return rc;
 }
 
@@ -66,7 +70,7 @@ int dmm_heap_walk(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx)
 
 typedef struct tally {
     size_t free_blocks, quick_blocks, used_blocks;
-    size_t used_bytes, used_requested, region_bytes;
+    size_t used_bytes, used_requested, region_bytes, top_bytes;
 } tally;
 
 static dmm_status fail(dmm_heap_check_report *rep, dmm_heap_invariant inv, const void *where, const char *detail)
@@ -108,11 +112,16 @@ static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *re
                 return fail(rep, DMM_INV_BLOCK_SIZE, b, "block size is not a granule multiple, below the minimum, or past the region end");
             if (b->prev != expect_prev)
                 return fail(rep, DMM_INV_BOUNDARY_TAG, b, "prev_size tag differs from the previous block's size");
+            /* the size must agree with the next block's tag before any tail
+             * word (canary, requested size) is read through it */
+            if (bnext(b)->prev != s)
+                return fail(rep, DMM_INV_BOUNDARY_TAG, bnext(b), "next block's prev_size tag differs from this block's size");
             if (btop(b)) {
                 if ((b->head & (F_USED | F_QUICK)) || bnext(b) != sen)
                     return fail(rep, DMM_INV_BLOCK_SIZE, b, "top block is flagged used or is not the region's last block");
                 if (immediate && last_free)
                     return fail(rep, DMM_INV_ADJACENT_FREE, b, "free block next to the top under immediate coalescing");
+                t->top_bytes += s;
             } else if (!bused(b)) {
                 if (b->head & F_QUICK)
                     return fail(rep, DMM_INV_BLOCK_SIZE, b, "free block has the quick flag");
@@ -163,7 +172,7 @@ static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report 
         for (blk *c = bn->head; c; pred = c, c = *lnext(c)) {
             const region *r = region_holding(h, c);
             if (++total > t->free_blocks)
-                return fail(rep, DMM_INV_FREE_COUNT, c, "more list nodes than free blocks (cycle or stale node)");
+                return fail(rep, DMM_INV_LIST_LINK, c, "more list nodes than free blocks (cycle or stale node)");
             if (!r || !header_sane(r, c) || !blisted(c) || bnext(c)->prev != bsize(c))
                 return fail(rep, DMM_INV_LIST_LINK, c, "list node is not a free block of this heap");
             if (DOUBLY(h) && *lprev(c) != pred)
@@ -219,7 +228,7 @@ static dmm_status check_quick(dmm_heap *h, const tally *t, dmm_heap_check_report
 
 dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
 {
-    tally t = {0, 0, 0, 0, 0, 0};
+    tally t = {0, 0, 0, 0, 0, 0, 0};
     dmm_status st;
     if (rep) {
         rep->invariant = DMM_INV_NONE;
@@ -237,6 +246,10 @@ dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
         return st;
     if (t.region_bytes + (h->ctrl_size - (size_t)((char *)h - (char *)h->buf)) != h->st.footprint)
         return fail(rep, DMM_INV_ACCOUNTING, h, "footprint differs from the regions' sizes");
+    if (t.top_bytes != h->st.top_bytes)
+        return fail(rep, DMM_INV_ACCOUNTING, h, "top bytes differ from the top blocks' sizes");
+    if (h->st.footprint - h->st.top_bytes > h->st.peak_extent)
+        return fail(rep, DMM_INV_ACCOUNTING, h, "extent above its recorded peak");
     if (P_STATS(h) != DMM_STATS_OFF &&
         (h->st.live_count != t.used_blocks || h->st.live_block_bytes != t.used_bytes))
         return fail(rep, DMM_INV_ACCOUNTING, h, "live block count or bytes differ from the statistics");
@@ -250,9 +263,11 @@ dmm_status dmm_heap_check(dmm_heap *h, dmm_heap_check_report *rep)
     dmm_status st;
     if (!h)
         return DMM_E_NULL;
+    DMM_ANN_ENTER();
     dmm__heap_lock(h);
     st = dmm__heap_check_locked(h, rep);
     dmm__heap_unlock(h);
+    DMM_ANN_LEAVE();
     return st;
 }
 
@@ -273,14 +288,44 @@ static int sum_free(void *ctx, const dmm_heap_block_info *info)
     return 0;
 }
 
+/* The statistics as the level promises them: at OFF only the footprint,
+ * top and extent figures (kept at every level) survive. */
+static dmm_heap_stats snapshot(const dmm_heap *h)
+{
+    dmm_heap_stats st = h->st;
+    if (P_STATS(h) == DMM_STATS_OFF) {
+        dmm_heap_stats z = {.malloc_count = 0};
+        z.footprint = st.footprint;
+        z.peak_footprint = st.peak_footprint;
+        z.top_bytes = st.top_bytes;
+        z.peak_extent = st.peak_extent;
+        st = z;
+    }
+    st.extent = st.footprint - st.top_bytes;
+    st.free_bytes = 0;
+    st.largest_free = 0;
+    return st;
+}
+
+dmm_heap_stats dmm_heap_get_counters(dmm_heap *h)
+{
+    dmm_heap_stats st;
+    dmm__heap_lock(h);
+    st = snapshot(h);
+    dmm__heap_unlock(h);
+    return st;
+}
+
 dmm_heap_stats dmm_heap_get_stats(dmm_heap *h)
 {
     dmm_heap_stats st;
     free_sum f = {0, 0};
+    DMM_ANN_ENTER();
     dmm__heap_lock(h);
-    st = h->st;
+    st = snapshot(h);
     (void)dmm__heap_walk_locked(h, sum_free, &f);
     dmm__heap_unlock(h);
+    DMM_ANN_LEAVE();
     st.free_bytes = f.bytes;
     st.largest_free = f.largest;
     return st;
@@ -321,6 +366,9 @@ size_t dmm_heap_stats_json(const dmm_heap_stats *st, char *buf, size_t cap)
     j_num(&t, "peak_requested", st->peak_requested);
     j_num(&t, "footprint", st->footprint);
     j_num(&t, "peak_footprint", st->peak_footprint);
+    j_num(&t, "top_bytes", st->top_bytes);
+    j_num(&t, "extent", st->extent);
+    j_num(&t, "peak_extent", st->peak_extent);
     j_num(&t, "free_bytes", st->free_bytes);
     j_num(&t, "largest_free", st->largest_free);
     dmm_text_str(&t, "\"size_hist\":[");

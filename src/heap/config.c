@@ -502,7 +502,6 @@ size_t dmm_heap_config_format(const dmm_heap_config *c, char *buf, size_t cap)
     kv_num(&t, "grow", c->grow_granularity);
     kv_str(&t, "release_empty", c->release_empty ? "on" : "off");
     kv_num(&t, "max_block_log2", c->max_block_log2);
-    if (c->cookie)
-        kv_num(&t, "cookie", c->cookie);
+    kv_num(&t, "cookie", c->cookie);
     return t.len;
 }

@@ -50,12 +50,15 @@ static void enter(dmm_heap *h)
 {
     DMM_ANN_ENTER();
     dmm__heap_lock(h);
+    h->errors_at_enter = h->errors_seen;
 }
 
 static void leave(dmm_heap *h)
 {
 #if DMM_ASSERT_LEVEL >= 3
-    if (dmm__heap_check_locked(h, NULL) != DMM_OK)
+    /* a misuse this call reported may have left the heap damaged on
+     * purpose (the REPORT policy carries on): only a silent break aborts */
+    if (h->errors_seen == h->errors_at_enter && dmm__heap_check_locked(h, NULL) != DMM_OK)
         dmm_port_abort();
 #endif
     dmm__heap_unlock(h);
@@ -69,7 +72,9 @@ static void leave(dmm_heap *h)
 static void report(dmm_heap *h, dmm_error_kind kind, dmm_op op, const void *ptr, const char *msg)
 {
     dmm_error e;
-    h->st.error_count++;
+    if (P_STATS(h) != DMM_STATS_OFF)
+        h->st.error_count++;
+    h->errors_seen++;
     e.kind = kind;
     e.op = op;
     e.ptr = ptr;
@@ -119,6 +124,12 @@ static void st_request(dmm_heap *h, size_t req)
     }
 }
 
+static void st_failed(dmm_heap *h)
+{
+    if (P_STATS(h) != DMM_STATS_OFF)
+        h->st.failed_count++;
+}
+
 static void st_steps(dmm_heap *h, uint64_t steps)
 {
     if (P_STATS(h) == DMM_STATS_OFF)
@@ -126,6 +137,14 @@ static void st_steps(dmm_heap *h, uint64_t steps)
     h->st.search_steps += steps;
     if (steps > h->st.search_max)
         h->st.search_max = steps;
+}
+
+/* Top bytes went down or the footprint up: keep the extent's high-water. */
+static void note_extent(dmm_heap *h)
+{
+    size_t ext = h->st.footprint - h->st.top_bytes;
+    if (ext > h->st.peak_extent)
+        h->st.peak_extent = ext;
 }
 
 /* ======================================================================
@@ -417,6 +436,8 @@ static bool maybe_release(dmm_heap *h, blk *b)
     r = (region *)(void *)((char *)b - RHDR);
     if (!(r->flags & REGION_GROWN) || bnext(b) != rsentinel(r))
         return false;
+    if (btop(b))
+        h->st.top_bytes -= bsize(b);
     region_unlink(h, r);
     h->st.release_count++;
     dmm_port_pages_unmap(r, r->size);
@@ -434,9 +455,11 @@ static void release_block(dmm_heap *h, blk *b, char *fresh)
     char *end = (char *)b + s;
     char *fill_from = fresh;
     bool top = false;
+    size_t old_top = 0;
     if (P_COALESCE(h) == DMM_COALESCE_IMMEDIATE) {
         blk *nx = bnext(b);
         if (btop(nx)) {
+            old_top = bsize(nx);
             s += bsize(nx);
             top = true;
             end = (char *)nx + HDR + LINKS; /* the rest of nx is poisoned already */
@@ -461,6 +484,8 @@ static void release_block(dmm_heap *h, blk *b, char *fresh)
     }
     b->head = s | (top ? F_TOP : 0);
     bnext(b)->prev = s;
+    if (top)
+        h->st.top_bytes += s - old_top;
     if (P_POISON(h)) {
         char *lo = (char *)bpayload(b) + LINKS;
         if (fill_from < lo)
@@ -494,9 +519,12 @@ static blk *carve_top(dmm_heap *h, size_t s)
             nt->head = (ts - s) | F_TOP;
             sen->prev = ts - s;
             t->head = s;
+            h->st.top_bytes -= s;
         } else {
             t->head = ts;
+            h->st.top_bytes -= ts;
         }
+        note_extent(h);
         st_steps(h, steps);
         return t;
     }
@@ -564,13 +592,15 @@ static void sweep(dmm_heap *h)
         while (bsize(b) != 0) {
             blk *c = bnext(b);
             if (blisted(b) && !bused(c) && (btop(c) || can_merge(h, bsize(b), bsize(c)))) {
-                size_t s = bsize(b);
+                size_t s = bsize(b), old_top = 0;
                 bool top = false;
                 bin_remove(h, b);
                 while (!bused(c) && (btop(c) || can_merge(h, s, bsize(c)))) {
                     size_t cs = bsize(c);
                     top = btop(c);
-                    if (!top)
+                    if (top)
+                        old_top = cs;
+                    else
                         bin_remove(h, c);
                     poison_fill(h, c, (char *)c + HDR + LINKS);
                     s += cs;
@@ -580,6 +610,8 @@ static void sweep(dmm_heap *h)
                 }
                 b->head = s | (top ? F_TOP : 0);
                 c->prev = s;
+                if (top)
+                    h->st.top_bytes += s - old_top;
                 if (maybe_release(h, b))
                     break;
                 if (!top)
@@ -617,8 +649,10 @@ static void region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
     sen->head = F_USED;
     poison_fill(h, (char *)bpayload(b) + LINKS, sen);
     h->st.footprint += size;
+    h->st.top_bytes += bs;
     if (h->st.footprint > h->st.peak_footprint)
         h->st.peak_footprint = h->st.footprint;
+    note_extent(h);
 }
 
 static bool overlaps(const dmm_heap *h, uintptr_t lo, uintptr_t hi)
@@ -725,7 +759,7 @@ static void *alloc_locked(dmm_heap *h, size_t req)
     size_t s = dmm__req2size(&h->cfg, req);
     blk *b;
     if (!s || !(b = obtain(h, s, true))) {
-        h->st.failed_count++;
+        st_failed(h);
         return NULL;
     }
     if (P_STATS(h) != DMM_STATS_OFF)
@@ -739,19 +773,23 @@ static void *aligned_locked(dmm_heap *h, size_t align, size_t req)
     blk *b;
     char *p;
     if (!dmm_is_pow2(align) || align > (SIZE_MAX >> 2)) {
-        h->st.failed_count++;
+        st_failed(h);
         return NULL;
     }
-    if (align <= GRAN)
-        return alloc_locked(h, req);
+    if (align <= GRAN) {
+        void *p0 = alloc_locked(h, req);
+        if (p0 && P_STATS(h) != DMM_STATS_OFF)
+            h->st.aligned_count++;
+        return p0;
+    }
     s = dmm__req2size(&h->cfg, req);
     if (!s || s > SIZE_MAX - align - MINB) {
-        h->st.failed_count++;
+        st_failed(h);
         return NULL;
     }
     want = s + align + MINB;
     if (!(b = obtain(h, want, false))) {
-        h->st.failed_count++;
+        st_failed(h);
         return NULL;
     }
     p = (char *)bpayload(b);
@@ -883,7 +921,7 @@ static void *realloc_locked(dmm_heap *h, void *ptr, size_t align, size_t req)
     if (!ptr)
         return align > GRAN ? aligned_locked(h, align, req) : alloc_locked(h, req);
     if (align > GRAN && !dmm_is_pow2(align)) {
-        h->st.failed_count++;
+        st_failed(h);
         return NULL;
     }
     if (!(b = validate(h, ptr, DMM_OP_REALLOC)))
@@ -896,7 +934,7 @@ static void *realloc_locked(dmm_heap *h, void *ptr, size_t align, size_t req)
     }
     s = dmm__req2size(&h->cfg, req);
     if (!s) {
-        h->st.failed_count++;
+        st_failed(h);
         return NULL;
     }
     bs = old_bs = bsize(b);
@@ -908,15 +946,18 @@ static void *realloc_locked(dmm_heap *h, void *ptr, size_t align, size_t req)
         if (!fits && btop(nx) && bs + bsize(nx) >= s) {
             /* grow into the top block */
             size_t total = bs + bsize(nx);
+            h->st.top_bytes -= bsize(nx);
             if (total - s >= MINB) {
                 blk *nt = (blk *)(void *)((char *)b + s);
                 nt->prev = s;
                 nt->head = (total - s) | F_TOP;
                 bnext(nt)->prev = total - s;
                 bs = s;
+                h->st.top_bytes += total - s;
             } else {
                 bs = total;
             }
+            note_extent(h);
             b->head = bs | F_USED;
             bnext(b)->prev = bs;
             fits = true;
@@ -1029,7 +1070,9 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     if (cfg.lock == DMM_LOCK_MUTEX)
         dmm_port_mutex_init(&h->mutex);
     h->st.footprint = ctrl;
+    DMM_ANN_ENTER();
     region_format(h, (char *)h + ctrl, rest, 0);
+    DMM_ANN_LEAVE();
     *out = h;
     return DMM_OK;
 }
@@ -1100,6 +1143,7 @@ void dmm_heap_destroy(dmm_heap *h)
     region *r;
     if (!h)
         return;
+    DMM_ANN_ENTER();
     dmm__heap_lock(h);
     r = h->regions;
     while (r) {
@@ -1111,6 +1155,7 @@ void dmm_heap_destroy(dmm_heap *h)
     h->regions = NULL;
     h->magic = 0;
     dmm__heap_unlock(h);
+    DMM_ANN_LEAVE();
     if (P_LOCK(h) == DMM_LOCK_MUTEX)
         dmm_port_mutex_destroy(&h->mutex);
 }
@@ -1129,7 +1174,7 @@ void *dmm_heap_calloc(dmm_heap *h, size_t n, size_t size)
     void *p = NULL;
     enter(h);
     if (size && n > SIZE_MAX / size) {
-        h->st.failed_count++;
+        st_failed(h);
     } else if ((p = alloc_locked(h, n * size)) != NULL) {
         if (P_STATS(h) != DMM_STATS_OFF)
             h->st.calloc_count++;
@@ -1162,7 +1207,7 @@ void *dmm_heap_realloc_aligned(dmm_heap *h, void *ptr, size_t align, size_t size
     void *p = NULL;
     enter(h);
     if (!dmm_is_pow2(align) || align > (SIZE_MAX >> 2))
-        h->st.failed_count++;
+        st_failed(h);
     else
         p = realloc_locked(h, ptr, align, size);
     leave(h);

@@ -113,6 +113,8 @@ struct dmm_heap {
     size_t free_nodes;   /* blocks in bin lists */
     size_t quick_nodes;  /* blocks in quick lists */
     dmm_heap_stats st;
+    uint64_t errors_seen;     /* misuse reports, kept at every stats level */
+    uint64_t errors_at_enter; /* errors_seen when the current call began */
     atomic_flag spin;
     dmm_port_mutex mutex;
 };

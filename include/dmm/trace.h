@@ -1,0 +1,119 @@
+/*
+ * dmm/trace.h - allocation traces: the in-memory form, the versioned binary
+ * and text files (docs/trace-format.md), importers, and the transforms the
+ * tools need.  Hosted only (uses stdio and malloc); not part of the
+ * freestanding core.
+ *
+ * A trace is a sequence of operations in one global order.  Operations name
+ * objects by id, never by address, so a trace replays on any allocator.
+ * Every operation carries the thread that issued it; where an object made or
+ * last touched by one thread is freed or resized by another, a SYNC
+ * operation in the second thread's stream says which operation of the first
+ * thread must have happened before (dmm_trace_add_syncs derives them).
+ */
+#ifndef DMM_TRACE_H
+#define DMM_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DMM_TRACE_VERSION 1u
+#define DMM_TRACE_MAX_THREADS 65536u /* readers refuse larger thread ids */
+
+typedef enum dmm_trace_op_kind {
+    DMM_T_MALLOC = 1,  /* id size */
+    DMM_T_CALLOC,      /* id size (= nmemb * size), arg = nmemb */
+    DMM_T_REALLOC,     /* id size: resize object id (same id afterwards) */
+    DMM_T_ALIGNED,     /* id size, arg = alignment, sub = which API */
+    DMM_T_FREE,        /* id */
+    DMM_T_SYNC         /* wait until thread `arg` has done `size` operations */
+} dmm_trace_op_kind;
+
+/* Which aligned API an ALIGNED operation came from. */
+typedef enum dmm_trace_aligned_api {
+    DMM_TA_POSIX_MEMALIGN = 0,
+    DMM_TA_ALIGNED_ALLOC,
+    DMM_TA_MEMALIGN,
+    DMM_TA_VALLOC,
+    DMM_TA_PVALLOC
+} dmm_trace_aligned_api;
+
+typedef struct dmm_trace_op {
+    uint8_t kind;    /* dmm_trace_op_kind */
+    uint8_t sub;     /* ALIGNED: dmm_trace_aligned_api */
+    uint16_t pad;
+    uint32_t tid;    /* thread index, 0-based, dense */
+    uint64_t id;     /* object id (unused for SYNC) */
+    uint64_t size;   /* bytes; SYNC: operation count of thread `arg` */
+    uint64_t arg;    /* CALLOC nmemb, ALIGNED alignment, SYNC thread */
+    uint64_t t_ns;   /* timestamp, ns since trace start (0 if absent) */
+} dmm_trace_op;
+
+typedef struct dmm_trace {
+    dmm_trace_op *ops;
+    size_t n, cap;
+    uint32_t threads;    /* max tid + 1 */
+    int has_time;        /* timestamps meaningful */
+    char *meta;          /* NUL-terminated "key=value\n" lines, may be NULL */
+} dmm_trace;
+
+/* Error from readers: offset (byte in a binary file, line in a text file)
+ * and a static or internal reason. */
+typedef struct dmm_trace_error {
+    uint64_t offset;
+    int is_line;         /* offset is a 1-based line number */
+    char reason[160];
+} dmm_trace_error;
+
+void dmm_trace_init(dmm_trace *t);
+void dmm_trace_free(dmm_trace *t);
+/* Appends an operation; returns 0, or -1 when out of memory. */
+int dmm_trace_push(dmm_trace *t, const dmm_trace_op *op);
+/* Sets (replaces) metadata text. */
+int dmm_trace_set_meta(dmm_trace *t, const char *meta);
+
+/* Removes SYNC operations, then inserts one before every operation whose
+ * object was last touched by another thread.  Returns 0 or -1 (memory). */
+int dmm_trace_add_syncs(dmm_trace *t);
+
+/* Checks object discipline: ids allocated before use, not freed twice, not
+ * allocated while live, SYNCs refer to existing thread operations.  Returns
+ * 0, or -1 with *err describing the first violation (offset = op index). */
+int dmm_trace_validate(const dmm_trace *t, dmm_trace_error *err);
+
+/* Binary form.  Readers never crash or hang on malformed input: they return
+ * -1 with *err naming the offset and reason. */
+int dmm_trace_write_binary(const dmm_trace *t, FILE *f);
+int dmm_trace_read_binary(dmm_trace *t, const uint8_t *data, size_t len, dmm_trace_error *err);
+
+/* Text form (docs/trace-format.md). */
+int dmm_trace_write_text(const dmm_trace *t, FILE *f);
+int dmm_trace_read_text(dmm_trace *t, const char *text, size_t len, dmm_trace_error *err);
+
+/* Importers: CS:APP malloc-lab .rep, glibc mtrace() output. */
+int dmm_trace_import_rep(dmm_trace *t, const char *text, size_t len, dmm_trace_error *err);
+int dmm_trace_import_mtrace(dmm_trace *t, const char *text, size_t len, dmm_trace_error *err);
+
+/* Loads any supported file, choosing the reader by content (binary magic,
+ * text header, .rep, mtrace).  Returns 0 or -1 with *err. */
+int dmm_trace_load(dmm_trace *t, const char *path, dmm_trace_error *err);
+/* Saves binary unless path ends in ".txt". */
+int dmm_trace_save(const dmm_trace *t, const char *path);
+
+/* 64-bit FNV-1a of the canonical binary encoding (identifies a trace). */
+uint64_t dmm_trace_hash(const dmm_trace *t);
+
+/* The seed-001 transform: keep allocation order and sizes, redraw each
+ * object's free point uniformly between its allocation (or last realloc)
+ * and the end; realloc chains stay one object.  Single-threaded result. */
+int dmm_trace_randomize_frees(const dmm_trace *in, dmm_trace *out, uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
