@@ -314,14 +314,8 @@ size_t dmm_heap_min_buffer(const dmm_heap_config *c)
     one = dmm__req2size(c, 1);
     if (c->max_block_log2)
         return dmm__heap_ctrl_size(c, c->max_block_log2, NULL) + RHDR + one + HDR;
-    /* The bin range grows with the buffer, and the control block with the
-     * range: find the smallest range whose buffer also derives that range. */
-    for (unsigned r = dmm__heap_range_for(c, 1); r < DMM_WORD_BITS; r++) {
-        size_t need = dmm__heap_ctrl_size(c, r, NULL) + RHDR + one + HDR;
-        if (dmm__heap_range_for(c, need) <= r)
-            return need;
-    }
-    return 0;
+    /* init falls back to smaller bin ranges down to the smallest one */
+    return dmm__heap_ctrl_size(c, dmm__heap_range_for(c, 1), NULL) + RHDR + one + HDR;
 }
 
 /* ---- text form ----------------------------------------------------------- */

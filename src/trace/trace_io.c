@@ -270,9 +270,11 @@ int dmm_trace_write_text(const dmm_trace *t, FILE *f)
         const char *m = t->meta;
         while (*m) {
             const char *e = strchr(m, '\n');
-            size_t n = e ? (size_t)(e - m) : strlen(m);
-            if (n)
-                fprintf(f, "meta %.*s\n", (int)n, m);
+            size_t n = e ? (size_t)(e - m) : strlen(m), w = n;
+            while (w && m[w - 1] == '\r') /* the reader drops one: keep none */
+                w--;
+            if (w)
+                fprintf(f, "meta %.*s\n", (int)w, m);
             m += n + (e ? 1 : 0);
         }
     }
@@ -583,8 +585,12 @@ bad:
 }
 
 /* glibc mtrace(): "@ caller + ADDR SIZE", "@ caller - ADDR", "@ caller < OLD"
- * followed by "@ caller > NEW SIZE" for realloc; "= Start"/"= End" lines.
- * Addresses become object ids; realloc keeps the object. */
+ * followed by "@ caller > NEW SIZE" for realloc, "@ caller ! ADDR SIZE" for a
+ * failed realloc, "(nil)" for the address of a failed allocation, and
+ * "= Start"/"= End" lines.  The caller part may contain spaces, so the
+ * operation is found from the end of the line.  Addresses become object
+ * ids; realloc keeps the object. */
+#define MT_MAX_TOKENS 32
 int dmm_trace_import_mtrace(dmm_trace *t, const char *text, size_t len, dmm_trace_error *err)
 {
     lines L = {text, text + len, 0};
@@ -597,34 +603,53 @@ int dmm_trace_import_mtrace(dmm_trace *t, const char *text, size_t len, dmm_trac
     if (dmm_idmap_init(&live, 1024))
         return fail_at(err, 0, 1, "out of memory");
     while (next_line(&L, &s, &n)) {
-        const char *tok[6];
-        size_t tl[6];
-        int k, i;
+        const char *tok[MT_MAX_TOKENS];
+        size_t tl[MT_MAX_TOKENS];
+        int k, i, nil;
+        char opc;
         dmm_trace_op op;
         uint64_t addr = 0, size = 0, id;
         if (n == 0 || s[0] == '=')
             continue;
-        k = tokens(s, n, tok, tl, 5);
+        k = tokens(s, n, tok, tl, MT_MAX_TOKENS);
+        if (k > MT_MAX_TOKENS) {
+            fail_at(err, L.no, 1, "mtrace line has more than %d fields", MT_MAX_TOKENS);
+            goto bad;
+        }
         if (k < 3 || !tok_is(tok[0], tl[0], "@")) {
             fail_at(err, L.no, 1, "not an mtrace line (expected '@ caller OP ADDR [SIZE]')");
             goto bad;
         }
-        /* the caller may be absent or contain no spaces: find the op token */
-        for (i = 1; i < k; i++)
-            if (tl[i] == 1 && (tok[i][0] == '+' || tok[i][0] == '-' || tok[i][0] == '<' || tok[i][0] == '>'))
-                break;
-        if (i + 1 >= k || parse_u64(tok[i + 1], tl[i + 1], &addr, 16)) {
+        /* OP is the second or third token from the end */
+        i = -1;
+        for (int back = 2; back <= 3 && i < 0; back++) {
+            int j = k - back;
+            if (j >= 1 && tl[j] == 1 && strchr("+-<>!", tok[j][0]))
+                i = j;
+        }
+        if (i < 0) {
             fail_at(err, L.no, 1, "mtrace line without an operation and address");
             goto bad;
         }
-        if ((tok[i][0] == '+' || tok[i][0] == '>') && (i + 2 >= k || parse_u64(tok[i + 2], tl[i + 2], &size, 16))) {
-            fail_at(err, L.no, 1, "mtrace allocation without a size");
+        opc = tok[i][0];
+        nil = tok_is(tok[i + 1], tl[i + 1], "(nil)");
+        if (!nil && parse_u64(tok[i + 1], tl[i + 1], &addr, 16)) {
+            fail_at(err, L.no, 1, "bad mtrace address '%.*s'", (int)tl[i + 1], tok[i + 1]);
+            goto bad;
+        }
+        if (opc == '+' || opc == '>' || opc == '!') {
+            if (i + 2 >= k || parse_u64(tok[i + 2], tl[i + 2], &size, 16)) {
+                fail_at(err, L.no, 1, "mtrace '%c' without a size", opc);
+                goto bad;
+            }
+        } else if (i + 2 != k) {
+            fail_at(err, L.no, 1, "mtrace '%c' takes only an address", opc);
             goto bad;
         }
         memset(&op, 0, sizeof op);
         any = 1;
-        if (pending && tok[i][0] != '>') {
-            /* "<" without ">": realloc failed or freed; treat the object as freed */
+        if (pending && opc != '>') {
+            /* "<" without ">": the realloc freed the object (size 0) */
             if (dmm_idmap_get(&live, pending_old, &id) == 0) {
                 op.kind = DMM_T_FREE;
                 op.id = id;
@@ -635,25 +660,41 @@ int dmm_trace_import_mtrace(dmm_trace *t, const char *text, size_t len, dmm_trac
             }
             pending = 0;
         }
-        switch (tok[i][0]) {
+        if (nil && opc != '-')
+            continue; /* failed allocation: nothing happened */
+        switch (opc) {
+        case '!':
+            continue; /* failed realloc: the object is unchanged */
         case '+':
-            if (dmm_idmap_get(&live, addr, &id) == 0) {
-                /* missed free (e.g. by a non-traced path): end the old object */
-                op.kind = DMM_T_FREE;
+        case '>':
+            if (opc == '>' && pending && dmm_idmap_get(&live, pending_old, &id) == 0) {
+                dmm_idmap_del(&live, pending_old);
+                op.kind = DMM_T_REALLOC;
                 op.id = id;
-                if (dmm_trace_push(t, &op))
-                    goto oom;
-                memset(&op, 0, sizeof op);
+            } else {
+                op.kind = DMM_T_MALLOC;
+                op.id = next_id++;
             }
-            op.kind = DMM_T_MALLOC;
-            op.id = next_id++;
+            pending = 0;
+            {
+                uint64_t old;
+                if (dmm_idmap_get(&live, addr, &old) == 0 && old != op.id) {
+                    /* missed free (memory released by an untraced path) */
+                    dmm_trace_op fr;
+                    memset(&fr, 0, sizeof fr);
+                    fr.kind = DMM_T_FREE;
+                    fr.id = old;
+                    if (dmm_trace_push(t, &fr))
+                        goto oom;
+                }
+            }
             op.size = size;
             if (dmm_idmap_put(&live, addr, op.id) || dmm_trace_push(t, &op))
                 goto oom;
             break;
         case '-':
-            if (dmm_idmap_get(&live, addr, &id) != 0)
-                continue; /* free of memory allocated before tracing: skip */
+            if (nil || dmm_idmap_get(&live, addr, &id) != 0)
+                continue; /* free(NULL) or memory allocated before tracing */
             op.kind = DMM_T_FREE;
             op.id = id;
             dmm_idmap_del(&live, addr);
@@ -663,20 +704,6 @@ int dmm_trace_import_mtrace(dmm_trace *t, const char *text, size_t len, dmm_trac
         case '<':
             pending = 1;
             pending_old = addr;
-            break;
-        case '>':
-            if (pending && dmm_idmap_get(&live, pending_old, &id) == 0) {
-                dmm_idmap_del(&live, pending_old);
-                op.kind = DMM_T_REALLOC;
-                op.id = id;
-            } else {
-                op.kind = DMM_T_MALLOC;
-                op.id = next_id++;
-            }
-            pending = 0;
-            op.size = size;
-            if (dmm_idmap_put(&live, addr, op.id) || dmm_trace_push(t, &op))
-                goto oom;
             break;
         }
     }
