@@ -153,7 +153,7 @@ size_t dmm__req2size(const dmm_heap_config *c, size_t req)
 {
     size_t tail = ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
     size_t s;
-    if (req > SIZE_MAX - (HDR + tail + GRAN))
+    if (req > SIZE_MAX - (HDR + 2u * WORD + GRAN)) /* same bound as req2size() */
         return 0;
     s = dmm_align_up(req + HDR + tail, GRAN);
     return s < MINB ? MINB : s;

@@ -50,7 +50,9 @@ static void enter(dmm_heap *h)
 {
     DMM_ANN_ENTER();
     dmm__heap_lock(h);
+#if DMM_ASSERT_LEVEL >= 3
     h->errors_at_enter = h->errors_seen;
+#endif
 }
 
 static void leave(dmm_heap *h)
@@ -756,7 +758,7 @@ static blk *obtain(dmm_heap *h, size_t s, bool quick_ok)
 
 static void *alloc_locked(dmm_heap *h, size_t req)
 {
-    size_t s = dmm__req2size(&h->cfg, req);
+    size_t s = req2size(h, req);
     blk *b;
     if (!s || !(b = obtain(h, s, true))) {
         st_failed(h);
@@ -782,7 +784,7 @@ static void *aligned_locked(dmm_heap *h, size_t align, size_t req)
             h->st.aligned_count++;
         return p0;
     }
-    s = dmm__req2size(&h->cfg, req);
+    s = req2size(h, req);
     if (!s || s > SIZE_MAX - align - MINB) {
         st_failed(h);
         return NULL;
@@ -932,7 +934,7 @@ static void *realloc_locked(dmm_heap *h, void *ptr, size_t align, size_t req)
         free_block(h, b);
         return NULL;
     }
-    s = dmm__req2size(&h->cfg, req);
+    s = req2size(h, req);
     if (!s) {
         st_failed(h);
         return NULL;

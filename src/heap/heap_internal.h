@@ -176,6 +176,17 @@ static inline size_t *req_slot(const dmm_heap *h, const blk *b)
     return (size_t *)(void *)((char *)bnext(b) - (P_HARDEN(h) >= DMM_HARDEN_CANARY ? 2u : 1u) * WORD);
 }
 
+/* Block size for a request of req bytes on heap h; 0 if it would overflow.
+ * (dmm__req2size computes the same from a config, before a heap exists.) */
+static inline size_t req2size(const dmm_heap *h, size_t req)
+{
+    size_t s;
+    if (req > SIZE_MAX - (HDR + 2u * WORD + GRAN))
+        return 0;
+    s = (req + HDR + h->tail_bytes + GRAN - 1u) & ~(GRAN - 1u);
+    return s < MINB ? MINB : s;
+}
+
 /* Bin index of a block size (clamped to the last bin). */
 static inline unsigned bin_of(const dmm_heap *h, size_t s)
 {

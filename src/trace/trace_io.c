@@ -141,8 +141,10 @@ int dmm_trace_read_binary(dmm_trace *t, const uint8_t *data, size_t len, dmm_tra
     uint32_t tid = 0;
     int has_time;
     dmm_trace_init(t);
-    if (len < 12 || memcmp(data, MAGIC, 8) != 0)
+    if (len == 0 || memcmp(data, MAGIC, len < 8 ? len : 8) != 0)
         return fail_at(err, 0, 0, "not a dmm binary trace (missing DMMTRACE magic)");
+    if (len < 12)
+        return fail_at(err, len, 0, "truncated header (%zu of 12 bytes)", len);
     if (data[8] != DMM_TRACE_VERSION)
         return fail_at(err, 8, 0, "unsupported trace version %u (this reader knows %u)", data[8], DMM_TRACE_VERSION);
     if (data[9] & ~F_TIME)
@@ -162,12 +164,14 @@ int dmm_trace_read_binary(dmm_trace *t, const uint8_t *data, size_t len, dmm_tra
         t->meta = m;
         r.pos += (size_t)mlen;
     }
-    if (get_varint(&r, &count, err, "operation count"))
-        goto bad;
-    if (count > (len - r.pos) / 2) /* every operation takes at least 2 bytes */
     {
-        fail_at(err, r.pos, 0, "operation count %" PRIu64 " is larger than the file can hold", count);
-        goto bad;
+        size_t count_at = r.pos;
+        if (get_varint(&r, &count, err, "operation count"))
+            goto bad;
+        if (count > (len - r.pos) / 2) { /* every operation takes at least 2 bytes */
+            fail_at(err, count_at, 0, "operation count %" PRIu64 " is larger than the file can hold", count);
+            goto bad;
+        }
     }
     t->has_time = has_time;
     for (uint64_t i = 0; i < count; i++) {
@@ -624,7 +628,7 @@ int dmm_trace_import_mtrace(dmm_trace *t, const char *text, size_t len, dmm_trac
         i = -1;
         for (int back = 2; back <= 3 && i < 0; back++) {
             int j = k - back;
-            if (j >= 1 && tl[j] == 1 && strchr("+-<>!", tok[j][0]))
+            if (j >= 1 && tl[j] == 1 && tok[j][0] != '\0' && strchr("+-<>!", tok[j][0]))
                 i = j;
         }
         if (i < 0) {

@@ -1,0 +1,174 @@
+"""The allocators a comparison can run: dmm heap configurations, the system
+allocators installed on the machine (through LD_PRELOAD) and any malloc
+`.so` the user names (`--peer NAME=/path/lib.so`)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DmmkitError
+
+# name -> (shared objects to preload, in order of preference; Debian package)
+SYSTEM_ALLOCATORS: dict[str, tuple[tuple[str, ...], str]] = {
+    "glibc": ((), "libc6"),
+    "jemalloc": (("libjemalloc.so.2", "libjemalloc.so"), "libjemalloc2"),
+    "mimalloc": (("libmimalloc.so.2", "libmimalloc.so"), "libmimalloc2.0"),
+    "tcmalloc": (("libtcmalloc_minimal.so.4", "libtcmalloc.so.4", "libtcmalloc_minimal.so"), "libtcmalloc-minimal4"),
+    # the proxy is the library that replaces malloc; libtbbmalloc.so.2 alone
+    # only provides scalable_malloc
+    "tbbmalloc": (("libtbbmalloc_proxy.so.2", "libtbbmalloc_proxy.so"), "libtbbmalloc2"),
+}
+
+PRESETS = ("dlmalloc", "tlsf", "halffit", "firstfit", "p2012")
+
+
+def library_dirs() -> list[Path]:
+    """Directories searched for system allocators: $DMMKIT_LIB_PATH
+    (colon-separated) first, then the multiarch and usual library
+    directories."""
+    dirs: list[Path] = []
+    env = os.environ.get("DMMKIT_LIB_PATH")
+    if env:
+        dirs.extend(Path(p) for p in env.split(":") if p)
+    machine = platform.machine() or "x86_64"
+    for d in (f"/usr/lib/{machine}-linux-gnu", f"/lib/{machine}-linux-gnu", "/usr/lib64", "/usr/lib",
+              "/usr/local/lib", "/lib64", "/lib"):
+        p = Path(d)
+        if p not in dirs:
+            dirs.append(p)
+    return dirs
+
+
+def _ldconfig_lookup(name: str) -> Path | None:
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for ln in out.splitlines():
+        ln = ln.strip()
+        if ln.startswith(name + " ") and "=>" in ln:
+            p = Path(ln.split("=>", 1)[1].strip())
+            if p.is_file():
+                return p
+    return None
+
+
+def find_system_library(name: str) -> tuple[Path | None, list[str]]:
+    """(path, every place looked at) for a system allocator's preload
+    library."""
+    libs, _pkg = SYSTEM_ALLOCATORS[name]
+    looked: list[str] = []
+    for lib in libs:
+        for d in library_dirs():
+            p = d / lib
+            looked.append(str(p))
+            if p.is_file():
+                return p, looked
+    for lib in libs:
+        p = _ldconfig_lookup(lib)
+        looked.append(f"ldconfig -p ({lib})")
+        if p:
+            return p, looked
+    return None, looked
+
+
+@dataclass
+class Allocator:
+    label: str                 # as shown in tables ("glibc", "dmm:tlsf", peer name)
+    kind: str                  # "dmm", "system", "peer"
+    spec: str | None = None    # dmm config text (after "dmm:")
+    lib: Path | None = None    # LD_PRELOAD library
+    expect: str | None = None  # dmm-replay --expect NAME
+
+    def replay_args(self) -> list[str]:
+        if self.kind == "dmm":
+            return ["--alloc", "dmm:" + (self.spec or "")]
+        args = ["--alloc", "system"]
+        if self.expect:
+            args += ["--expect", self.expect]
+        return args
+
+    def env(self) -> dict | None:
+        if self.lib is None:
+            return None
+        old = os.environ.get("LD_PRELOAD")
+        return {"LD_PRELOAD": str(self.lib) + (":" + old if old else "")}
+
+    def as_dict(self) -> dict:
+        return {"label": self.label, "kind": self.kind, "spec": self.spec,
+                "lib": str(self.lib) if self.lib else None, "expect": self.expect}
+
+
+def split_allocator_list(values: list[str]) -> list[str]:
+    """Splits comma-separated allocator lists.  A dmm config string has
+    commas of its own ("dmm:preset=tlsf,fit=best"): an item with '=' that
+    does not start a new allocator continues the previous dmm config."""
+    out: list[str] = []
+    for v in values:
+        for tok in v.split(","):
+            tok = tok.strip()
+            if not tok:
+                continue
+            if "=" in tok and not tok.startswith("dmm:") and out and out[-1].startswith("dmm:") \
+                    and "=" in out[-1]:
+                out[-1] = out[-1] + "," + tok
+            else:
+                out.append(tok)
+    return out
+
+
+def parse_peers(values: list[str]) -> dict[str, Path]:
+    peers: dict[str, Path] = {}
+    for v in values:
+        if "=" not in v:
+            raise DmmkitError(f"--peer {v!r}: expected NAME=/path/to/lib.so")
+        name, path = v.split("=", 1)
+        name = name.strip()
+        if not name or name.startswith("dmm:") or name in SYSTEM_ALLOCATORS:
+            raise DmmkitError(f"--peer {v!r}: choose a name that is not a built-in allocator")
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise DmmkitError(f"--peer {name}: library {path} not found (no such file)")
+        peers[name] = p.resolve()
+    return peers
+
+
+def resolve(items: list[str], peers: dict[str, Path] | None = None) -> list[Allocator]:
+    """Turns allocator names into Allocators; the first unknown or missing
+    one raises DmmkitError naming what was looked for."""
+    peers = dict(peers or {})
+    out: list[Allocator] = []
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            continue
+        seen.add(item)
+        if item.startswith("dmm:"):
+            spec = item[4:]
+            if not spec:
+                raise DmmkitError("allocator 'dmm:' needs a preset or a config, e.g. dmm:tlsf")
+            out.append(Allocator(item, "dmm", spec=spec, expect=None))
+        elif item in SYSTEM_ALLOCATORS:
+            if item == "glibc":
+                out.append(Allocator("glibc", "system", expect="glibc"))
+                continue
+            path, looked = find_system_library(item)
+            if path is None:
+                pkg = SYSTEM_ALLOCATORS[item][1]
+                raise DmmkitError(
+                    f"allocator {item}: library not found; looked for {', '.join(SYSTEM_ALLOCATORS[item][0])} in "
+                    f"{', '.join(str(d) for d in library_dirs())} and the ldconfig cache "
+                    f"(install the Debian package {pkg}, or pass --peer {item}2=/path/lib.so)")
+            out.append(Allocator(item, "system", lib=path, expect=item))
+        elif item in peers:
+            out.append(Allocator(item, "peer", lib=peers[item], expect=None))
+        elif item in PRESETS:
+            out.append(Allocator("dmm:" + item, "dmm", spec=item))
+        else:
+            known = ", ".join(["dmm:PRESET", "dmm:KEY=VALUE,...", *SYSTEM_ALLOCATORS, *peers])
+            raise DmmkitError(f"unknown allocator {item!r} (known: {known}; add others with --peer NAME=/path/lib.so)")
+    return out

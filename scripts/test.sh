@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# scripts/test.sh - THE test command of dmmkit: installs what is missing, then
+# builds and runs every test configuration.  Works from a fresh clone.
+#
+#   scripts/test.sh                 every stage, in order
+#   scripts/test.sh debug install   only the named stages
+#   scripts/test.sh --list          list the stages
+#
+# Stages
+#   setup     scripts/setup.sh (apt packages; nothing to do when present)
+#   debug     preset debug: all tests, assertions at level 3 (+ Valgrind tests)
+#   asan      preset asan: all tests under AddressSanitizer + UBSan
+#   tsan      preset tsan: tests labelled "threads" under ThreadSanitizer
+#   annotate  preset annotate: tests labelled "annotate" (heap annotated for
+#             ASan, tests instrumented, library not)
+#   fuzz      preset fuzz (clang): tests labelled "fuzz" (short libFuzzer runs)
+#   release   preset release: all tests at -O3 without assertions, and the
+#             benchmark smoke tests (label "bench"; too slow in Debug)
+#   install   cmake --install (release build) into a temporary prefix, then
+#             build and run a consumer (tests/install) through pkg-config and
+#             find_package
+#   size      scripts/size_report.sh: Cortex-M4 freestanding build + size table
+#
+# The tsan, annotate and fuzz stages build only the test programs they run
+# (STAGE_TARGETS below) when those targets exist, else everything.
+#
+# Every stage prints its name and duration.  The last line of the output is
+# "<N> passed, <M> failed" (N, M count stages); the exit status is non-zero
+# when any stage failed.  Environment: DMM_JOBS (parallel jobs, default 2).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+JOBS=${DMM_JOBS:-2}
+export DMM_JOBS=$JOBS
+
+ALL_STAGES=(setup debug asan tsan annotate fuzz release install size)
+
+# Programs the label-filtered stages need (tests/CMakeLists.txt, tests/fuzz/).
+declare -A STAGE_TARGETS=(
+    [tsan]="dmm_heap_thread_tests"
+    [annotate]="dmm_heap_annotate_tests"
+    [fuzz]="dmm_heap_fuzz dmm_config_fuzz"
+)
+
+# Sanitizer run-time options (the CTest presets carry the same).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+export CTEST_OUTPUT_ON_FAILURE=1
+
+run() {
+    printf '+ %s\n' "$*"
+    "$@"
+}
+
+# Build the given targets of a configured preset, or everything when one of
+# them does not exist (a renamed target must not silently drop tests).
+build_targets() {
+    local preset=$1
+    shift
+    local avail t
+    avail=$(cmake --build "build/$preset" --target help 2>/dev/null | sed -n 's/^\([^: ]*\): .*/\1/p')
+    for t in "$@"; do
+        if ! grep -qxF "$t" <<<"$avail"; then
+            echo "note: no target '$t' in build/$preset; building everything"
+            run cmake --build --preset "$preset" -j "$JOBS"
+            return
+        fi
+    done
+    run cmake --build --preset "$preset" -j "$JOBS" --target "$@"
+}
+
+# configure + build + ctest of one preset; extra arguments go to ctest.
+preset_stage() {
+    local preset=$1
+    shift
+    run cmake --preset "$preset"
+    if [ -n "${STAGE_TARGETS[$preset]:-}" ]; then
+        # shellcheck disable=SC2086  # a list of target names
+        build_targets "$preset" ${STAGE_TARGETS[$preset]}
+    else
+        run cmake --build --preset "$preset" -j "$JOBS"
+    fi
+    run ctest --preset "$preset" -j "$JOBS" --output-on-failure "$@"
+}
+
+stage_setup() {
+    run "$ROOT/scripts/setup.sh"
+}
+
+stage_debug() { preset_stage debug; }
+stage_asan() { preset_stage asan; }
+
+stage_tsan() {
+    run cmake --preset tsan
+    # shellcheck disable=SC2086
+    build_targets tsan ${STAGE_TARGETS[tsan]}
+    # Older TSan runtimes cannot map their shadow memory under the address
+    # space randomisation of recent kernels; running without ASLR avoids that.
+    local wrap=()
+    if setarch "$(uname -m)" -R true >/dev/null 2>&1; then
+        wrap=(setarch "$(uname -m)" -R)
+    fi
+    run "${wrap[@]}" ctest --preset tsan -j "$JOBS" --output-on-failure -L threads
+}
+
+stage_annotate() { preset_stage annotate -L annotate; }
+stage_fuzz() { preset_stage fuzz -L fuzz; }
+stage_release() { preset_stage release; }
+
+stage_install() {
+    # The release build (already built by the release stage) is installed.
+    run cmake --preset release >/dev/null
+    run cmake --build --preset release -j "$JOBS"
+    local work
+    work=$(mktemp -d "${TMPDIR:-/tmp}/dmmkit-install.XXXXXX")
+    # shellcheck disable=SC2064  # expand now: $work is local
+    trap "rm -rf '$work'" EXIT
+    local prefix="$work/prefix"
+    run cmake --install build/release --prefix "$prefix"
+
+    echo "installed files:"
+    (cd "$prefix" && find . -type f -o -type l | sort | sed 's/^\.\//  /')
+    local f
+    for f in include/dmm/common.h include/dmm/heap.h; do
+        [ -f "$prefix/$f" ] || { echo "missing $f"; return 1; }
+    done
+    local pc cfg
+    pc=$(find "$prefix" -name dmmkit.pc | head -n 1)
+    cfg=$(find "$prefix" -name dmmkitConfig.cmake | head -n 1)
+    [ -n "$pc" ] || { echo "dmmkit.pc not installed"; return 1; }
+    [ -n "$cfg" ] || { echo "dmmkitConfig.cmake not installed"; return 1; }
+    [ -f "$(dirname "$cfg")/dmmkitConfigVersion.cmake" ] || { echo "dmmkitConfigVersion.cmake not installed"; return 1; }
+
+    echo "--- consumer through pkg-config ($pc)"
+    cat "$pc"
+    export PKG_CONFIG_PATH
+    PKG_CONFIG_PATH=$(dirname "$pc")
+    local cflags libs libdir
+    cflags=$(pkg-config --cflags dmmkit)
+    libs=$(pkg-config --libs dmmkit)
+    libdir=$(pkg-config --variable=libdir dmmkit)
+    # shellcheck disable=SC2086
+    run cc -std=c11 -Wall -Wextra -Werror $cflags tests/install/consumer.c $libs -o "$work/consumer_pkgconfig"
+    run env LD_LIBRARY_PATH="$libdir" "$work/consumer_pkgconfig"
+    # The program must really use the installed shared library.
+    LD_LIBRARY_PATH="$libdir" ldd "$work/consumer_pkgconfig" | grep -F "$libdir/libdmm.so" \
+        || { echo "consumer_pkgconfig does not load $libdir/libdmm.so"; return 1; }
+
+    echo "--- consumer through find_package(dmmkit)"
+    run cmake -S tests/install -B "$work/consumer-build" -G Ninja \
+        -DCMAKE_BUILD_TYPE=Debug -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="-Werror"
+    run cmake --build "$work/consumer-build" -j "$JOBS"
+    run ctest --test-dir "$work/consumer-build" --output-on-failure --no-tests=error
+}
+
+stage_size() {
+    run "$ROOT/scripts/size_report.sh"
+}
+
+# ---------------------------------------------------------------------------
+stages=()
+for a in "$@"; do
+    case "$a" in
+        --list) printf '%s\n' "${ALL_STAGES[@]}"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+        *)
+            if [[ " ${ALL_STAGES[*]} " == *" $a "* ]]; then
+                stages+=("$a")
+            else
+                echo "test.sh: unknown stage '$a' (known: ${ALL_STAGES[*]})" >&2
+                exit 2
+            fi
+            ;;
+    esac
+done
+[ ${#stages[@]} -gt 0 ] || stages=("${ALL_STAGES[@]}")
+
+# CPU seconds (user + sys) used so far by the finished children of this shell
+# (`times` must run in this shell, not in a command substitution).
+CPU_FILE=$(mktemp "${TMPDIR:-/tmp}/dmmkit-test-cpu.XXXXXX")
+trap 'rm -f "$CPU_FILE"' EXIT
+child_cpu() {
+    times >"$CPU_FILE"
+    CPU_NOW=$(awk 'NR == 2 {
+        n = split($0, f, " "); s = 0
+        for (i = 1; i <= n; i++) { m = f[i]; sub(/s$/, "", m); split(m, p, "m"); s += p[1] * 60 + p[2] }
+        printf "%d\n", s }' "$CPU_FILE")
+}
+
+passed=0
+failed=0
+results=()
+t_all=$(date +%s)
+i=0
+for s in "${stages[@]}"; do
+    i=$((i + 1))
+    echo
+    echo "==== [$i/${#stages[@]}] stage $s ($(date -u +%H:%M:%S) UTC)"
+    t0=$(date +%s)
+    child_cpu
+    c0=$CPU_NOW
+    ( set -e; "stage_$s" )
+    rc=$?
+    dt=$(( $(date +%s) - t0 ))
+    child_cpu
+    cpu=$(( CPU_NOW - c0 ))
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1))
+        verdict=PASS
+    else
+        failed=$((failed + 1))
+        verdict="FAIL (exit $rc)"
+    fi
+    results+=("$(printf '%-9s %-14s %5d s wall %6d s cpu' "$s" "$verdict" "$dt" "$cpu")")
+    echo "==== stage $s: $verdict in ${dt} s (cpu ${cpu} s)"
+done
+
+echo
+echo "==== summary (total $(( $(date +%s) - t_all )) s)"
+printf '  %s\n' "${results[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""tests/replay/replay_tests.py - tests of dmm-replay, dmm-analyse, dmm-trace.
+
+Each test is one ctest entry: replay_tests.py TEST --bin DIR-or-paths ...
+Exit 0 = pass, 1 = fail, 77 = skipped (ctest SKIP_RETURN_CODE).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+PRESETS = ["dlmalloc", "tlsf", "halffit", "firstfit", "p2012"]
+GRAN = 16  # DMM_HEAP_ALIGN on 64-bit
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+class Ctx:
+    def __init__(self, a):
+        self.a = a
+        self.tmp = tempfile.mkdtemp(prefix="dmm-replay-test-")
+
+    def data(self, name):
+        return os.path.join(self.a.data, name)
+
+    def run(self, tool, args, env=None, expect=0):
+        exe = {"replay": self.a.replay, "analyse": self.a.analyse, "trace": self.a.trace}[tool]
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        p = subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                           universal_newlines=True, timeout=240)
+        if expect is not None and p.returncode != expect:
+            raise Fail("%s %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s" %
+                       (tool, " ".join(args), p.returncode, expect, p.stdout, p.stderr))
+        return p
+
+    def replay_json(self, trace, args, env=None, expect=0):
+        out = os.path.join(self.tmp, "r.json")
+        if os.path.exists(out):
+            os.unlink(out)
+        p = self.run("replay", [trace, "--json", out] + args, env=env, expect=expect)
+        with open(out) as f:
+            return json.load(f), p
+
+    @property
+    def sanitized(self):
+        return self.a.sanitize not in ("", "none", "OFF")
+
+
+def common_checks(d, peak_live, peak_objects, ops):
+    check(d["schema"] == "dmm-replay/1", "schema")
+    for k in ("machine", "build", "trace", "allocator", "timing", "memory", "fragmentation"):
+        check(k in d, "JSON lacks %s" % k)
+    check(d["trace"]["peak_live"] == peak_live, "peak_live %s != %s" % (d["trace"]["peak_live"], peak_live))
+    check(d["trace"]["peak_objects"] == peak_objects, "peak_objects")
+    check(d["trace"]["ops"] == ops, "ops %s != %s" % (d["trace"]["ops"], ops))
+    check(len(d["trace"]["hash"]) == 16, "hash is 16 hex digits")
+    check(d["failed"] == 0, "failed allocations: %s" % d["failed"])
+    check(d["skipped"] == 0, "skipped ops: %s" % d["skipped"])
+    check(d["memory"]["run_peak_live"] == peak_live or d["trace"]["threads"] > 1,
+          "run peak live %s != trace peak %s" % (d["memory"]["run_peak_live"], peak_live))
+
+
+# ---------------------------------------------------------------------------
+
+def t_dmm_presets(c):
+    for p in PRESETS + ["preset=firstfit,fit=best,harden=canary,stats=full"]:
+        d, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "dmm:" + p, "--verify", "--reps", "2"])
+        common_checks(d, 900, 3, 10)
+        check(d["verify"] == "pass", "verify")
+        check(d["allocator"]["kind"] == "dmm", "kind")
+        check(d["allocator"]["heap_errors"] == 0, "heap errors")
+        k = d["timing"]["cold"]["kinds"]
+        check(k["malloc"]["count"] == 2 and k["calloc"]["count"] == 1 and k["realloc"]["count"] == 2
+              and k["aligned"]["count"] == 1 and k["free"]["count"] == 4, "per-kind counts %s" % k)
+        check(k["all"]["count"] == 10, "all count")
+        check(d["timing"]["warm"]["reps"] == 2 and d["timing"]["cold"]["reps"] == 2, "reps")
+        m = d["memory"]
+        # dmm heaps report exactly: the footprint at peak holds at least the live bytes
+        check(m["at_peak_live"]["live"] == 900, "sample at the peak: %s" % m["at_peak_live"])
+        check(m["peak_footprint"] >= m["at_peak_live"]["footprint"] >= 900, "footprints")
+        f = d["fragmentation"]
+        check(f["frag4"] >= f["frag3"] > 1.0 or abs(f["frag4"] - f["frag3"]) < 1e-9, "frag #3/#4 %s" % f)
+        check(f["internal_waste"] >= 0 and f["external_waste"] >= 0, "waste %s" % f)
+        used = m["at_peak_live"]["used"]
+        check(f["internal_waste"] == used - 900, "internal waste = used - live")
+        check(m["at_peak_live"]["footprint"] == used + f["external_waste"] + f["metadata"],
+              "footprint = used + external + metadata")
+    # the heap's own peak extent agrees with the replayer's pointer high
+    # water (highest block end ever handed out) on a random trace
+    rnd = os.path.join(c.tmp, "rnd.txt")
+    with open(rnd, "w") as f:
+        f.write("dmmtrace 1\n")
+        live, x = [], 12345
+        for i in range(1, 2501):
+            x = (x * 1103515245 + 12345) % (1 << 31)
+            if x % 100 < 55 or not live:
+                f.write("0 m %d %d\n" % (i, 1 + x % 700))
+                live.append(i)
+            elif x % 100 < 65:
+                f.write("0 r %d %d\n" % (live[x % len(live)], 1 + (x >> 8) % 2000))
+            else:
+                f.write("0 f %d\n" % live.pop(x % len(live)))
+    for p in PRESETS:
+        d, _ = c.replay_json(rnd, ["--alloc", "dmm:" + p, "--no-warm", "--verify", "--quiet"],
+                             env={"DMM_REPLAY_TRACK_END": "1"})
+        m = d["memory"]
+        check(d["failed"] == 0 and d["verify"] == "pass", "%s: random trace replays" % p)
+        check(m["peak_footprint"] == m["pointer_extent_high_water"],
+              "%s: peak extent %s != pointer high water %s" % (p, m["peak_footprint"],
+                                                               m.get("pointer_extent_high_water")))
+        check(m["peak"]["footprint"] <= m["peak_footprint"], "samples never exceed the peak")
+    # the stats level is raised, and said so
+    d, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "dmm:preset=tlsf,stats=off", "--quiet"])
+    check(d["allocator"]["stats_forced"] is True and d["allocator"]["stats"] == "counters", "stats forced")
+
+
+def t_system(c):
+    for tr, peak, objs, ops in (("simple.txt", 900, 3, 10), ("mt.txt", 5396, 3, 9)):
+        d, p = c.replay_json(c.data(tr), ["--alloc", "system", "--verify", "--reps", "2"])
+        common_checks(d, peak, objs, ops)
+        check(d["verify"] == "pass", "verify")
+        det = d["allocator"]["detected"]
+        want = "asan" if c.a.sanitize == "address" else ("tsan" if c.a.sanitize == "thread" else "glibc")
+        check(det == want, "detected %s, expected %s" % (det, want))
+        check("system: %s" % det in p.stdout, "human table names the allocator")
+        check(d["timing"]["cold"]["reps"] == 1 and d["timing"]["warm"]["reps"] == 2,
+              "system: one cold pass, reps warm passes")
+    c.run("replay", [c.data("simple.txt"), "--alloc", "system", "--expect", "no-such-allocator"], expect=3)
+
+
+def t_malformed(c):
+    binf = os.path.join(c.tmp, "simple.bin")
+    c.run("trace", ["convert", c.data("simple.txt"), binf])
+    raw = open(binf, "rb").read()
+    cut = os.path.join(c.tmp, "cut.bin")
+    with open(cut, "wb") as f:
+        f.write(raw[:-3])
+    p = c.run("replay", [cut], expect=2)
+    check("cut.bin: offset " in p.stderr and "truncated" in p.stderr, "message names offset: %r" % p.stderr)
+    # garbage after the header
+    bad = os.path.join(c.tmp, "junk.bin")
+    with open(bad, "wb") as f:
+        f.write(raw[:12] + b"\xff" * 40)
+    p = c.run("replay", [bad], expect=2)
+    check("offset 12" in p.stderr, "offset of the bad varint: %r" % p.stderr)
+    # text with a bad line
+    txt = os.path.join(c.tmp, "bad.txt")
+    with open(txt, "w") as f:
+        f.write("dmmtrace 1\n0 m 1 10\n0 q 2\n")
+    p = c.run("replay", [txt], expect=2)
+    check("bad.txt: line 3:" in p.stderr, "line number: %r" % p.stderr)
+    # well-formed but invalid: double free
+    dbl = os.path.join(c.tmp, "dbl.txt")
+    with open(dbl, "w") as f:
+        f.write("dmmtrace 1\n0 m 1 10\n0 f 1\n0 f 1\n")
+    p = c.run("replay", [dbl], expect=2)
+    check("operation 2:" in p.stderr and "free" in p.stderr, "validation reason: %r" % p.stderr)
+    # same refusals from the other tools
+    p = c.run("trace", ["validate", cut], expect=2)
+    check(p.stderr.startswith("dmm-trace: ") and "offset " in p.stderr, "dmm-trace message %r" % p.stderr)
+    p = c.run("analyse", [dbl], expect=2)
+    check("operation 2:" in p.stderr, "dmm-analyse message")
+    c.run("replay", [os.path.join(c.tmp, "does-not-exist")], expect=2)
+    # bad configurations name the reason
+    p = c.run("replay", [c.data("simple.txt"), "--alloc", "dmm:preset=tlsf,fit=next"], expect=2)
+    check("next fit" in p.stderr, "config check reason: %r" % p.stderr)
+    p = c.run("replay", [c.data("simple.txt"), "--alloc", "dmm:nosuch"], expect=2)
+    check("unknown preset" in p.stderr, "preset message")
+    c.run("replay", [c.data("simple.txt"), "--alloc", "nonsense"], expect=2)
+    c.run("replay", [c.data("simple.txt"), "--reps", "0"], expect=2)
+    c.run("replay", [c.data("simple.txt"), "--arena", "64"], expect=2)
+
+
+def t_threads(c):
+    for alloc in ["dmm:tlsf", "dmm:dlmalloc", "system"]:
+        for rep in range(3):
+            d, _ = c.replay_json(c.data("mt.txt"), ["--alloc", alloc, "--verify", "--reps", "2"])
+            common_checks(d, 5396, 3, 9)
+            check(d["trace"]["threads"] == 2 and d["trace"]["syncs"] == 2, "threads/syncs")
+            check(d["trace"]["syncs_derived"] is False, "the trace's own syncs suffice")
+            check(d["verify"] == "pass", "verify")
+            th = d["timing"]["cold"]["threads"]
+            check(len(th) == 2, "per-thread timing")
+            c0, c1 = th[0]["kinds"]["all"]["count"], th[1]["kinds"]["all"]["count"]
+            check(c0 == 5 and c1 == 4, "ops per thread %s/%s" % (c0, c1))
+            if alloc.startswith("dmm"):
+                check(d["allocator"]["lock_forced"] is True, "a lock is forced for threads")
+    d, _ = c.replay_json(c.data("mt_nosync.txt"), ["--alloc", "dmm:tlsf", "--verify"])
+    check(d["trace"]["syncs_derived"] is True, "missing syncs are derived")
+    check(d["trace"]["syncs"] >= 3, "derived syncs: %s" % d["trace"]["syncs"])
+    check(d["failed"] == 0 and d["skipped"] == 0 and d["verify"] == "pass", "derived-sync replay")
+
+
+def t_min_arena(c):
+    for p in ["tlsf", "firstfit", "p2012", "dlmalloc"]:
+        d, _ = c.replay_json(c.data("trivial.txt"), ["--alloc", "dmm:" + p, "--min-arena"])
+        ma = d["min_arena"]
+        check(ma["found"] is True, "found")
+        a = ma["bytes"]
+        check(a % GRAN == 0 and a >= ma["lower_bound"], "granule multiple above the minimum buffer")
+        check(ma["replays"] >= 2, "replays counted")
+        check(a >= 3000, "holds the live bytes")
+        ok, _ = c.replay_json(c.data("trivial.txt"), ["--alloc", "dmm:" + p, "--arena", str(a), "--verify"])
+        check(ok["failed"] == 0 and ok["verify"] == "pass", "%s: the arena found (%d) replays" % (p, a))
+        if a - GRAN < ma["lower_bound"]:
+            c.run("replay", [c.data("trivial.txt"), "--alloc", "dmm:" + p, "--arena", str(a - GRAN)], expect=2)
+        else:
+            bad, _ = c.replay_json(c.data("trivial.txt"), ["--alloc", "dmm:" + p, "--arena", str(a - GRAN)])
+            check(bad["failed"] > 0, "%s: one granule less (%d) must fail" % (p, a - GRAN))
+    c.run("replay", [c.data("trivial.txt"), "--alloc", "system", "--min-arena"], expect=2)
+
+
+def t_analyse(c):
+    out = os.path.join(c.tmp, "a.json")
+    c.run("analyse", [c.data("simple.txt"), "--json", out])
+    got = json.load(open(out))
+    want = json.load(open(c.data("simple.analyse.json")))
+    got["trace"].pop("path", None)
+    want["trace"].pop("path", None)
+    if got != want:
+        for k in sorted(set(got) | set(want)):
+            if got.get(k) != want.get(k):
+                print("differs: %s\n  got  %s\n  want %s" % (k, got.get(k), want.get(k)))
+        raise Fail("dmm-analyse JSON differs from the golden file")
+    # multi-threaded golden values, checked field by field
+    c.run("analyse", [c.data("mt.txt"), "--json", out])
+    m = json.load(open(out))
+    check(m["peak"] == {"live_bytes": 5396, "live_objects": 3, "op": 3}, "mt peak %s" % m["peak"])
+    check(m["threads"]["cross_thread_frees"] == 1 and m["threads"]["frees"] == 4, "cross-thread frees")
+    check(abs(m["threads"]["cross_thread_free_fraction"] - 0.25) < 1e-12, "fraction")
+    check(m["threads"]["cross_thread_reallocs"] == 1, "cross-thread reallocs")
+    check(m["realloc"]["chains"] == 1 and m["realloc"]["growth_median"] == 2.0, "realloc chain")
+    check(m["thread_ops"] == [5, 4], "ops per thread")
+    check(m["lifetime"]["never_freed"] == 0 and m["lifetime"]["freed"] == 4, "lifetimes")
+    # never-freed objects and the sampling of long traces
+    long_t = os.path.join(c.tmp, "long.txt")
+    with open(long_t, "w") as f:
+        f.write("dmmtrace 1\n")
+        for i in range(1, 3001):
+            f.write("0 m %d %d\n" % (i, i % 97 + 1))
+            if i % 3 == 0:
+                f.write("0 f %d\n" % (i - 1))
+    c.run("analyse", [long_t, "--json", out])
+    m = json.load(open(out))
+    pts = m["live"]["points"]
+    check(len(pts) <= 514, "at most ~512 points (%d)" % len(pts))
+    check(pts[-1][0] == 4000, "last point is the last op")
+    check(m["lifetime"]["never_freed"] == 2000, "never freed %s" % m["lifetime"]["never_freed"])
+    check(max(p[3] for p in pts) == m["peak"]["live_bytes"], "window maxima include the peak")
+
+
+def t_trace_tool(c):
+    b = os.path.join(c.tmp, "mt.bin")
+    t2 = os.path.join(c.tmp, "mt2.txt")
+    c.run("trace", ["convert", c.data("mt.txt"), b])
+    c.run("trace", ["convert", b, t2])
+    i1 = c.run("trace", ["info", c.data("mt.txt")]).stdout
+    i2 = c.run("trace", ["info", b]).stdout
+    h1 = [l for l in i1.splitlines() if l.startswith("hash")]
+    h2 = [l for l in i2.splitlines() if l.startswith("hash")]
+    check(h1 and h1 == h2, "hash survives conversion")
+    check("threads   2" in i1 and "sync 2" in i1 and "valid     yes" in i1, "info: %s" % i1)
+    check("purpose=two threads" in i1, "info prints metadata")
+    p = c.run("trace", ["validate", t2])
+    check("valid" in p.stdout, "validate")
+    r = os.path.join(c.tmp, "rand.txt")
+    c.run("trace", ["randomize", c.data("simple.txt"), r, "--seed", "42"])
+    d, _ = c.replay_json(r, ["--verify", "--quiet"])
+    check(d["trace"]["op_counts"]["malloc"] == 2 and d["trace"]["op_counts"]["realloc"] == 2, "randomized keeps allocs")
+    check(d["failed"] == 0 and d["verify"] == "pass", "randomized trace replays")
+    c.run("trace", ["randomize", c.data("simple.txt"), r], expect=2)  # --seed missing
+    c.run("trace", ["frobnicate", r], expect=2)
+
+
+def t_no_timing(c):
+    d, _ = c.replay_json(c.data("simple.txt"), ["--no-timing", "--verify", "--quiet"])
+    check(d["timing"]["enabled"] is False, "timing off")
+    check("kinds" not in d["timing"]["cold"], "no per-kind timing without the clock")
+    check(d["verify"] == "pass" and d["failed"] == 0, "replay still runs")
+
+
+def t_verify_catches(c):
+    if c.sanitized:
+        print("skipped: LD_PRELOAD does not mix with sanitizer runtimes")
+        return SKIP
+    p = c.run("replay", [c.data("broken.txt"), "--alloc", "system", "--verify"],
+              env={"LD_PRELOAD": c.a.broken}, expect=4)
+    check("operation 2" in p.stderr and "realloc" in p.stderr, "names the op: %r" % p.stderr)
+    # the same library without --verify goes unnoticed: the test above measures --verify
+    c.run("replay", [c.data("broken.txt"), "--alloc", "system"], env={"LD_PRELOAD": c.a.broken}, expect=0)
+
+
+def t_jemalloc(c):
+    lib = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    if c.sanitized:
+        print("skipped: LD_PRELOAD does not mix with sanitizer runtimes")
+        return SKIP
+    if not os.path.exists(lib):
+        print("skipped: %s not installed" % lib)
+        return SKIP
+    d, p = c.replay_json(c.data("simple.txt"), ["--alloc", "system", "--verify", "--expect", "jemalloc"],
+                         env={"LD_PRELOAD": lib})
+    check(d["allocator"]["detected"] == "jemalloc", "detected %s" % d["allocator"]["detected"])
+    check("libjemalloc" in d["allocator"]["malloc_object"], "malloc object %s" % d["allocator"]["malloc_object"])
+    check("jemalloc" in d["memory"]["footprint_source"], "jemalloc stats used")
+    check("system: jemalloc" in p.stdout, "human table")
+    c.run("replay", [c.data("simple.txt"), "--alloc", "system", "--expect", "glibc"], env={"LD_PRELOAD": lib},
+          expect=3)
+
+
+TESTS = {
+    "dmm_presets": t_dmm_presets,
+    "system": t_system,
+    "malformed": t_malformed,
+    "threads": t_threads,
+    "min_arena": t_min_arena,
+    "analyse": t_analyse,
+    "trace_tool": t_trace_tool,
+    "no_timing": t_no_timing,
+    "verify_catches": t_verify_catches,
+    "jemalloc": t_jemalloc,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("test", choices=sorted(TESTS))
+    ap.add_argument("--replay", required=True)
+    ap.add_argument("--analyse", required=True)
+    ap.add_argument("--trace", required=True)
+    ap.add_argument("--broken", default="")
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--sanitize", default="none")
+    a = ap.parse_args()
+    c = Ctx(a)
+    try:
+        rc = TESTS[a.test](c)
+    except Fail as e:
+        print("FAIL: %s" % e)
+        return 1
+    except subprocess.TimeoutExpired as e:
+        print("FAIL: timeout: %s" % e)
+        return 1
+    if rc == SKIP:
+        return SKIP
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+/*
+ * tools/replay/extras.c - see extras.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "extras.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ======================================================================
+ * --check-configs
+ * ====================================================================== */
+
+static char *trim(char *s)
+{
+    char *e;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+        *--e = '\0';
+    return s;
+}
+
+int rpx_check_configs(const char *prog, const char *file)
+{
+    FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+    char *line = NULL;
+    size_t cap = 0;
+    if (!f) {
+        fprintf(stderr, "%s: %s: %s\n", prog, file, strerror(errno));
+        return 2;
+    }
+    while (getline(&line, &cap, f) >= 0) {
+        char *spec = trim(line);
+        dmm_heap_config cfg;
+        char err[512], text[1024];
+        const char *why = NULL;
+        if (!strncmp(spec, "dmm:", 4))
+            spec += 4;
+        if (dmmb_parse(spec, &cfg, err, sizeof err)) {
+            printf("error %s\n", err);
+            continue;
+        }
+        if (dmm_heap_config_check(&cfg, &why) != DMM_OK) {
+            printf("error %s\n", why ? why : "configuration refused");
+            continue;
+        }
+        (void)dmm_heap_config_format(&cfg, text, sizeof text);
+        printf("ok %s\n", text);
+    }
+    free(line);
+    if (f != stdin)
+        fclose(f);
+    fflush(stdout);
+    return 0;
+}
+
+/* ======================================================================
+ * heap map
+ * ====================================================================== */
+
+static int hm_walk(void *ctx, const dmm_heap_block_info *bi)
+{
+    rpx_heapmap *hm = ctx;
+    uint64_t addr = (uint64_t)(uintptr_t)bi->block;
+    if (bi->region >= hm->nregions) {
+        size_t nr = (size_t)bi->region + 1u;
+        uint64_t *r = realloc(hm->region_base, nr * sizeof *r);
+        if (!r)
+            return 1;
+        for (size_t k = hm->nregions; k < nr; k++)
+            r[k] = addr;
+        hm->region_base = r;
+        hm->nregions = nr;
+    }
+    if (hm->n == hm->cap) {
+        size_t nc = hm->cap ? hm->cap * 2u : 1024u;
+        rpx_block *b = realloc(hm->b, nc * sizeof *b);
+        if (!b)
+            return 1;
+        hm->b = b;
+        hm->cap = nc;
+    }
+    hm->b[hm->n].offset = addr - hm->region_base[bi->region];
+    hm->b[hm->n].size = bi->block_size;
+    hm->b[hm->n].requested = bi->requested;
+    hm->b[hm->n].region = bi->region;
+    hm->b[hm->n].state = (uint8_t)bi->state;
+    hm->n++;
+    return 0;
+}
+
+/* The measured allocator is the dmm heap here, so malloc is free to use. */
+void rpx_heapmap_at_peak(void *ctx, uint64_t live)
+{
+    rpx_heapmap *hm = ctx;
+    if (hm->taken || !hm->db || !hm->db->h)
+        return;
+    hm->taken = 1;
+    hm->live = live;
+    hm->n = 0;
+    if (dmm_heap_walk(hm->db->h, hm_walk, hm) != 0)
+        hm->failed = 1;
+    hm->stats = dmm_heap_get_counters(hm->db->h);
+}
+
+static const char *state_name(unsigned s)
+{
+    switch (s) {
+    case DMM_BLOCK_USED: return "used";
+    case DMM_BLOCK_FREE: return "free";
+    case DMM_BLOCK_QUICK: return "quick";
+    case DMM_BLOCK_TOP: return "top";
+    }
+    return "unknown";
+}
+
+int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace, uint64_t hash, const char *spec,
+                      const char *cfgtext, uint64_t arena, uint64_t trace_peak_live, uint64_t peak_index)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    tj j;
+    char hx[32];
+    uint64_t bytes[4] = {0, 0, 0, 0}, counts[4] = {0, 0, 0, 0};
+    int rc;
+    if (!f)
+        return -1;
+    for (size_t i = 0; i < hm->n; i++)
+        if (hm->b[i].state < 4) {
+            bytes[hm->b[i].state] += hm->b[i].size;
+            counts[hm->b[i].state]++;
+        }
+    tj_init(&j, f);
+    tj_obj(&j, NULL);
+    tj_str(&j, "schema", "dmm-heapmap/1");
+    tj_str(&j, "trace", trace);
+    snprintf(hx, sizeof hx, "%016" PRIx64, hash);
+    tj_str(&j, "trace_hash", hx);
+    tj_str(&j, "allocator", spec);
+    tj_str(&j, "config", cfgtext);
+    tj_u64(&j, "arena", arena);
+    tj_bool(&j, "taken", hm->taken && !hm->failed);
+    tj_str(&j, "when", "the first time live bytes reached the trace's peak, in the first cold pass");
+    tj_u64(&j, "trace_peak_live", trace_peak_live);
+    tj_u64(&j, "trace_peak_index", peak_index);
+    tj_u64(&j, "live", hm->live);
+    tj_u64(&j, "extent", hm->stats.extent);
+    tj_u64(&j, "footprint", hm->stats.footprint);
+    tj_u64(&j, "top_bytes", hm->stats.top_bytes);
+    tj_u64(&j, "live_block_bytes", hm->stats.live_block_bytes);
+    tj_obj(&j, "totals");
+    for (unsigned s = 0; s < 4; s++) {
+        tj_obj(&j, state_name(s));
+        j.compact[j.depth] = 1;
+        tj_u64(&j, "blocks", counts[s]);
+        tj_u64(&j, "bytes", bytes[s]);
+        tj_obj_end(&j);
+    }
+    tj_obj_end(&j);
+    tj_arr_compact(&j, "regions");
+    for (size_t r = 0; r < hm->nregions; r++)
+        tj_u64(&j, NULL, r);
+    tj_arr_end(&j);
+    tj_arr_compact(&j, "columns");
+    tj_str(&j, NULL, "region");
+    tj_str(&j, NULL, "offset");
+    tj_str(&j, NULL, "size");
+    tj_str(&j, NULL, "state");
+    tj_str(&j, NULL, "requested");
+    tj_arr_end(&j);
+    tj_arr(&j, "blocks");
+    for (size_t i = 0; i < hm->n; i++) {
+        tj_arr_compact(&j, NULL);
+        tj_u64(&j, NULL, hm->b[i].region);
+        tj_u64(&j, NULL, hm->b[i].offset);
+        tj_u64(&j, NULL, hm->b[i].size);
+        tj_str(&j, NULL, state_name(hm->b[i].state));
+        tj_u64(&j, NULL, hm->b[i].requested);
+        tj_arr_end(&j);
+    }
+    tj_arr_end(&j);
+    tj_obj_end(&j);
+    rc = tj_finish(&j);
+    if (f != stdout && fclose(f))
+        rc = -1;
+    return rc ? -1 : 0;
+}
+
+void rpx_heapmap_free(rpx_heapmap *hm)
+{
+    free(hm->b);
+    free(hm->region_base);
+    hm->b = NULL;
+    hm->region_base = NULL;
+    hm->n = hm->cap = hm->nregions = 0;
+}
+
+/* ======================================================================
+ * timeline
+ * ====================================================================== */
+
+int rpx_timeline_init(rp_timeline *tl, uint64_t ops)
+{
+    memset(tl, 0, sizeof *tl);
+    tl->every = ops > 1000 ? (ops + 999) / 1000 : 1;
+    tl->cap = (size_t)(ops / tl->every + 2);
+    tl->pt = rp_big_alloc(tl->cap * sizeof *tl->pt);
+    return tl->pt ? 0 : -1;
+}
+
+int rpx_timeline_write(const char *path, const rp_timeline *tl, const char *trace, uint64_t hash,
+                       const char *allocator, const char *footprint_source, uint64_t ops, uint64_t trace_peak_live)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    tj j;
+    char hx[32];
+    int rc;
+    if (!f)
+        return -1;
+    tj_init(&j, f);
+    tj_obj(&j, NULL);
+    tj_str(&j, "schema", "dmm-timeline/1");
+    tj_str(&j, "trace", trace);
+    snprintf(hx, sizeof hx, "%016" PRIx64, hash);
+    tj_str(&j, "trace_hash", hx);
+    tj_str(&j, "allocator", allocator);
+    tj_str(&j, "footprint_source", footprint_source);
+    tj_str(&j, "pass", "first cold pass");
+    tj_u64(&j, "ops", ops);
+    tj_u64(&j, "every", tl->every);
+    tj_u64(&j, "trace_peak_live", trace_peak_live);
+    tj_arr_compact(&j, "columns");
+    tj_str(&j, NULL, "op");
+    tj_str(&j, NULL, "live");
+    tj_str(&j, NULL, "footprint");
+    tj_str(&j, NULL, "used");
+    tj_arr_end(&j);
+    tj_arr(&j, "points");
+    for (size_t i = 0; i < tl->n; i++) {
+        const rp_tl_point *p = &tl->pt[i];
+        tj_arr_compact(&j, NULL);
+        tj_u64(&j, NULL, p->op);
+        tj_u64(&j, NULL, p->live);
+        tj_u64(&j, NULL, p->footprint);
+        if (p->used_known)
+            tj_u64(&j, NULL, p->used);
+        else
+            tj_null(&j, NULL);
+        tj_arr_end(&j);
+    }
+    tj_arr_end(&j);
+    tj_obj_end(&j);
+    rc = tj_finish(&j);
+    if (f != stdout && fclose(f))
+        rc = -1;
+    return rc ? -1 : 0;
+}
+
+void rpx_timeline_free(rp_timeline *tl)
+{
+    rp_big_free(tl->pt);
+    memset(tl, 0, sizeof *tl);
+}
+
+/* ======================================================================
+ * histograms
+ * ====================================================================== */
+
+static void json_one_hist(tj *j, const char *key, const rp_hist *h)
+{
+    tj_arr(j, key);
+    for (unsigned i = 0; h->b && i < RP_HIST_BUCKETS; i++) {
+        uint64_t lo, w;
+        if (!h->b[i])
+            continue;
+        rp_hist_bucket_range(i, &lo, &w);
+        tj_arr_compact(j, NULL);
+        tj_u64(j, NULL, lo);
+        tj_u64(j, NULL, w);
+        tj_u64(j, NULL, h->b[i]);
+        tj_arr_end(j);
+    }
+    tj_arr_end(j);
+}
+
+void rpx_json_hists(tj *j, const char *key, const rp_hist h[RK_COUNT])
+{
+    rp_hist all;
+    memset(&all, 0, sizeof all);
+    tj_obj(j, key);
+    for (unsigned k = 0; k < RK_COUNT; k++) {
+        if (!h[k].count)
+            continue;
+        json_one_hist(j, rp_kind_names[k], &h[k]);
+        (void)rp_hist_merge(&all, &h[k]);
+    }
+    if (all.count)
+        json_one_hist(j, "all", &all);
+    rp_hist_free(&all);
+    tj_obj_end(j);
+}

@@ -1,0 +1,61 @@
+/*
+ * tools/replay/extras.h - dmm-replay's outputs for the Python front end
+ * (python/dmmkit, docs/frontend.md): batch config checking, a memory
+ * timeline, a heap map at peak live, and latency histograms in the JSON.
+ * Everything here is untimed and only runs when its option is given.
+ */
+#ifndef DMM_TOOLS_REPLAY_EXTRAS_H
+#define DMM_TOOLS_REPLAY_EXTRAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/tcommon.h"
+#include "backends.h"
+#include "replay.h"
+
+/* --check-configs FILE: one dmm config per input line ('-' = stdin); prints
+ * "ok <normalised config>" or "error <reason>" per line, in order.  Returns
+ * the exit status (0, or 2 when FILE cannot be read). */
+int rpx_check_configs(const char *prog, const char *file);
+
+/* ---- heap map -------------------------------------------------------------- */
+typedef struct rpx_block {
+    uint64_t offset; /* from the first block of its region */
+    uint64_t size;   /* block bytes, header included */
+    uint64_t requested;
+    uint32_t region;
+    uint8_t state;   /* dmm_block_state */
+} rpx_block;
+
+typedef struct rpx_heapmap {
+    dmm_backend *db;
+    int taken, failed;
+    uint64_t live;          /* live requested bytes when taken */
+    rpx_block *b;
+    size_t n, cap;
+    uint64_t *region_base;  /* address of each region's first block */
+    size_t nregions;
+    dmm_heap_stats stats;   /* counters at that moment */
+} rpx_heapmap;
+
+/* rp_pass_opts.on_trace_peak callback; ctx is an rpx_heapmap. */
+void rpx_heapmap_at_peak(void *ctx, uint64_t live);
+/* Writes the map as JSON (schema dmm-heapmap/1).  Returns 0 or -1. */
+int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace, uint64_t hash, const char *spec,
+                      const char *cfgtext, uint64_t arena, uint64_t trace_peak_live, uint64_t peak_index);
+void rpx_heapmap_free(rpx_heapmap *hm);
+
+/* ---- timeline -------------------------------------------------------------- */
+/* Sets up tl for a plan of ops operations (about 1000 points). */
+int rpx_timeline_init(rp_timeline *tl, uint64_t ops);
+int rpx_timeline_write(const char *path, const rp_timeline *tl, const char *trace, uint64_t hash,
+                       const char *allocator, const char *footprint_source, uint64_t ops, uint64_t trace_peak_live);
+void rpx_timeline_free(rp_timeline *tl);
+
+/* ---- histograms ------------------------------------------------------------ */
+/* Writes {kind: [[lo, width, count], ...], ..., "all": [...]} for the
+ * non-empty buckets of h[RK_COUNT] (kinds with no samples are omitted). */
+void rpx_json_hists(tj *j, const char *key, const rp_hist h[RK_COUNT]);
+
+#endif
