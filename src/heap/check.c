@@ -139,10 +139,10 @@ static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *re
                     return fail(rep, DMM_INV_CANARY, b, "canary behind a used block was overwritten");
             }
             if (P_POISON(h) && (!bused(b) || (b->head & F_QUICK))) {
-                const unsigned char *q = (const unsigned char *)bpayload(b) + LINKS;
-                for (; q < (const unsigned char *)bnext(b); q++)
-                    if (*q != POISON_BYTE)
-                        return fail(rep, DMM_INV_POISON, q, "a free block's poison pattern was overwritten (write after free)");
+                const unsigned char *q = poison_mismatch((const unsigned char *)bpayload(b) + LINKS,
+                                                         (const unsigned char *)bnext(b));
+                if (q)
+                    return fail(rep, DMM_INV_POISON, q, "a free block's poison pattern was overwritten (write after free)");
             }
             last_free = blisted(b);
             last = b;

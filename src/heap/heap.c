@@ -703,13 +703,11 @@ static void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_t req)
     size_t bs = bsize(b);
     void *p = bpayload(b);
     if (P_POISON(h)) {
+        size_t n = req < s - HDR - h->tail_bytes ? req : s - HDR - h->tail_bytes;
         const unsigned char *q = (const unsigned char *)p + LINKS;
-        const unsigned char *e = (const unsigned char *)p + (req < s - HDR - h->tail_bytes ? req : s - HDR - h->tail_bytes);
-        for (; q < e; q++)
-            if (*q != POISON_BYTE) {
-                report(h, DMM_ERR_POISON, DMM_OP_MALLOC, q, "freed memory was written after free");
-                break;
-            }
+        const unsigned char *e = q + (n > LINKS ? dmm_align_up(n - LINKS, WORD) : 0);
+        if ((q = poison_mismatch(q, e)) != NULL)
+            report(h, DMM_ERR_POISON, DMM_OP_MALLOC, q, "freed memory was written after free");
     }
     if (P_SPLIT(h) && bs - s >= h->split_min) {
         blk *rem = (blk *)(void *)((char *)b + s);

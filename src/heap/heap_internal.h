@@ -176,6 +176,20 @@ static inline size_t *req_slot(const dmm_heap *h, const blk *b)
     return (size_t *)(void *)((char *)bnext(b) - (P_HARDEN(h) >= DMM_HARDEN_CANARY ? 2u : 1u) * WORD);
 }
 
+/* First byte in [q, end) that is not the poison pattern, or NULL.  Word at a
+ * time (both bounds are granule-aligned), bytes only to name the culprit. */
+static inline const unsigned char *poison_mismatch(const unsigned char *q, const unsigned char *end)
+{
+    size_t pat = ~(size_t)0 / 0xFFu * POISON_BYTE;
+    for (; q < end; q += WORD)
+        if (*(const size_t *)(const void *)q != pat) {
+            for (size_t i = 0; i < WORD; i++)
+                if (q[i] != POISON_BYTE)
+                    return q + i;
+        }
+    return NULL;
+}
+
 /* Block size for a request of req bytes on heap h; 0 if it would overflow.
  * (dmm__req2size computes the same from a config, before a heap exists.) */
 static inline size_t req2size(const dmm_heap *h, size_t req)
