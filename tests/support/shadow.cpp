@@ -19,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include <unistd.h>
 
@@ -31,9 +32,10 @@ namespace {
 // When the library stops the process (dmm_port_abort at assertion level 3,
 // or a crash), gtest cannot print the failure; a signal handler prints the
 // configuration, the seed and the operation index of the run in progress.
-char g_note[1024];
-volatile size_t g_note_op = 0;
-volatile sig_atomic_t g_note_active = 0;
+// Per thread: several runs may go on at once (tests/heap/test_threads.cpp).
+thread_local char g_note[1024];
+thread_local volatile size_t g_note_op = 0;
+thread_local volatile sig_atomic_t g_note_active = 0;
 
 void write_str(const char *s) {
     size_t n = std::strlen(s);
@@ -74,9 +76,8 @@ extern "C" void crash_note_handler(int sig) {
 #endif
 
 void install_crash_note(const std::string &note) {
-    static bool installed = false;
-    if (!installed) {
-        installed = true;
+    static std::once_flag once;
+    std::call_once(once, [] {
         std::signal(SIGABRT, crash_note_handler);
         std::signal(SIGTRAP, crash_note_handler);
         std::signal(SIGILL, crash_note_handler);
@@ -84,7 +85,7 @@ void install_crash_note(const std::string &note) {
         std::signal(SIGSEGV, crash_note_handler); // sanitizers print their own report
         std::signal(SIGBUS, crash_note_handler);
 #endif
-    }
+    });
     std::snprintf(g_note, sizeof g_note, "%s", note.c_str());
     g_note_op = 0;
     g_note_active = 1;
