@@ -21,8 +21,9 @@
 #             find_package
 #   size      scripts/size_report.sh: Cortex-M4 freestanding build + size table
 #
-# The tsan, annotate and fuzz stages build only the test programs they run
-# (STAGE_TARGETS below) when those targets exist, else everything.
+# The tsan, annotate and fuzz stages build only the programs their label's
+# tests run (found in the generated CTest files after configuring; see
+# label_outputs), or everything when that cannot be worked out.
 #
 # Every stage prints its name and duration.  The last line of the output is
 # "<N> passed, <M> failed" (N, M count stages); the exit status is non-zero
@@ -36,13 +37,6 @@ export DMM_JOBS=$JOBS
 
 ALL_STAGES=(setup debug asan tsan annotate fuzz release install size)
 
-# Programs the label-filtered stages need (tests/CMakeLists.txt, tests/fuzz/).
-declare -A STAGE_TARGETS=(
-    [tsan]="dmm_heap_thread_tests"
-    [annotate]="dmm_heap_annotate_tests"
-    [fuzz]="dmm_heap_fuzz dmm_config_fuzz"
-)
-
 # Sanitizer run-time options (the CTest presets carry the same).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -54,21 +48,62 @@ run() {
     "$@"
 }
 
-# Build the given targets of a configured preset, or everything when one of
-# them does not exist (a renamed target must not silently drop tests).
-build_targets() {
-    local preset=$1
-    shift
-    local avail t
-    avail=$(cmake --build "build/$preset" --target help 2>/dev/null | sed -n 's/^\([^: ]*\): .*/\1/p')
-    for t in "$@"; do
-        if ! grep -qxF "$t" <<<"$avail"; then
-            echo "note: no target '$t' in build/$preset; building everything"
-            run cmake --build --preset "$preset" -j "$JOBS"
-            return
-        fi
-    done
-    run cmake --build --preset "$preset" -j "$JOBS" --target "$@"
+# Build outputs (paths relative to build/<preset>) that the tests carrying
+# <label> use, read from a configured (not necessarily built) tree:
+#  - gtest_discover_tests() programs: their generated *_include.cmake names
+#    the executable and the labels every discovered test gets;
+#  - plain add_test() tests (CTestTestfile.cmake): every word of the command
+#    and of the test's properties that is a build output (so "valgrind
+#    <program>" and LD_PRELOAD=<library> count too).
+# Prints nothing when it cannot tell (then the caller builds everything).
+label_outputs() {
+    local preset=$1 label=$2
+    command -v python3 >/dev/null 2>&1 || return 0
+    local dir="$ROOT/build/$preset" outputs
+    # linked programs and libraries only (rules *_LINKER__<target>_<config>)
+    outputs=$(ninja -C "$dir" -t targets all 2>/dev/null | sed -n 's/^\(.*\): [A-Z_]*LINKER__[^ ]*$/\1/p') || return 0
+    DMM_OUTPUTS="$outputs" python3 - "$dir" "$label" <<'PY' || true
+import glob, os, re, sys
+d, label = sys.argv[1], sys.argv[2]
+outputs = set(os.environ["DMM_OUTPUTS"].split("\n"))
+want = set()
+def scan(text):
+    for word in re.split(r'[\s"=;:]+', text):
+        if os.path.isabs(word):
+            word = os.path.relpath(word, d)
+        if word in outputs:
+            want.add(word)
+for f in glob.glob(os.path.join(d, "**", "*_include.cmake"), recursive=True):
+    text = open(f, errors="replace").read()
+    exe = re.search(r"TEST_EXECUTABLE \[==\[(.*?)\]==\]", text)
+    props = re.search(r"TEST_PROPERTIES \[==\[(.*?)\]==\]", text)
+    if exe and props and label in props.group(1).split(";"):
+        scan(exe.group(1) + " " + props.group(1))
+for f in glob.glob(os.path.join(d, "**", "CTestTestfile.cmake"), recursive=True):
+    cmds, props = {}, {}
+    for line in open(f, errors="replace"):
+        m = re.match(r"(add_test|set_tests_properties)\(\[=\[(.*?)\]=\]\s*(.*)\)\s*$", line)
+        if m:
+            (cmds if m.group(1) == "add_test" else props)[m.group(2)] = m.group(3)
+    for name, p in props.items():
+        labels = re.search(r'\bLABELS "([^"]*)"', p)
+        if labels and label in labels.group(1).split(";"):
+            scan(cmds.get(name, "") + " " + p)
+print("\n".join(sorted(want)))
+PY
+}
+
+# Build what the tests labelled <label> need, or everything.
+build_for_label() {
+    local preset=$1 label=$2 outs
+    outs=$(label_outputs "$preset" "$label")
+    if [ -z "$outs" ]; then
+        echo "note: cannot tell which programs the '$label' tests need; building everything"
+        run cmake --build --preset "$preset" -j "$JOBS"
+        return
+    fi
+    # shellcheck disable=SC2086  # one output path per line, no spaces
+    run cmake --build --preset "$preset" -j "$JOBS" --target $outs
 }
 
 # configure + build + ctest of one preset; extra arguments go to ctest.
@@ -76,12 +111,7 @@ preset_stage() {
     local preset=$1
     shift
     run cmake --preset "$preset"
-    if [ -n "${STAGE_TARGETS[$preset]:-}" ]; then
-        # shellcheck disable=SC2086  # a list of target names
-        build_targets "$preset" ${STAGE_TARGETS[$preset]}
-    else
-        run cmake --build --preset "$preset" -j "$JOBS"
-    fi
+    run cmake --build --preset "$preset" -j "$JOBS"
     run ctest --preset "$preset" -j "$JOBS" --output-on-failure "$@"
 }
 
@@ -94,8 +124,7 @@ stage_asan() { preset_stage asan; }
 
 stage_tsan() {
     run cmake --preset tsan
-    # shellcheck disable=SC2086
-    build_targets tsan ${STAGE_TARGETS[tsan]}
+    build_for_label tsan threads
     # Older TSan runtimes cannot map their shadow memory under the address
     # space randomisation of recent kernels; running without ASLR avoids that.
     local wrap=()
@@ -105,8 +134,17 @@ stage_tsan() {
     run "${wrap[@]}" ctest --preset tsan -j "$JOBS" --output-on-failure -L threads
 }
 
-stage_annotate() { preset_stage annotate -L annotate; }
-stage_fuzz() { preset_stage fuzz -L fuzz; }
+# configure + build what <label> needs + ctest -L <label> (the test preset
+# filters on the same label).
+label_stage() {
+    local preset=$1 label=$2
+    run cmake --preset "$preset"
+    build_for_label "$preset" "$label"
+    run ctest --preset "$preset" -j "$JOBS" --output-on-failure -L "$label"
+}
+
+stage_annotate() { label_stage annotate annotate; }
+stage_fuzz() { label_stage fuzz fuzz; }
 stage_release() { preset_stage release; }
 
 stage_install() {
