@@ -223,83 +223,154 @@ void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *c, unsigned range)
 
 /* ---- validation -------------------------------------------------------- */
 
+/* Validation returns a code; only dmm_heap_config_check turns it into a
+ * sentence, so a firmware that never asks for the reason links none of the
+ * text (init validates through dmm__config_verdict). */
+enum verdict {
+    V_OK = 0,
+    V_NULL,
+    V_ORG,
+    V_LINKS,
+    V_ORDER,
+    V_FIT,
+    V_COALESCE,
+    V_LOCK,
+    V_STATS,
+    V_HARDEN,
+    V_ON_ERROR,
+    V_SL_BITS,
+    V_EXACT_MAX,
+    V_NEXT_FIT,
+    V_GOOD_FIT,
+    V_QUICK_MAX,
+    V_QUICK_LIMIT,
+    V_COALESCE_MAX_OFF,
+    V_COALESCE_MAX_SMALL,
+    V_USER_LOCK,
+    V_RELEASE_EMPTY,
+    V_MAX_BLOCK,
+    V_MUTEX,
+    V_GROW,
+    V_FROZEN,
+    V_COUNT
+};
+
+static const char *const verdict_text[V_COUNT] = {
+    [V_OK] = NULL,
+    [V_NULL] = "config is NULL",
+    [V_ORG] = "org out of range",
+    [V_LINKS] = "links out of range",
+    [V_ORDER] = "order out of range",
+    [V_FIT] = "fit out of range",
+    [V_COALESCE] = "coalesce out of range",
+    [V_LOCK] = "lock out of range",
+    [V_STATS] = "stats out of range",
+    [V_HARDEN] = "harden out of range",
+    [V_ON_ERROR] = "on_error out of range",
+    [V_SL_BITS] = "sl_bits must be 0..5",
+    [V_EXACT_MAX] = "exact_max must be a power of two between 4*DMM_HEAP_ALIGN and 65536",
+    [V_NEXT_FIT] = "next fit needs a single free list (org=single)",
+    [V_GOOD_FIT] = "good fit needs segregated bins (org exact, geometric or tlsf)",
+    [V_QUICK_MAX] = "quick_max must be at most 4096 bytes",
+    [V_QUICK_LIMIT] = "quick_limit set without quick lists (quick_max=0)",
+    [V_COALESCE_MAX_OFF] = "coalesce_max set while coalescing is off",
+    [V_COALESCE_MAX_SMALL] = "coalesce_max is smaller than two minimum blocks",
+    [V_USER_LOCK] = "lock=user needs lock_hooks.lock and lock_hooks.unlock",
+    [V_RELEASE_EMPTY] = "release_empty needs growth (grow_granularity > 0)",
+    [V_MAX_BLOCK] = "max_block_log2 out of range",
+    [V_MUTEX] = "lock=mutex needs a port with mutexes (this port has none)",
+    [V_GROW] = "growth needs a port with OS pages (this port has none)",
+    [V_FROZEN] = "config differs from the one this library was frozen to",
+};
+
+static unsigned verdict_of(const dmm_heap_config *c)
+{
+    if (!c)
+        return V_NULL;
+    if ((unsigned)c->org >= COUNT(org_names))
+        return V_ORG;
+    if ((unsigned)c->links >= COUNT(links_names))
+        return V_LINKS;
+    if ((unsigned)c->order >= COUNT(order_names))
+        return V_ORDER;
+    if ((unsigned)c->fit >= COUNT(fit_names))
+        return V_FIT;
+    if ((unsigned)c->coalesce >= COUNT(coalesce_names))
+        return V_COALESCE;
+    if ((unsigned)c->lock >= COUNT(lock_names))
+        return V_LOCK;
+    if ((unsigned)c->stats >= COUNT(stats_names))
+        return V_STATS;
+    if ((unsigned)c->harden >= COUNT(harden_names))
+        return V_HARDEN;
+    if ((unsigned)c->on_error >= COUNT(policy_names))
+        return V_ON_ERROR;
+    if (c->sl_bits > 5)
+        return V_SL_BITS;
+    if (c->org == DMM_ORG_SEG_EXACT &&
+        (!dmm_is_pow2(c->exact_max) || c->exact_max < 4 * GRAN || c->exact_max > ((size_t)1 << 16)))
+        return V_EXACT_MAX;
+    if (c->fit == DMM_FIT_NEXT && c->org != DMM_ORG_SINGLE)
+        return V_NEXT_FIT;
+    if (c->fit == DMM_FIT_GOOD && c->org == DMM_ORG_SINGLE)
+        return V_GOOD_FIT;
+    if (c->quick_max > 4096)
+        return V_QUICK_MAX;
+    if (c->quick_max == 0 && c->quick_limit != 0)
+        return V_QUICK_LIMIT;
+    if (c->coalesce == DMM_COALESCE_OFF && c->coalesce_max != 0)
+        return V_COALESCE_MAX_OFF;
+    if (c->coalesce_max != 0 && c->coalesce_max < 2 * MINB)
+        return V_COALESCE_MAX_SMALL;
+    if (c->lock == DMM_LOCK_USER && (!c->lock_hooks.lock || !c->lock_hooks.unlock))
+        return V_USER_LOCK;
+    if (c->release_empty && c->grow_granularity == 0)
+        return V_RELEASE_EMPTY;
+    if (c->max_block_log2 != 0 &&
+        (c->max_block_log2 < dmm_log2_floor(MINB) + 1u || c->max_block_log2 > DMM_WORD_BITS - 1u))
+        return V_MAX_BLOCK;
+    if (c->lock == DMM_LOCK_MUTEX && !dmm_port_has_mutex())
+        return V_MUTEX;
+    if (c->grow_granularity != 0 && dmm_port_page_size() == 0)
+        return V_GROW;
+#if DMM_HEAP_FROZEN
+    if (c->org != DMM_FROZEN_ORG || c->links != DMM_FROZEN_LINKS || c->order != DMM_FROZEN_ORDER ||
+        c->fit != DMM_FROZEN_FIT || c->split != (bool)DMM_FROZEN_SPLIT || c->coalesce != DMM_FROZEN_COALESCE ||
+        (c->quick_max != 0) != (DMM_FROZEN_QUICK_MAX != 0) || c->lock != DMM_FROZEN_LOCK ||
+        c->stats != DMM_FROZEN_STATS || c->harden != DMM_FROZEN_HARDEN ||
+        c->poison != (bool)DMM_FROZEN_POISON ||
+        (c->grow_granularity != 0) != (DMM_FROZEN_GROW_GRANULARITY != 0))
+        return V_FROZEN;
+#endif
+    return V_OK;
+}
+
+static dmm_status status_of(unsigned v)
+{
+    if (v == V_OK)
+        return DMM_OK;
+    if (v == V_NULL)
+        return DMM_E_NULL;
+    if (v == V_MUTEX || v == V_GROW)
+        return DMM_E_UNSUPPORTED;
+    return DMM_E_CONFIG;
+}
+
+dmm_status dmm__config_verdict(const dmm_heap_config *c) { return status_of(verdict_of(c)); }
+
 dmm_status dmm_heap_config_check(const dmm_heap_config *c, const char **reason)
 {
-    const char *why = NULL;
-    dmm_status st = DMM_E_CONFIG;
-    if (!c) {
-        if (reason)
-            *reason = "config is NULL";
-        return DMM_E_NULL;
-    }
-    if ((unsigned)c->org >= COUNT(org_names))
-        why = "org out of range";
-    else if ((unsigned)c->links >= COUNT(links_names))
-        why = "links out of range";
-    else if ((unsigned)c->order >= COUNT(order_names))
-        why = "order out of range";
-    else if ((unsigned)c->fit >= COUNT(fit_names))
-        why = "fit out of range";
-    else if ((unsigned)c->coalesce >= COUNT(coalesce_names))
-        why = "coalesce out of range";
-    else if ((unsigned)c->lock >= COUNT(lock_names))
-        why = "lock out of range";
-    else if ((unsigned)c->stats >= COUNT(stats_names))
-        why = "stats out of range";
-    else if ((unsigned)c->harden >= COUNT(harden_names))
-        why = "harden out of range";
-    else if ((unsigned)c->on_error >= COUNT(policy_names))
-        why = "on_error out of range";
-    else if (c->sl_bits > 5)
-        why = "sl_bits must be 0..5";
-    else if (c->org == DMM_ORG_SEG_EXACT && (!dmm_is_pow2(c->exact_max) || c->exact_max < 4 * GRAN ||
-                                              c->exact_max > ((size_t)1 << 16)))
-        why = "exact_max must be a power of two between 4*DMM_HEAP_ALIGN and 65536";
-    else if (c->fit == DMM_FIT_NEXT && c->org != DMM_ORG_SINGLE)
-        why = "next fit needs a single free list (org=single)";
-    else if (c->fit == DMM_FIT_GOOD && c->org == DMM_ORG_SINGLE)
-        why = "good fit needs segregated bins (org exact, geometric or tlsf)";
-    else if (c->quick_max > 4096)
-        why = "quick_max must be at most 4096 bytes";
-    else if (c->quick_max == 0 && c->quick_limit != 0)
-        why = "quick_limit set without quick lists (quick_max=0)";
-    else if (c->coalesce == DMM_COALESCE_OFF && c->coalesce_max != 0)
-        why = "coalesce_max set while coalescing is off";
-    else if (c->coalesce_max != 0 && c->coalesce_max < 2 * MINB)
-        why = "coalesce_max is smaller than two minimum blocks";
-    else if (c->lock == DMM_LOCK_USER && (!c->lock_hooks.lock || !c->lock_hooks.unlock))
-        why = "lock=user needs lock_hooks.lock and lock_hooks.unlock";
-    else if (c->release_empty && c->grow_granularity == 0)
-        why = "release_empty needs growth (grow_granularity > 0)";
-    else if (c->max_block_log2 != 0 &&
-             (c->max_block_log2 < dmm_log2_floor(MINB) + 1u || c->max_block_log2 > DMM_WORD_BITS - 1u))
-        why = "max_block_log2 out of range";
-    else if (c->lock == DMM_LOCK_MUTEX && !dmm_port_has_mutex()) {
-        why = "lock=mutex needs a port with mutexes (this port has none)";
-        st = DMM_E_UNSUPPORTED;
-    } else if (c->grow_granularity != 0 && dmm_port_page_size() == 0) {
-        why = "growth needs a port with OS pages (this port has none)";
-        st = DMM_E_UNSUPPORTED;
-    }
-#if DMM_HEAP_FROZEN
-    else if (c->org != DMM_FROZEN_ORG || c->links != DMM_FROZEN_LINKS || c->order != DMM_FROZEN_ORDER ||
-             c->fit != DMM_FROZEN_FIT || c->split != (bool)DMM_FROZEN_SPLIT ||
-             c->coalesce != DMM_FROZEN_COALESCE || (c->quick_max != 0) != (DMM_FROZEN_QUICK_MAX != 0) ||
-             c->lock != DMM_FROZEN_LOCK || c->stats != DMM_FROZEN_STATS || c->harden != DMM_FROZEN_HARDEN ||
-             c->poison != (bool)DMM_FROZEN_POISON ||
-             (c->grow_granularity != 0) != (DMM_FROZEN_GROW_GRANULARITY != 0))
-        why = "config differs from the one this library was frozen to";
-#endif
+    unsigned v = verdict_of(c);
     if (reason)
-        *reason = why;
-    return why ? st : DMM_OK;
+        *reason = verdict_text[v];
+    return status_of(v);
 }
 
 int dmm_heap_is_frozen(void) { return DMM_HEAP_FROZEN; }
 
 size_t dmm_heap_block_overhead(const dmm_heap_config *c)
 {
-    if (dmm_heap_config_check(c, NULL) != DMM_OK)
+    if (dmm__config_verdict(c) != DMM_OK)
         return 0;
     return HDR + ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
 }
@@ -309,7 +380,7 @@ size_t dmm_heap_region_overhead(void) { return RHDR + HDR; }
 size_t dmm_heap_min_buffer(const dmm_heap_config *c)
 {
     size_t one;
-    if (dmm_heap_config_check(c, NULL) != DMM_OK)
+    if (dmm__config_verdict(c) != DMM_OK)
         return 0;
     one = dmm__req2size(c, 1);
     if (c->max_block_log2)

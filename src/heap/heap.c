@@ -1036,7 +1036,7 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
 #endif
     if (cfg_in)
         cfg = *cfg_in;
-    if ((st = dmm_heap_config_check(&cfg, NULL)) != DMM_OK)
+    if ((st = dmm__config_verdict(&cfg)) != DMM_OK)
         return st;
     start = dmm_align_up_ptr((uintptr_t)buf, GRAN);
     if ((uintptr_t)buf + size < (uintptr_t)buf) /* wraps the address space */

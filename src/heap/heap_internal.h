@@ -238,5 +238,7 @@ void dmm__heap_unlock(dmm_heap *h);
 int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx);
 dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep);
 size_t dmm__req2size(const dmm_heap_config *cfg, size_t req);
+/* dmm_heap_config_check without the sentence (links no reason text). */
+dmm_status dmm__config_verdict(const dmm_heap_config *cfg);
 
 #endif
