@@ -20,6 +20,7 @@
 #             build and run a consumer (tests/install) through pkg-config and
 #             find_package
 #   size      scripts/size_report.sh: Cortex-M4 freestanding build + size table
+#   python    python/run_tests.sh: the front end's pytest suite (venv at .venv)
 #
 # The tsan, annotate and fuzz stages build only the programs their label's
 # tests run (found in the generated CTest files after configuring; see
@@ -35,7 +36,7 @@ cd "$ROOT"
 JOBS=${DMM_JOBS:-2}
 export DMM_JOBS=$JOBS
 
-ALL_STAGES=(setup debug asan tsan annotate fuzz release install size)
+ALL_STAGES=(setup debug asan tsan annotate fuzz release install size python)
 
 # Sanitizer run-time options (the CTest presets carry the same).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1}
@@ -195,6 +196,11 @@ stage_install() {
 
 stage_size() {
     run "$ROOT/scripts/size_report.sh"
+}
+
+# The Python front end: venv, pip install, pytest (uses the release build).
+stage_python() {
+    run "$ROOT/python/run_tests.sh"
 }
 
 # ---------------------------------------------------------------------------

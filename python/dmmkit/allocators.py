@@ -27,13 +27,13 @@ PRESETS = ("dlmalloc", "tlsf", "halffit", "firstfit", "p2012")
 
 
 def library_dirs() -> list[Path]:
-    """Directories searched for system allocators: $DMMKIT_LIB_PATH
-    (colon-separated) first, then the multiarch and usual library
-    directories."""
+    """Directories searched for system allocators: only those of
+    $DMMKIT_LIB_PATH (colon-separated) when it is set, else the multiarch
+    and usual library directories (and then the ldconfig cache)."""
     dirs: list[Path] = []
     env = os.environ.get("DMMKIT_LIB_PATH")
-    if env:
-        dirs.extend(Path(p) for p in env.split(":") if p)
+    if env is not None:
+        return [Path(p) for p in env.split(":") if p]
     machine = platform.machine() or "x86_64"
     for d in (f"/usr/lib/{machine}-linux-gnu", f"/lib/{machine}-linux-gnu", "/usr/lib64", "/usr/lib",
               "/usr/local/lib", "/lib64", "/lib"):
@@ -68,6 +68,8 @@ def find_system_library(name: str) -> tuple[Path | None, list[str]]:
             looked.append(str(p))
             if p.is_file():
                 return p, looked
+    if os.environ.get("DMMKIT_LIB_PATH") is not None:
+        return None, looked
     for lib in libs:
         p = _ldconfig_lookup(lib)
         looked.append(f"ldconfig -p ({lib})")
@@ -137,9 +139,12 @@ def parse_peers(values: list[str]) -> dict[str, Path]:
     return peers
 
 
-def resolve(items: list[str], peers: dict[str, Path] | None = None) -> list[Allocator]:
+def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing: list[str] | None = None) \
+        -> list[Allocator]:
     """Turns allocator names into Allocators; the first unknown or missing
-    one raises DmmkitError naming what was looked for."""
+    one raises DmmkitError naming what was looked for.  With skip_missing (a
+    list), a system allocator whose library is not installed is left out
+    and its message appended there instead (used for the default list)."""
     peers = dict(peers or {})
     out: list[Allocator] = []
     seen: set[str] = set()
@@ -159,9 +164,14 @@ def resolve(items: list[str], peers: dict[str, Path] | None = None) -> list[Allo
             path, looked = find_system_library(item)
             if path is None:
                 pkg = SYSTEM_ALLOCATORS[item][1]
+                if skip_missing is not None:
+                    skip_missing.append(f"{item} left out: {', '.join(SYSTEM_ALLOCATORS[item][0])} not found "
+                                        f"(install {pkg})")
+                    continue
                 raise DmmkitError(
                     f"allocator {item}: library not found; looked for {', '.join(SYSTEM_ALLOCATORS[item][0])} in "
-                    f"{', '.join(str(d) for d in library_dirs())} and the ldconfig cache "
+                    f"{', '.join(str(d) for d in library_dirs()) or '(no directories)'}"
+                    f"{'' if os.environ.get('DMMKIT_LIB_PATH') is not None else ' and the ldconfig cache'} "
                     f"(install the Debian package {pkg}, or pass --peer {item}2=/path/lib.so)")
             out.append(Allocator(item, "system", lib=path, expect=item))
         elif item in peers:

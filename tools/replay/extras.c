@@ -62,6 +62,81 @@ int rpx_check_configs(const char *prog, const char *file)
 }
 
 /* ======================================================================
+ * --count-sweep
+ * ====================================================================== */
+
+__attribute__((noinline)) void rpx_sweep_mark(unsigned long idx) { __asm__ __volatile__("" : : "r"(idx) : "memory"); }
+
+int rpx_count_sweep(const char *prog, rp_plan *plan, const char *file)
+{
+    FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+    char *line = NULL;
+    size_t cap = 0;
+    unsigned long idx = 0;
+    if (!f) {
+        fprintf(stderr, "%s: %s: %s\n", prog, file, strerror(errno));
+        return 2;
+    }
+    if (plan->threads > 1 && rp_plan_flatten(plan)) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        if (f != stdin)
+            fclose(f);
+        return 1;
+    }
+    while (getline(&line, &cap, f) >= 0) {
+        char *s = trim(line), *spec, err[512];
+        unsigned long long arena;
+        dmm_heap_config cfg;
+        dmm_backend b;
+        rp_pass_opts po;
+        rp_pass_result r;
+        int st;
+        idx++;
+        arena = strtoull(s, &spec, 10);
+        spec = trim(spec);
+        if (!strncmp(spec, "dmm:", 4))
+            spec += 4;
+        if (arena == 0 || !*spec) {
+            printf("error %lu expected 'ARENA CONFIG'\n", idx);
+            rpx_sweep_mark(idx);
+            continue;
+        }
+        if (dmmb_parse(spec, &cfg, err, sizeof err) || dmmb_setup(&b, spec, &cfg, 1, err, sizeof err)) {
+            printf("error %lu %s\n", idx, err);
+            rpx_sweep_mark(idx);
+            continue;
+        }
+        if (dmmb_map(&b, (size_t)arena, 1, err, sizeof err)) {
+            printf("error %lu %s\n", idx, err);
+            rpx_sweep_mark(idx);
+            continue;
+        }
+        if ((st = dmmb_init(&b, (size_t)arena)) != DMM_OK) {
+            printf("error %lu cannot create the heap on a %llu-byte arena: %s\n", idx, arena,
+                   dmm_status_str((dmm_status)st));
+            dmmb_unmap(&b);
+            rpx_sweep_mark(idx);
+            continue;
+        }
+        memset(&po, 0, sizeof po);
+        po.sequential = 1;
+        if (rp_run_pass(plan, &b.rb, &po, &r)) {
+            printf("error %lu replay engine failure\n", idx);
+        } else {
+            printf("ok %lu %llu\n", idx, (unsigned long long)r.failed);
+        }
+        rp_pass_result_free(&r);
+        dmmb_unmap(&b);
+        fflush(stdout);
+        rpx_sweep_mark(idx);
+    }
+    free(line);
+    if (f != stdin)
+        fclose(f);
+    return 0;
+}
+
+/* ======================================================================
  * heap map
  * ====================================================================== */
 
@@ -146,7 +221,9 @@ int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace
     tj_str(&j, "config", cfgtext);
     tj_u64(&j, "arena", arena);
     tj_bool(&j, "taken", hm->taken && !hm->failed);
-    tj_str(&j, "when", "the first time live bytes reached the trace's peak, in the first cold pass");
+    tj_str(&j, "when", hm->sequential ? "the first time live bytes reached the trace's peak, in an extra "
+                                        "sequential replay in trace order (the threaded pass never reached it)"
+                                      : "the first time live bytes reached the trace's peak, in the first cold pass");
     tj_u64(&j, "trace_peak_live", trace_peak_live);
     tj_u64(&j, "trace_peak_index", peak_index);
     tj_u64(&j, "live", hm->live);

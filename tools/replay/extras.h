@@ -19,6 +19,17 @@
  * the exit status (0, or 2 when FILE cannot be read). */
 int rpx_check_configs(const char *prog, const char *file);
 
+/* --count-sweep FILE: replays the plan once per line "ARENA CONFIG" of FILE
+ * (sequentially, in trace order, untimed, no sampling) on a fresh dmm heap,
+ * calling rpx_sweep_mark(i) after config i.  Under
+ *   valgrind --tool=callgrind --toggle-collect=a_malloc ... \
+ *            --dump-after=rpx_sweep_mark dmm-replay TRACE --count-sweep FILE
+ * every config gets its own profile with exactly its allocator
+ * instructions: one valgrind start-up for many configs.  Prints
+ * "ok I FAILED" or "error I REASON" per line.  Returns the exit status. */
+int rpx_count_sweep(const char *prog, rp_plan *plan, const char *file);
+void rpx_sweep_mark(unsigned long idx);
+
 /* ---- heap map -------------------------------------------------------------- */
 typedef struct rpx_block {
     uint64_t offset; /* from the first block of its region */
@@ -31,6 +42,7 @@ typedef struct rpx_block {
 typedef struct rpx_heapmap {
     dmm_backend *db;
     int taken, failed;
+    int sequential;         /* taken in an extra sequential replay */
     uint64_t live;          /* live requested bytes when taken */
     rpx_block *b;
     size_t n, cap;

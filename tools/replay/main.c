@@ -40,6 +40,7 @@ typedef struct opts {
     const char *timeline;     /* --timeline FILE */
     const char *heapmap;      /* --heapmap FILE */
     const char *check_configs;/* --check-configs FILE */
+    const char *count_sweep;  /* --count-sweep FILE */
     int hist;                 /* --hist */
     uint64_t arena;
     int arena_given;
@@ -87,6 +88,9 @@ static void usage(FILE *f)
             "  --timeline FILE     write live bytes and footprint over the first cold pass (JSON)\n"
             "  --heapmap FILE      write every block of the heap when live bytes first reach the\n"
             "                      trace's peak (JSON; dmm only)\n"
+            "  --count-sweep FILE  replay once per line 'ARENA CONFIG' (sequential, untimed), calling\n"
+            "                      rpx_sweep_mark() after each: callgrind --dump-after=rpx_sweep_mark\n"
+            "                      then gives every config its own instruction count\n"
             "  --check-configs FILE  check one dmm config per line ('-' = stdin), print\n"
             "                      'ok CONFIG' (normalised) or 'error REASON' per line; no trace\n");
 }
@@ -155,6 +159,9 @@ static int parse_args(int argc, char **argv, opts *o)
             o->heapmap = v;
         } else if (!strcmp(a, "--hist")) {
             o->hist = 1;
+        } else if (!strcmp(a, "--count-sweep")) {
+            NEEDV();
+            o->count_sweep = v;
         } else if (!strcmp(a, "--check-configs")) {
             NEEDV();
             o->check_configs = v;
@@ -660,6 +667,12 @@ int main(int argc, char **argv)
         dmm_trace_free(&t);
     }
 
+    if (o.count_sweep) {
+        int rc = rpx_count_sweep(PROG, &plan, o.count_sweep);
+        rp_plan_free(&plan);
+        return rc;
+    }
+
     /* ---- allocator ---- */
     if (is_dmm) {
         if (dmmb_setup(&db, o.alloc + 4, &cfg, o.min_arena ? 1 : plan.threads, err, sizeof err)) {
@@ -818,6 +831,25 @@ int main(int argc, char **argv)
                 } else {
                     rp_pass_result_free(&r);
                 }
+            }
+        }
+        if (is_dmm && o.heapmap && !hm.taken && !verify_failed && exit_code == 0) {
+            /* A multi-threaded interleaving may never reach the trace's peak:
+             * take the map from one extra sequential replay in trace order
+             * (untimed, not counted in any figure). */
+            rp_pass_opts po;
+            rp_pass_result r;
+            dmmb_fini(&db);
+            if (rp_plan_flatten(&plan) == 0 && dmmb_init(&db, (size_t)o.arena) == DMM_OK) {
+                memset(&po, 0, sizeof po);
+                po.sequential = 1;
+                po.sample_mem = 1;
+                hm.db = &db;
+                hm.sequential = 1;
+                po.on_trace_peak = rpx_heapmap_at_peak;
+                po.peak_ctx = &hm;
+                (void)rp_run_pass(&plan, rb, &po, &r);
+                rp_pass_result_free(&r);
             }
         }
         if (is_dmm)

@@ -1,0 +1,120 @@
+"""`dmmkit analyse` (dmm-analyse) and `dmmkit record` (the LD_PRELOAD
+recorder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from rich.table import Table
+
+from .errors import RUNTIME, DmmkitError
+from .tools import Tools, first_error_line, run, validate_trace
+from .ui import console, fmt_kib
+
+
+def analyse_json(tools: Tools, trace: str) -> dict:
+    validate_trace(tools, trace)
+    fd, tmp = tempfile.mkstemp(prefix="dmmkit-an-", suffix=".json")
+    os.close(fd)
+    try:
+        res = run([str(tools.analyse), trace, "--json", tmp], timeout=1800)
+        if res.returncode != 0:
+            raise DmmkitError(f"dmm-analyse failed on {trace}: {first_error_line(res.stderr) or res.returncode}",
+                              2 if res.returncode == 2 else RUNTIME)
+        with open(tmp) as f:
+            return json.load(f)
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def print_analysis(trace: str, d: dict) -> None:
+    oc = d.get("op_counts") or {}
+    pk = d.get("peak") or {}
+    sz = d.get("sizes") or {}
+    lt = d.get("lifetime") or {}
+    th = d.get("threads") or {}
+    ra = d.get("realloc") or {}
+    t = Table(title=f"{trace}", show_header=False)
+    t.add_column("what", style="bold")
+    t.add_column("value")
+    ops = sum(v for k, v in oc.items() if k != "sync")
+    t.add_row("operations", f"{ops} (" + ", ".join(f"{k} {v}" for k, v in oc.items() if v) + ")")
+    t.add_row("threads", f"{th.get('count', 1)}; ops per thread {d.get('thread_ops')}")
+    t.add_row("peak live", f"{fmt_kib(pk.get('live_bytes'))} ({pk.get('live_bytes')} B) in {pk.get('live_objects')} "
+                           f"objects, at operation {pk.get('op')}")
+    t.add_row("requests", f"{sz.get('requests')}, {sz.get('min')}..{sz.get('max')} B, mean {sz.get('mean')} B, "
+                          f"{sz.get('distinct')} distinct sizes")
+    top = sz.get("top") or []
+    t.add_row("top sizes", ", ".join(f"{x['size']} B x{x['count']}" for x in top[:8]))
+    t.add_row("lifetime", f"mean {lt.get('mean')} ops, max {lt.get('max')}; {lt.get('never_freed')} never freed")
+    t.add_row("cross-thread frees", f"{th.get('cross_thread_frees', 0)} of {th.get('frees', 0)} "
+                                    f"({100 * (th.get('cross_thread_free_fraction') or 0):.1f}%)")
+    t.add_row("realloc chains", f"{ra.get('chains')} chains, {ra.get('reallocs')} reallocs "
+                                f"(grow {ra.get('grow_steps')}, shrink {ra.get('shrink_steps')}); "
+                                f"final/initial median {ra.get('growth_median')}")
+    console.print(t)
+    hist = sz.get("histogram") or []
+    if hist:
+        h = Table(title="request sizes (power-of-two buckets)")
+        h.add_column("bytes", justify="right")
+        h.add_column("requests", justify="right")
+        h.add_column("share of bytes", justify="right")
+        h.add_column("")
+        total = max(1, sum(b.get("bytes", 0) for b in hist))
+        mx = max(1, max(b.get("count", 0) for b in hist))
+        for b in hist:
+            bar = "#" * max(1, round(30 * b["count"] / mx)) if b["count"] else ""
+            h.add_row(f"{b['min']}..{b['max']}", str(b["count"]), f"{100 * b.get('bytes', 0) / total:.1f}%", bar)
+        console.print(h)
+
+
+def record(tools: Tools, out: str | None, program: list[str], time: bool = False, follow_fork: bool = False,
+           signal: str | None = None) -> int:
+    """Runs the program under the recorder through scripts/record.sh when the
+    source tree has it, else with libdmmrec.so preloaded directly.  Returns
+    the program's exit status."""
+    if not program:
+        raise DmmkitError("no program given: dmmkit record -o OUT -- PROGRAM [ARGS...]")
+    script = tools.root / "scripts" / "record.sh" if tools.root else None
+    opts = []
+    if out:
+        opts += ["-o", out]
+    if time:
+        opts.append("--time")
+    if follow_fork:
+        opts.append("--follow-fork")
+    if signal:
+        opts += ["--signal", signal]
+    env = dict(os.environ)
+    if tools.recorder:
+        env["DMM_REC_LIB"] = str(tools.recorder)
+    if script and script.is_file():
+        cmd = ["bash", str(script), *opts, "--", *program]
+        p = subprocess.run(cmd, env=env)
+        return p.returncode  # record.sh has said what happened
+    if not tools.recorder:
+        raise DmmkitError("libdmmrec.so not found next to the tools and no scripts/record.sh: build the release "
+                          "preset (cmake --preset release && cmake --build --preset release)", RUNTIME)
+    from shutil import which
+    if not which(program[0]) and not Path(program[0]).is_file():
+        raise DmmkitError(f"program not found: {program[0]}", 127)
+    env["LD_PRELOAD"] = str(tools.recorder) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env.pop("DMM_TRACE_ROOT", None)
+    if out:
+        env["DMM_TRACE_OUT"] = out
+    if time:
+        env["DMM_TRACE_TIME"] = "1"
+    if follow_fork:
+        env["DMM_TRACE_FORK"] = "follow"
+    if signal:
+        env["DMM_TRACE_SIGNAL"] = signal
+    env["DMM_TRACE_VERBOSE"] = "1"
+    p = subprocess.run(program, env=env)
+    return p.returncode

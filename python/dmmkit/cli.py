@@ -1,0 +1,261 @@
+"""The `dmmkit` command line (click).  Every failure the user can act on is
+one line on stderr, `dmmkit <command>: error: ...`, and a non-zero exit
+status: 2 for bad input, 1 for a run-time failure."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import click
+
+from . import __version__
+from .errors import DmmkitError
+from .tools import find_tools
+from .ui import err_console
+
+SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*$")
+
+
+class SizeType(click.ParamType):
+    name = "BYTES"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        m = SIZE_RE.match(str(value))
+        if not m:
+            self.fail(f"{value!r} is not a size (e.g. 65536, 64k, 1m)", param, ctx)
+        n = int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+        if n <= 0:
+            self.fail("must be positive", param, ctx)
+        return n
+
+
+SIZE = SizeType()
+
+
+def _tools(ctx):
+    o = ctx.find_root().obj or {}
+    return find_tools(o.get("tools_dir"), o.get("root"))
+
+
+def _argv():
+    return ["dmmkit", *sys.argv[1:]]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dmmkit")
+@click.option("--tools-dir", type=click.Path(file_okay=False), envvar="DMMKIT_TOOLS",
+              help="Directory with dmm-replay, dmm-analyse, dmm-trace (default: build/release/tools of the "
+                   "source tree, then PATH).")
+@click.option("--root", type=click.Path(file_okay=False), envvar="DMMKIT_ROOT",
+              help="The dmmkit source tree (default: the current directory or a parent).")
+@click.pass_context
+def cli(ctx, tools_dir, root):
+    """dmmkit: find the dynamic memory manager that fits your program.
+
+    Workflow: record a trace -> analyse it -> compare allocators on it ->
+    explore the heap design space -> report -> generate the chosen allocator.
+    The manual is docs/frontend.md."""
+    ctx.obj = {"tools_dir": tools_dir, "root": root}
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-o", "--output", "out", metavar="OUT", help="Trace file (default dmm-<pid>.trace; .txt = text form).")
+@click.option("--time", "timestamps", is_flag=True, help="Record a timestamp per operation.")
+@click.option("--follow-fork", is_flag=True, help="Forked children write their own trace (OUT.<pid>).")
+@click.option("--signal", metavar="SIG", help="Write a snapshot OUT.<n> each time SIG (USR1, USR2, ...) arrives.")
+@click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def record(ctx, out, timestamps, follow_fork, signal, program):
+    """Record the allocation trace of PROGRAM (LD_PRELOAD, no rebuild).
+
+    \b
+    dmmkit record -o prog.trace -- ./prog arg1 arg2
+    The program's output and exit status are passed through."""
+    from .analyse import record as do_record
+    prog = list(program)
+    if prog and prog[0] == "--":
+        prog = prog[1:]
+    rc = do_record(_tools(ctx), out, prog, timestamps, follow_fork, signal)
+    ctx.exit(rc)
+
+
+@cli.command()
+@click.argument("traces", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print dmm-analyse's JSON (schema dmm-analyse/1) instead.")
+@click.pass_context
+def analyse(ctx, traces, as_json):
+    """Request-pattern summary of TRACE(s): sizes, lifetimes, peak live
+    bytes, cross-thread frees, realloc chains (dmm-analyse)."""
+    from .analyse import analyse_json, print_analysis
+    tools = _tools(ctx)
+    docs = []
+    for t in traces:
+        d = analyse_json(tools, t)
+        if as_json:
+            docs.append(d)
+        else:
+            print_analysis(t, d)
+    if as_json:
+        click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
+
+
+@cli.command()
+@click.argument("traces", nargs=-1, required=True)
+@click.option("-a", "--allocators", multiple=True, metavar="LIST",
+              help="Comma-separated: dmm:PRESET or dmm:KEY=VALUE,..., glibc, jemalloc, mimalloc, tcmalloc, "
+                   "tbbmalloc, or a --peer name.  Default: "
+                   "dmm:tlsf,dmm:p2012,dmm:dlmalloc,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc (system "
+                   "allocators that are not installed are then left out, with a note).")
+@click.option("--peer", multiple=True, metavar="NAME=LIB.so", help="Another malloc library to preload.")
+@click.option("--dmm", "dmm_named", multiple=True, metavar="NAME=CONFIG",
+              help="A dmm configuration shown as NAME (CONFIG: preset or key=value,...).")
+@click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 1000),
+              help="Interleaved repetitions (round-robin over the allocators).")
+@click.option("--baseline", metavar="NAME", help="Ratios are relative to this allocator (default glibc).")
+@click.option("--results", default="dmmkit-compare.json", show_default=True, metavar="FILE",
+              help="JSON results file (schema dmmkit-compare/1).")
+@click.option("--no-pictures", is_flag=True, help="Skip the untimed timeline / heap-map replays.")
+@click.pass_context
+def compare(ctx, traces, allocators, peer, dmm_named, reps, baseline, results, no_pictures):
+    """Replay TRACE(s) on dmm configurations and system allocators side by
+    side: interleaved repetitions, ratios to a baseline with their spread."""
+    from .compare import DEFAULT_ALLOCATORS, CompareOptions, run_compare
+    opts = CompareOptions(traces=list(traces), allocators=list(allocators) or [DEFAULT_ALLOCATORS],
+                          default_list=not allocators and not dmm_named and not peer,
+                          peers=list(peer), named=list(dmm_named), reps=reps, baseline=baseline, results=results,
+                          pictures=not no_pictures, argv=_argv())
+    run_compare(_tools(ctx), opts)
+
+
+@cli.command()
+@click.argument("traces", nargs=-1, required=True)
+@click.option("--arena", type=SIZE, help="Fixed arena: configs whose minimum arena exceeds it are infeasible.")
+@click.option("--max-cycles", type=float, help="Worst-case bound: configs whose warm maximum cycles/op (median "
+                                               "over reps, worst trace) exceeds it are infeasible.")
+@click.option("--objective", type=click.Choice(["speed", "memory", "balanced"]), default="balanced",
+              show_default=True, help="How the feasible configs are ranked.")
+@click.option("--memory", type=click.Choice(["arena", "footprint"]), default="arena", show_default=True,
+              help="Memory axis: minimum arena or peak footprint.")
+@click.option("--speed", type=click.Choice(["instructions", "cycles"]), default="instructions", show_default=True,
+              help="Speed axis of the ranking: callgrind instructions/op (exact) or measured cycles/op (the "
+                   "timed candidates only; noisy on a shared machine).")
+@click.option("--grid", type=click.Choice(["default", "full", "presets", "none"]), default="default",
+              show_default=True, help="Design-space grid (docs/frontend.md).")
+@click.option("--config", "configs", multiple=True, metavar="CONFIG",
+              help="Add a configuration (preset or key=value,...); may repeat.")
+@click.option("--executor", type=click.Choice(["local", "local-process", "ray"]), default="local",
+              show_default=True, help="Where the deterministic measurements run.")
+@click.option("--address", metavar="ADDR", help="Ray cluster address (--executor ray); default: start a local "
+                                                "Ray instance.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 4096), help="Parallel workers (default: CPUs).")
+@click.option("--results", default="dmmkit-explore.json", show_default=True, metavar="FILE",
+              help="JSON results file (schema dmmkit-explore/1).")
+@click.option("--cache", "cache_dir", default=".dmmkit-cache", show_default=True, metavar="DIR",
+              help="Cache of deterministic figures.")
+@click.option("--no-cache", is_flag=True, help="Measure everything again (and store nothing).")
+@click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 1000),
+              help="Timing repetitions for the candidates.")
+@click.option("--no-timing", is_flag=True, help="Deterministic figures only (no cycles).")
+@click.option("--timing-max", default=12, show_default=True, type=click.IntRange(1, 10000),
+              help="Most configs timed (front first, then presets).")
+@click.option("--no-instructions", is_flag=True, help="Skip callgrind (no instruction counts).")
+@click.option("--reference", default="dlmalloc", show_default=True, metavar="ID",
+              help="Config the ratios are relative to.")
+@click.option("--no-pictures", is_flag=True, help="Skip the timeline / heap-map replays of the best config.")
+@click.pass_context
+def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, configs, executor, address, jobs, results,
+            cache_dir, no_cache, reps, no_timing, timing_max, no_instructions, reference, no_pictures):
+    """Sweep the heap design space on TRACE(s); keep the Pareto front of
+    speed vs memory; time the candidates; rank them."""
+    from .explore import Options, run_explore
+    opts = Options(traces=list(traces), grid=grid, configs=list(configs), arena=arena, max_cycles=max_cycles,
+                   objective=objective, memory=memory, speed=speed, executor=executor, address=address, jobs=jobs,
+                   cache_dir=cache_dir, use_cache=not no_cache, results=results, reps=reps, timing=not no_timing,
+                   timing_max=timing_max, instructions=not no_instructions, reference=reference,
+                   pictures=not no_pictures, argv=_argv())
+    run_explore(_tools(ctx), opts)
+
+
+@cli.command()
+@click.argument("results", nargs=-1, required=True)
+@click.option("-o", "--output", "outdir", required=True, metavar="DIR", help="Output directory (index.html + PNGs).")
+def report(results, outdir):
+    """HTML report (with PNG plots) from explore and compare RESULTS files."""
+    from .report import write_report
+    write_report(list(results), outdir)
+
+
+@cli.command()
+@click.argument("results", nargs=-1, required=True)
+@click.option("--top", default=12, show_default=True, type=click.IntRange(1, 100000), help="Rows of the ranking.")
+def show(results, top):
+    """Print the ranking tables of saved explore / compare RESULTS files."""
+    from .compare import print_compare
+    from .explore import print_explore
+    from .report import load_results
+    from .ui import console
+    for p, d in load_results(list(results)):
+        console.rule(p)
+        if d["schema"] == "dmmkit-explore/1":
+            print_explore(d, top=top)
+        else:
+            print_compare(d)
+
+
+@cli.command()
+@click.argument("config")
+@click.option("-o", "--output", "outdir", required=True, metavar="DIR", help="Output directory.")
+@click.option("--trace", metavar="TRACE", help="Replay it on the generated .so and on the same config; compare.")
+@click.option("--results", default="dmmkit-explore.json", show_default=True, metavar="FILE",
+              help="Explore results where CONFIG may be a result id (or 'best').")
+@click.option("--grow", type=SIZE, default="1m", show_default=True, help="Growth step of the malloc library.")
+@click.option("--initial", type=SIZE, default="1m", show_default=True, help="First region of the malloc library.")
+@click.option("--cc", metavar="CC", help="C compiler for the build.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 4096), help="Parallel compile jobs.")
+@click.option("--no-build", is_flag=True, help="Write the files only.")
+@click.pass_context
+def generate(ctx, config, outdir, trace, results, grow, initial, cc, jobs, no_build):
+    """Emit CONFIG (a preset, key=value,... or an explore result id / 'best')
+    as a specialised allocator: frozen header, static library, LD_PRELOAD
+    .so, README; build it; with --trace check it on the trace."""
+    from .generate import generate as do_generate
+    do_generate(_tools(ctx), config, outdir, trace=trace, results=results, grow=grow, initial=initial, cc=cc,
+                jobs=jobs, build=not no_build)
+
+
+def main(argv=None):
+    try:
+        rv = cli.main(args=argv, prog_name="dmmkit", standalone_mode=False)
+    except DmmkitError as e:
+        cmd = _command_name(argv)
+        err_console.print(f"dmmkit{(' ' + cmd) if cmd else ''}: error: {e.message}", markup=False, soft_wrap=True)
+        sys.exit(e.status)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        err_console.print("dmmkit: aborted", markup=False)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        err_console.print("dmmkit: interrupted", markup=False)
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _command_name(argv):
+    args = list(sys.argv[1:] if argv is None else argv)
+    names = set(cli.commands)
+    for a in args:
+        if a in names:
+            return a
+    return ""
+
+
+if __name__ == "__main__":
+    main()

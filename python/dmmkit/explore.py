@@ -1,0 +1,551 @@
+"""`dmmkit explore`: sweep the heap design space on traces, keep the Pareto
+front of speed against memory, time the candidates, rank them.
+
+Phases
+  1. validate the traces and the grid (the heap's own config check);
+  2. deterministic figures for every (trace, config), in parallel on an
+     executor, each cached by (trace hash, config, build id);
+  3. aggregate over the traces (geometric means), apply the arena
+     constraint, keep the front of instructions/op against memory;
+  4. timing figures (TSC cycles per operation) for the front and the
+     presets only: serially, round-robin over the candidates, repeated;
+     apply the worst-case bound (--max-cycles), refilling the front with
+     the next non-dominated configs when a member breaks it;
+  5. rank by the objective, take pictures (timeline, heap map) of the best
+     configuration and of the reference, write the results JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from dataclasses import dataclass, field
+
+from rich.table import Table
+
+from . import grid as gridmod
+from . import pareto
+from .cache import Cache, clean_nans, write_json_atomic
+from .errors import RUNTIME, DmmkitError
+from .executors import make_executor
+from .measure import MEASURE_VERSION, TaskError, count_instructions, find_valgrind, measure_memory, measure_timing
+from .stats import geomean, relative, summarize
+from .tools import Tools, check_configs, replay_json, validate_trace
+from .ui import TraceRef, console, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
+
+OBJECTIVES = ("speed", "memory", "balanced")
+MEMORY_METRICS = {"arena": "min_arena", "footprint": "peak_footprint"}
+
+
+@dataclass
+class Options:
+    traces: list[str]
+    grid: str = "default"
+    configs: list[str] = field(default_factory=list)
+    arena: int | None = None
+    max_cycles: float | None = None
+    objective: str = "balanced"
+    memory: str = "arena"
+    speed: str = "instructions"
+    executor: str = "local"
+    address: str | None = None
+    jobs: int | None = None
+    cache_dir: str | None = ".dmmkit-cache"
+    use_cache: bool = True
+    results: str = "dmmkit-explore.json"
+    reps: int = 3
+    timing: bool = True
+    timing_max: int = 12
+    instructions: bool = True
+    reference: str = "dlmalloc"
+    pictures: bool = True
+    argv: list[str] = field(default_factory=list)
+
+
+def _settings_key(opts: Options) -> str:
+    return f"v{MEASURE_VERSION};callgrind={int(opts.instructions)}"
+
+
+def run_explore(tools: Tools, opts: Options) -> dict:
+    if opts.objective not in OBJECTIVES:
+        raise DmmkitError(f"--objective {opts.objective}: expected one of {', '.join(OBJECTIVES)}")
+    if opts.memory not in MEMORY_METRICS:
+        raise DmmkitError(f"--memory {opts.memory}: expected arena or footprint")
+    if opts.speed not in ("instructions", "cycles"):
+        raise DmmkitError(f"--speed {opts.speed}: expected instructions or cycles")
+    if opts.speed == "cycles" and not opts.timing:
+        raise DmmkitError("--speed cycles needs the timing phase (drop --no-timing)")
+    if opts.speed == "instructions" and not opts.instructions:
+        opts.speed = "cycles" if opts.timing else "instructions"
+    if not opts.traces:
+        raise DmmkitError("explore needs at least one trace")
+    for t in opts.traces:
+        validate_trace(tools, t)
+    refs = trace_refs(opts.traces)
+    valgrind = None
+    if opts.instructions:
+        valgrind = find_valgrind()
+        if not valgrind:
+            raise DmmkitError("valgrind not found: instruction counts need it (apt install valgrind, or run "
+                              "scripts/setup.sh); --no-instructions ranks by memory and cycles only")
+
+    # ---- grid ---------------------------------------------------------------
+    points = gridmod.points_for(opts.grid) if opts.grid != "none" else []
+    user_points = [gridmod.Point(c, c) for c in opts.configs]
+    if not points and not user_points:
+        raise DmmkitError("nothing to explore: --grid none and no --config")
+    answers = check_configs(tools, [p.spec for p in user_points + points])
+    for p, (ok, text) in zip(user_points, answers[: len(user_points)]):
+        if not ok:
+            raise DmmkitError(f"config {p.spec!r} refused by the heap: {text}")
+        p.config = text
+    skipped = []
+    kept: list[gridmod.Point] = []
+    seen: dict[str, gridmod.Point] = {}
+    for p, (ok, text) in zip(points, answers[len(user_points):]):
+        if not ok:
+            skipped.append({"name": p.name, "spec": p.spec, "reason": text})
+            continue
+        p.config = text
+    for p in points + user_points:
+        if not p.config:
+            continue
+        if p.config in seen:
+            continue
+        seen[p.config] = p
+        kept.append(p)
+    points = kept
+    ids = {p.id: p for p in points}
+    ref_id = opts.reference if opts.reference in ids else points[0].id
+    console.print(f"[bold]explore[/]: {len(refs)} trace(s) x {len(points)} config(s) "
+                  f"({opts.grid} grid, {len(skipped)} invalid combination(s) skipped by the heap's check); "
+                  f"build {tools.build_id}")
+
+    # ---- deterministic figures ---------------------------------------------
+    cache = Cache(opts.cache_dir, enabled=opts.use_cache)
+    skey = _settings_key(opts)
+    det: dict[tuple[str, str], dict] = {}
+    todo = []
+    for tr in refs:
+        for p in points:
+            hit = cache.get(tr.sha256, p.config, tools.build_id, skey)
+            if hit is not None:
+                det[(tr.label, p.id)] = hit
+            else:
+                todo.append((tr, p))
+    full_hits = len(det)
+    errors: list[str] = []
+    if todo:
+        ex = make_executor(opts.executor, opts.jobs, opts.address)
+        try:
+            executor_info = ex.describe()
+            _measure(ex, executor_info, todo, tools, valgrind, det, cache, skey, errors)
+        finally:
+            ex.close()
+    else:
+        executor_info = {"executor": opts.executor, "note": "every figure came from the cache"}
+    console.print(f"deterministic figures: {len(det)} ({full_hits} from the cache, {len(det) - full_hits} measured)"
+                  + (f", [red]{len(errors)} failed[/]" if errors else ""))
+
+    # ---- aggregate, constraints, front ------------------------------------
+    mem_key = MEMORY_METRICS[opts.memory]
+    configs = []
+    for p in points:
+        per = {tr.label: det.get((tr.label, p.id)) for tr in refs}
+        reasons = []
+        for tr in refs:
+            m = per[tr.label]
+            if m is None:
+                reasons.append(f"not measured on {tr.label}")
+                continue
+            if m.get("failed"):
+                reasons.append(f"{m['failed']} failed allocation(s) on {tr.label}")
+            if not m.get("min_arena_found"):
+                reasons.append(f"no arena replays {tr.label} without failures")
+            elif opts.arena and m["min_arena"] > opts.arena:
+                reasons.append(f"needs a {m['min_arena']}-byte arena on {tr.label} (> --arena {opts.arena})")
+            if m.get("heap_errors"):
+                reasons.append(f"heap reported misuse on {tr.label}")
+        vals = [m for m in per.values() if m]
+        agg = {
+            "instr_per_op": geomean(m.get("instr_per_op") for m in vals) if len(vals) == len(refs) else None,
+            "min_arena": geomean(m.get("min_arena") for m in vals) if len(vals) == len(refs) else None,
+            "min_arena_max": max((m.get("min_arena") or 0 for m in vals), default=None),
+            "peak_footprint": geomean(m.get("peak_footprint") for m in vals) if len(vals) == len(refs) else None,
+            "frag4": geomean(m.get("frag4") for m in vals),
+            "frag3": geomean(m.get("frag3") for m in vals),
+            "failed": sum(m.get("failed") or 0 for m in vals),
+        }
+        configs.append({"id": p.id, "name": p.name, "spec": p.spec, "config": p.config, "preset": p.preset,
+                        "short": gridmod.short_config(p.config), "per_trace": per, "aggregate": agg,
+                        "feasible": not reasons, "infeasible_reasons": reasons, "front": False, "timed": False,
+                        "timing_front": False})
+    by_id = {c["id"]: c for c in configs}
+    ref = by_id[ref_id]
+    for c in configs:
+        a, r = c["aggregate"], ref["aggregate"]
+        a["instr_ratio"] = relative(a["instr_per_op"], r["instr_per_op"])
+        a["memory_ratio"] = relative(a[mem_key], r[mem_key])
+    feas = [c for c in configs if c["feasible"]]
+
+    def speed_det(c):
+        return c["aggregate"]["instr_per_op"] if opts.instructions else 0.0
+
+    det_pts = [(speed_det(c), c["aggregate"][mem_key]) for c in feas]
+    for i in pareto.front(det_pts):
+        feas[i]["front"] = True
+    ranking_det = [feas[i]["id"] for i in pareto.rank(det_pts, opts.objective)]
+
+    # ---- timing for the candidates ------------------------------------------
+    timed_ids: list[str] = []
+    if opts.timing:
+        timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors)
+
+    # ---- ranking ------------------------------------------------------------
+    ranking = ranking_det
+    if timed_ids:
+        cand = [by_id[i] for i in timed_ids if by_id[i]["feasible"]]
+        t_pts = [(c["aggregate"].get("cycles_avg"), c["aggregate"].get("cycles_max"), c["aggregate"][mem_key])
+                 for c in cand]
+        for i in pareto.front(t_pts):
+            cand[i]["timing_front"] = True
+        for c in configs:
+            c["aggregate"]["cycles_ratio"] = relative(c["aggregate"].get("cycles_avg"),
+                                                      ref["aggregate"].get("cycles_avg"))
+        if opts.speed == "cycles":
+            two = [(c["aggregate"].get("cycles_avg"), c["aggregate"][mem_key]) for c in cand]
+            ranking = [cand[i]["id"] for i in pareto.rank(two, opts.objective)]
+    ranking = [i for i in ranking if by_id[i]["feasible"]]
+    best = ranking[0] if ranking else None
+
+    # ---- pictures -----------------------------------------------------------
+    pictures: dict = {}
+    if opts.pictures and best:
+        pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det)
+
+    doc = {
+        "schema": "dmmkit-explore/1",
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "argv": opts.argv,
+        "tools": tools.as_dict(),
+        "executor": executor_info,
+        "context": _context(det),
+        "settings": {"grid": opts.grid, "objective": opts.objective, "memory": opts.memory,
+                     "memory_metric": mem_key, "arena": opts.arena, "max_cycles": opts.max_cycles,
+                     "reps": opts.reps, "timing": opts.timing, "instructions": opts.instructions,
+                     "reference": ref_id, "cache": str(opts.cache_dir) if opts.use_cache else None,
+                     "speed": opts.speed,
+                     "speed_metric": "cycles_avg" if (timed_ids and opts.speed == "cycles") else "instr_per_op",
+                     "aggregate": "geometric mean over the traces"},
+        "traces": [{"label": tr.label, "path": tr.path, "sha256": tr.sha256,
+                    **_trace_fields(det, tr.label)} for tr in refs],
+        "configs": configs,
+        "skipped": skipped,
+        "front": [c["id"] for c in configs if c["front"]],
+        "timing_front": [c["id"] for c in configs if c["timing_front"]],
+        "timed": timed_ids,
+        "ranking": ranking,
+        "ranking_instructions": [i for i in ranking_det if by_id[i]["feasible"]],
+        "best": best,
+        "reference": ref_id,
+        "pictures": pictures,
+        "errors": errors,
+        "cache": {"hits": full_hits, "measured": len(det) - full_hits},
+    }
+    doc = clean_nans(doc)
+    write_json_atomic(opts.results, doc)
+    print_explore(doc)
+    console.print(f"results: {opts.results}")
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise DmmkitError(f"{len(errors)} measurement(s) failed, first: {errors[0]}{more}; the figures that were "
+                          f"measured are in {opts.results} and the cache", RUNTIME)
+    if not ranking:
+        raise DmmkitError("no configuration is feasible under the constraints "
+                          + (f"(--arena {opts.arena}) " if opts.arena else "")
+                          + (f"(--max-cycles {opts.max_cycles}) " if opts.max_cycles else "")
+                          + f"; see {opts.results}", RUNTIME)
+    return doc
+
+
+CHUNK = 32  # configs per callgrind run (one valgrind start-up each)
+
+
+def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors):
+    """Phase A: memory figures per (trace, config), natively, in parallel.
+    Phase B: instruction counts, one callgrind run per trace and chunk of
+    configs, in parallel.  Complete figures go to det and the cache as soon
+    as they are known, so an interruption keeps them."""
+    workers = info.get("workers") or info.get("cluster_cpus") or "?"
+    mem: dict[int, dict] = {}
+    mkey = skey + ";part=memory"  # phase A results, kept until phase B completes them
+    for i, (tr, p) in enumerate(todo):
+        hit = cache.get(tr.sha256, p.config, tools.build_id, mkey) if valgrind else None
+        if hit is not None:
+            mem[i] = hit
+    need = [i for i in range(len(todo)) if i not in mem]
+    mem_items = [{"replay": str(tools.replay), "trace": todo[i][0].path, "spec": todo[i][1].config} for i in need]
+    with progress() as prog:
+        ta = prog.add_task(f"memory figures + minimum arena ({info.get('executor')}, {workers} workers)",
+                           total=len(mem_items))
+        for j, res, exc in ex.map_unordered(measure_memory, mem_items):
+            i = need[j]
+            tr, p = todo[i]
+            if exc is not None:
+                errors.append(f"{p.name} on {tr.label}: {exc}")
+            else:
+                mem[i] = res
+                if not valgrind:
+                    res["instructions"] = None
+                    res["instr_per_op"] = None
+                    det[(tr.label, p.id)] = res
+                    cache.put(tr.sha256, p.config, tools.build_id, skey, res)
+                else:
+                    cache.put(tr.sha256, p.config, tools.build_id, mkey, res)
+            prog.advance(ta)
+        if not valgrind:
+            return
+        chunks = []
+        by_trace: dict[str, list[int]] = {}
+        for i in sorted(mem):
+            by_trace.setdefault(todo[i][0].label, []).append(i)
+        for label, idx in by_trace.items():
+            for k in range(0, len(idx), CHUNK):
+                chunks.append(idx[k:k + CHUNK])
+        items = [{"replay": str(tools.replay), "trace": todo[c[0]][0].path, "valgrind": valgrind,
+                  "lines": [(mem[i]["arena"], todo[i][1].config) for i in c]} for c in chunks]
+        tb = prog.add_task(f"instruction counts (callgrind, {len(chunks)} run(s))", total=len(mem))
+        for j, res, exc in ex.map_unordered(count_instructions, items):
+            for k, i in enumerate(chunks[j]):
+                tr, p = todo[i]
+                r = None if exc is not None else res[k]
+                if r is None or r.get("error") or not r.get("instructions") and mem[i].get("ops"):
+                    why = exc if exc is not None else (r.get("error") or
+                                                       "callgrind counted no instructions in the allocator entry "
+                                                       "points; was dmm-replay built from other heap sources?")
+                    errors.append(f"{p.name} on {tr.label}: {why}")
+                else:
+                    m = mem[i]
+                    m["instructions"] = r["instructions"]
+                    m["instr_per_op"] = r["instructions"] / m["ops"] if m.get("ops") else None
+                    det[(tr.label, p.id)] = m
+                    cache.put(tr.sha256, p.config, tools.build_id, skey, m)
+                prog.advance(tb)
+
+
+def _trace_fields(det, label):
+    for (lab, _), m in det.items():
+        if lab == label and m:
+            return {"ops": m.get("ops"), "threads": m.get("threads"), "peak_live": m.get("peak_live"),
+                    "hash": m.get("trace_hash")}
+    return {}
+
+
+def _context(det):
+    ctx = {"python": sys.version.split()[0]}
+    for m in det.values():
+        if m and m.get("machine"):
+            ctx["machine"] = m["machine"]
+            ctx["build"] = m.get("build")
+            break
+    return ctx
+
+
+def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors) -> list[str]:
+    """Times the candidates; returns the ids timed.  Candidates: the
+    deterministic front, then the presets, at most --timing-max; with
+    --max-cycles, members that break the bound are replaced by the next
+    front among the rest (while the budget lasts)."""
+    timed: list[str] = []
+    excluded: set[str] = set()
+    budget = max(1, opts.timing_max)
+    pool = list(range(len(feas)))
+    first = True
+    while True:
+        rest = [i for i in pool if feas[i]["id"] not in excluded and feas[i]["id"] not in timed]
+        sub = [det_pts[i] for i in rest]
+        front_ids = [feas[rest[j]]["id"] for j in pareto.front(sub)] if rest else []
+        # instructions first, so the fastest are timed when the budget is short
+        front_ids.sort(key=lambda i: (by_id[i]["aggregate"]["instr_per_op"] or 0))
+        cand = front_ids
+        if first:
+            cand = cand + [c["id"] for c in configs if c["preset"] and c["feasible"] and c["id"] not in cand]
+            first = False
+        cand = [i for i in cand if i not in timed][: budget - len(timed)]
+        if not cand:
+            break
+        _time_configs(tools, opts, refs, [by_id[i] for i in cand], errors)
+        timed.extend(cand)
+        if opts.max_cycles is None:
+            break
+        broke = [i for i in cand if (by_id[i]["aggregate"].get("cycles_max") or 0) > opts.max_cycles]
+        for i in broke:
+            c = by_id[i]
+            c["feasible"] = False
+            c["infeasible_reasons"].append(
+                f"worst-case {c['aggregate']['cycles_max']:.0f} cycles/op > --max-cycles {opts.max_cycles:g}")
+            excluded.add(i)
+        front_ok = [i for i in front_ids if i in timed and i not in excluded]
+        if front_ok and not broke:
+            break
+        if len(timed) >= budget:
+            break
+    # configs never timed cannot be shown to meet a worst-case bound
+    if opts.max_cycles is not None:
+        for c in configs:
+            if c["feasible"] and c["id"] not in timed:
+                c["feasible"] = False
+                c["infeasible_reasons"].append("not timed, so the --max-cycles bound is not verified")
+    return timed
+
+
+def _time_configs(tools, opts, refs, cands, errors):
+    runs = []
+    for rep in range(opts.reps):
+        for tr in refs:
+            k = rep % len(cands)
+            order = cands[k:] + cands[:k]  # round-robin: a different first config each repetition
+            for c in order:
+                runs.append((rep, tr, c))
+    samples: dict[tuple[str, str], list[dict]] = {}
+    with progress() as prog:
+        task = prog.add_task(f"timing {len(cands)} candidate(s) x {len(refs)} trace(s) x {opts.reps} rep(s), serially",
+                             total=len(runs))
+        for rep, tr, c in runs:
+            m = c["per_trace"].get(tr.label) or {}
+            item = {"replay": str(tools.replay), "trace": tr.path, "args": ["--alloc", "dmm:" + c["config"]],
+                    "arena": m.get("arena")}
+            try:
+                samples.setdefault((tr.label, c["id"]), []).append(measure_timing(item))
+            except TaskError as e:
+                errors.append(f"timing {c['name']} on {tr.label}: {e}")
+            prog.advance(task)
+    for c in cands:
+        c["timed"] = True
+        avg_t, max_t = [], []
+        for tr in refs:
+            tm = dmm_pass_stats(samples.get((tr.label, c["id"]), []))
+            if c["per_trace"].get(tr.label) is not None:
+                c["per_trace"][tr.label]["timing"] = tm
+            avg_t.append(tm["avg"]["median"])
+            max_t.append(tm["max"]["median"])
+        c["aggregate"]["cycles_avg"] = geomean(avg_t) if all(v is not None for v in avg_t) else None
+        c["aggregate"]["cycles_max"] = max((v for v in max_t if v is not None), default=None)
+
+
+def dmm_pass_stats(runs: list[dict]) -> dict:
+    """Timing of one dmm config on one trace from its runs.  For a dmm heap
+    the cold and the warm pass of a run are the same experiment (a fresh
+    heap on a prefaulted arena: dmm_heap_init, then dmm_heap_reset), so each
+    run gives two samples.  Samples whose pass was preempted (involuntary
+    context switches > 0) are set aside when at least one clean sample
+    exists: on a shared machine a single preemption adds milliseconds to the
+    maximum and, spread over the operations, to the average."""
+    passes = []
+    for r in runs:
+        for p in ("cold", "warm"):
+            if r.get(f"{p}_avg") is not None:
+                passes.append({"avg": r[f"{p}_avg"], "max": r[f"{p}_max"], "p99": r.get(f"{p}_p99"),
+                               "preempted": (r.get(f"{p}_preemptions") or 0) > 0})
+    clean = [x for x in passes if not x["preempted"]]
+    use = clean or passes
+    return {
+        "runs": len(runs), "samples": len(passes), "clean_samples": len(clean),
+        "used": "clean samples only" if clean else "all samples (every pass was preempted)",
+        "avg": summarize(x["avg"] for x in use),
+        "max": summarize(x["max"] for x in use),
+        "p99": summarize(x["p99"] for x in use),
+        "avg_all": [x["avg"] for x in passes],
+        "max_all": [x["max"] for x in passes],
+        "preempted": [x["preempted"] for x in passes],
+    }
+
+
+def take_pictures(tools: Tools, refs: list[TraceRef], config_ids: list[str], det) -> dict:
+    """Timeline and heap map of each (trace, config): one untimed replay."""
+    import json
+    import os
+    import tempfile
+    out: dict = {}
+    jobs = [(tr, cid) for tr in refs for cid in config_ids if det.get((tr.label, cid))]
+    with progress() as prog:
+        task = prog.add_task("pictures (timeline, heap map at peak live)", total=len(jobs))
+        for tr, cid in jobs:
+            m = det[(tr.label, cid)]
+            d = tempfile.mkdtemp(prefix="dmmkit-pic-")
+            tl, hm = os.path.join(d, "tl.json"), os.path.join(d, "hm.json")
+            res, _ = replay_json(tools, tr.path, ["--alloc", "dmm:" + (m.get("config") or cid),
+                                                  "--arena", str(m.get("arena") or 1 << 20), "--no-timing",
+                                                  "--no-warm", "--timeline", tl, "--heapmap", hm])
+            entry = {}
+            for key, f in (("timeline", tl), ("heapmap", hm)):
+                try:
+                    with open(f) as fh:
+                        entry[key] = json.load(fh)
+                except (OSError, ValueError):
+                    entry[key] = None
+                try:
+                    os.unlink(f)
+                except OSError:
+                    pass
+            os.rmdir(d)
+            if res.returncode == 0:
+                out.setdefault(tr.label, {})[cid] = entry
+            prog.advance(task)
+    return out
+
+
+def print_explore(doc: dict, top: int = 12) -> None:
+    by_id = {c["id"]: c for c in doc["configs"]}
+    st = doc["settings"]
+    timed = bool(doc.get("timed"))
+    ref = by_id.get(doc.get("reference"))
+    t = Table(title=f"explore ranking (objective {st['objective']}, speed = {st.get('speed_metric')}, "
+                    f"memory = {st['memory_metric']}, "
+                    f"geometric mean over {len(doc['traces'])} trace(s); ratios vs {doc.get('reference')})")
+    t.add_column("#", justify="right")
+    t.add_column("id")
+    t.add_column("name", overflow="fold")
+    t.add_column("instr/op", justify="right")
+    t.add_column("x ref", justify="right")
+    if timed:
+        t.add_column("cycles/op avg", justify="right")
+        t.add_column("x ref", justify="right")
+        t.add_column("cycles/op max", justify="right")
+    t.add_column("min arena", justify="right")
+    t.add_column("peak footprint", justify="right")
+    t.add_column("frag #4", justify="right")
+    t.add_column("front", justify="center")
+    order = list(doc["ranking"])[:top]
+    if ref and ref["id"] not in order:
+        order.append(ref["id"])
+    for n, cid in enumerate(order, 1):
+        c = by_id[cid]
+        a = c["aggregate"]
+        row = [str(n) if n <= top and cid in doc["ranking"] else "ref", c["id"], c["name"],
+               fmt_num(a.get("instr_per_op")),
+               fmt_ratio(a.get("instr_ratio"))]
+        if timed:
+            row += [fmt_num(a.get("cycles_avg")), fmt_ratio(a.get("cycles_ratio")), fmt_num(a.get("cycles_max"), 0)]
+        row += [fmt_kib(a.get("min_arena")), fmt_kib(a.get("peak_footprint")), fmt_ratio(a.get("frag4")),
+                ("D" if c["front"] else "") + ("T" if c.get("timing_front") else "")]
+        t.add_row(*row)
+    console.print(t)
+    nfeas = sum(1 for c in doc["configs"] if c["feasible"])
+    console.print(f"{nfeas} of {len(doc['configs'])} configs feasible; front (D = instructions vs memory, "
+                  f"T = cycles avg/max vs memory): {len(doc['front'])} / {len(doc['timing_front'])}")
+    if doc.get("best"):
+        b = by_id[doc["best"]]
+        console.print(f"[bold]best[/] ({st['objective']}): {b['id']} = {b['name']}\n  config {b['config']}")
+        if ref and ref["id"] != b["id"]:
+            a, r = b["aggregate"], ref["aggregate"]
+            parts = [f"instructions/op x{fmt_ratio(a.get('instr_ratio'))}"]
+            if timed:
+                parts.append(f"warm cycles/op x{fmt_ratio(a.get('cycles_ratio'))}"
+                             + (f" ({fmt_num(a.get('cycles_avg'))} vs {fmt_num(r.get('cycles_avg'))})"
+                                if a.get('cycles_avg') else ""))
+                rc, bc = r.get("cycles_avg"), a.get("cycles_avg")
+                if rc and bc:
+                    parts.append(f"= {rc / bc:.2f}x fewer cycles")
+            parts.append(f"{st['memory_metric']} x{fmt_ratio(a.get('memory_ratio'))}")
+            console.print(f"  vs {ref['id']} (geometric means over the traces): " + ", ".join(parts))

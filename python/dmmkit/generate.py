@@ -1,0 +1,328 @@
+"""`dmmkit generate`: a chosen configuration as a ready-to-link allocator.
+
+Writes DIR/dmm_config.h (the configuration frozen with DMM_FROZEN_* macros,
+made from the heap's own normalised text of it), DIR/dmm_config_malloc.h
+(the same policies plus growth, for the malloc library), the malloc shim, a
+copy of the heap sources, a CMakeLists.txt and a README; builds
+libdmmgen.a and libdmmgen_malloc.so; and, with --trace, replays the trace on
+the generated .so (LD_PRELOAD, --verify) and on the same configuration
+through dmm-replay, so the two can be compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+from rich.table import Table
+
+from .allocators import PRESETS
+from .errors import RUNTIME, DmmkitError
+from .measure import timing_figures
+from .tools import Tools, check_configs, first_error_line, replay_json, validate_trace
+from .ui import console, fmt_num, fmt_ratio, progress
+
+ENUMS = {
+    "org": ("DMM_FROZEN_ORG", {"single": "DMM_ORG_SINGLE", "exact": "DMM_ORG_SEG_EXACT",
+                               "geometric": "DMM_ORG_SEG_GEOMETRIC", "tlsf": "DMM_ORG_TLSF"}),
+    "links": ("DMM_FROZEN_LINKS", {"singly": "DMM_LINKS_SINGLY", "doubly": "DMM_LINKS_DOUBLY"}),
+    "order": ("DMM_FROZEN_ORDER", {"lifo": "DMM_ORDER_LIFO", "fifo": "DMM_ORDER_FIFO",
+                                   "address": "DMM_ORDER_ADDRESS", "size": "DMM_ORDER_SIZE"}),
+    "fit": ("DMM_FROZEN_FIT", {"first": "DMM_FIT_FIRST", "next": "DMM_FIT_NEXT", "best": "DMM_FIT_BEST",
+                               "exact": "DMM_FIT_EXACT", "good": "DMM_FIT_GOOD"}),
+    "coalesce": ("DMM_FROZEN_COALESCE", {"off": "DMM_COALESCE_OFF", "immediate": "DMM_COALESCE_IMMEDIATE",
+                                         "deferred": "DMM_COALESCE_DEFERRED"}),
+    "lock": ("DMM_FROZEN_LOCK", {"none": "DMM_LOCK_NONE", "spin": "DMM_LOCK_SPIN", "mutex": "DMM_LOCK_MUTEX",
+                                 "user": "DMM_LOCK_USER"}),
+    "stats": ("DMM_FROZEN_STATS", {"off": "DMM_STATS_OFF", "counters": "DMM_STATS_COUNTERS",
+                                   "full": "DMM_STATS_FULL"}),
+    "harden": ("DMM_FROZEN_HARDEN", {"off": "DMM_HARDEN_OFF", "checked": "DMM_HARDEN_CHECKED",
+                                     "canary": "DMM_HARDEN_CANARY", "paranoid": "DMM_HARDEN_PARANOID"}),
+}
+BOOLS = {"split": "DMM_FROZEN_SPLIT", "poison": "DMM_FROZEN_POISON"}
+SIZES = {"quick_max": "DMM_FROZEN_QUICK_MAX", "sl_bits": "DMM_FROZEN_SL_BITS", "exact_max": "DMM_FROZEN_EXACT_MAX",
+         "grow": "DMM_FROZEN_GROW_GRANULARITY"}
+
+
+def parse_config_text(text: str) -> dict[str, str]:
+    kv = {}
+    for part in text.split(","):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            kv[k.strip()] = v.strip()
+    return kv
+
+
+def _size(v: str) -> int:
+    m = re.fullmatch(r"(\d+)([kmgKMG]?)", v)
+    if not m:
+        raise DmmkitError(f"cannot read size {v!r} in the config text")
+    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+
+
+def frozen_header(config: str, ident: str, name: str) -> str:
+    """The DMM_FROZEN_* header for a normalised config (the format of
+    configs/frozen/*.h; the macros src/heap/heap_internal.h reads)."""
+    kv = parse_config_text(config)
+    lines = [f"/* dmm_config.h - written by `dmmkit generate`: configuration {ident} ({name})",
+             " * frozen at build time.  Policy fields become constants (see docs/heap.md,",
+             " * \"Freezing a configuration\"); sizes stay run-time values.  A heap built",
+             " * with this header refuses configs whose policies differ. */",
+             "#ifndef DMMGEN_CONFIG_H", "#define DMMGEN_CONFIG_H"]
+    for key, (macro, table) in ENUMS.items():
+        if key not in kv or kv[key] not in table:
+            raise DmmkitError(f"config text lacks a known {key}= value: {config}", RUNTIME)
+        lines.append(f"#define {macro} {table[kv[key]]}")
+    for key, macro in BOOLS.items():
+        lines.append(f"#define {macro} {1 if kv.get(key) == 'on' else 0}")
+    for key, macro in SIZES.items():
+        lines.append(f"#define {macro} {_size(kv.get(key, '0'))}")
+    lines.append(f'#define DMMGEN_ID "{ident}"')
+    lines.append(f'#define DMMGEN_CONFIG "{config}"')
+    lines.append("#endif")
+    return "\n".join(lines) + "\n"
+
+
+def malloc_header(config_malloc: str, grow: int, initial: int) -> str:
+    return "\n".join([
+        "/* dmm_config_malloc.h - written by `dmmkit generate`: the policies of",
+        " * dmm_config.h plus growth, for libdmmgen_malloc.so.  The shim serialises",
+        " * every call with its own mutex, so the heap runs with lock=none. */",
+        "#ifndef DMMGEN_CONFIG_MALLOC_H", "#define DMMGEN_CONFIG_MALLOC_H",
+        '#include "dmm_config.h"',
+        "#undef DMM_FROZEN_GROW_GRANULARITY",
+        f"#define DMM_FROZEN_GROW_GRANULARITY {grow}",
+        "#undef DMM_FROZEN_LOCK",
+        "#define DMM_FROZEN_LOCK DMM_LOCK_NONE",
+        f'#define DMMGEN_MALLOC_CONFIG "{config_malloc}"',
+        f"#define DMMGEN_INITIAL_BYTES {initial}",
+        "#endif", ""])
+
+
+def with_fields(config: str, **fields) -> str:
+    kv = parse_config_text(config)
+    for k, v in fields.items():
+        kv[k] = str(v)
+    return ",".join(f"{k}={v}" for k, v in kv.items())
+
+
+def resolve_config(tools: Tools, arg: str, results: str | None) -> tuple[str, str, str, dict | None]:
+    """(id, name, normalised config, the explore entry or None)."""
+    entry = None
+    if arg in PRESETS:
+        ident, name, spec = arg, arg, arg
+    elif "=" in arg:
+        spec = arg[4:] if arg.startswith("dmm:") else arg
+        ident, name = "custom", spec
+    else:
+        if not results or not Path(results).is_file():
+            raise DmmkitError(f"CONFIG {arg!r} is not a preset ({', '.join(PRESETS)}), not a config (key=value,...), "
+                              f"and there is no explore results file to look it up in ({results or 'none given'}; "
+                              "use --results FILE)")
+        try:
+            with open(results) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise DmmkitError(f"results file {results}: not readable JSON ({e})")
+        if doc.get("schema") != "dmmkit-explore/1":
+            raise DmmkitError(f"results file {results}: not explore results")
+        want = doc.get("best") if arg == "best" else arg
+        by_id = {c["id"]: c for c in doc.get("configs") or []}
+        if want not in by_id:
+            raise DmmkitError(f"no configuration {arg!r} in {results} (ids: "
+                              + ", ".join(list(by_id)[:8]) + (", ..." if len(by_id) > 8 else "") + ")")
+        entry = by_id[want]
+        ident, name, spec = entry["id"], entry["name"], entry["config"]
+    ok, text = check_configs(tools, [spec])[0]
+    if not ok:
+        raise DmmkitError(f"config {spec!r} refused by the heap: {text}")
+    if ident == "custom":
+        import hashlib
+        ident = "c" + hashlib.sha1(text.encode()).hexdigest()[:8]
+    return ident, name, text, entry
+
+
+def _copy_sources(root: Path, dst: Path) -> None:
+    d = dst / "dmm"
+    if d.exists():
+        shutil.rmtree(d)
+    (d / "include").mkdir(parents=True)
+    shutil.copytree(root / "include" / "dmm", d / "include" / "dmm")
+    for sub in ("core", "heap", "port"):
+        shutil.copytree(root / "src" / sub, d / "src" / sub,
+                        ignore=shutil.ignore_patterns("CMakeLists.txt", "*.o", "*.a"))
+
+
+def _template(name: str) -> str:
+    return resources.files("dmmkit").joinpath("templates", name).read_text()
+
+
+def _build(outdir: Path, cc: str | None, jobs: int | None) -> tuple[Path, Path]:
+    cmake = shutil.which("cmake")
+    if not cmake:
+        raise DmmkitError("cmake not found (apt install cmake, or run scripts/setup.sh)", RUNTIME)
+    bdir = outdir / "build"
+    log = outdir / "build.log"
+    cfg = [cmake, "-S", str(outdir), "-B", str(bdir), "-DCMAKE_BUILD_TYPE=Release"]
+    if shutil.which("ninja"):
+        cfg += ["-G", "Ninja"]
+    if cc:
+        cfg.append(f"-DCMAKE_C_COMPILER={cc}")
+    if bdir.exists() and cc:
+        shutil.rmtree(bdir)
+    build = [cmake, "--build", str(bdir), "-j", str(jobs or os.cpu_count() or 2)]
+    with open(log, "w") as lf, progress() as prog:
+        task = prog.add_task("build: configure", total=None)
+        for step, cmd in (("configure", cfg), ("compile", build)):
+            prog.update(task, description=f"build: {step}")
+            lf.write("$ " + " ".join(cmd) + "\n")
+            lf.flush()
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for line in p.stdout:
+                lf.write(line)
+                m = re.match(r"\[(\d+)/(\d+)\]", line) or re.match(r"\[\s*(\d+)%\]", line)
+                if m and step == "compile":
+                    if m.re.pattern.startswith(r"\[(\d+)/"):
+                        prog.update(task, completed=int(m.group(1)), total=int(m.group(2)))
+                    else:
+                        prog.update(task, completed=int(m.group(1)), total=100)
+            rc = p.wait()
+            if rc != 0:
+                lf.flush()
+                text = log.read_text()
+                err = next((ln.strip() for ln in text.splitlines() if "error" in ln.lower() and not ln.startswith("$")),
+                           None)
+                raise DmmkitError(f"build failed at the {step} step (exit status {rc})"
+                                  + (f": {err}" if err else "") + f"; full log in {log}", RUNTIME)
+    lib = bdir / "libdmmgen.a"
+    so = bdir / "libdmmgen_malloc.so"
+    if not lib.is_file() or not so.is_file():
+        raise DmmkitError(f"build finished but {lib.name} / {so.name} are missing; log in {log}", RUNTIME)
+    return lib, so
+
+
+def check_on_trace(tools: Tools, so: Path, trace: str, config_malloc: str, initial: int) -> tuple[list[dict], bool]:
+    """Replays the trace on the generated .so (LD_PRELOAD, --verify) and on
+    the same configuration through dmm-replay (--verify); returns the two
+    rows and whether they agree."""
+    validate_trace(tools, trace)
+    rows = []
+    env = {"LD_PRELOAD": str(so)}
+    res, d = replay_json(tools, trace, ["--alloc", "system", "--verify", "--reps", "3"], env=env)
+    if d is None:
+        raise DmmkitError(f"replay with LD_PRELOAD={so} failed: {first_error_line(res.stderr) or res.returncode}",
+                          RUNTIME)
+    f = timing_figures(d)
+    obj = f.get("malloc_object") or ""
+    took = bool(obj) and os.path.realpath(obj) == os.path.realpath(str(so))
+    rows.append({"run": f"LD_PRELOAD={so.name} (--alloc system)", "status": res.returncode, "took_effect": took,
+                 **f})
+    res2, d2 = replay_json(tools, trace, ["--alloc", "dmm:" + config_malloc, "--arena", str(initial), "--verify",
+                                          "--reps", "3"])
+    if d2 is None:
+        raise DmmkitError(f"replay of dmm:{config_malloc} failed: {first_error_line(res2.stderr) or res2.returncode}",
+                          RUNTIME)
+    rows.append({"run": "dmm-replay --alloc dmm:CONFIG (same policies, same growth)", "status": res2.returncode,
+                 "took_effect": True, **timing_figures(d2)})
+    a, b = rows
+    agree = (took and a["status"] == 0 and b["status"] == 0 and a.get("verify") == "pass"
+             and b.get("verify") == "pass" and a.get("failed") == b.get("failed"))
+    return rows, agree
+
+
+def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, results: str | None = None,
+             grow: int = 1 << 20, initial: int = 1 << 20, cc: str | None = None, jobs: int | None = None,
+             build: bool = True) -> dict:
+    if tools.root is None:
+        raise DmmkitError("generate needs the dmmkit source tree (the heap sources): run it inside the "
+                          "repository or pass --root / set DMMKIT_ROOT")
+    if grow <= 0 or initial <= 0:
+        raise DmmkitError("--grow and --initial must be positive")
+    if trace:
+        validate_trace(tools, trace)
+    ident, name, config, entry = resolve_config(tools, arg, results)
+    config_malloc = with_fields(config, grow=grow, lock="none")
+    ok, text = check_configs(tools, [config_malloc])[0]
+    if not ok:
+        raise DmmkitError(f"the malloc variant of {ident} is refused by the heap: {text}")
+    config_malloc = text
+    out = Path(outdir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DmmkitError(f"cannot create {outdir}: {e.strerror}")
+    (out / "dmm_config.h").write_text(frozen_header(config, ident, name))
+    (out / "dmm_config_malloc.h").write_text(malloc_header(config_malloc, grow, initial))
+    (out / "dmm_malloc_shim.c").write_text(_template("dmm_malloc_shim.c"))
+    (out / "CMakeLists.txt").write_text(_template("CMakeLists.txt.in").replace("@ID@", ident).replace("@NAME@", name))
+    _copy_sources(tools.root, out)
+    console.print(f"[bold]generate[/] {ident} ({name}) -> {out}\n  config {config}")
+    info = {"id": ident, "name": name, "config": config, "config_malloc": config_malloc, "dir": str(out),
+            "grow": grow, "initial": initial}
+    check_md = "Run `dmmkit generate ... --trace TRACE` to replay a trace on the generated library."
+    if build:
+        lib, so = _build(out, cc, jobs)
+        info.update({"static_library": str(lib), "preload_library": str(so)})
+        console.print(f"built {lib}\nbuilt {so}")
+        if trace:
+            rows, agree = check_on_trace(tools, so, trace, config_malloc, initial)
+            info["check"] = {"trace": trace, "rows": rows, "agree": agree}
+            _print_check(rows, agree)
+            check_md = _check_markdown(trace, rows, agree)
+    readme = _template("README.md.in")
+    commit = "unknown"
+    try:
+        commit = subprocess.run(["git", "-C", str(tools.root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    arena_note = ""
+    if entry:
+        ma = [m.get("min_arena") for m in (entry.get("per_trace") or {}).values() if m and m.get("min_arena")]
+        if ma:
+            arena_note = (f"\n\nExploration measured a minimum arena of {max(ma)} bytes (largest over its traces) "
+                          "for this configuration.")
+    for k, v in {"@ID@": ident, "@NAME@": name, "@ARG@": arg, "@ROOT@": str(tools.root), "@COMMIT@": commit,
+                 "@CONFIG@": config, "@GROW@": str(grow), "@INITIAL@": str(initial), "@CHECK@": check_md,
+                 "@ARENA_NOTE@": arena_note}.items():
+        readme = readme.replace(k, v)
+    (out / "README.md").write_text(readme)
+    with open(out / "generate.json", "w") as f:
+        json.dump(info, f, indent=1, default=str)
+    if build and trace and not info["check"]["agree"]:
+        raise DmmkitError("the generated allocator does not match the replayed configuration on "
+                          f"{trace} (see the table above and {out / 'generate.json'})", RUNTIME)
+    return info
+
+
+def _print_check(rows, agree):
+    t = Table(title="generated allocator vs the same configuration in dmm-replay")
+    for c in ("run", "preload ok", "verify", "failed", "peak footprint (B)", "baseline (B)", "frag #4",
+              "warm cycles/op"):
+        t.add_column(c, justify="right" if c not in ("run",) else "left")
+    for r in rows:
+        base = r.get("baseline_footprint") if r["run"].startswith("LD_PRELOAD") else None
+        t.add_row(r["run"], "yes" if r["took_effect"] else "NO", str(r.get("verify")), str(r.get("failed")),
+                  fmt_num(r.get("peak_footprint")), fmt_num(base), fmt_ratio(r.get("frag4")),
+                  fmt_num(r.get("warm_avg")))
+    console.print(t)
+    console.print("[green]match[/]: verify passes on both, same failed allocations" if agree
+                  else "[red]MISMATCH[/]: see the table")
+    console.print("  the .so's footprint is its heap's extent (mallinfo2) net of what was already carved when the "
+                  "replay started (baseline: the replayer's own allocations, e.g. the loaded trace)")
+
+
+def _check_markdown(trace, rows, agree) -> str:
+    lines = [f"Replay of `{trace}` (`dmm-replay --verify`):", "",
+             "| run | verify | failed | peak footprint (B) | frag #4 | warm cycles/op |", "|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['run']} | {r.get('verify')} | {r.get('failed')} | {r.get('peak_footprint')} | "
+                     f"{fmt_ratio(r.get('frag4'))} | {fmt_num(r.get('warm_avg'))} |")
+    lines += ["", "Result: " + ("match" if agree else "MISMATCH") + ". The .so's footprint is its heap's extent "
+              "(reported through mallinfo2) net of what the replayer itself had allocated before the replay."]
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""The heap design space as `explore` sweeps it.
+
+Every point is a dmm heap configuration in the text form of
+`dmm_heap_config_parse` (docs/heap.md).  Validity is decided by the heap
+itself: the candidate configs go through `dmm-replay --check-configs`, which
+answers with the normalised text or the heap's reason, so the grid never
+duplicates the C rules.
+
+* `presets`: the five presets (dlmalloc, tlsf, halffit, firstfit, p2012).
+* `default`: the presets plus the one-knob neighbours of p2012, tlsf and
+  dlmalloc (18 more points).  It asks "which single change to a classic
+  design pays off on this trace?" and keeps the main job within minutes.
+* `full`: the presets plus the full factorial of org x fit x links x
+  order x split x coalesce x quick lists (1920 combinations before
+  validation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass
+
+from .allocators import PRESETS
+
+NEIGHBOURS = {
+    "p2012": ["quick_max=64", "split=on", "links=doubly,coalesce=immediate", "coalesce=deferred", "order=fifo",
+              "order=address", "order=size", "fit=best", "fit=next", "links=doubly"],
+    "tlsf": ["split=off", "coalesce=deferred", "coalesce=off", "quick_max=64"],
+    "dlmalloc": ["quick_max=0", "coalesce=deferred", "fit=first", "order=lifo"],
+}
+
+ORGS = {  # org -> the bin parameters used with it in the full grid
+    "single": "org=single",
+    "exact": "org=exact,exact_max=256,sl_bits=1",
+    "geometric": "org=geometric,sl_bits=0",
+    "tlsf": "org=tlsf,sl_bits=4",
+}
+FITS = ("first", "next", "best", "exact", "good")
+LINKS = ("singly", "doubly")
+ORDERS = ("lifo", "fifo", "address", "size")
+SPLITS = ("on", "off")
+COALESCE = ("off", "immediate", "deferred")
+QUICK = (0, 64)
+
+GRIDS = ("default", "full", "presets")
+
+
+@dataclass
+class Point:
+    name: str       # short label ("p2012", "p2012+fit=best", "tlsf/good/doubly/lifo/...")
+    spec: str       # what the user or the grid wrote
+    config: str = ""  # normalised by the heap (dmm-replay --check-configs)
+    preset: bool = False
+
+    @property
+    def id(self) -> str:
+        if self.preset:
+            return self.name
+        return "c" + hashlib.sha1(self.config.encode()).hexdigest()[:8]
+
+
+def preset_points() -> list[Point]:
+    return [Point(p, p, preset=True) for p in PRESETS]
+
+
+def default_points() -> list[Point]:
+    pts = preset_points()
+    for base, changes in NEIGHBOURS.items():
+        for ch in changes:
+            pts.append(Point(f"{base}+{ch}", f"preset={base},{ch}"))
+    return pts
+
+
+def full_points() -> list[Point]:
+    pts = preset_points()
+    for org, fit, links, order, split, coal, quick in itertools.product(ORGS, FITS, LINKS, ORDERS, SPLITS, COALESCE,
+                                                                          QUICK):
+        spec = (f"{ORGS[org]},fit={fit},links={links},order={order},split={split},coalesce={coal},"
+                f"quick_max={quick}")
+        name = f"{org}/{fit}/{links}/{order}/split={split}/coal={coal}/q={quick}"
+        pts.append(Point(name, spec))
+    return pts
+
+
+def points_for(grid: str) -> list[Point]:
+    if grid == "default":
+        return default_points()
+    if grid == "full":
+        return full_points()
+    if grid == "presets":
+        return preset_points()
+    raise ValueError(f"unknown grid {grid!r} ({', '.join(GRIDS)})")
+
+
+def short_config(config: str) -> str:
+    """The policy part of a normalised config (what tables show)."""
+    keep = ("org", "sl_bits", "links", "order", "fit", "split", "split_min", "coalesce", "quick_max")
+    kv = dict(p.split("=", 1) for p in config.split(",") if "=" in p)
+    return ",".join(f"{k}={kv[k]}" for k in keep if k in kv)

@@ -1,0 +1,304 @@
+"""The measurements behind `explore`, as plain functions of plain dicts so
+that any executor (threads, processes, Ray workers) can run them.
+
+Deterministic figures, exact and repeatable:
+  * `measure_memory`: the minimum arena (`dmm-replay --min-arena`,
+    bisection), then one untimed replay for the peak footprint (the heap's
+    extent high-water), fragmentation #3/#4, internal and external waste and
+    failed allocations (a dmm heap reports them exactly);
+  * `count_instructions`: instructions per operation, from ONE run of
+    `valgrind --tool=callgrind` per trace and batch of configs:
+    `dmm-replay --count-sweep` replays the trace once per config, collection
+    is switched on only inside the allocator entry points the replayer calls
+    (the heap's `dmm_allocator` functions, so the replayer's bookkeeping is
+    not counted), and `--dump-after` writes one profile per config.
+Timing figures (`measure_timing`): one `dmm-replay --reps 1` run (a cold
+and a warm pass, TSC cycles per operation); the caller repeats and
+interleaves them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import json
+
+# The heap's dmm_allocator entry points (src/heap/heap.c: a_malloc & co.).
+# dmm_heap_malloc etc. are inlined into them in release builds, so these are
+# the functions that exist in the dmm-replay binary.  Nested toggles would
+# switch collection off again, so only the outermost names are listed.
+CALLGRIND_TOGGLES = ("a_malloc", "a_free", "a_realloc", "a_calloc", "a_aligned")
+
+MEASURE_VERSION = 3  # part of the cache key: bump when the figures change
+SWEEP_MARK = "rpx_sweep_mark"  # dmm-replay --count-sweep calls it after each config
+
+
+class TaskError(Exception):
+    """A measurement that could not be made; the message says why."""
+
+
+def _run(cmd, timeout=3600):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as e:
+        raise TaskError(f"cannot run {cmd[0]}: {e.strerror}") from e
+    except subprocess.TimeoutExpired as e:
+        raise TaskError(f"timed out after {timeout} s: {' '.join(cmd)}") from e
+
+
+def _err(p) -> str:
+    lines = [ln for ln in (p.stderr or "").splitlines() if ln.strip() and not ln.startswith("==")]
+    return lines[-1].strip() if lines else f"exit status {p.returncode}"
+
+
+def _replay(replay, trace, args, wrapper=(), timeout=3600):
+    fd, tmp = tempfile.mkstemp(prefix="dmmkit-m-", suffix=".json")
+    os.close(fd)
+    try:
+        p = _run([*wrapper, replay, trace, *args, "--json", tmp, "--quiet"], timeout=timeout)
+        data = None
+        try:
+            with open(tmp) as f:
+                txt = f.read()
+            if txt.strip():
+                data = json.loads(txt)
+        except (OSError, ValueError):
+            data = None
+        return p, data
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _round_up(n: int, m: int) -> int:
+    return (n + m - 1) // m * m
+
+
+def callgrind_total(outfile: str, stderr: str) -> int | None:
+    """Instructions collected, from callgrind's output file (totals: or
+    summary: line), else from its 'Collected :' message."""
+    try:
+        with open(outfile) as f:
+            tot = summ = None
+            for ln in f:
+                if ln.startswith("totals:"):
+                    tot = int(ln.split()[1])
+                elif ln.startswith("summary:"):
+                    summ = int(ln.split()[1])
+            if tot is not None:
+                return tot
+            if summ is not None:
+                return summ
+    except (OSError, ValueError, IndexError):
+        pass
+    m = re.search(r"Collected\s*:\s*(\d+)", stderr or "")
+    return int(m.group(1)) if m else None
+
+
+def measure_memory(item: dict) -> dict:
+    """Memory figures of one (trace, config), natively: the minimum arena
+    (dmm-replay --min-arena) and one untimed replay for footprint,
+    fragmentation and failures.  item: replay, trace, spec, arena (None =
+    chosen here: room for the trace even where a multi-threaded interleaving
+    needs more than the sequential minimum).  Raises TaskError."""
+    replay, trace, spec = item["replay"], item["trace"], item["spec"]
+    alloc = ["--alloc", "dmm:" + spec]
+    out: dict = {"spec": spec, "measure_version": MEASURE_VERSION}
+
+    p, ma = _replay(replay, trace, [*alloc, "--min-arena"])
+    if p.returncode != 0 or ma is None:
+        raise TaskError(f"dmm-replay --min-arena failed for dmm:{spec} on {trace}: {_err(p)}")
+    mi = ma.get("min_arena") or {}
+    tr = ma.get("trace") or {}
+    out["ops"] = tr.get("ops")
+    out["threads"] = tr.get("threads")
+    out["peak_live"] = tr.get("peak_live")
+    out["trace_hash"] = tr.get("hash")
+    out["min_arena_found"] = bool(mi.get("found"))
+    out["min_arena"] = mi.get("bytes") if mi.get("found") else None
+    out["min_arena_replays"] = mi.get("replays")
+    out["config"] = (ma.get("allocator") or {}).get("config")
+    out["machine"] = ma.get("machine")
+    out["build"] = ma.get("build")
+
+    peak = int(out["peak_live"] or 0)
+    arena = item.get("arena")
+    if not arena:
+        arena = _round_up(max(4 * peak, 1 << 20, 2 * int(out["min_arena"] or 0)), 4096)
+    for attempt in range(2):
+        p, d = _replay(replay, trace, [*alloc, "--arena", str(arena), "--no-timing", "--no-warm"])
+        if p.returncode != 0 or d is None:
+            raise TaskError(f"dmm-replay failed for dmm:{spec} on {trace}: {_err(p)}")
+        if (d.get("failed") or 0) > 0 and attempt == 0 and not item.get("arena"):
+            arena = _round_up(arena * 4, 4096)  # the interleaving needed more room: once more
+            continue
+        break
+    out["arena"] = arena
+    mem = d.get("memory") or {}
+    frag = d.get("fragmentation") or {}
+    hs = mem.get("heap_stats") or {}
+    out.update({
+        "failed": d.get("failed"),
+        "skipped": d.get("skipped"),
+        "heap_errors": (d.get("allocator") or {}).get("heap_errors"),
+        "peak_footprint": mem.get("peak_footprint"),
+        "footprint_at_peak_live": frag.get("footprint_at_peak_live"),
+        "frag3": frag.get("frag3"),
+        "frag4": frag.get("frag4"),
+        "internal_waste": frag.get("internal_waste"),
+        "external_waste": frag.get("external_waste"),
+        "metadata": frag.get("metadata"),
+        "search_steps": hs.get("search_steps"),
+        "search_max": hs.get("search_max"),
+    })
+    return out
+
+
+def count_instructions(item: dict) -> list[dict]:
+    """Instructions spent in the allocator for each (arena, config) of
+    item["lines"] on one trace, with ONE valgrind run: dmm-replay
+    --count-sweep replays the trace once per config (sequentially, in trace
+    order) and callgrind writes one profile per config (--dump-after).
+    Returns [{"instructions": n or None, "failed": k, "error": msg or None}]."""
+    lines = item["lines"]
+    d = tempfile.mkdtemp(prefix="dmmkit-cg-")
+    try:
+        cfgfile = os.path.join(d, "configs.txt")
+        with open(cfgfile, "w") as f:
+            for arena, cfg in lines:
+                f.write(f"{int(arena)} {cfg}\n")
+        out = os.path.join(d, "cg.out")
+        cmd = [item["valgrind"], "--tool=callgrind", f"--callgrind-out-file={out}",
+               *[f"--toggle-collect={t}" for t in CALLGRIND_TOGGLES], f"--dump-after={SWEEP_MARK}",
+               item["replay"], item["trace"], "--count-sweep", cfgfile]
+        p = _run(cmd)
+        if p.returncode != 0:
+            raise TaskError(f"callgrind run failed on {item['trace']}: {_err(p)}")
+        res = []
+        status = {}
+        for ln in p.stdout.splitlines():
+            parts = ln.split(None, 2)
+            if len(parts) >= 2 and parts[1].isdigit():
+                status[int(parts[1])] = parts
+        for i in range(1, len(lines) + 1):
+            st = status.get(i)
+            if not st:
+                res.append({"instructions": None, "failed": None, "error": "no answer from --count-sweep"})
+                continue
+            if st[0] != "ok":
+                res.append({"instructions": None, "failed": None, "error": st[2] if len(st) > 2 else "error"})
+                continue
+            n = callgrind_total(f"{out}.{i}", "")
+            res.append({"instructions": n, "failed": int(st[2]) if len(st) > 2 else None,
+                        "error": None if n is not None else "callgrind wrote no profile"})
+        return res
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def measure_deterministic(item: dict) -> dict:
+    """Both kinds for one (trace, config) (used when a single measurement is
+    wanted; explore batches the instruction counts per trace instead)."""
+    out = measure_memory(item)
+    if item.get("valgrind"):
+        r = count_instructions({"replay": item["replay"], "trace": item["trace"], "valgrind": item["valgrind"],
+                                "lines": [(out["arena"], item["spec"])]})[0]
+        if r["error"]:
+            raise TaskError(r["error"])
+        out["instructions"] = r["instructions"]
+        out["instr_per_op"] = r["instructions"] / out["ops"] if out.get("ops") else None
+    return out
+
+
+def _kind(pass_, name="all"):
+    if not pass_:
+        return {}
+    return (pass_.get("kinds") or {}).get(name) or {}
+
+
+def measure_timing(item: dict) -> dict:
+    """item: replay, trace, args (allocator args), env (dict or None), arena
+    (int or None).  One cold and one warm pass; cycles per operation."""
+    args = list(item["args"]) + ["--reps", "1"]
+    if item.get("arena"):
+        args += ["--arena", str(item["arena"])]
+    if item.get("hist"):
+        args += ["--hist"]
+    env = None
+    if item.get("env"):
+        env = dict(os.environ)
+        env.update(item["env"])
+    fd, tmp = tempfile.mkstemp(prefix="dmmkit-t-", suffix=".json")
+    os.close(fd)
+    try:
+        try:
+            p = subprocess.run([item["replay"], item["trace"], *args, "--json", tmp, "--quiet"],
+                               capture_output=True, text=True, env=env, timeout=3600)
+        except subprocess.TimeoutExpired as e:
+            raise TaskError(f"timing run timed out: {e}") from e
+        d = None
+        try:
+            with open(tmp) as f:
+                txt = f.read()
+            d = json.loads(txt) if txt.strip() else None
+        except (OSError, ValueError):
+            d = None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    if p.returncode != 0 or d is None:
+        raise TaskError(_err(p))
+    return timing_figures(d)
+
+
+def timing_figures(d: dict) -> dict:
+    """The timing and memory figures of one dmm-replay JSON."""
+    t = d.get("timing") or {}
+    cold, warm = t.get("cold") or {}, t.get("warm") or {}
+    mem = d.get("memory") or {}
+    frag = d.get("fragmentation") or {}
+    al = d.get("allocator") or {}
+    out = {
+        "cold_avg": _kind(cold).get("avg"), "cold_p50": _kind(cold).get("p50"), "cold_p99": _kind(cold).get("p99"),
+        "cold_max": _kind(cold).get("max"),
+        "warm_avg": _kind(warm).get("avg"), "warm_p50": _kind(warm).get("p50"), "warm_p99": _kind(warm).get("p99"),
+        "warm_max": _kind(warm).get("max"),
+        "cold_wall_ns": cold.get("wall_ns"), "warm_wall_ns": warm.get("wall_ns"),
+        "preemptions": (cold.get("involuntary_ctx_switches") or 0) + (warm.get("involuntary_ctx_switches") or 0),
+        "cold_preemptions": cold.get("involuntary_ctx_switches"),
+        "warm_preemptions": warm.get("involuntary_ctx_switches"),
+        "ticks_per_sec": t.get("ticks_per_sec"),
+        "failed": d.get("failed"),
+        "peak_footprint": mem.get("peak_footprint"),
+        "frag4": frag.get("frag4"),
+        "frag3": frag.get("frag3"),
+        "rss_peak_pass": (mem.get("rss") or {}).get("peak_pass"),
+        "baseline_footprint": (mem.get("baseline") or {}).get("footprint"),
+        "detected": al.get("detected"),
+        "malloc_object": al.get("malloc_object"),
+        "verify": d.get("verify"),
+    }
+    for k in ("malloc", "free", "realloc", "calloc", "aligned"):
+        w = _kind(warm, k)
+        if w.get("count"):
+            out[f"warm_{k}_avg"] = w.get("avg")
+            out[f"warm_{k}_max"] = w.get("max")
+    if t.get("histograms"):
+        out["histograms"] = t["histograms"]
+    return out
+
+
+def find_valgrind() -> str | None:
+    return shutil.which("valgrind")
+
+
+def finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))

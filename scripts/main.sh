@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# scripts/main.sh - the README's main job: from the bundled traces to a ranked
+# answer and a report.
+#
+#   scripts/main.sh            reduced design-space grid (a few minutes on 2 cores)
+#   scripts/main.sh --full     the full grid (every valid policy combination)
+#   scripts/main.sh --fresh    ignore the cache of deterministic figures
+#
+# Steps
+#   1. scripts/setup.sh: apt packages (compilers, cmake, valgrind, jemalloc,
+#      mimalloc, tcmalloc, tbbmalloc, python3-venv); nothing when present
+#   2. .venv (created when missing) + pip install ./python
+#   3. release build of the native tools and the recorder
+#   4. dmmkit explore on the seed-001 kernel traces (the P2012-shaped
+#      workloads: integral, gaussian, fast, matmul and their randomised-free
+#      variants), objective speed
+#   5. dmmkit explore on the seed-000 program traces (rbtree, dijkstra, fft,
+#      fft_inv, stringsearch, dfs, mst), objective balanced
+#   6. dmmkit compare on every bundled trace (also larson and fast with 4
+#      threads: synthetic and multi-threaded stress, compared but not used to
+#      rank designs): dmm presets, the best explored configurations, glibc,
+#      jemalloc, mimalloc, tcmalloc, tbbmalloc
+#   7. dmmkit report -> out/report/index.html
+# Results: out/explore-kernels.json, out/explore-programs.json,
+# out/compare.json, out/report/.  Deterministic figures are cached in
+# .dmmkit-cache/, so a second run only re-measures the timings.
+# Environment: DMM_JOBS (parallel jobs, default: CPUs), PYTHON (default python3).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+T0=$(date +%s)
+say() { printf '\n[main %4ds] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
+
+GRID=default
+CACHE=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --full) GRID=full; shift ;;
+        --fresh) CACHE=(--no-cache); shift ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "main: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+JOBS=${DMM_JOBS:-$(nproc 2>/dev/null || echo 2)}
+PY=${PYTHON:-python3}
+
+say "1/7 setup: scripts/setup.sh"
+scripts/setup.sh
+
+say "2/7 Python: .venv + pip install ./python"
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check ./python
+DMMKIT=("$ROOT/.venv/bin/dmmkit")
+
+say "3/7 native build: cmake --preset release; tools and recorder"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$JOBS" --target dmm-replay dmm-analyse dmm-trace dmmrec
+
+mkdir -p out
+T=bench/traces
+KERNELS=("$T/integral.trace" "$T/gaussian.trace" "$T/fast.trace" "$T/matmul.trace" "$T/fast-rf.trace"
+         "$T/matmul-rf.trace")
+PROGRAMS=("$T/rbtree.trace" "$T/dijkstra.trace" "$T/fft.trace" "$T/fft_inv.trace" "$T/stringsearch.trace"
+          "$T/dfs.trace" "$T/mst.trace")
+STRESS=("$T/larson.trace" "$T/fast-t4.trace")
+for f in "${KERNELS[@]}" "${PROGRAMS[@]}" "${STRESS[@]}"; do
+    [ -f "$f" ] || { echo "main: bundled trace $f is missing (scripts/make_traces.sh makes them)" >&2; exit 1; }
+done
+
+say "4/7 explore ($GRID grid): P2012-shaped kernel traces, objective speed"
+"${DMMKIT[@]}" explore "${KERNELS[@]}" --grid "$GRID" --objective speed -j "$JOBS" "${CACHE[@]}" \
+    --results out/explore-kernels.json
+
+say "5/7 explore ($GRID grid): seed-000 program traces, objective balanced"
+"${DMMKIT[@]}" explore "${PROGRAMS[@]}" --grid "$GRID" --objective balanced -j "$JOBS" "${CACHE[@]}" \
+    --results out/explore-programs.json
+
+# the best explored configurations join the comparison (once each, and not
+# when they are presets that are in it already)
+EXTRA=()
+while IFS= read -r a; do
+    [ -n "$a" ] && EXTRA+=("$a")
+done < <(.venv/bin/python - <<'PYEOF'
+import json
+best = {}
+for path, name in (("out/explore-kernels.json", "kernels"), ("out/explore-programs.json", "programs")):
+    d = json.load(open(path))
+    b = {c["id"]: c for c in d["configs"]}.get(d.get("best"))
+    if b and b["id"] not in ("p2012", "dlmalloc", "tlsf"):
+        best.setdefault(b["config"], []).append(name)
+for config, names in best.items():
+    print(f"--dmm=best-{'+'.join(names)}={config}")
+PYEOF
+)
+
+say "6/7 compare on every bundled trace (interleaved, 5 repetitions)"
+"${DMMKIT[@]}" compare "${KERNELS[@]}" "${PROGRAMS[@]}" "${STRESS[@]}" \
+    -a dmm:p2012,dmm:dlmalloc,dmm:tlsf,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc \
+    "${EXTRA[@]}" --reps 5 --results out/compare.json
+
+say "7/7 report: out/report/index.html"
+"${DMMKIT[@]}" report out/explore-kernels.json out/explore-programs.json out/compare.json -o out/report
+
+say "summary"
+"${DMMKIT[@]}" show out/explore-kernels.json out/explore-programs.json out/compare.json --top 5
+say "done in $(( $(date +%s) - T0 )) s: out/report/index.html"
