@@ -145,8 +145,13 @@ def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
             ax.scatter([p[0] for p in other], [p[1] / 1024 for p in other], c="#1f77b4", s=18, alpha=.7,
                        label="feasible")
         fr = sorted([p for p in feas if p[2].get(flag)], key=lambda p: p[0])
-        if fr:
+        if fr and flag == "front":
             ax.plot([p[0] for p in fr], [p[1] / 1024 for p in fr], "-o", c="#d62728", ms=6, label="Pareto front")
+        elif fr:
+            # the timing front is three-dimensional (avg cycles, max cycles,
+            # memory): its projection here is a set of points, not a line
+            ax.scatter([p[0] for p in fr], [p[1] / 1024 for p in fr], c="#d62728", s=36,
+                       label="Pareto front (avg, max cycles, memory)")
         for x, y, c in pts:
             if c["preset"]:
                 ax.annotate(c["name"], (x, y / 1024), textcoords="offset points", xytext=(5, 4), fontsize=8)
