@@ -244,7 +244,7 @@ dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
         return st;
     if ((st = check_quick(h, &t, rep)) != DMM_OK)
         return st;
-    if (t.region_bytes + (h->ctrl_size - (size_t)((char *)h - (char *)h->buf)) != h->st.footprint)
+    if (t.region_bytes + ctrl_bytes(h) != h->st.footprint)
         return fail(rep, DMM_INV_ACCOUNTING, h, "footprint differs from the regions' sizes");
     if (t.top_bytes != h->st.top_bytes)
         return fail(rep, DMM_INV_ACCOUNTING, h, "top bytes differ from the top blocks' sizes");

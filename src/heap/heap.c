@@ -1136,7 +1136,7 @@ void dmm_heap_reset(dmm_heap *h)
     h->regions = NULL;
     h->nregions = 0;
     dmm_port_memset(&h->st, 0, sizeof h->st);
-    h->st.footprint = h->ctrl_size - (size_t)((char *)h - (char *)h->buf);
+    h->st.footprint = ctrl_bytes(h);
     while (keep) {
         region *n = keep->next;
         region_format(h, keep, keep->size, 0);

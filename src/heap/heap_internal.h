@@ -168,6 +168,10 @@ static inline blk **lprev(const blk *b) { return (blk **)bpayload(b) + 1; }
 static inline blk *rfirst(const region *r) { return (blk *)(void *)((char *)(uintptr_t)r + RHDR); }
 static inline blk *rsentinel(const region *r) { return (blk *)(void *)((char *)(uintptr_t)r + r->size - HDR); }
 
+/* Bytes of the control block as counted in the footprint (from h on;
+ * ctrl_size also covers the alignment gap before h in the first buffer). */
+static inline size_t ctrl_bytes(const dmm_heap *h) { return h->ctrl_size - (size_t)((const char *)h - (const char *)h->buf); }
+
 static inline size_t usable_of(const dmm_heap *h, const blk *b) { return bsize(b) - HDR - h->tail_bytes; }
 static inline uintptr_t canary_of(const dmm_heap *h, const blk *b) { return h->cookie ^ (uintptr_t)b; }
 static inline size_t *canary_slot(const blk *b) { return (size_t *)(void *)((char *)bnext(b) - WORD); }

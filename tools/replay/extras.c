@@ -196,6 +196,15 @@ static const char *state_name(unsigned s)
     return "unknown";
 }
 
+/* Ends a JSON document written with tj to f and closes f (unless stdout). */
+static int finish_file(tj *j, FILE *f)
+{
+    int rc = tj_finish(j);
+    if (f != stdout && fclose(f))
+        rc = -1;
+    return rc ? -1 : 0;
+}
+
 int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace, uint64_t hash, const char *spec,
                       const char *cfgtext, uint64_t arena, uint64_t trace_peak_live, uint64_t peak_index)
 {
@@ -203,7 +212,6 @@ int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace
     tj j;
     char hx[32];
     uint64_t bytes[4] = {0, 0, 0, 0}, counts[4] = {0, 0, 0, 0};
-    int rc;
     if (!f)
         return -1;
     for (size_t i = 0; i < hm->n; i++)
@@ -263,10 +271,7 @@ int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace
     }
     tj_arr_end(&j);
     tj_obj_end(&j);
-    rc = tj_finish(&j);
-    if (f != stdout && fclose(f))
-        rc = -1;
-    return rc ? -1 : 0;
+    return finish_file(&j, f);
 }
 
 void rpx_heapmap_free(rpx_heapmap *hm)
@@ -297,7 +302,6 @@ int rpx_timeline_write(const char *path, const rp_timeline *tl, const char *trac
     FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
     tj j;
     char hx[32];
-    int rc;
     if (!f)
         return -1;
     tj_init(&j, f);
@@ -333,10 +337,7 @@ int rpx_timeline_write(const char *path, const rp_timeline *tl, const char *trac
     }
     tj_arr_end(&j);
     tj_obj_end(&j);
-    rc = tj_finish(&j);
-    if (f != stdout && fclose(f))
-        rc = -1;
-    return rc ? -1 : 0;
+    return finish_file(&j, f);
 }
 
 void rpx_timeline_free(rp_timeline *tl)
