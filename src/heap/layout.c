@@ -1,0 +1,134 @@
+/*
+ * src/heap/layout.c - the sizes derived from a configuration: block sizes,
+ * the bin range and count, the control block, and the overhead queries the
+ * tools read (so that nobody outside the heap infers its block layout).
+ */
+#include "heap_internal.h"
+
+static void bin_params(const dmm_heap_config *c, size_t *lin_max, unsigned *sub)
+{
+    size_t m = (size_t)GRAN << c->sl_bits;
+    if (m < MINB)
+        m = MINB;
+    if (c->org == DMM_ORG_SEG_EXACT && c->exact_max > m)
+        m = c->exact_max;
+    *lin_max = m;
+    *sub = c->sl_bits;
+}
+
+static unsigned bins_for(const dmm_heap_config *c, unsigned range)
+{
+    size_t lin_max;
+    unsigned sub, lin_log2;
+    if (c->org == DMM_ORG_SINGLE)
+        return 1;
+    bin_params(c, &lin_max, &sub);
+    lin_log2 = dmm_log2_floor(lin_max);
+    if (range <= lin_log2)
+        return (unsigned)(((size_t)1 << range) / GRAN);
+    return (unsigned)(lin_max / GRAN) + ((range - lin_log2) << sub);
+}
+
+static unsigned quick_count(const dmm_heap_config *c)
+{
+    size_t s;
+    if (c->quick_max == 0)
+        return 0;
+    s = dmm__req2size(c, c->quick_max);
+    return (unsigned)((s - MINB) / GRAN + 1u);
+}
+
+size_t dmm__req2size(const dmm_heap_config *c, size_t req)
+{
+    size_t tail = ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+    size_t s;
+    if (req > SIZE_MAX - (HDR + 2u * WORD + GRAN)) /* same bound as req2size() */
+        return 0;
+    s = dmm_align_up(req + HDR + tail, GRAN);
+    return s < MINB ? MINB : s;
+}
+
+unsigned dmm__heap_range_for(const dmm_heap_config *c, size_t bytes)
+{
+    unsigned r;
+    unsigned maxr = (unsigned)DMM_WORD_BITS - 1u;
+    if (c->max_block_log2)
+        r = c->max_block_log2;
+    else {
+        size_t m = bytes > c->grow_granularity ? bytes : c->grow_granularity;
+        r = dmm_log2_ceil(m);
+        if (r < dmm_log2_floor(MINB) + 1u)
+            r = dmm_log2_floor(MINB) + 1u;
+    }
+    if (r > maxr)
+        r = maxr;
+    /* the two-level bitmap holds at most WORD_BITS^2 bins */
+    while (r > 1 && bins_for(c, r) > DMM_WORD_BITS * DMM_WORD_BITS)
+        r--;
+    return r;
+}
+
+size_t dmm__heap_ctrl_size(const dmm_heap_config *c, unsigned range, unsigned *nbins_out)
+{
+    unsigned nb = bins_for(c, range);
+    unsigned nw = (unsigned)((nb + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
+    unsigned nq = quick_count(c);
+    size_t s = dmm_align_up(sizeof(dmm_heap), sizeof(void *));
+    s += nb * sizeof(bin);
+    s += nw * sizeof(size_t);
+    s += nq * sizeof(blk *);
+    s += nq * sizeof(unsigned);
+    if (nbins_out)
+        *nbins_out = nb;
+    return dmm_align_up(s, GRAN);
+}
+
+void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *c, unsigned range)
+{
+    char *p = (char *)h + dmm_align_up(sizeof(dmm_heap), sizeof(void *));
+    size_t lin_max;
+    unsigned sub;
+    h->cfg = *c;
+    h->tail_bytes = ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+    h->split_min = c->split_min > MINB ? dmm_align_up(c->split_min, GRAN) : MINB;
+    bin_params(c, &lin_max, &sub);
+    h->lin_max = lin_max;
+    h->lin_bins = (unsigned)(lin_max / GRAN);
+    h->lin_log2 = dmm_log2_floor(lin_max);
+    h->sub = sub;
+    h->range_log2 = range;
+    h->nbins = bins_for(c, range);
+    h->nwords = (unsigned)((h->nbins + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
+    h->nquick = quick_count(c);
+    h->quick_bmax = h->nquick ? MINB + (h->nquick - 1u) * GRAN : 0;
+    h->bins = (bin *)(void *)p;
+    p += h->nbins * sizeof(bin);
+    h->bitmap = (size_t *)(void *)p;
+    p += h->nwords * sizeof(size_t);
+    h->quick = (blk **)(void *)p;
+    p += h->nquick * sizeof(blk *);
+    h->quick_len = (unsigned *)(void *)p;
+}
+
+/* ---- overhead queries ---------------------------------------------------- */
+
+size_t dmm_heap_block_overhead(const dmm_heap_config *c)
+{
+    if (dmm__config_verdict(c) != DMM_OK)
+        return 0;
+    return HDR + ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+}
+
+size_t dmm_heap_region_overhead(void) { return RHDR + HDR; }
+
+size_t dmm_heap_min_buffer(const dmm_heap_config *c)
+{
+    size_t one;
+    if (dmm__config_verdict(c) != DMM_OK)
+        return 0;
+    one = dmm__req2size(c, 1);
+    if (c->max_block_log2)
+        return dmm__heap_ctrl_size(c, c->max_block_log2, NULL) + RHDR + one + HDR;
+    /* init falls back to smaller bin ranges down to the smallest one */
+    return dmm__heap_ctrl_size(c, dmm__heap_range_for(c, 1), NULL) + RHDR + one + HDR;
+}
