@@ -41,7 +41,9 @@ typedef enum dmm_error_kind {
     DMM_ERR_CANARY,              /* the canary behind a block was overwritten */
     DMM_ERR_POISON,              /* a free block's poison pattern was overwritten
                                     (write after free) */
-    DMM_ERR_HEADER               /* a block header or boundary tag is inconsistent */
+    DMM_ERR_HEADER,              /* a block header or boundary tag is inconsistent */
+    DMM_ERR_FREE_LIST            /* a free-list link was overwritten (use after
+                                    free): the block it names is not handed out */
 } dmm_error_kind;
 
 /* Which public operation detected the error. */

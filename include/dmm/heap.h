@@ -208,9 +208,16 @@ size_t dmm_heap_config_format(const dmm_heap_config *cfg, char *buf, size_t cap)
  * invalid.  Misaligned buffers need up to DMM_HEAP_ALIGN - 1 bytes more. */
 size_t dmm_heap_min_buffer(const dmm_heap_config *cfg);
 
-/* Bytes a used block costs beyond its payload alignment rounding: header
- * plus tail words under cfg.  0 if cfg is invalid. */
+/* Bytes a used block costs beyond its payload alignment rounding: the one
+ * header word plus the tail words under cfg.  0 if cfg is invalid. */
 size_t dmm_heap_block_overhead(const dmm_heap_config *cfg);
+
+/* Block size, in bytes, that a request of `request` bytes takes under cfg
+ * (header word, payload rounded to DMM_HEAP_ALIGN, tail words; at least the
+ * minimum block).  0 if cfg is invalid or the size would overflow.  The
+ * heap hands out exactly this size unless the remainder of the block it
+ * found is too small to split off.  O(1). */
+size_t dmm_heap_block_size(const dmm_heap_config *cfg, size_t request);
 
 /* Per-region overhead: region descriptor plus end sentinel, in bytes. */
 size_t dmm_heap_region_overhead(void);

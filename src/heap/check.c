@@ -4,7 +4,7 @@
  */
 #include "../core/text.h"
 #include "../port/annotate.h"
-#include "heap_internal.h"
+#include "engine/bins.h"
 
 
 /* ---- walker ----------------------------------------------------------- */
@@ -25,22 +25,18 @@ int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx)
             int rc;
             if (!header_sane(r, b))
                 return -1;
-            info.block = b;
+            info.block = &b->head; /* a block owns its head word up to the next head */
             info.payload = bpayload(b);
             info.block_size = bsize(b);
             info.region = idx;
+            info.usable = 0;
+            info.requested = 0;
             if (btop(b)) {
                 info.state = DMM_BLOCK_TOP;
-                info.usable = 0;
-                info.requested = 0;
+            } else if (bquick(b)) {
+                info.state = DMM_BLOCK_QUICK;
             } else if (!bused(b)) {
                 info.state = DMM_BLOCK_FREE;
-                info.usable = 0;
-                info.requested = 0;
-            } else if (b->head & F_QUICK) {
-                info.state = DMM_BLOCK_QUICK;
-                info.usable = 0;
-                info.requested = 0;
             } else {
                 info.state = DMM_BLOCK_USED;
                 info.usable = usable_of(h, b);
@@ -107,28 +103,24 @@ static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *re
         sen = rsentinel(r);
         for (b = rfirst(r); b < sen; b = bnext(b)) {
             size_t s = bsize(b);
-            size_t expect_prev = last ? bsize(last) : 0;
+            bool prev_used = last ? bused(last) : true;
             if (!header_sane(r, b))
                 return fail(rep, DMM_INV_BLOCK_SIZE, b, "block size is not a granule multiple, below the minimum, or past the region end");
-            if (b->prev != expect_prev)
-                return fail(rep, DMM_INV_BOUNDARY_TAG, b, "prev_size tag differs from the previous block's size");
-            /* the size must agree with the next block's tag before any tail
-             * word (canary, requested size) is read through it */
-            if (bnext(b)->prev != s)
-                return fail(rep, DMM_INV_BOUNDARY_TAG, bnext(b), "next block's prev_size tag differs from this block's size");
+            if (bpused(b) != prev_used)
+                return fail(rep, DMM_INV_BOUNDARY_TAG, b, "the previous-used flag differs from the previous block's state");
+            if (!prev_used && b->foot != bsize(last))
+                return fail(rep, DMM_INV_BOUNDARY_TAG, b, "size tag differs from the previous (free) block's size");
             if (btop(b)) {
-                if ((b->head & (F_USED | F_QUICK)) || bnext(b) != sen)
-                    return fail(rep, DMM_INV_BLOCK_SIZE, b, "top block is flagged used or is not the region's last block");
+                if (bnext(b) != sen)
+                    return fail(rep, DMM_INV_BLOCK_SIZE, b, "top block is not the region's last block");
                 if (immediate && last_free)
                     return fail(rep, DMM_INV_ADJACENT_FREE, b, "free block next to the top under immediate coalescing");
                 t->top_bytes += s;
-            } else if (!bused(b)) {
-                if (b->head & F_QUICK)
-                    return fail(rep, DMM_INV_BLOCK_SIZE, b, "free block has the quick flag");
+            } else if (blisted(b)) {
                 if (immediate && last_free && (h->cfg.coalesce_max == 0 || s + bsize(last) <= h->cfg.coalesce_max))
                     return fail(rep, DMM_INV_ADJACENT_FREE, b, "two adjacent free blocks under immediate coalescing");
                 t->free_blocks++;
-            } else if (b->head & F_QUICK) {
+            } else if (bquick(b)) {
                 t->quick_blocks++;
             } else {
                 t->used_blocks++;
@@ -138,7 +130,7 @@ static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *re
                 if (P_HARDEN(h) >= DMM_HARDEN_CANARY && *canary_slot(b) != canary_of(h, b))
                     return fail(rep, DMM_INV_CANARY, b, "canary behind a used block was overwritten");
             }
-            if (P_POISON(h) && (!bused(b) || (b->head & F_QUICK))) {
+            if (P_POISON(h) && (!bused(b) || bquick(b))) {
                 const unsigned char *q = poison_mismatch((const unsigned char *)bpayload(b) + LINKS,
                                                          (const unsigned char *)bnext(b));
                 if (q)
@@ -149,7 +141,8 @@ static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *re
         }
         if (b != sen)
             return fail(rep, DMM_INV_SENTINEL, b, "blocks run past the region's sentinel");
-        if (sen->head != F_USED || sen->prev != (last ? bsize(last) : 0))
+        if ((sen->head & ~F_PUSED) != F_USED || bpused(sen) != (last ? bused(last) : true) ||
+            (!bpused(sen) && sen->foot != bsize(last)))
             return fail(rep, DMM_INV_SENTINEL, sen, "region sentinel damaged");
     }
     if (n != h->nregions)
@@ -169,13 +162,13 @@ static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report 
     for (unsigned i = 0; i < h->nbins; i++) {
         blk *pred = NULL;
         const bin *bn = &h->bins[i];
-        for (blk *c = bn->head; c; pred = c, c = *lnext(c)) {
+        for (blk *c = bn->head; c; pred = c, c = get_next(h, c)) {
             const region *r = region_holding(h, c);
             if (++total > t->free_blocks)
                 return fail(rep, DMM_INV_LIST_LINK, c, "more list nodes than free blocks (cycle or stale node)");
-            if (!r || !header_sane(r, c) || !blisted(c) || bnext(c)->prev != bsize(c))
+            if (!r || !header_sane(r, c) || !blisted(c) || bnext(c)->foot != bsize(c))
                 return fail(rep, DMM_INV_LIST_LINK, c, "list node is not a free block of this heap");
-            if (DOUBLY(h) && *lprev(c) != pred)
+            if (DOUBLY(h) && get_prev(h, c) != pred)
                 return fail(rep, DMM_INV_LIST_LINK, c, "prev link does not point to the list predecessor");
             if (bin_of(h, bsize(c)) != i)
                 return fail(rep, DMM_INV_LIST_BIN, c, "free block is in the wrong bin for its size");
@@ -186,7 +179,7 @@ static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report 
             if (c == h->rover)
                 rover_seen = true;
         }
-        if (bn->tail != pred)
+        if (P_ORDER(h) == DMM_ORDER_FIFO && bn->tail != pred)
             return fail(rep, DMM_INV_LIST_LINK, bn, "bin tail does not point to the last node");
         if (bit_of(h, i) != (bn->head != NULL))
             return fail(rep, DMM_INV_BITMAP, bn, "bitmap bit disagrees with the bin's emptiness");
@@ -196,7 +189,7 @@ static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report 
             return fail(rep, DMM_INV_BITMAP, &h->bitmap[w], "summary bit disagrees with its bitmap word");
     if (h->nwords < DMM_WORD_BITS && (h->summary >> h->nwords))
         return fail(rep, DMM_INV_BITMAP, &h->summary, "summary has bits beyond the bitmap");
-    if (total != t->free_blocks || total != h->free_nodes)
+    if (total != t->free_blocks)
         return fail(rep, DMM_INV_FREE_COUNT, h, "free blocks in regions differ from nodes in the lists");
     if (!rover_seen)
         return fail(rep, DMM_INV_LIST_LINK, h->rover, "next-fit rover is not on the free list");
@@ -208,11 +201,11 @@ static dmm_status check_quick(dmm_heap *h, const tally *t, dmm_heap_check_report
     size_t total = 0;
     for (unsigned q = 0; q < h->nquick; q++) {
         unsigned len = 0;
-        for (blk *c = h->quick[q]; c; c = *lnext(c)) {
+        for (blk *c = h->quick[q]; c; c = get_next(h, c)) {
             const region *r = region_holding(h, c);
             if (++total > t->quick_blocks)
                 return fail(rep, DMM_INV_QUICK, c, "more quick-list nodes than quick blocks (cycle?)");
-            if (!r || !header_sane(r, c) || (c->head & (F_USED | F_QUICK)) != (F_USED | F_QUICK))
+            if (!r || !header_sane(r, c) || !bquick(c))
                 return fail(rep, DMM_INV_QUICK, c, "quick-list node is not a parked block");
             if (bsize(c) != MINB + q * GRAN)
                 return fail(rep, DMM_INV_QUICK, c, "quick-list node has the wrong size");
@@ -221,7 +214,7 @@ static dmm_status check_quick(dmm_heap *h, const tally *t, dmm_heap_check_report
         if (len != h->quick_len[q] || (h->cfg.quick_limit && len > h->cfg.quick_limit))
             return fail(rep, DMM_INV_QUICK, &h->quick[q], "quick-list length differs from its count or limit");
     }
-    if (total != t->quick_blocks || total != h->quick_nodes)
+    if (total != t->quick_blocks)
         return fail(rep, DMM_INV_QUICK, h, "quick blocks in regions differ from quick-list nodes");
     return DMM_OK;
 }

@@ -1,32 +1,46 @@
 /*
- * src/heap/heap_internal.h - what the heap's translation units share: the
- * control block, the block layout and the policy accessors.
+ * src/heap/heap_internal.h - what every translation unit of the heap shares:
+ * the block layout, the region and control-block structures, the assertion
+ * levels, and the functions compiled once (region.c, lock.c, check.c, ...).
+ * The hot paths live in src/heap/engine/ and are compiled once per variant
+ * (see variant.h); the policy accessors they use live in policy.h.
  *
- * Block layout (all sizes multiples of GRAN = DMM_HEAP_ALIGN):
+ * Block layout (sizes are multiples of GRAN = DMM_HEAP_ALIGN; W = one word):
  *
- *   block:  [ prev  | head ] [ payload ........................ | tail ]
- *            size_t   size_t  ^ returned pointer (GRAN-aligned)
- *   prev  = size of the physically previous block, 0 for the first block of
- *           a region (boundary tag kept in the header, no footers);
- *   head  = size | F_USED | F_QUICK | F_TOP;
- *   tail  = words at the end of a used block: the requested size (stats
- *           FULL) then the canary (hardening >= CANARY), canary last.
- *   A free block keeps its list links in the first two payload words.
+ *            b                  b+W     b+2W = payload          b+size
+ *   used:    [ foot (prev's) ][ head ][ payload ................][ foot' ]
+ *   free:    [ foot (prev's) ][ head ][ next | prev | (poison) ][ size  ]
+ *
+ *   head = size | F_USED | F_PUSED | F_AUX
+ *   foot = the word at the start of a block's span.  It holds the size of the
+ *          physically previous block while that block is free (a boundary
+ *          tag) and F_PUSED is then clear in head; while the previous block
+ *          is used, the word belongs to that block's payload.  So a used
+ *          block costs one header word: a 24-byte request needs a 32-byte
+ *          block on 64-bit targets (16 on 32-bit for requests up to 12 B).
+ *   F_AUX  on a used block: parked in a quick list; on a free block: the
+ *          region's top (never carved since the region was formatted).
+ *   tail   words at the end of a used block's usable span: the requested
+ *          size (stats FULL) then the canary (hardening >= CANARY), the
+ *          canary last (it sits in the next block's foot word).
+ *   A free block keeps its list links in its first two payload words; from
+ *   hardening CHECKED up they are stored XOR-ed with a per-heap key
+ *   (safe-linking) and every link is validated before it is followed.
  *
  * Region: [ descriptor | block | block | ... | top | sentinel ]; the
- * sentinel is a header whose size is 0 and whose F_USED bit is set, so no
- * merge crosses it; its prev field tags the last block.  The top block
- * (F_TOP, at most one per region, always last) is memory never handed out
- * or given back since the region was formatted: allocation carves new
- * blocks from its start when no listed block fits, whatever the split
- * policy (the seed's P2012 allocator and dlmalloc both keep such a
- * "wilderness"); immediate and deferred coalescing merge into it.
+ * sentinel is a two-word block (foot, head) whose size is 0 and whose F_USED
+ * bit is set, so no merge crosses it.  The first block of a region has
+ * F_PUSED set (nothing before it to merge with).  The top block (free +
+ * F_AUX, at most one per region, always last) is carved from its start when
+ * no listed block fits, whatever the split policy; immediate and deferred
+ * coalescing merge into it.
  *
  * Invariants (checked by dmm_heap_check):
- *   next(b)->prev == size(b) for every block b of a region;
- *   every block with F_USED and F_TOP clear is in exactly one bin list, the one
- *   bin_of(size) names, and the bin's bitmap bit is set iff the list is
- *   non-empty; every F_QUICK block is in the quick list of its size;
+ *   for every block b of a region: F_PUSED of next(b) == (b is used or
+ *   quick); when F_PUSED of b is clear, foot(b) == size(prev(b));
+ *   every free block that is not the top is in exactly one bin list, the
+ *   one bin_of(size) names, and the bin's bitmap bit is set iff the list is
+ *   non-empty; every quick block is in the quick list of its size;
  *   under immediate coalescing no two neighbours are free (unless the merge
  *   would pass coalesce_max);
  *   stats.live_block_bytes == sum of sizes of used, non-quick blocks.
@@ -40,33 +54,45 @@
 #include "../port/port.h"
 #include "dmm/heap.h"
 
+/* ---- assertion levels ----------------------------------------------------
+ * 0: none.  1: DMM_ASSERT, cheap checks that report the expression, file and
+ * line through the port.  2: + DMM_ASSERT_LOCAL, local structural checks
+ * (a block's neighbours agree with it).  3: + the full checker after every
+ * public operation (debug builds). */
 #ifndef DMM_ASSERT_LEVEL
 #define DMM_ASSERT_LEVEL 0
 #endif
 
-/* Level 1: cheap internal assertions; level 3: the full checker after every
- * public operation (debug builds). */
 #define DMM_ASSERT(c)                                                                                        \
     do {                                                                                                     \
         if (DMM_ASSERT_LEVEL >= 1 && !(c))                                                                   \
-            dmm_port_abort();                                                                                \
+            dmm_port_assert_fail(#c, __FILE__, __LINE__);                                                    \
+    } while (0)
+#define DMM_ASSERT_LOCAL(c)                                                                                  \
+    do {                                                                                                     \
+        if (DMM_ASSERT_LEVEL >= 2 && !(c))                                                                   \
+            dmm_port_assert_fail(#c, __FILE__, __LINE__);                                                    \
     } while (0)
 
 #define GRAN ((size_t)DMM_HEAP_ALIGN)
 #define WORD (sizeof(size_t))
-#define HDR (2u * WORD)           /* block header */
-#define MINB (2u * GRAN)          /* smallest block: header + two links */
+#define HDR (2u * WORD)           /* block start to payload: foot + head */
+#define MINB (2u * GRAN)          /* smallest block: head + two links + foot */
 #define LINKS (2u * WORD)         /* link words at the start of a free payload */
 #define F_USED ((size_t)1)
-#define F_QUICK ((size_t)2)
-#define F_TOP ((size_t)4) /* the untouched end of a region (not in any list) */
-#define F_MASK ((size_t)(GRAN - 1))
-#define HEAP_MAGIC ((uintptr_t)0x646d6d68u) /* "dmmh" */
+#define F_PUSED ((size_t)2)       /* the previous block is used: no foot */
+#define F_AUX ((size_t)4)         /* used: quick-listed; free: the top */
+#define F_MASK (GRAN - 1u)
+#define F_STATE (F_USED | F_AUX)
+#define HEAP_MAGIC ((uintptr_t)0x646d6d32u) /* "dmm2" */
 #define POISON_BYTE 0xDBu
+#define POISON_WORD (~(size_t)0 / 0xFFu * POISON_BYTE)
 #define REGION_GROWN ((uintptr_t)1)
 
+_Static_assert(DMM_HEAP_ALIGN >= 8, "three flag bits need a granule of at least 8 bytes");
+
 typedef struct blk {
-    size_t prev;
+    size_t foot;
     size_t head;
 } blk;
 
@@ -81,11 +107,28 @@ typedef struct region {
 
 typedef struct bin {
     blk *head;
-    blk *tail;
+    blk *tail; /* kept under FIFO order only */
 } bin;
+
+struct dmm_heap;
+/* One compiled variant of the hot paths (src/heap/variant_*.c). */
+typedef struct dmm__heap_ops {
+    const char *name;
+    bool (*accepts)(const dmm_heap_config *c);
+    void *(*malloc)(struct dmm_heap *h, size_t n);
+    void (*free)(struct dmm_heap *h, void *p);
+    void *(*realloc)(struct dmm_heap *h, void *p, size_t align, size_t n);
+    void *(*calloc)(struct dmm_heap *h, size_t n, size_t size);
+    void *(*aligned)(struct dmm_heap *h, size_t align, size_t n);
+    size_t (*usable)(struct dmm_heap *h, const void *p);
+} dmm__heap_ops;
 
 struct dmm_heap {
     uintptr_t magic;
+    const dmm__heap_ops *ops; /* the variant chosen at init */
+    uintptr_t link_key;       /* safe-linking secret (hardening >= CHECKED) */
+    region *hint;             /* region of the last pointer looked up */
+    region *top_r;            /* region the last carve came from */
     dmm_heap_config cfg;
     size_t tail_bytes;   /* tail words of a used block */
     size_t split_min;    /* effective split threshold (>= MINB) */
@@ -110,8 +153,8 @@ struct dmm_heap {
     size_t ctrl_size;    /* bytes from the buffer start to the first region */
     void *buf;           /* the caller's first buffer, as given */
     size_t buf_size;
-    size_t free_nodes;   /* blocks in bin lists */
-    size_t quick_nodes;  /* blocks in quick lists */
+    dmm_op op;           /* the public operation in progress (for reports) */
+    bool damaged;        /* a corruption was detected and reported */
     dmm_heap_stats st;
     uint64_t errors_seen;     /* misuse reports, kept at every stats level */
     uint64_t errors_at_enter; /* errors_seen when the current call began */
@@ -119,74 +162,88 @@ struct dmm_heap {
     dmm_port_mutex mutex;
 };
 
-/* ---- policy accessors: runtime fields, or constants in frozen builds ---- */
 #ifdef DMM_HEAP_CONFIG_HEADER
 #include DMM_HEAP_CONFIG_HEADER
 #define DMM_HEAP_FROZEN 1
-#define P_ORG(h) ((void)(h), (dmm_heap_org)DMM_FROZEN_ORG)
-#define P_LINKS(h) ((void)(h), (dmm_heap_links)DMM_FROZEN_LINKS)
-#define P_ORDER(h) ((void)(h), (dmm_heap_order)DMM_FROZEN_ORDER)
-#define P_FIT(h) ((void)(h), (dmm_heap_fit)DMM_FROZEN_FIT)
-#define P_SPLIT(h) ((void)(h), (bool)DMM_FROZEN_SPLIT)
-#define P_COALESCE(h) ((void)(h), (dmm_heap_coalesce)DMM_FROZEN_COALESCE)
-#define P_QUICK(h) ((void)(h), DMM_FROZEN_QUICK_MAX != 0)
-#define P_LOCK(h) ((void)(h), (dmm_heap_lock)DMM_FROZEN_LOCK)
-#define P_STATS(h) ((void)(h), (dmm_heap_stats_level)DMM_FROZEN_STATS)
-#define P_HARDEN(h) ((void)(h), (dmm_heap_harden)DMM_FROZEN_HARDEN)
-#define P_POISON(h) ((void)(h), (bool)DMM_FROZEN_POISON)
-#define P_GROW(h) ((void)(h), DMM_FROZEN_GROW_GRANULARITY != 0)
 #else
 #define DMM_HEAP_FROZEN 0
-#define P_ORG(h) ((h)->cfg.org)
-#define P_LINKS(h) ((h)->cfg.links)
-#define P_ORDER(h) ((h)->cfg.order)
-#define P_FIT(h) ((h)->cfg.fit)
-#define P_SPLIT(h) ((h)->cfg.split)
-#define P_COALESCE(h) ((h)->cfg.coalesce)
-#define P_QUICK(h) ((h)->cfg.quick_max != 0)
-#define P_LOCK(h) ((h)->cfg.lock)
-#define P_STATS(h) ((h)->cfg.stats)
-#define P_HARDEN(h) ((h)->cfg.harden)
-#define P_POISON(h) ((h)->cfg.poison)
-#define P_GROW(h) ((h)->cfg.grow_granularity != 0)
 #endif
 
-#define DOUBLY(h) (P_LINKS(h) == DMM_LINKS_DOUBLY)
-
-/* ---- block helpers ---- */
+/* ---- block helpers (layout only: no policy) ---- */
 static inline size_t bsize(const blk *b) { return b->head & ~F_MASK; }
 static inline bool bused(const blk *b) { return (b->head & F_USED) != 0; }
-static inline bool btop(const blk *b) { return (b->head & F_TOP) != 0; }
+static inline bool bpused(const blk *b) { return (b->head & F_PUSED) != 0; }
+static inline bool btop(const blk *b) { return (b->head & F_STATE) == F_AUX; }
+static inline bool bquick(const blk *b) { return (b->head & F_STATE) == F_STATE; }
 /* A free block that lives in a bin list (not used, not the top). */
-static inline bool blisted(const blk *b) { return (b->head & (F_USED | F_TOP)) == 0; }
-static inline blk *bnext(const blk *b) { return (blk *)(void *)((char *)(uintptr_t)b + bsize(b)); }
-static inline blk *bprev(const blk *b) { return (blk *)(void *)((char *)(uintptr_t)b - b->prev); }
+static inline bool blisted(const blk *b) { return (b->head & F_STATE) == 0; }
+static inline blk *bat(const void *p, size_t off) { return (blk *)(void *)((char *)(uintptr_t)p + off); }
+static inline blk *bnext(const blk *b) { return bat(b, bsize(b)); }
+static inline blk *bprev(const blk *b) { return (blk *)(void *)((char *)(uintptr_t)b - b->foot); }
 static inline void *bpayload(const blk *b) { return (char *)(uintptr_t)b + HDR; }
 static inline blk *bfrom(const void *p) { return (blk *)(void *)((char *)(uintptr_t)p - HDR); }
 static inline blk **lnext(const blk *b) { return (blk **)bpayload(b); }
 static inline blk **lprev(const blk *b) { return (blk **)bpayload(b) + 1; }
-static inline blk *rfirst(const region *r) { return (blk *)(void *)((char *)(uintptr_t)r + RHDR); }
-static inline blk *rsentinel(const region *r) { return (blk *)(void *)((char *)(uintptr_t)r + r->size - HDR); }
+static inline blk *rfirst(const region *r) { return bat(r, RHDR); }
+static inline blk *rsentinel(const region *r) { return bat(r, r->size - HDR); }
+
+/* The top block of region r, or NULL when it has none. */
+static inline blk *rtop(const region *r)
+{
+    blk *sen = rsentinel(r), *t;
+    if (bpused(sen))
+        return NULL;
+    t = bprev(sen);
+    return btop(t) ? t : NULL;
+}
+
+/* b becomes a free block of s bytes with state bits `aux` (0 or F_AUX):
+ * writes its head (keeping F_PUSED), the next block's foot, and clears the
+ * next block's F_PUSED. */
+static inline void mark_free(blk *b, size_t s, size_t aux)
+{
+    blk *nx = bat(b, s);
+    b->head = s | (b->head & F_PUSED) | aux;
+    nx->foot = s;
+    nx->head &= ~F_PUSED;
+}
+
+/* b (head = size | F_PUSED as it is) becomes used. */
+static inline void mark_used(blk *b)
+{
+    b->head = (b->head & ~F_STATE) | F_USED;
+    bnext(b)->head |= F_PUSED;
+}
 
 /* Bytes of the control block as counted in the footprint (from h on;
  * ctrl_size also covers the alignment gap before h in the first buffer). */
 static inline size_t ctrl_bytes(const dmm_heap *h) { return h->ctrl_size - (size_t)((const char *)h - (const char *)h->buf); }
 
-static inline size_t usable_of(const dmm_heap *h, const blk *b) { return bsize(b) - HDR - h->tail_bytes; }
+static inline size_t usable_of(const dmm_heap *h, const blk *b) { return bsize(b) - WORD - h->tail_bytes; }
 static inline uintptr_t canary_of(const dmm_heap *h, const blk *b) { return h->cookie ^ (uintptr_t)b; }
-static inline size_t *canary_slot(const blk *b) { return (size_t *)(void *)((char *)bnext(b) - WORD); }
+static inline size_t *canary_slot(const blk *b) { return (size_t *)(void *)bnext(b); }
 static inline size_t *req_slot(const dmm_heap *h, const blk *b)
 {
-    return (size_t *)(void *)((char *)bnext(b) - (P_HARDEN(h) >= DMM_HARDEN_CANARY ? 2u : 1u) * WORD);
+    return (size_t *)(void *)((char *)bnext(b) - (h->cfg.harden >= DMM_HARDEN_CANARY ? WORD : 0u));
+}
+
+/* The region holding p, or NULL: O(1) when p is in the region of the last
+ * look-up (always, for a heap of one region), else a walk of the regions. */
+region *dmm__region_find(dmm_heap *h, const void *p);
+static inline region *region_of(dmm_heap *h, const void *p)
+{
+    region *r = h->hint;
+    if ((uintptr_t)p - (uintptr_t)r < r->size)
+        return r;
+    return dmm__region_find(h, p);
 }
 
 /* First byte in [q, end) that is not the poison pattern, or NULL.  Word at a
- * time (both bounds are granule-aligned), bytes only to name the culprit. */
+ * time (both bounds are word-aligned), bytes only to name the culprit. */
 static inline const unsigned char *poison_mismatch(const unsigned char *q, const unsigned char *end)
 {
-    size_t pat = ~(size_t)0 / 0xFFu * POISON_BYTE;
     for (; q < end; q += WORD)
-        if (*(const size_t *)(const void *)q != pat) {
+        if (*(const size_t *)(const void *)q != POISON_WORD) {
             for (size_t i = 0; i < WORD; i++)
                 if (q[i] != POISON_BYTE)
                     return q + i;
@@ -194,55 +251,41 @@ static inline const unsigned char *poison_mismatch(const unsigned char *q, const
     return NULL;
 }
 
-/* Block size for a request of req bytes on heap h; 0 if it would overflow.
- * (dmm__req2size computes the same from a config, before a heap exists.) */
-static inline size_t req2size(const dmm_heap *h, size_t req)
+/* Block size for a request of req bytes with tail bytes tail; 0 if it
+ * would overflow. */
+static inline size_t req2size_tail(size_t req, size_t tail)
 {
     size_t s;
     if (req > SIZE_MAX - (HDR + 2u * WORD + GRAN))
         return 0;
-    s = (req + HDR + h->tail_bytes + GRAN - 1u) & ~(GRAN - 1u);
+    s = (req + WORD + tail + GRAN - 1u) & ~(GRAN - 1u);
     return s < MINB ? MINB : s;
 }
 
-/* Bin index of a block size (clamped to the last bin). */
-static inline unsigned bin_of(const dmm_heap *h, size_t s)
-{
-    unsigned i;
-    if (P_ORG(h) == DMM_ORG_SINGLE)
-        return 0;
-    if (s < h->lin_max) {
-        i = (unsigned)(s / GRAN);
-    } else {
-        unsigned fl = dmm_log2_floor(s);
-        unsigned sl = (unsigned)((s >> (fl - h->sub)) & (((size_t)1 << h->sub) - 1u));
-        i = h->lin_bins + ((fl - h->lin_log2) << h->sub) + sl;
-    }
-    return i < h->nbins ? i : h->nbins - 1u;
-}
-
-/* First bin all of whose blocks are >= s (good fit). */
-static inline unsigned bin_of_roundup(const dmm_heap *h, size_t s)
-{
-    if (s >= h->lin_max) {
-        unsigned fl = dmm_log2_floor(s);
-        size_t w = (size_t)1 << (fl - h->sub);
-        if (s <= SIZE_MAX - w)
-            s += w - 1u;
-    }
-    return bin_of(h, s);
-}
-
-/* Shared between translation units (config.c, check.c, heap.c). */
+/* ---- compiled once, shared by the variants ---- */
 void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *cfg, unsigned range_log2);
 size_t dmm__heap_ctrl_size(const dmm_heap_config *cfg, unsigned range_log2, unsigned *nbins_out);
 unsigned dmm__heap_range_for(const dmm_heap_config *cfg, size_t bytes);
-void dmm__heap_lock(dmm_heap *h);
-void dmm__heap_unlock(dmm_heap *h);
-int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx);
-dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep);
 size_t dmm__req2size(const dmm_heap_config *cfg, size_t req);
 /* dmm_heap_config_check without the sentence (links no reason text). */
 dmm_status dmm__config_verdict(const dmm_heap_config *cfg);
+
+void dmm__heap_lock(dmm_heap *h);
+void dmm__heap_unlock(dmm_heap *h);
+void dmm__heap_report(dmm_heap *h, dmm_error_kind kind, const void *ptr, const char *msg);
+void dmm__heap_leave_check(dmm_heap *h);
+int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx);
+dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep);
+
+void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags);
+bool dmm__region_grow(dmm_heap *h, size_t s);
+bool dmm__region_release_if_empty(dmm_heap *h, blk *b);
+region *dmm__region_with_top(dmm_heap *h, size_t s);
+void dmm__note_extent(dmm_heap *h);
+
+/* The variants compiled into this library, most specific first; the last
+ * accepts every valid config.  A frozen build has exactly one. */
+extern const dmm__heap_ops *const dmm__heap_variants[];
+extern const unsigned dmm__heap_variant_count;
 
 #endif

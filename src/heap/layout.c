@@ -40,12 +40,7 @@ static unsigned quick_count(const dmm_heap_config *c)
 
 size_t dmm__req2size(const dmm_heap_config *c, size_t req)
 {
-    size_t tail = ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
-    size_t s;
-    if (req > SIZE_MAX - (HDR + 2u * WORD + GRAN)) /* same bound as req2size() */
-        return 0;
-    s = dmm_align_up(req + HDR + tail, GRAN);
-    return s < MINB ? MINB : s;
+    return req2size_tail(req, ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0));
 }
 
 unsigned dmm__heap_range_for(const dmm_heap_config *c, size_t bytes)
@@ -116,19 +111,24 @@ size_t dmm_heap_block_overhead(const dmm_heap_config *c)
 {
     if (dmm__config_verdict(c) != DMM_OK)
         return 0;
-    return HDR + ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+    return WORD + ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+}
+
+size_t dmm_heap_block_size(const dmm_heap_config *c, size_t request)
+{
+    if (dmm__config_verdict(c) != DMM_OK)
+        return 0;
+    return dmm__req2size(c, request);
 }
 
 size_t dmm_heap_region_overhead(void) { return RHDR + HDR; }
 
 size_t dmm_heap_min_buffer(const dmm_heap_config *c)
 {
-    size_t one;
     if (dmm__config_verdict(c) != DMM_OK)
         return 0;
-    one = dmm__req2size(c, 1);
-    if (c->max_block_log2)
-        return dmm__heap_ctrl_size(c, c->max_block_log2, NULL) + RHDR + one + HDR;
-    /* init falls back to smaller bin ranges down to the smallest one */
-    return dmm__heap_ctrl_size(c, dmm__heap_range_for(c, 1), NULL) + RHDR + one + HDR;
+    /* init uses the range dmm__heap_range_for gives: max_block_log2 clamped
+     * to what the bitmap holds, and with no max_block_log2 it falls back to
+     * smaller ranges down to the smallest one */
+    return dmm__heap_ctrl_size(c, dmm__heap_range_for(c, 1), NULL) + RHDR + dmm__req2size(c, 1) + HDR;
 }

@@ -40,6 +40,10 @@ void dmm_port_mutex_destroy(dmm_port_mutex *m);
 /* Called when the error policy is DMM_ON_ERROR_ABORT.  Never returns. */
 _Noreturn void dmm_port_abort(void);
 
+/* A failed internal assertion (DMM_ASSERT_LEVEL >= 1): says what failed
+ * and where if the platform can, then stops.  Never returns. */
+_Noreturn void dmm_port_assert_fail(const char *expr, const char *file, int line);
+
 /* Bulk memory (libc's on hosted ports, byte/word loops when freestanding). */
 void dmm_port_memcpy(void *dst, const void *src, size_t n);
 void dmm_port_memset(void *dst, int c, size_t n);

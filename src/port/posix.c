@@ -8,6 +8,7 @@
 #include "port.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,6 +42,12 @@ void dmm_port_mutex_unlock(dmm_port_mutex *m) { pthread_mutex_unlock((pthread_mu
 void dmm_port_mutex_destroy(dmm_port_mutex *m) { pthread_mutex_destroy((pthread_mutex_t *)(void *)m->u.bytes); }
 
 _Noreturn void dmm_port_abort(void) { abort(); }
+
+_Noreturn void dmm_port_assert_fail(const char *expr, const char *file, int line)
+{
+    fprintf(stderr, "dmmkit: assertion failed: %s (%s:%d)\n", expr, file, line);
+    abort();
+}
 
 #if defined(DMM_ANNOTATE) && DMM_ANNOTATE
 void dmm_port_memcpy(void *dst, const void *src, size_t n)

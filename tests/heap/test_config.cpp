@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "dmm_test_support.h"
 
@@ -350,11 +351,49 @@ TEST(Sizes, OverheadsAreSane) {
     c.stats = DMM_STATS_COUNTERS;
     c.harden = DMM_HARDEN_CHECKED;
     size_t base = dmm_heap_block_overhead(&c);
-    EXPECT_GE(base, 2 * sizeof(size_t)) << "header is two words";
+    EXPECT_EQ(base, sizeof(size_t)) << "a used block costs one header word";
     c.harden = DMM_HARDEN_CANARY;
     EXPECT_GT(dmm_heap_block_overhead(&c), base) << "canary costs a word";
     c.stats = DMM_STATS_FULL;
     EXPECT_GT(dmm_heap_block_overhead(&c), base + sizeof(size_t) - 1) << "FULL costs a word";
     EXPECT_GT(dmm_heap_region_overhead(), 0u);
     EXPECT_EQ(dmm_heap_region_overhead() % DMM_HEAP_ALIGN, 0u);
+}
+
+// The v2 layout: one header word per used block, the previous block's size
+// kept only while that block is free.  A 24-byte request (an rbTree node on
+// 64-bit) needs a 32-byte block; the query and the heap agree.
+TEST(Sizes, BlockSizeOfARequestIsOneWordPlusPayloadRounded) {
+    dmm_heap_config c = dmm_heap_preset_config(DMM_PRESET_TLSF);
+    const size_t W = sizeof(size_t), A = DMM_HEAP_ALIGN;
+    auto expect = [&](size_t req) {
+        size_t s = (req + W + A - 1) / A * A;
+        return s < 2 * A ? 2 * A : s;
+    };
+    for (size_t req : {0u, 1u, 8u, 24u, 25u, 40u, 100u, 1000u})
+        EXPECT_EQ(dmm_heap_block_size(&c, req), expect(req)) << req;
+    if (sizeof(size_t) == 8)
+        EXPECT_EQ(dmm_heap_block_size(&c, 24), 32u);
+    c.harden = DMM_HARDEN_CANARY;
+    EXPECT_EQ(dmm_heap_block_size(&c, 24), expect(24 + W));
+    EXPECT_EQ(dmm_heap_block_size(&c, SIZE_MAX - 8), 0u) << "overflow";
+    c.org = (dmm_heap_org)99;
+    EXPECT_EQ(dmm_heap_block_size(&c, 24), 0u) << "invalid config";
+
+    // the heap hands a 24-byte request exactly that block
+    c = dmm_heap_preset_config(DMM_PRESET_DLMALLOC);
+    std::vector<unsigned char> buf(1 << 16);
+    dmm_heap *h = nullptr;
+    ASSERT_EQ(dmm_heap_init(&h, buf.data(), buf.size(), &c), DMM_OK);
+    void *p = dmm_heap_malloc(h, 24);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(dmm_heap_usable_size(h, p), dmm_heap_block_size(&c, 24) - W);
+    struct Ctx { const void *p; size_t size; } ctx{p, 0};
+    dmm_heap_walk(h, [](void *v, const dmm_heap_block_info *i) {
+        auto *x = (Ctx *)v;
+        if (i->payload == x->p) x->size = i->block_size;
+        return 0;
+    }, &ctx);
+    EXPECT_EQ(ctx.size, dmm_heap_block_size(&c, 24));
+    dmm_heap_free(h, p);
 }

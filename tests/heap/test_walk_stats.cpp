@@ -68,7 +68,8 @@ TEST(Walk, AddressOrderAndSizesSumToRegions) {
             if (i > 0) {
                 EXPECT_GE(x.region, w[i - 1].region);
             }
-            EXPECT_EQ((char *)x.payload - (const char *)x.block, (long)(2 * sizeof(size_t)));
+            // a block starts at its one header word; the payload follows it
+            EXPECT_EQ((char *)x.payload - (const char *)x.block, (long)sizeof(size_t));
             if (x.state == DMM_BLOCK_USED) {
                 EXPECT_EQ(x.usable, dmm_heap_usable_size(h, x.payload));
                 EXPECT_LE(x.requested, x.usable);
@@ -93,7 +94,9 @@ TEST(Walk, AddressOrderAndSizesSumToRegions) {
                 EXPECT_EQ(per_region[reg], size2 - ro) << "added region 2";
             } else {
                 ASSERT_TRUE(b0.contains((void *)first, 1));
-                size_t ctrl = first - (uintptr_t)b0.data() - (ro - 2 * sizeof(size_t));
+                // the first block's header word sits one word past the
+                // region descriptor (ro - 2 words; the sentinel is 2 words)
+                size_t ctrl = first - (uintptr_t)b0.data() - (ro - 2 * sizeof(size_t)) - sizeof(size_t);
                 EXPECT_EQ(per_region[reg] + ro + ctrl, size0) << "first region + control block";
                 EXPECT_GT(ctrl, 0u);
                 EXPECT_EQ(ctrl % DMM_HEAP_ALIGN, 0u);

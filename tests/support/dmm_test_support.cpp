@@ -147,6 +147,7 @@ const char *err_name(dmm_error_kind k) {
     case DMM_ERR_CANARY: return "CANARY";
     case DMM_ERR_POISON: return "POISON";
     case DMM_ERR_HEADER: return "HEADER";
+    case DMM_ERR_FREE_LIST: return "FREE_LIST";
     }
     return "ERR?";
 }

@@ -1,0 +1,145 @@
+/*
+ * src/heap/engine/alloc.h - allocation: where a block comes from (quick
+ * lists, bins, the top, a flush and sweep, growth), the poison check, and
+ * handing the block out.  Engine part (see variant.h).
+ */
+#ifndef DMM_ENGINE_ALLOC_H
+#define DMM_ENGINE_ALLOC_H
+
+#include "../../port/annotate.h"
+#include "fit.h"
+#include "release.h"
+
+/* Hands b (unlinked, state bits clear or used) out for a request of req
+ * bytes needing a block of s bytes: splits the tail off, marks it used,
+ * writes the tail words. */
+static inline void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_t req)
+{
+    size_t bs = bsize(b);
+    void *p = bpayload(b);
+    if (P_SPLIT(h) && bs - s >= h->split_min) {
+        blk *rem = bat(b, s);
+        b->head = s | F_USED | (b->head & F_PUSED); /* before the remainder is released: no merge back */
+        rem->head = (bs - s) | F_PUSED;
+        release_block(h, rem, (char *)bpayload(rem) + LINKS);
+        bs = s;
+    } else {
+        mark_used(b);
+    }
+    if (P_STATS(h) == DMM_STATS_FULL)
+        *req_slot(h, b) = req;
+    if (P_HARDEN(h) >= DMM_HARDEN_CANARY)
+        *canary_slot(b) = canary_of(h, b);
+    st_add_live(h, bs, req);
+    dmm_ann_alloc(p, req, (char *)bnext(b) + WORD);
+    return p;
+}
+
+/* With poisoning: is the part of b's payload a request of req bytes will
+ * see still the pattern?  If not, the write after free is reported, the
+ * block is cleaned and given back, and the caller looks again: a damaged
+ * block is never handed out. */
+static inline bool poison_intact(dmm_heap *h, blk *b, size_t req)
+{
+    size_t cap = bsize(b) - WORD;
+    size_t n = req < cap ? req : cap;
+    const unsigned char *q = (const unsigned char *)bpayload(b) + LINKS;
+    const unsigned char *e = (const unsigned char *)bnext(b);
+    if (n > LINKS && q + dmm_align_up(n - LINKS, WORD) < e)
+        e = q + dmm_align_up(n - LINKS, WORD);
+    else if (n <= LINKS)
+        e = q;
+    if ((q = poison_mismatch(q, e)) == NULL)
+        return true;
+    dmm__heap_report(h, DMM_ERR_POISON, q, "freed memory was written after free (block withheld)");
+    b->head &= ~F_STATE;
+    poison_fill(h, (char *)bpayload(b) + LINKS, bnext(b));
+    release_block(h, b, (char *)bnext(b));
+    return false;
+}
+
+/* Finds a block of s bytes, trying quick lists, the bins, the top, a
+ * quick-list flush plus deferred sweep, and growth, in that order. */
+static inline blk *obtain(dmm_heap *h, size_t s, size_t req, bool quick_ok)
+{
+    for (;;) {
+        blk *b = NULL;
+        if (P_QUICK(h) && quick_ok)
+            b = quick_pop(h, s);
+        if (!b)
+            b = take_block(h, s);
+        if (!b)
+            b = carve_top(h, s);
+        if (!b) {
+            bool retry = P_QUICK(h) && quick_flush(h);
+            if (P_COALESCE(h) == DMM_COALESCE_DEFERRED) {
+                sweep(h);
+                retry = true;
+            }
+            if (retry && !(b = take_block(h, s)))
+                b = carve_top(h, s);
+        }
+        if (!b && P_GROW(h) && dmm__region_grow(h, s) && !(b = take_block(h, s)))
+            b = carve_top(h, s);
+        if (!b || !P_POISON(h) || poison_intact(h, b, req))
+            return b;
+    }
+}
+
+static inline void *alloc_locked(dmm_heap *h, size_t req)
+{
+    size_t s = req2size(h, req);
+    blk *b;
+    if (!s || !(b = obtain(h, s, req, true))) {
+        st_failed(h);
+        return NULL;
+    }
+    COUNT_OP(h, malloc_count);
+    return finish_alloc(h, b, s, req);
+}
+
+static inline void *aligned_locked(dmm_heap *h, size_t align, size_t req)
+{
+    size_t s, want;
+    blk *b;
+    char *p;
+    if (!dmm_is_pow2(align) || align > (SIZE_MAX >> 2)) {
+        st_failed(h);
+        return NULL;
+    }
+    if (align <= GRAN) {
+        void *p0 = alloc_locked(h, req);
+        if (p0)
+            COUNT_OP(h, aligned_count);
+        return p0;
+    }
+    s = req2size(h, req);
+    if (!s || s > SIZE_MAX - align - MINB) {
+        st_failed(h);
+        return NULL;
+    }
+    want = s + align + MINB;
+    if (!(b = obtain(h, want, req, false))) {
+        st_failed(h);
+        return NULL;
+    }
+    p = (char *)bpayload(b);
+    if ((uintptr_t)p & (align - 1u)) {
+        char *q = (char *)dmm_align_up_ptr((uintptr_t)p + MINB, align);
+        blk *nb = bfrom(q);
+        size_t gap = (size_t)((char *)nb - (char *)b);
+        size_t bs = bsize(b);
+        nb->head = (bs - gap) | F_USED; /* keeps the gap from merging forward */
+        b->head = gap | (b->head & F_PUSED);
+        release_block(h, b, (char *)bpayload(b) + LINKS);
+        nb->head = bs - gap; /* free state, F_PUSED clear: the gap before it is free */
+        b = nb;
+    }
+    if (COUNTING(h)) {
+        h->st.malloc_count++;
+        h->st.aligned_count++;
+    }
+    return finish_alloc(h, b, s, req);
+}
+
+#endif

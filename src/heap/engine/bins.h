@@ -1,0 +1,289 @@
+/*
+ * src/heap/engine/bins.h - statistics counters, the bin mapping, the bin
+ * bitmap and the free lists (with safe-linking).  Engine part: compiled in
+ * every variant translation unit with that variant's policy constants.
+ */
+#ifndef DMM_ENGINE_BINS_H
+#define DMM_ENGINE_BINS_H
+
+#include "../policy.h"
+
+/* ---- counters (nothing is written when stats are off) ---- */
+
+static inline void st_add_live(dmm_heap *h, size_t bs, size_t req)
+{
+    if (!COUNTING(h))
+        return;
+    h->st.live_count++;
+    h->st.live_block_bytes += bs;
+    if (h->st.live_block_bytes > h->st.peak_block_bytes)
+        h->st.peak_block_bytes = h->st.live_block_bytes;
+    if (P_STATS(h) == DMM_STATS_FULL) {
+        unsigned i = req ? dmm_log2_floor(req) + 1u : 0u;
+        h->st.live_requested += req;
+        if (h->st.live_requested > h->st.peak_requested)
+            h->st.peak_requested = h->st.live_requested;
+        h->st.size_hist[i < DMM_HEAP_HIST_BUCKETS ? i : DMM_HEAP_HIST_BUCKETS - 1u]++;
+    }
+}
+
+static inline void st_sub_live(dmm_heap *h, size_t bs, size_t req)
+{
+    if (!COUNTING(h))
+        return;
+    h->st.live_count--;
+    h->st.live_block_bytes -= bs;
+    if (P_STATS(h) == DMM_STATS_FULL)
+        h->st.live_requested -= req;
+}
+
+static inline void st_failed(dmm_heap *h)
+{
+    if (COUNTING(h))
+        h->st.failed_count++;
+}
+
+static inline void st_steps(dmm_heap *h, uint64_t steps)
+{
+    if (!COUNTING(h))
+        return;
+    h->st.search_steps += steps;
+    if (steps > h->st.search_max)
+        h->st.search_max = steps;
+}
+
+#define COUNT_OP(h, field)                                                                                   \
+    do {                                                                                                     \
+        if (COUNTING(h))                                                                                     \
+            (h)->st.field++;                                                                                 \
+    } while (0)
+
+static inline size_t requested_of(const dmm_heap *h, const blk *b)
+{
+    return P_STATS(h) == DMM_STATS_FULL ? *req_slot(h, b) : 0;
+}
+
+static inline size_t req2size(const dmm_heap *h, size_t req) { return req2size_tail(req, h->tail_bytes); }
+
+/* ---- the bin mapping ---- */
+
+/* Bin index of a block size (clamped to the last bin). */
+static inline unsigned bin_of(const dmm_heap *h, size_t s)
+{
+    unsigned i;
+    if (P_ORG(h) == DMM_ORG_SINGLE)
+        return 0;
+    if (s < B_LIN_MAX(h)) {
+        i = (unsigned)(s / GRAN);
+    } else {
+        unsigned fl = dmm_log2_floor(s);
+        unsigned sl = (unsigned)((s >> (fl - B_SUB(h))) & (((size_t)1 << B_SUB(h)) - 1u));
+        i = B_LIN_BINS(h) + ((fl - B_LIN_LOG2(h)) << B_SUB(h)) + sl;
+    }
+    return i < h->nbins ? i : h->nbins - 1u;
+}
+
+/* First bin all of whose blocks are >= s (good fit). */
+static inline unsigned bin_of_roundup(const dmm_heap *h, size_t s)
+{
+    if (s >= B_LIN_MAX(h)) {
+        unsigned fl = dmm_log2_floor(s);
+        size_t w = (size_t)1 << (fl - B_SUB(h));
+        if (s <= SIZE_MAX - w)
+            s += w - 1u;
+    }
+    return bin_of(h, s);
+}
+
+/* ---- bitmap over bins: one bit per bin, one summary bit per word ---- */
+
+static inline void bm_set(dmm_heap *h, unsigned i)
+{
+    h->bitmap[i / DMM_WORD_BITS] |= (size_t)1 << (i % DMM_WORD_BITS);
+    h->summary |= (size_t)1 << (i / DMM_WORD_BITS);
+}
+
+static inline void bm_clear(dmm_heap *h, unsigned i)
+{
+    unsigned w = (unsigned)(i / DMM_WORD_BITS);
+    h->bitmap[w] &= ~((size_t)1 << (i % DMM_WORD_BITS));
+    if (!h->bitmap[w])
+        h->summary &= ~((size_t)1 << w);
+}
+
+/* Smallest non-empty bin >= i, or -1. */
+static inline int bm_find(const dmm_heap *h, unsigned i)
+{
+    unsigned w;
+    size_t m, s;
+    if (i >= h->nbins)
+        return -1;
+    w = (unsigned)(i / DMM_WORD_BITS);
+    m = h->bitmap[w] & (~(size_t)0 << (i % DMM_WORD_BITS));
+    if (m)
+        return (int)(w * DMM_WORD_BITS + dmm_ctz(m));
+    if (w + 1u >= DMM_WORD_BITS)
+        return -1;
+    s = h->summary & (~(size_t)0 << (w + 1u));
+    if (!s)
+        return -1;
+    w = dmm_ctz(s);
+    return (int)(w * DMM_WORD_BITS + dmm_ctz(h->bitmap[w]));
+}
+
+/* ---- links: stored XOR-ed with the heap's key from CHECKED up ---- */
+
+static inline blk *lcode(const dmm_heap *h, blk *v)
+{
+    return HARDENED(h) ? (blk *)((uintptr_t)v ^ h->link_key) : v;
+}
+static inline blk *get_next(const dmm_heap *h, const blk *b) { return lcode(h, *lnext(b)); }
+static inline blk *get_prev(const dmm_heap *h, const blk *b) { return lcode(h, *lprev(b)); }
+static inline void set_next(const dmm_heap *h, blk *b, blk *v) { *lnext(b) = lcode(h, v); }
+static inline void set_prev(const dmm_heap *h, blk *b, blk *v) { *lprev(b) = lcode(h, v); }
+
+/* Is c a plausible node of a list whose blocks have state bits `want`
+ * (0: bin list, F_STATE: quick list)?  Reads c's header only after c was
+ * found inside a region. */
+static inline bool node_ok(dmm_heap *h, const blk *c, size_t want)
+{
+    region *r;
+    size_t hd, s;
+    if ((uintptr_t)c & (GRAN - 1u))
+        return false;
+    r = region_of(h, c);
+    if (!r || c < rfirst(r) || c >= rsentinel(r))
+        return false;
+    hd = c->head;
+    s = hd & ~F_MASK;
+    return (hd & F_STATE) == want && s >= MINB && s <= (size_t)((char *)rsentinel(r) - (char *)c);
+}
+
+/* The list successor of c, validated before anyone follows it when the
+ * heap is hardened.  A bad link is reported and the list is cut at c (the
+ * blocks behind it are lost to the lists, none is handed out). */
+static inline blk *follow(dmm_heap *h, blk *c, size_t want, blk **tail)
+{
+    blk *nx = get_next(h, c);
+    if (HARDENED(h) && nx && !node_ok(h, nx, want)) {
+        dmm__heap_report(h, DMM_ERR_FREE_LIST, c, "a free-list link was overwritten (use after free?)");
+        set_next(h, c, NULL);
+        if (tail)
+            *tail = c;
+        nx = NULL;
+    }
+    return nx;
+}
+
+static inline blk **tail_of(dmm_heap *h, unsigned n)
+{
+    return P_ORDER(h) == DMM_ORDER_FIFO ? &h->bins[n].tail : NULL;
+}
+
+/* ---- lists ---- */
+
+/* Link b after pred (NULL: at the head) in bin n. */
+static inline void list_insert_after(dmm_heap *h, unsigned n, blk *pred, blk *b)
+{
+    bin *bn = &h->bins[n];
+    blk *nx = pred ? follow(h, pred, 0, tail_of(h, n)) : bn->head;
+    set_next(h, b, nx);
+    if (DOUBLY(h)) {
+        set_prev(h, b, pred);
+        if (nx)
+            set_prev(h, nx, b);
+    }
+    if (pred)
+        set_next(h, pred, b);
+    else
+        bn->head = b;
+    if (P_ORDER(h) == DMM_ORDER_FIFO && !nx)
+        bn->tail = b;
+    bm_set(h, n);
+}
+
+/* Insert free block b into its bin, honouring the ordering policy. */
+static inline void bin_insert(dmm_heap *h, blk *b)
+{
+    unsigned n = bin_of(h, bsize(b));
+    bin *bn = &h->bins[n];
+    blk *pred = NULL, *c;
+    switch (P_ORDER(h)) {
+    case DMM_ORDER_LIFO:
+        break;
+    case DMM_ORDER_FIFO:
+        pred = bn->tail;
+        break;
+    case DMM_ORDER_ADDRESS:
+        for (c = bn->head; c && c < b; c = follow(h, c, 0, tail_of(h, n)))
+            pred = c;
+        break;
+    case DMM_ORDER_SIZE: {
+        size_t s = bsize(b);
+        for (c = bn->head; c && bsize(c) <= s; c = follow(h, c, 0, tail_of(h, n)))
+            pred = c;
+        break;
+    }
+    }
+    list_insert_after(h, n, pred, b);
+}
+
+/* Unlink b from bin n given its list predecessor (NULL: b is the head). */
+static inline void list_remove(dmm_heap *h, unsigned n, blk *pred, blk *b)
+{
+    bin *bn = &h->bins[n];
+    blk *nx = follow(h, b, 0, tail_of(h, n));
+    if (DOUBLY(h) && HARDENED(h) && nx && get_prev(h, nx) != b) {
+        dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a free list's back link was overwritten (use after free?)");
+        nx = NULL; /* cut: the rest of the list is dropped, not followed */
+        if (P_ORDER(h) == DMM_ORDER_FIFO)
+            bn->tail = b;
+    }
+    if (pred)
+        set_next(h, pred, nx);
+    else
+        bn->head = nx;
+    if (DOUBLY(h) && nx)
+        set_prev(h, nx, pred);
+    if (P_ORDER(h) == DMM_ORDER_FIFO && bn->tail == b)
+        bn->tail = pred;
+    if (!bn->head)
+        bm_clear(h, n);
+    if (P_FIT(h) == DMM_FIT_NEXT && h->rover == b)
+        h->rover = nx;
+}
+
+/* Unlink an arbitrary free block: O(1) doubly, a walk of its bin singly.
+ * Returns false (after a report) when the lists around b do not agree with
+ * it; b then stays where it is and the caller must leave it alone. */
+static inline bool bin_remove(dmm_heap *h, blk *b)
+{
+    unsigned n = bin_of(h, bsize(b));
+    blk *pred;
+    if (DOUBLY(h)) {
+        pred = get_prev(h, b);
+        if (HARDENED(h) && (pred ? !node_ok(h, pred, 0) || get_next(h, pred) != b : h->bins[n].head != b)) {
+            dmm__heap_report(h, DMM_ERR_FREE_LIST, b, "a free block's list links were overwritten (use after free?)");
+            return false;
+        }
+    } else {
+        uint64_t steps = 0;
+        blk *c = h->bins[n].head;
+        pred = NULL;
+        while (c != b) {
+            if (!c) {
+                dmm__heap_report(h, DMM_ERR_FREE_LIST, b, "a free block is missing from its list (link overwritten?)");
+                st_steps(h, steps);
+                return false;
+            }
+            pred = c;
+            c = follow(h, c, 0, tail_of(h, n));
+            steps++;
+        }
+        st_steps(h, steps);
+    }
+    list_remove(h, n, pred, b);
+    return true;
+}
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * src/heap/engine/entry.h - a variant's entry points: lock, run, check
+ * (assertion level 3), unlock; and the variant's ops table.
+ *
+ * Included once at the end of each src/heap/variant_*.c, after the variant
+ * has defined DMM_VARIANT_OPS (the table's name), DMM_VARIANT_NAME and the
+ * DMM_V_* policy fields it fixes.  In a frozen build only variant_any.c
+ * compiles, and it also defines the public functions directly (no
+ * dispatch).
+ */
+#ifndef DMM_ENGINE_ENTRY_H
+#define DMM_ENGINE_ENTRY_H
+
+#include "realloc.h"
+
+static inline void enter(dmm_heap *h, dmm_op op)
+{
+    DMM_ANN_ENTER();
+    if (P_LOCK(h) != DMM_LOCK_NONE)
+        dmm__heap_lock(h);
+    h->op = op;
+#if DMM_ASSERT_LEVEL >= 3
+    h->errors_at_enter = h->errors_seen;
+#endif
+}
+
+static inline void leave(dmm_heap *h)
+{
+#if DMM_ASSERT_LEVEL >= 3
+    dmm__heap_leave_check(h);
+#endif
+    if (P_LOCK(h) != DMM_LOCK_NONE)
+        dmm__heap_unlock(h);
+    DMM_ANN_LEAVE();
+}
+
+static void *e_malloc(dmm_heap *h, size_t size)
+{
+    void *p;
+    enter(h, DMM_OP_MALLOC);
+    p = alloc_locked(h, size);
+    leave(h);
+    return p;
+}
+
+static void e_free(dmm_heap *h, void *ptr)
+{
+    blk *b;
+    if (!ptr)
+        return;
+    enter(h, DMM_OP_FREE);
+    if ((b = validate(h, ptr)) != NULL)
+        free_block(h, b);
+    leave(h);
+}
+
+static void *e_realloc(dmm_heap *h, void *ptr, size_t align, size_t size)
+{
+    void *p;
+    enter(h, DMM_OP_REALLOC);
+    p = realloc_locked(h, ptr, align, size);
+    leave(h);
+    return p;
+}
+
+static void *e_calloc(dmm_heap *h, size_t n, size_t size)
+{
+    void *p = NULL;
+    enter(h, DMM_OP_CALLOC);
+    if (size && n > SIZE_MAX / size) {
+        st_failed(h);
+    } else if ((p = alloc_locked(h, n * size)) != NULL) {
+        COUNT_OP(h, calloc_count);
+        dmm_port_memset(p, 0, n * size);
+    }
+    leave(h);
+    return p;
+}
+
+static void *e_aligned(dmm_heap *h, size_t align, size_t size)
+{
+    void *p;
+    enter(h, DMM_OP_ALIGNED);
+    p = aligned_locked(h, align, size);
+    leave(h);
+    return p;
+}
+
+static size_t e_usable(dmm_heap *h, const void *ptr)
+{
+    blk *b;
+    size_t n = 0;
+    if (!ptr)
+        return 0;
+    enter(h, DMM_OP_USABLE_SIZE);
+    if ((b = validate(h, ptr)) != NULL)
+        n = usable_of(h, b);
+    leave(h);
+    return n;
+}
+
+/* Does this variant run cfg?  Every policy field it fixes must match. */
+static bool e_accepts(const dmm_heap_config *c)
+{
+    (void)c;
+#if !DMM_HEAP_FROZEN
+#ifdef DMM_V_ORG
+    if (c->org != (dmm_heap_org)(DMM_V_ORG))
+        return false;
+#endif
+#ifdef DMM_V_LINKS
+    if (c->links != (dmm_heap_links)(DMM_V_LINKS))
+        return false;
+#endif
+#ifdef DMM_V_ORDER
+    if (c->order != (dmm_heap_order)(DMM_V_ORDER))
+        return false;
+#endif
+#ifdef DMM_V_FIT
+    if (c->fit != (dmm_heap_fit)(DMM_V_FIT))
+        return false;
+#endif
+#ifdef DMM_V_SPLIT
+    if (c->split != (bool)(DMM_V_SPLIT))
+        return false;
+#endif
+#ifdef DMM_V_COALESCE
+    if (c->coalesce != (dmm_heap_coalesce)(DMM_V_COALESCE))
+        return false;
+#endif
+#ifdef DMM_V_QUICK
+    if ((c->quick_max != 0) != (bool)(DMM_V_QUICK))
+        return false;
+#endif
+#endif /* a frozen build's config was checked against it by validation */
+    return true;
+}
+
+const dmm__heap_ops DMM_VARIANT_OPS = {
+    DMM_VARIANT_NAME, e_accepts, e_malloc, e_free, e_realloc, e_calloc, e_aligned, e_usable,
+};
+
+#if DMM_HEAP_FROZEN
+void *dmm_heap_malloc(dmm_heap *h, size_t size) { return e_malloc(h, size); }
+void dmm_heap_free(dmm_heap *h, void *ptr) { e_free(h, ptr); }
+void *dmm_heap_calloc(dmm_heap *h, size_t n, size_t size) { return e_calloc(h, n, size); }
+void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return e_realloc(h, ptr, 0, size); }
+void *dmm_heap_aligned_alloc(dmm_heap *h, size_t align, size_t size) { return e_aligned(h, align, size); }
+size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr) { return e_usable(h, ptr); }
+#endif
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * src/heap/engine/fit.h - the fit policies: find a free block of at least
+ * s bytes in the bins and unlink it.  Engine part (see variant.h).
+ */
+#ifndef DMM_ENGINE_FIT_H
+#define DMM_ENGINE_FIT_H
+
+#include "bins.h"
+
+typedef struct found {
+    blk *b;
+    blk *pred;
+    unsigned bin;
+} found;
+
+/* Scan bin n for a block of at least s bytes under fit policy fit. */
+static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit, found *f, uint64_t *steps)
+{
+    blk *pred = NULL, *best = NULL, *best_pred = NULL;
+    for (blk *c = h->bins[n].head; c; pred = c, c = follow(h, c, 0, tail_of(h, n))) {
+        size_t cs = bsize(c);
+        (*steps)++;
+        if (cs < s)
+            continue;
+        if (cs == s || fit == DMM_FIT_FIRST || fit == DMM_FIT_NEXT || fit == DMM_FIT_GOOD ||
+            (fit == DMM_FIT_BEST && P_ORDER(h) == DMM_ORDER_SIZE)) {
+            best = c;
+            best_pred = pred;
+            break;
+        }
+        if (fit == DMM_FIT_EXACT) {
+            if (!best) {
+                best = c;
+                best_pred = pred;
+            }
+            continue;
+        }
+        if (!best || cs < bsize(best)) { /* best fit */
+            best = c;
+            best_pred = pred;
+        }
+    }
+    if (!best)
+        return false;
+    f->b = best;
+    f->pred = best_pred;
+    f->bin = n;
+    return true;
+}
+
+/* Next fit over the single list: from the rover to the end, then from the
+ * head (first fit over the whole list). */
+static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *steps)
+{
+    blk *c = h->rover;
+    if (c && !blisted(c))
+        c = NULL; /* defensive: a rover always names a listed block */
+    for (; c; c = follow(h, c, 0, tail_of(h, 0))) {
+        (*steps)++;
+        if (bsize(c) >= s) {
+            f->b = c;
+            f->pred = NULL;
+            f->bin = UINT32_MAX; /* predecessor unknown */
+            return true;
+        }
+    }
+    return scan_bin(h, 0, s, DMM_FIT_FIRST, f, steps);
+}
+
+/* Finds a free block of at least s bytes and unlinks it; NULL if none. */
+static inline blk *take_block(dmm_heap *h, size_t s)
+{
+    uint64_t steps = 0;
+    found f;
+    bool ok = false;
+    dmm_heap_fit fit = P_FIT(h);
+
+    if (fit == DMM_FIT_NEXT) {
+        ok = scan_next_fit(h, s, &f, &steps);
+    } else if (fit == DMM_FIT_GOOD) {
+        unsigned n = bin_of_roundup(h, s);
+        int j = bm_find(h, n);
+        steps++;
+        if (j >= 0) {
+            if ((unsigned)j == h->nbins - 1u && bin_of(h, s) == h->nbins - 1u) {
+                ok = scan_bin(h, (unsigned)j, s, DMM_FIT_FIRST, &f, &steps);
+            } else {
+                f.b = h->bins[j].head;
+                f.pred = NULL;
+                f.bin = (unsigned)j;
+                ok = true;
+            }
+        }
+    } else {
+        unsigned n = bin_of(h, s);
+        ok = scan_bin(h, n, s, fit, &f, &steps);
+        if (!ok) {
+            int j = bm_find(h, n + 1u);
+            steps++;
+            if (j >= 0) {
+                if (fit == DMM_FIT_BEST && P_ORDER(h) != DMM_ORDER_SIZE) {
+                    ok = scan_bin(h, (unsigned)j, s, fit, &f, &steps);
+                } else {
+                    f.b = h->bins[j].head;
+                    f.pred = NULL;
+                    f.bin = (unsigned)j;
+                    ok = true;
+                }
+            }
+        }
+    }
+    st_steps(h, steps);
+    if (!ok)
+        return NULL;
+    if (fit == DMM_FIT_NEXT) {
+        /* list_remove moves the rover on to the (validated) successor */
+        h->rover = f.b;
+        if (f.bin == UINT32_MAX) {
+            if (!bin_remove(h, f.b)) {
+                h->rover = h->bins[0].head;
+                return NULL;
+            }
+        } else {
+            list_remove(h, f.bin, f.pred, f.b);
+        }
+        if (!h->rover)
+            h->rover = h->bins[0].head;
+        return f.b;
+    }
+    list_remove(h, f.bin, f.pred, f.b);
+    return f.b;
+}
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * src/heap/engine/free.h - pointer validation (hardening) and free.
+ * Engine part (see variant.h).
+ */
+#ifndef DMM_ENGINE_FREE_H
+#define DMM_ENGINE_FREE_H
+
+#include "../../port/annotate.h"
+#include "release.h"
+
+/* The used block whose payload ptr is, or NULL after a report.  From
+ * CHECKED up: O(1) (region_of) and nothing is written before the pointer
+ * is known good.  PARANOID adds a walk of the region up to the block. */
+static inline blk *validate(dmm_heap *h, const void *ptr)
+{
+    region *r;
+    blk *b, *nx, *sen, *first;
+    size_t hd, s;
+    if (!HARDENED(h))
+        return bfrom(ptr);
+    if (!(r = region_of(h, ptr))) {
+        dmm__heap_report(h, DMM_ERR_FOREIGN_POINTER, ptr, "pointer is not inside any region of this heap");
+        return NULL;
+    }
+    if ((uintptr_t)ptr & (GRAN - 1u)) {
+        dmm__heap_report(h, DMM_ERR_MISALIGNED_POINTER, ptr, "pointer is not aligned like a block payload");
+        return NULL;
+    }
+    first = rfirst(r);
+    sen = rsentinel(r);
+    b = bfrom(ptr);
+    if (b < first || b >= sen) {
+        dmm__heap_report(h, DMM_ERR_INVALID_POINTER, ptr, "pointer is not the start of a block");
+        return NULL;
+    }
+    hd = b->head;
+    s = hd & ~F_MASK;
+    if (hd == POISON_WORD) {
+        /* the header of a block that was freed and merged into a poisoned
+         * free neighbour */
+        dmm__heap_report(h, DMM_ERR_DOUBLE_FREE, ptr, "block is already free (merged into a free neighbour)");
+        return NULL;
+    }
+    if (s < MINB || s > (size_t)((char *)sen - (char *)b)) {
+        dmm__heap_report(h, DMM_ERR_INVALID_POINTER, ptr,
+                         "pointer is not the start of a block (interior pointer or corrupted header)");
+        return NULL;
+    }
+    if ((hd & F_STATE) != F_USED) {
+        /* a free or quick-listed block, or the stale header of a block that
+         * has since merged with a free neighbour */
+        dmm__heap_report(h, DMM_ERR_DOUBLE_FREE, ptr, "block is already free");
+        return NULL;
+    }
+    nx = bat(b, s);
+    if (!bpused(nx)) {
+        dmm__heap_report(h, DMM_ERR_HEADER, ptr, "the next block does not know this block as used (header overwritten?)");
+        return NULL;
+    }
+    if (P_HARDEN(h) >= DMM_HARDEN_CANARY && *canary_slot(b) != canary_of(h, b)) {
+        dmm__heap_report(h, DMM_ERR_CANARY, ptr, "canary behind the block was overwritten (buffer overflow)");
+        return NULL;
+    }
+    if (!(hd & F_PUSED)) {
+        size_t pf = b->foot;
+        blk *pv = bprev(b);
+        if (pf < MINB || pf > (size_t)((char *)b - (char *)first) || (pf & F_MASK) || pv->head == 0 ||
+            bsize(pv) != pf || bused(pv)) {
+            dmm__heap_report(h, DMM_ERR_HEADER, ptr, "the previous block's size tag does not match it (overflow?)");
+            return NULL;
+        }
+    }
+    if (P_HARDEN(h) >= DMM_HARDEN_PARANOID) {
+        blk *c = first;
+        while (c < b && bsize(c))
+            c = bnext(c);
+        if (c != b) {
+            dmm__heap_report(h, DMM_ERR_INVALID_POINTER, ptr, "pointer is not the start of any block of its region");
+            return NULL;
+        }
+    }
+    return b;
+}
+
+/* Frees validated used block b. */
+static inline void free_block(dmm_heap *h, blk *b)
+{
+    size_t s = bsize(b);
+    st_sub_live(h, s, requested_of(h, b));
+    COUNT_OP(h, free_count);
+    if (P_POISON(h))
+        poison_fill(h, (char *)bpayload(b) + LINKS, bnext(b));
+    dmm_ann_free(bpayload(b), (char *)bnext(b) + WORD);
+    if (P_QUICK(h) && s <= h->quick_bmax &&
+        (h->cfg.quick_limit == 0 || h->quick_len[quick_index(s)] < h->cfg.quick_limit)) {
+        quick_push(h, b);
+        return;
+    }
+    b->head &= ~F_USED;
+    release_block(h, b, (char *)bnext(b));
+}
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * src/heap/engine/release.h - giving memory back: coalescing, the top
+ * block, quick lists and the deferred sweep.  Engine part (see variant.h).
+ */
+#ifndef DMM_ENGINE_RELEASE_H
+#define DMM_ENGINE_RELEASE_H
+
+#include "bins.h"
+
+static inline void poison_fill(dmm_heap *h, void *from, const void *to)
+{
+    if (P_POISON(h) && (const char *)to > (char *)from)
+        dmm_port_memset(from, (int)POISON_BYTE, (size_t)((const char *)to - (char *)from));
+}
+
+static inline bool can_merge(const dmm_heap *h, size_t a, size_t b)
+{
+    return h->cfg.coalesce_max == 0 || a + b <= h->cfg.coalesce_max;
+}
+
+/* b (not in any list; head = size | F_PUSED as it is, state bits clear)
+ * becomes free memory: under immediate coalescing merged with its free
+ * neighbours (and into the top block when it borders it), then inserted in
+ * its bin, or given back when it now spans a whole grown region.  `fresh`
+ * is where the bytes that still need poisoning start. */
+static inline void release_block(dmm_heap *h, blk *b, char *fresh)
+{
+    size_t s = bsize(b);
+    char *end = (char *)b + s;
+    char *fill_from = fresh;
+    bool top = false;
+    size_t old_top = 0;
+    if (P_COALESCE(h) == DMM_COALESCE_IMMEDIATE) {
+        blk *nx = bat(b, s);
+        if (btop(nx)) {
+            old_top = bsize(nx);
+            s += old_top;
+            top = true;
+            end = (char *)nx + HDR + LINKS; /* the rest of nx is poisoned already */
+        } else if (blisted(nx) && can_merge(h, s, bsize(nx)) && bin_remove(h, nx)) {
+            s += bsize(nx);
+            end = (char *)nx + HDR + LINKS;
+        }
+        /* coalesce_max bounds merges of listed blocks only; the top absorbs
+         * every free block before it, so none is ever left beside it */
+        while (!bpused(b)) {
+            blk *pv = bprev(b);
+            if (!blisted(pv) || !(top || can_merge(h, s, bsize(pv))) || !bin_remove(h, pv))
+                break;
+            s += bsize(pv);
+            fill_from = (char *)b;
+            b = pv;
+            if (!top)
+                break;
+        }
+    }
+    mark_free(b, s, top ? F_AUX : 0);
+    if (top)
+        h->st.top_bytes += s - old_top;
+    if (P_POISON(h)) {
+        char *lo = (char *)bpayload(b) + LINKS;
+        if (fill_from < lo)
+            fill_from = lo;
+        poison_fill(h, fill_from, end > (char *)bnext(b) ? (char *)bnext(b) : end);
+    }
+    if ((P_GROW(h) && h->cfg.release_empty && bpused(b) && dmm__region_release_if_empty(h, b)) || top)
+        return;
+    bin_insert(h, b);
+}
+
+/* Carves a block of s bytes from the start of a top block: the cached
+ * region's, else the first region whose top is large enough.  The
+ * remainder stays the top unless it is below a minimum block, in which case
+ * the whole top is taken. */
+static inline blk *carve_top(dmm_heap *h, size_t s)
+{
+    blk *t = rtop(h->top_r);
+    size_t ts;
+    if (!t || bsize(t) < s) {
+        region *r = dmm__region_with_top(h, s);
+        if (!r)
+            return NULL;
+        t = rtop(r);
+    }
+    ts = bsize(t);
+    if (ts - s >= MINB) {
+        blk *nt = bat(t, s);
+        nt->head = ts - s; /* F_PUSED is set when t becomes used */
+        mark_free(nt, ts - s, F_AUX);
+        t->head = s | (t->head & F_PUSED);
+        h->st.top_bytes -= s;
+    } else {
+        t->head = ts | (t->head & F_PUSED);
+        h->st.top_bytes -= ts;
+    }
+    dmm__note_extent(h);
+    return t;
+}
+
+/* ---- quick lists: exact-size LIFO stacks of blocks that stay "used" ---- */
+
+static inline unsigned quick_index(size_t s) { return (unsigned)((s - MINB) / GRAN); }
+
+static inline void quick_push(dmm_heap *h, blk *b)
+{
+    unsigned q = quick_index(bsize(b));
+    b->head |= F_AUX;
+    set_next(h, b, h->quick[q]);
+    h->quick[q] = b;
+    h->quick_len[q]++;
+}
+
+static inline blk *quick_pop(dmm_heap *h, size_t s)
+{
+    unsigned q;
+    blk *b;
+    if (s > h->quick_bmax)
+        return NULL;
+    q = quick_index(s);
+    b = h->quick[q];
+    if (!b)
+        return NULL;
+    h->quick[q] = follow(h, b, F_STATE, NULL);
+    h->quick_len[q]--;
+    st_steps(h, 1);
+    b->head &= ~F_AUX; /* used, as a quick block already is */
+    return b;
+}
+
+/* Gives every quick-list block back to the bins.  Returns true if any. */
+static inline bool quick_flush(dmm_heap *h)
+{
+    bool any = false;
+    for (unsigned q = 0; q < h->nquick; q++) {
+        blk *b = h->quick[q];
+        h->quick[q] = NULL;
+        h->quick_len[q] = 0;
+        while (b) {
+            blk *nx = follow(h, b, F_STATE, NULL);
+            b->head &= ~F_STATE;
+            release_block(h, b, (char *)bnext(b));
+            any = true;
+            b = nx;
+        }
+    }
+    return any;
+}
+
+/* Deferred coalescing: merge every run of adjacent free blocks (a run that
+ * reaches the top block joins it). */
+static inline void sweep(dmm_heap *h)
+{
+    region *r = h->regions;
+    h->st.sweep_count++;
+    while (r) {
+        region *rn = r->next; /* r may be released below */
+        blk *b = rfirst(r);
+        while (bsize(b) != 0) {
+            blk *c = bnext(b);
+            if (blisted(b) && !bused(c) && (btop(c) || can_merge(h, bsize(b), bsize(c))) && bin_remove(h, b)) {
+                size_t s = bsize(b), old_top = 0;
+                bool top = false;
+                while (!bused(c) && (btop(c) || can_merge(h, s, bsize(c)))) {
+                    size_t cs = bsize(c);
+                    top = btop(c);
+                    if (top)
+                        old_top = cs;
+                    else if (!bin_remove(h, c))
+                        break;
+                    poison_fill(h, c, (char *)c + HDR + LINKS);
+                    s += cs;
+                    c = bat(c, cs);
+                    if (top)
+                        break;
+                }
+                mark_free(b, s, top ? F_AUX : 0);
+                if (top)
+                    h->st.top_bytes += s - old_top;
+                if (P_GROW(h) && h->cfg.release_empty && bpused(b) && dmm__region_release_if_empty(h, b))
+                    break;
+                if (!top)
+                    bin_insert(h, b);
+            }
+            b = c;
+        }
+        r = rn;
+    }
+}
+
+#endif
