@@ -222,6 +222,11 @@ size_t dmm_heap_block_size(const dmm_heap_config *cfg, size_t request);
 /* Per-region overhead: region descriptor plus end sentinel, in bytes. */
 size_t dmm_heap_region_overhead(void);
 
+/* Bytes of h's control block as counted in its footprint: footprint =
+ * control overhead + the regions' sizes (an alignment gap before the
+ * control block in a misaligned first buffer is in neither).  O(1). */
+size_t dmm_heap_control_overhead(const dmm_heap *h);
+
 /* Creates a heap in buf[0, size).  buf need not be aligned.  The control
  * block is placed at the start and the rest becomes the first region.
  * Fails with DMM_E_NULL (out or buf NULL), DMM_E_CONFIG / DMM_E_UNSUPPORTED
@@ -327,7 +332,6 @@ dmm_heap_stats dmm_heap_get_stats(dmm_heap *h);
 
 /* The same snapshot without the walk: free_bytes and largest_free read 0.
  * O(1); cheap enough to sample at every new live peak. */
-#define DMM_HEAP_HAS_EXTENT 1
 dmm_heap_stats dmm_heap_get_counters(dmm_heap *h);
 
 /* Writes st as one JSON object, NUL-terminated, truncated to cap bytes.

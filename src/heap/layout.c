@@ -121,6 +121,8 @@ size_t dmm_heap_block_size(const dmm_heap_config *c, size_t request)
     return dmm__req2size(c, request);
 }
 
+size_t dmm_heap_control_overhead(const dmm_heap *h) { return h ? ctrl_bytes(h) : 0; }
+
 size_t dmm_heap_region_overhead(void) { return RHDR + HDR; }
 
 size_t dmm_heap_min_buffer(const dmm_heap_config *c)

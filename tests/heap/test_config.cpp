@@ -372,8 +372,9 @@ TEST(Sizes, BlockSizeOfARequestIsOneWordPlusPayloadRounded) {
     };
     for (size_t req : {0u, 1u, 8u, 24u, 25u, 40u, 100u, 1000u})
         EXPECT_EQ(dmm_heap_block_size(&c, req), expect(req)) << req;
-    if (sizeof(size_t) == 8)
+    if (sizeof(size_t) == 8) {
         EXPECT_EQ(dmm_heap_block_size(&c, 24), 32u);
+    }
     c.harden = DMM_HARDEN_CANARY;
     EXPECT_EQ(dmm_heap_block_size(&c, 24), expect(24 + W));
     EXPECT_EQ(dmm_heap_block_size(&c, SIZE_MAX - 8), 0u) << "overflow";

@@ -54,29 +54,8 @@ static void on_heap_error(void *ctx, const dmm_error *e)
         snprintf(b->last_error, sizeof b->last_error, "%s", e->message ? e->message : "heap error");
 }
 
-/* ---- memory sample: one walk ---- */
+/* ---- memory sample ---- */
 
-typedef struct walk_sum {
-    size_t used, listed, quick, top, total;
-    unsigned regions;
-} walk_sum;
-
-static int walk_cb(void *ctx, const dmm_heap_block_info *bi)
-{
-    walk_sum *w = ctx;
-    w->total += bi->block_size;
-    if (bi->region + 1u > w->regions)
-        w->regions = bi->region + 1u;
-    switch (bi->state) {
-    case DMM_BLOCK_USED: w->used += bi->block_size; break;
-    case DMM_BLOCK_FREE: w->listed += bi->block_size; break;
-    case DMM_BLOCK_QUICK: w->quick += bi->block_size; break;
-    case DMM_BLOCK_TOP: w->top += bi->block_size; break;
-    }
-    return 0;
-}
-
-#ifdef DMM_HEAP_HAS_EXTENT
 /* O(1): the heap keeps extent, top bytes and live block bytes itself. */
 static int dmmb_sample(rp_backend *rb, rp_mem *m)
 {
@@ -96,30 +75,6 @@ static int dmmb_sample(rp_backend *rb, rp_mem *m)
     m->rss = rp_rss_bytes();
     return 0;
 }
-#else
-static int dmmb_sample(rp_backend *rb, rp_mem *m)
-{
-    dmm_backend *b = (dmm_backend *)rb;
-    walk_sum w;
-    size_t footprint;
-    memset(&w, 0, sizeof w);
-    if (!b->h)
-        return -1;
-    if (dmm_heap_walk(b->h, walk_cb, &w) != 0)
-        return -1;
-    /* Regions are whole: footprint = control + sum over regions of
-     * (descriptor + blocks + sentinel). */
-    footprint = b->ctrl_bytes + w.total + (size_t)w.regions * dmm_heap_region_overhead();
-    m->regions = footprint;
-    m->footprint = footprint - w.top; /* the extent: what the heap has carved */
-    m->used = w.used;
-    m->used_known = 1;
-    m->meta = b->ctrl_bytes + (size_t)w.regions * dmm_heap_region_overhead();
-    m->meta_known = 1;
-    m->rss = rp_rss_bytes();
-    return 0;
-}
-#endif
 
 int dmmb_setup(dmm_backend *b, const char *spec, const dmm_heap_config *cfg, uint32_t threads, char *err,
                size_t cap)
@@ -145,13 +100,6 @@ int dmmb_setup(dmm_backend *b, const char *spec, const dmm_heap_config *cfg, uin
     }
     b->rb.sample = dmmb_sample;
     b->rb.bctx = b;
-#ifdef DMM_HEAP_HAS_EXTENT
-    b->rb.track_end = getenv("DMM_REPLAY_TRACK_END") != NULL; /* cross-check only */
-#else
-    b->rb.track_end = b->cfg.grow_granularity == 0;
-#endif
-    b->rb.tail_bytes = dmm_heap_block_overhead(&b->cfg) - DMM_HEAP_ALIGN;
-    b->rb.end_extra = DMM_HEAP_ALIGN; /* the region's end sentinel header */
     return 0;
 }
 
@@ -182,8 +130,6 @@ int dmmb_map(dmm_backend *b, size_t map, int prefault, char *err, size_t cap)
 int dmmb_init(dmm_backend *b, size_t size)
 {
     dmm_status st;
-    walk_sum w;
-    dmm_heap_stats hs;
     if (size > b->map_size)
         return DMM_E_RANGE;
     b->arena_size = size;
@@ -194,10 +140,7 @@ int dmmb_init(dmm_backend *b, size_t size)
         return st;
     }
     dmm_heap_as_allocator(b->h, &b->rb.a);
-    memset(&w, 0, sizeof w);
-    hs = dmm_heap_get_stats(b->h);
-    (void)dmm_heap_walk(b->h, walk_cb, &w);
-    b->ctrl_bytes = hs.footprint - w.total - (size_t)(w.regions ? w.regions : 1) * dmm_heap_region_overhead();
+    b->ctrl_bytes = dmm_heap_control_overhead(b->h);
     return DMM_OK;
 }
 

@@ -433,20 +433,6 @@ static int find_min_arena(dmm_backend *b, rp_plan *p, const opts *o, uint64_t st
             klo = k;
         }
     } else {
-        /* fixed bin range: tighten the upper bound with the generous run's
-         * extent high water, then bisect */
-        if (gr.ptr_extent_hw) {
-            uint64_t k = (gr.ptr_extent_hw + G - 1) / G;
-            if (k > klo && k < khi) {
-                rc = try_arena(b, p, (size_t)(k * G), o, NULL, &mr->replays);
-                if (rc < 0)
-                    goto out_err;
-                if (rc)
-                    khi = k;
-                else
-                    klo = k;
-            }
-        }
         rp_pass_result_free(&gr);
     }
     while (khi - klo > 1) {
@@ -462,9 +448,6 @@ static int find_min_arena(dmm_backend *b, rp_plan *p, const opts *o, uint64_t st
     mr->bytes = khi * G;
     mr->found = 1;
     return 0;
-out_err:
-    rp_pass_result_free(&gr);
-    return rc;
 }
 
 /* ---- output ---- */
@@ -874,20 +857,11 @@ int main(int argc, char **argv)
         double f3 = ratio(at.footprint, at.live), f4 = ratio(peak_fp, live_peak);
         int64_t internal = 0, external = 0;
         int have_int = 0, have_ext = 0;
-#ifdef DMM_HEAP_HAS_EXTENT
         if (is_dmm && have_hstats) {
             peak_fp = hstats.peak_extent;
             peak_method = "exact (heap statistics peak_extent)";
             f4 = ratio(peak_fp, live_peak);
         }
-#else
-        if (is_dmm && first.ptr_extent_hw) {
-            if (first.ptr_extent_hw > peak_fp)
-                peak_fp = first.ptr_extent_hw;
-            peak_method = "exact (pointer high water, single region)";
-            f4 = ratio(peak_fp, live_peak);
-        }
-#endif
         if (at.valid && at.used_known) {
             internal = (int64_t)at.used - (int64_t)at.live;
             have_int = 1;
@@ -1093,8 +1067,6 @@ int main(int argc, char **argv)
                 tj_u64(&j, "peak_footprint", peak_fp);
                 tj_str(&j, "peak_footprint_method", peak_method);
                 tj_u64(&j, "footprint_end", first.end.footprint);
-                if (first.ptr_extent_hw)
-                    tj_u64(&j, "pointer_extent_high_water", first.ptr_extent_hw);
                 if (is_dmm) {
                     tj_u64(&j, "arena", o.arena);
                     tj_u64(&j, "regions_peak", have_hstats ? hstats.peak_footprint : 0);

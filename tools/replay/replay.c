@@ -464,7 +464,6 @@ typedef struct thread_arg {
     const rp_op *ops;
     size_t n;
     rp_thread_result *res;
-    uintptr_t max_end;
     int oom;
 } thread_arg;
 
@@ -707,16 +706,6 @@ static void note_failed(thread_arg *ta, const rp_op *op)
         atomic_store(&c->stop, 1);
 }
 
-static inline void track_end(thread_arg *ta, void *p)
-{
-    rp_backend *b = ta->c->b;
-    if (b->track_end && p && b->a.usable_size) {
-        uintptr_t e = (uintptr_t)p + b->a.usable_size(b->a.ctx, p) + b->tail_bytes;
-        if (e > ta->max_end)
-            ta->max_end = e;
-    }
-}
-
 static void wait_for(pass_ctx *c, uint32_t thread, uint64_t count)
 {
     unsigned spins = 0;
@@ -805,7 +794,6 @@ static void run_stream(thread_arg *ta)
             }
             if (verify)
                 pat_fill(p, 0, op->size, slot_seed(op->slot));
-            track_end(ta, p);
             live_change(c, (int64_t)op->size);
             break;
         case DMM_T_REALLOC: {
@@ -855,7 +843,6 @@ static void run_stream(thread_arg *ta)
                 if (op->size > old)
                     pat_fill(p, old, op->size, slot_seed(op->slot));
             }
-            track_end(ta, p);
             live_change(c, (int64_t)op->size - (int64_t)old);
             break;
         }
@@ -1025,11 +1012,6 @@ int rp_run_pass(const rp_plan *p, rp_backend *b, const rp_pass_opts *o, rp_pass_
         r->nvcsw += r->thr[k].nvcsw;
         if (ta[k].oom)
             r->oom = 1;
-        if (b->track_end && ta[k].max_end) {
-            uint64_t e = (uint64_t)(ta[k].max_end - b->base) + b->end_extra;
-            if (e > r->ptr_extent_hw)
-                r->ptr_extent_hw = e;
-        }
         for (unsigned kk = 0; kk < RK_COUNT; kk++)
             if (rp_hist_merge(&r->merged[kk], &r->thr[k].h[kk]))
                 r->oom = 1;

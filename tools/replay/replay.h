@@ -102,12 +102,7 @@ typedef struct rp_backend {
      * thread while others allocate. */
     int (*sample)(struct rp_backend *b, rp_mem *m);
     void *bctx;
-    /* Pointer-derived extent high water (dmm single-region heaps): after
-     * every allocation end = p + usable_size(p) + tail_bytes is tracked;
-     * extent = max end - base + end_extra. */
-    int track_end;
     uintptr_t base;
-    size_t tail_bytes, end_extra;
     /* Samples are reported net of a baseline taken just before the replay
      * starts (system malloc: the replayer's own allocations). */
     int subtract_baseline;
@@ -165,7 +160,6 @@ typedef struct rp_pass_result {
     rp_mem baseline;           /* before the first op (subtracted when the
                                   backend asks for it) */
     uint64_t samples, sample_ns;
-    uint64_t ptr_extent_hw;    /* 0 when not tracked */
     int oom;                   /* the engine itself ran out of memory */
 } rp_pass_result;
 
