@@ -13,12 +13,13 @@
  * configuration"): the policy reads become constants and the compiler drops
  * the branches of every other policy.
  *
- * Block layout: every block starts with a two-word header
- *     [ prev_size | size + flags ]
- * and its size is a multiple of DMM_HEAP_ALIGN.  Payloads are aligned to
- * DMM_HEAP_ALIGN (2 * sizeof(size_t): 16 bytes on 64-bit, 8 on 32-bit).
- * Used blocks may carry tail words (a canary at hardening >= CANARY, the
- * requested size at statistics level FULL).
+ * Block layout: a used block costs one header word (size + flags) before
+ * its payload; the previous block's size is kept in the word before that
+ * only while the previous block is free (docs/heap.md, "Memory layout").
+ * Block sizes are multiples of DMM_HEAP_ALIGN and payloads are aligned to
+ * it (2 * sizeof(size_t): 16 bytes on 64-bit, 8 on 32-bit).  Used blocks
+ * may carry tail words (a canary at hardening >= CANARY, the requested size
+ * at statistics level FULL).
  *
  * Thread-safety: with lock kind NONE a heap must only be used by one thread
  * at a time.  With SPIN, MUTEX or USER every function below that takes a
@@ -105,10 +106,14 @@ typedef enum dmm_heap_stats_level {
 
 typedef enum dmm_heap_harden {
     DMM_HARDEN_OFF = 0, /* pointers handed back are trusted */
-    DMM_HARDEN_CHECKED, /* every pointer handed back is validated in O(r)
-                           before anything is written: foreign, misaligned,
-                           invalid (interior) pointers and double frees are
-                           reported through the error callback */
+    DMM_HARDEN_CHECKED, /* every pointer handed back is validated before
+                           anything is written (O(1) in the region used
+                           last, else O(r)): foreign, misaligned, invalid
+                           (interior) pointers, double frees and broken
+                           size tags are reported through the error
+                           callback; free-list links are stored XOR-ed with
+                           a per-heap key and validated before they are
+                           followed (a bad one is reported, never used) */
     DMM_HARDEN_CANARY,  /* + a canary word behind every used block, checked
                            on free/realloc and by the checker (overflow into
                            the next block is caught) */
@@ -282,8 +287,9 @@ void *dmm_heap_realloc_aligned(dmm_heap *h, void *ptr, size_t align, size_t size
 
 /* Returns a block to the heap; NULL is ignored.  With hardening on, a
  * pointer this heap did not hand out or a double free is reported and
- * nothing is written.  O(1) with LIFO/FIFO and doubly links (plus O(r) for
- * validation); O(n) with sorted ordering or singly links + coalescing. */
+ * nothing is written.  O(1) with LIFO/FIFO and doubly links (validation is
+ * O(1) in the region used last, else O(r)); O(n) with sorted ordering or
+ * singly links + coalescing. */
 void dmm_heap_free(dmm_heap *h, void *ptr);
 
 /* Bytes the caller may use at ptr (>= the size requested); 0 for NULL or an

@@ -128,6 +128,8 @@ struct dmm_heap {
     const dmm__heap_ops *ops; /* the variant chosen at init */
     uintptr_t link_key;       /* safe-linking secret (hardening >= CHECKED) */
     region *hint;             /* region of the last pointer looked up */
+    uintptr_t hint_lo;        /* its first block ... */
+    size_t hint_span;         /* ... and the bytes from there to its sentinel */
     region *top_r;            /* region the last carve came from */
     dmm_heap_config cfg;
     size_t tail_bytes;   /* tail words of a used block */
@@ -227,6 +229,13 @@ static inline size_t *req_slot(const dmm_heap *h, const blk *b)
     return (size_t *)(void *)((char *)bnext(b) - (h->cfg.harden >= DMM_HARDEN_CANARY ? WORD : 0u));
 }
 
+static inline void set_hint(dmm_heap *h, region *r)
+{
+    h->hint = r;
+    h->hint_lo = (uintptr_t)rfirst(r);
+    h->hint_span = (size_t)((uintptr_t)rsentinel(r) - h->hint_lo);
+}
+
 /* The region holding p, or NULL: O(1) when p is in the region of the last
  * look-up (always, for a heap of one region), else a walk of the regions. */
 region *dmm__region_find(dmm_heap *h, const void *p);
@@ -236,6 +245,14 @@ static inline region *region_of(dmm_heap *h, const void *p)
     if ((uintptr_t)p - (uintptr_t)r < r->size)
         return r;
     return dmm__region_find(h, p);
+}
+
+/* Is b a granule-aligned address from which a block could start in the
+ * region of the last look-up ([first block, sentinel))?  One compare: the
+ * fast path of every validation. */
+static inline bool in_hint(const dmm_heap *h, const void *b)
+{
+    return (uintptr_t)b - h->hint_lo < h->hint_span && ((uintptr_t)b & (GRAN - 1u)) == 0;
 }
 
 /* First byte in [q, end) that is not the poison pattern, or NULL.  Word at a

@@ -10,7 +10,7 @@ region *dmm__region_find(dmm_heap *h, const void *p)
 {
     for (region *r = h->regions; r; r = r->next)
         if ((uintptr_t)p - (uintptr_t)r < r->size) {
-            h->hint = r;
+            set_hint(h, r);
             return r;
         }
     return NULL;
@@ -49,7 +49,6 @@ void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
     r->next = h->regions;
     h->regions = r;
     h->nregions++;
-    h->hint = r;
     h->top_r = r;
     b = rfirst(r);
     b->foot = 0;
@@ -57,6 +56,7 @@ void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
     sen = rsentinel(r);
     sen->foot = bs;
     sen->head = F_USED;
+    set_hint(h, r);
     if (h->cfg.poison)
         dmm_port_memset((char *)bpayload(b) + LINKS, (int)POISON_BYTE,
                         (size_t)((char *)sen - ((char *)bpayload(b) + LINKS)));
@@ -106,7 +106,7 @@ bool dmm__region_release_if_empty(dmm_heap *h, blk *b)
     h->st.release_count++;
     /* the caches never name a released region; the first buffer's region
      * is never released, so h->regions is not empty */
-    h->hint = h->regions;
+    set_hint(h, h->regions);
     if (h->top_r == r)
         h->top_r = h->regions;
     dmm_port_pages_unmap(r, r->size);

@@ -147,16 +147,18 @@ static inline void set_prev(const dmm_heap *h, blk *b, blk *v) { *lprev(b) = lco
  * found inside a region. */
 static inline bool node_ok(dmm_heap *h, const blk *c, size_t want)
 {
-    region *r;
-    size_t hd, s;
-    if ((uintptr_t)c & (GRAN - 1u))
-        return false;
-    r = region_of(h, c);
-    if (!r || c < rfirst(r) || c >= rsentinel(r))
-        return false;
+    uintptr_t hi;
+    size_t hd;
+    if (in_hint(h, c)) {
+        hi = h->hint_lo + h->hint_span;
+    } else {
+        region *r;
+        if (((uintptr_t)c & (GRAN - 1u)) || !(r = region_of(h, c)) || c < rfirst(r) || c >= rsentinel(r))
+            return false;
+        hi = (uintptr_t)rsentinel(r);
+    }
     hd = c->head;
-    s = hd & ~F_MASK;
-    return (hd & F_STATE) == want && s >= MINB && s <= (size_t)((char *)rsentinel(r) - (char *)c);
+    return (hd & F_STATE) == want && (hd & ~F_MASK) >= MINB && (hd & ~F_MASK) <= hi - (uintptr_t)c;
 }
 
 /* The list successor of c, validated before anyone follows it when the

@@ -18,20 +18,25 @@ static inline blk *validate(dmm_heap *h, const void *ptr)
     size_t hd, s;
     if (!HARDENED(h))
         return bfrom(ptr);
-    if (!(r = region_of(h, ptr))) {
-        dmm__heap_report(h, DMM_ERR_FOREIGN_POINTER, ptr, "pointer is not inside any region of this heap");
-        return NULL;
-    }
-    if ((uintptr_t)ptr & (GRAN - 1u)) {
-        dmm__heap_report(h, DMM_ERR_MISALIGNED_POINTER, ptr, "pointer is not aligned like a block payload");
-        return NULL;
-    }
-    first = rfirst(r);
-    sen = rsentinel(r);
     b = bfrom(ptr);
-    if (b < first || b >= sen) {
-        dmm__heap_report(h, DMM_ERR_INVALID_POINTER, ptr, "pointer is not the start of a block");
-        return NULL;
+    if (in_hint(h, b)) {
+        first = (blk *)h->hint_lo;
+        sen = (blk *)(h->hint_lo + h->hint_span);
+    } else {
+        if (!(r = region_of(h, ptr))) {
+            dmm__heap_report(h, DMM_ERR_FOREIGN_POINTER, ptr, "pointer is not inside any region of this heap");
+            return NULL;
+        }
+        if ((uintptr_t)ptr & (GRAN - 1u)) {
+            dmm__heap_report(h, DMM_ERR_MISALIGNED_POINTER, ptr, "pointer is not aligned like a block payload");
+            return NULL;
+        }
+        first = rfirst(r);
+        sen = rsentinel(r);
+        if (b < first || b >= sen) {
+            dmm__heap_report(h, DMM_ERR_INVALID_POINTER, ptr, "pointer is not the start of a block");
+            return NULL;
+        }
     }
     hd = b->head;
     s = hd & ~F_MASK;
