@@ -7,8 +7,8 @@
  *            gaussian, fast, matmul: master-worker, one run each) replayed
  *            back to back on one heap (ids renumbered, nothing else changed)
  *   frag     fragmenting random mix: sizes log-uniform 8 B .. 16 KiB, random
- *            lifetimes, live population swinging 6 times between 500 and
- *            2500 objects (the shape of bench/workloads "fragment", from 8 B)
+ *            lifetimes, 40,000 alloc-or-free steps with the live population
+ *            walking randomly between 1,500 and 2,500 objects
  *   rbtree   a red-black-tree-sized node pool: 6,000 nodes of 24 B inserted
  *            with random keys, then 24,000 delete+insert steps (the node of
  *            a uniformly chosen live key dies, a new key is inserted), then
@@ -114,37 +114,34 @@ static int gen_kernels(wl_trace *t)
     return t->error ? -1 : 0;
 }
 
-/* frag: log-uniform 8 B .. 16 KiB, random lifetimes, swinging population. */
+/* frag: a steady random mix.  2,000 objects, then 40,000 steps that each
+ * allocate (log-uniform 8 B .. 16 KiB) or free a uniformly chosen live object
+ * with equal odds, the population kept between 1,500 and 2,500 (a random
+ * walk), then a drain in random order.  Unlike bench/workloads "fragment"
+ * (whose population swings, so coalescing recovers in every shrink phase),
+ * holes of every size stay scattered while the live set peaks. */
 static int gen_frag(wl_trace *t)
 {
-    enum { CYCLES = 6, LOW = 500, HIGH = 2500, MIN = 8, MAX = 16384 };
+    enum { RAMP = 2000, LOW = 1500, HIGH = 2500, STEPS = 40000, MIN = 8, MAX = 16384 };
     wl_rng r;
     wl_rng_seed(&r, WL_DEFAULT_SEED ^ 0xf7a9u);
     uint32_t *live = malloc(sizeof *live * (HIGH + 1));
     size_t n = 0;
     if (!live)
         return -1;
-    for (int cyc = 0; cyc < CYCLES && !t->error; cyc++) {
-        while (n < HIGH && !t->error) { /* grow: 3 allocations per free */
-            if (n > 0 && wl_rng_below(&r, 4) == 0) {
-                size_t k = (size_t)wl_rng_below(&r, n);
-                v2_push(t, WL_FREE, live[k], 0);
-                live[k] = live[--n];
-            } else {
-                live[n++] = v2_alloc(t, wl_rng_logu(&r, MIN, MAX));
-            }
-        }
-        while (n > LOW && !t->error) { /* shrink: 3 frees per allocation */
-            if (wl_rng_below(&r, 4) == 0) {
-                live[n++] = v2_alloc(t, wl_rng_logu(&r, MIN, MAX));
-            } else {
-                size_t k = (size_t)wl_rng_below(&r, n);
-                v2_push(t, WL_FREE, live[k], 0);
-                live[k] = live[--n];
-            }
+    while (n < RAMP)
+        live[n++] = v2_alloc(t, wl_rng_logu(&r, MIN, MAX));
+    for (size_t s = 0; s < STEPS && !t->error; s++) {
+        int alloc = n <= LOW ? 1 : n >= HIGH ? 0 : (int)wl_rng_below(&r, 2);
+        if (alloc) {
+            live[n++] = v2_alloc(t, wl_rng_logu(&r, MIN, MAX));
+        } else {
+            size_t k = (size_t)wl_rng_below(&r, n);
+            v2_push(t, WL_FREE, live[k], 0);
+            live[k] = live[--n];
         }
     }
-    while (n > 0 && !t->error) { /* drain in random order */
+    while (n > 0 && !t->error) {
         size_t k = (size_t)wl_rng_below(&r, n);
         v2_push(t, WL_FREE, live[k], 0);
         live[k] = live[--n];
@@ -206,7 +203,7 @@ typedef struct v2_workload {
 
 static const v2_workload workloads[] = {
     {"kernels", "integral + gaussian + fast + matmul (bench/workloads), one run each, back to back", gen_kernels},
-    {"frag", "log-uniform 8 B..16 KiB, random lifetimes, live set swinging 500..2500 (6 cycles)", gen_frag},
+    {"frag", "log-uniform 8 B..16 KiB, random lifetimes, 40,000 alloc-or-free steps, live set walking 1500..2500", gen_frag},
     {"rbtree", "6,000 live 24 B tree nodes: build, 24,000 delete+insert of random keys, post-order destroy", gen_rbtree},
 };
 #define N_WORKLOADS (sizeof workloads / sizeof workloads[0])
@@ -364,6 +361,7 @@ static void usage(FILE *f)
             "  --arena     arena size in bytes (suffix k or M allowed; default 64M)\n"
             "  --check     fill and verify every payload byte (slower; default checks\n"
             "              the first 8 and the last byte of each block)\n"
+            "  --no-prefault  do not write the arena before the replay (for callgrind)\n"
             "  --list      the workloads: ops, peak live bytes, largest request\n"
             "  --info      adapter name, description, compiler and flags\n"
             "Prints one line per workload: heap_v2<TAB>adapter=...<TAB>workload=...<TAB>status=...\n"
@@ -402,7 +400,7 @@ int main(int argc, char **argv)
 {
     const char *wsel = "all";
     size_t arena_size = DEFAULT_ARENA;
-    int full = 0, list = 0, info = 0;
+    int full = 0, list = 0, info = 0, prefault = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--workload") == 0 && i + 1 < argc)
@@ -414,6 +412,8 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(a, "--check") == 0)
             full = 1;
+        else if (strcmp(a, "--no-prefault") == 0)
+            prefault = 0;
         else if (strcmp(a, "--list") == 0)
             list = 1;
         else if (strcmp(a, "--info") == 0)
@@ -467,14 +467,17 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    /* One arena for every workload: aligned, prefaulted, never freed early. */
+    /* One arena for every workload: aligned, prefaulted (every page written
+     * before the first allocator call; --no-prefault skips that, which only
+     * saves time under callgrind, where page faults cost no instructions). */
     size_t alloc_size = (arena_size + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     unsigned char *arena = aligned_alloc(ARENA_ALIGN, alloc_size);
     if (!arena) {
         fprintf(stderr, "heap_v2: cannot allocate an arena of %zu bytes\n", arena_size);
         return 2;
     }
-    memset(arena, 0, alloc_size);
+    if (prefault)
+        memset(arena, 0, alloc_size);
 
     int exit_code = 0;
     for (size_t k = 0; k < N_WORKLOADS; k++) {
