@@ -370,11 +370,11 @@ size_t dmm_heap_config_format(const dmm_heap_config *c, char *buf, size_t cap)
 size_t dmm_heap_config_header(const dmm_heap_config *c, const char *name, char *buf, size_t cap)
 {
     return dmm_fields_header(heap_fields, COUNT(heap_fields), c, name,
-                             "a dmm heap configuration frozen at build time.  Written by\n"
-                             "dmm_heap_config_header (dmm-config header TEXT).  Policy fields become\n"
-                             "constants, sizes stay run-time values; a heap built with this header\n"
-                             "refuses configs whose policies differ (docs/heap.md, \"Freezing a\n"
-                             "configuration\").",
+                             "a dmm heap configuration frozen at build time\n"
+                             "(written by dmm_heap_config_header, e.g. dmm-config header TEXT).\n"
+                             "Policy fields become constants, sizes stay run-time values, and a heap\n"
+                             "built with this header refuses configs whose policies differ; see\n"
+                             "docs/heap.md, \"Freezing a configuration\".",
                              buf, cap);
 }
 
