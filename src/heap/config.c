@@ -37,10 +37,6 @@ static const char *const preset_names[] = {"dlmalloc", "tlsf", "halffit", "first
  * that fits entirely in padding would escape the size check; the C++ test
  * ConfigFields.ListCoversTheStruct counts the members.) */
 
-#define HF_TYPE_E(member, type) type
-#define HF_TYPE_B(member) bool
-#define HF_TYPE_N(KIND) DMM_HEAP_KIND_TYPE_##KIND
-
 #define HF_MIRROR_E(key, member, type, VALUES, def, fz, m, help) type member;
 #define HF_MIRROR_B(key, member, def, fz, m, help) bool member;
 #define HF_MIRROR_N(key, member, KIND, def, pmax, fz, m, help) DMM_HEAP_KIND_TYPE_##KIND member;
@@ -73,11 +69,11 @@ DMM_HEAP_CONFIG_FIELDS(HF_SAME_E, HF_SAME_B, HF_SAME_N, HF_SAME_R, HF_SAME_H)
 #define HF_MACRO_VALUE(name) "DMM_FROZEN_" name
 #define HF_MACRO_FIXED(name) "DMM_FROZEN_" name
 #define HF_MACRO_ONOFF(name) "DMM_FROZEN_" name
-#define HF_FZ(fz) DMM_FIELD_##fz##_KIND
-#define DMM_FIELD_RUNTIME_KIND DMM_FIELD_RUNTIME
-#define DMM_FIELD_VALUE_KIND DMM_FIELD_FROZEN_VALUE
-#define DMM_FIELD_FIXED_KIND DMM_FIELD_FROZEN_FIXED
-#define DMM_FIELD_ONOFF_KIND DMM_FIELD_FROZEN_ONOFF
+#define HF_FZ(fz) HF_FZ_##fz
+#define HF_FZ_RUNTIME DMM_FIELD_RUNTIME
+#define HF_FZ_VALUE DMM_FIELD_FROZEN_VALUE
+#define HF_FZ_FIXED DMM_FIELD_FROZEN_FIXED
+#define HF_FZ_ONOFF DMM_FIELD_FROZEN_ONOFF
 
 #define HF_DESC_E(key, member, type, VALUES, def, fz, m, help)                                              \
     DMM_FIELD_ENUM_INIT(dmm_heap_config, member, #key, key##_names, key##_consts, HF_FZ(fz), HF_MACRO_##fz(#m), help),
