@@ -208,6 +208,28 @@ dmm_status dmm_heap_config_parse(const char *text, dmm_heap_config *cfg, const c
  * the NUL), like snprintf. */
 size_t dmm_heap_config_format(const dmm_heap_config *cfg, char *buf, size_t cap);
 
+/* Writes a header that freezes cfg at build time (docs/heap.md, "Freezing a
+ * configuration"): a comment with `name` (may be NULL) and cfg's text form,
+ * then one "#define DMM_FROZEN_<FIELD> VALUE" per frozen field (ORG, SL_BITS,
+ * EXACT_MAX, LINKS, ORDER, FIT, SPLIT, COALESCE, QUICK_MAX, LOCK, STATS,
+ * HARDEN, POISON, GROW_GRANULARITY), enum values as their constant names.
+ * NUL-terminated, truncated to cap bytes; returns the length the full text
+ * needs, like snprintf.  Writes "" and returns 0 when cfg is NULL or a field
+ * is out of range; the cross-field rules are not checked (call
+ * dmm_heap_config_check first).  The configs/frozen/ headers are its output
+ * (tools: dmm-config header). */
+size_t dmm_heap_config_header(const dmm_heap_config *cfg, const char *name, char *buf, size_t cap);
+
+/* Writes the configuration's field list as JSON, NUL-terminated, truncated
+ * to cap bytes, returning the length the full text needs:
+ *   {"component":"heap","fields":[{"name":"org","kind":"enum",
+ *    "values":["single",...],"default":"tlsf","frozen":"fixed",
+ *    "macro":"DMM_FROZEN_ORG","help":"..."},...],"presets":[...]}
+ * Numbers have "max" (largest valid) and "parse_max" (largest the text
+ * form reads) instead of "values"; "frozen" is runtime, value, fixed or
+ * onoff.  Front ends read it instead of keeping their own tables. */
+size_t dmm_heap_config_fields_json(char *buf, size_t cap);
+
 /* Smallest buffer dmm_heap_init accepts for cfg and bin range max_block_log2
  * (0 = the smallest range), with room for one smallest block; 0 if cfg is
  * invalid.  Misaligned buffers need up to DMM_HEAP_ALIGN - 1 bytes more. */

@@ -1,7 +1,8 @@
 """`dmmkit generate`: a chosen configuration as a ready-to-link allocator.
 
 Writes DIR/dmm_config.h (the configuration frozen with DMM_FROZEN_* macros,
-made from the heap's own normalised text of it), DIR/dmm_config_malloc.h
+written by the C library itself through `dmm-config header`, so this module
+keeps no table of fields or macros), DIR/dmm_config_malloc.h
 (the same policies plus growth, for the malloc library), the malloc shim, a
 copy of the heap sources, a CMakeLists.txt and a README; builds
 libdmmgen.a and libdmmgen_malloc.so; and, with --trace, replays the trace on
@@ -22,31 +23,26 @@ from pathlib import Path
 from rich.table import Table
 
 from .allocators import PRESETS
-from .errors import RUNTIME, DmmkitError
+from .errors import BAD_INPUT, RUNTIME, DmmkitError
 from .measure import timing_figures
-from .tools import Tools, check_configs, first_error_line, replay_json, validate_trace
+from .tools import Tools, check_configs, first_error_line, replay_json, run, validate_trace
 from .ui import console, fmt_num, fmt_ratio, progress
 
-ENUMS = {
-    "org": ("DMM_FROZEN_ORG", {"single": "DMM_ORG_SINGLE", "exact": "DMM_ORG_SEG_EXACT",
-                               "geometric": "DMM_ORG_SEG_GEOMETRIC", "tlsf": "DMM_ORG_TLSF"}),
-    "links": ("DMM_FROZEN_LINKS", {"singly": "DMM_LINKS_SINGLY", "doubly": "DMM_LINKS_DOUBLY"}),
-    "order": ("DMM_FROZEN_ORDER", {"lifo": "DMM_ORDER_LIFO", "fifo": "DMM_ORDER_FIFO",
-                                   "address": "DMM_ORDER_ADDRESS", "size": "DMM_ORDER_SIZE"}),
-    "fit": ("DMM_FROZEN_FIT", {"first": "DMM_FIT_FIRST", "next": "DMM_FIT_NEXT", "best": "DMM_FIT_BEST",
-                               "exact": "DMM_FIT_EXACT", "good": "DMM_FIT_GOOD"}),
-    "coalesce": ("DMM_FROZEN_COALESCE", {"off": "DMM_COALESCE_OFF", "immediate": "DMM_COALESCE_IMMEDIATE",
-                                         "deferred": "DMM_COALESCE_DEFERRED"}),
-    "lock": ("DMM_FROZEN_LOCK", {"none": "DMM_LOCK_NONE", "spin": "DMM_LOCK_SPIN", "mutex": "DMM_LOCK_MUTEX",
-                                 "user": "DMM_LOCK_USER"}),
-    "stats": ("DMM_FROZEN_STATS", {"off": "DMM_STATS_OFF", "counters": "DMM_STATS_COUNTERS",
-                                   "full": "DMM_STATS_FULL"}),
-    "harden": ("DMM_FROZEN_HARDEN", {"off": "DMM_HARDEN_OFF", "checked": "DMM_HARDEN_CHECKED",
-                                     "canary": "DMM_HARDEN_CANARY", "paranoid": "DMM_HARDEN_PARANOID"}),
-}
-BOOLS = {"split": "DMM_FROZEN_SPLIT", "poison": "DMM_FROZEN_POISON"}
-SIZES = {"quick_max": "DMM_FROZEN_QUICK_MAX", "sl_bits": "DMM_FROZEN_SL_BITS", "exact_max": "DMM_FROZEN_EXACT_MAX",
-         "grow": "DMM_FROZEN_GROW_GRANULARITY"}
+CONFIG_TOOL = "dmm-config"
+
+
+def config_tool(tools: Tools) -> Path:
+    """dmm-config, found like the other native tools: next to dmm-replay
+    (the --tools-dir / DMMKIT_TOOLS / build tree that find_tools chose),
+    else on PATH."""
+    cand = tools.replay.parent / CONFIG_TOOL
+    if cand.is_file() and os.access(cand, os.X_OK):
+        return cand
+    found = shutil.which(CONFIG_TOOL)
+    if found:
+        return Path(found).resolve()
+    raise DmmkitError(f"native tool {CONFIG_TOOL} not found (looked next to {tools.replay} and on PATH); build it "
+                      "with: cmake --build --preset release --target dmm-config", BAD_INPUT)
 
 
 def parse_config_text(text: str) -> dict[str, str]:
@@ -58,33 +54,17 @@ def parse_config_text(text: str) -> dict[str, str]:
     return kv
 
 
-def _size(v: str) -> int:
-    m = re.fullmatch(r"(\d+)([kmgKMG]?)", v)
-    if not m:
-        raise DmmkitError(f"cannot read size {v!r} in the config text")
-    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
-
-
-def frozen_header(config: str, ident: str, name: str) -> str:
-    """The DMM_FROZEN_* header for a normalised config (the format of
-    configs/frozen/*.h; the macros src/heap/heap_internal.h reads)."""
-    kv = parse_config_text(config)
-    lines = [f"/* dmm_config.h - written by `dmmkit generate`: configuration {ident} ({name})",
-             " * frozen at build time.  Policy fields become constants (see docs/heap.md,",
-             " * \"Freezing a configuration\"); sizes stay run-time values.  A heap built",
-             " * with this header refuses configs whose policies differ. */",
-             "#ifndef DMMGEN_CONFIG_H", "#define DMMGEN_CONFIG_H"]
-    for key, (macro, table) in ENUMS.items():
-        if key not in kv or kv[key] not in table:
-            raise DmmkitError(f"config text lacks a known {key}= value: {config}", RUNTIME)
-        lines.append(f"#define {macro} {table[kv[key]]}")
-    for key, macro in BOOLS.items():
-        lines.append(f"#define {macro} {1 if kv.get(key) == 'on' else 0}")
-    for key, macro in SIZES.items():
-        lines.append(f"#define {macro} {_size(kv.get(key, '0'))}")
-    lines.append(f'#define DMMGEN_ID "{ident}"')
-    lines.append(f'#define DMMGEN_CONFIG "{config}"')
-    lines.append("#endif")
+def frozen_header(tools: Tools, config: str, ident: str, name: str) -> str:
+    """The DMM_FROZEN_* header for a config, as the C library writes it
+    (`dmm-config header`, the format of configs/frozen/*.h: the macros
+    src/heap/heap_internal.h reads), plus DMMGEN_ID / DMMGEN_CONFIG."""
+    res = run([str(config_tool(tools)), "header", config, "--name",
+               f"dmm_config.h: configuration {ident} ({name}),\nwritten by `dmmkit generate`"], timeout=60)
+    if res.returncode != 0 or "#define DMM_FROZEN_ORG" not in res.stdout:
+        raise DmmkitError(f"{CONFIG_TOOL} header refused the config {config!r}: "
+                          f"{first_error_line(res.stderr) or res.returncode}", RUNTIME)
+    lines = ["#ifndef DMMGEN_CONFIG_H", "#define DMMGEN_CONFIG_H", res.stdout.rstrip("\n"),
+             f'#define DMMGEN_ID "{ident}"', f'#define DMMGEN_CONFIG "{config}"', "#endif"]
     return "\n".join(lines) + "\n"
 
 
@@ -256,7 +236,7 @@ def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, resu
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise DmmkitError(f"cannot create {outdir}: {e.strerror}")
-    (out / "dmm_config.h").write_text(frozen_header(config, ident, name))
+    (out / "dmm_config.h").write_text(frozen_header(tools, config, ident, name))
     (out / "dmm_config_malloc.h").write_text(malloc_header(config_malloc, grow, initial))
     (out / "dmm_malloc_shim.c").write_text(_template("dmm_malloc_shim.c"))
     (out / "CMakeLists.txt").write_text(_template("CMakeLists.txt.in").replace("@ID@", ident).replace("@NAME@", name))

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct dmm_text {
     char *buf;
     size_t cap;
@@ -29,4 +33,7 @@ int dmm_token_eq(const char *s, size_t n, const char *word);
  * 2^10/2^20/2^30); 0 on success, -1 on syntax error or overflow. */
 int dmm_parse_size(const char *s, size_t n, uint64_t *out);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

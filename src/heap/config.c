@@ -1,57 +1,105 @@
 /*
  * src/heap/config.c - the configuration space: defaults, presets,
- * validation, text form, and the sizes derived from a configuration.
+ * validation, text form, frozen header.  Per-field code is generated from
+ * the field list in heap_fields.h; the presets and the cross-field rules
+ * are written out here.
  */
+#include "../core/fields.h"
 #include "../core/text.h"
+#include "heap_fields.h"
 #include "heap_internal.h"
-
-/* ---- names ------------------------------------------------------------ */
-
-static const char *const org_names[] = {"single", "exact", "geometric", "tlsf"};
-static const char *const links_names[] = {"singly", "doubly"};
-static const char *const order_names[] = {"lifo", "fifo", "address", "size"};
-static const char *const fit_names[] = {"first", "next", "best", "exact", "good"};
-static const char *const coalesce_names[] = {"off", "immediate", "deferred"};
-static const char *const lock_names[] = {"none", "spin", "mutex", "user"};
-static const char *const stats_names[] = {"off", "counters", "full"};
-static const char *const harden_names[] = {"off", "checked", "canary", "paranoid"};
-static const char *const policy_names[] = {"report", "abort"};
-static const char *const bool_names[] = {"off", "on"};
-static const char *const preset_names[] = {"dlmalloc", "tlsf", "halffit", "firstfit", "p2012"};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* ---- value names, from the value lists -------------------------------------- */
+
+#define HF_V_NAME(L, name, c) #name,
+#define HF_V_CONST(L, name, c) #c,
+#define HF_V_IDX(L, name, c) hf_idx_##L##_##name,
+#define HF_V_ASSERT(L, name, c)                                                                              \
+    _Static_assert((int)(c) == (int)hf_idx_##L##_##name, #c " must equal its index in DMM_HEAP_" #L "_VALUES");
+
+#define HF_E(key, member, type, VALUES, def, fz, m, help)                                                   \
+    static const char *const key##_names[] = {DMM_HEAP_##VALUES##_VALUES(HF_V_NAME)};                        \
+    static const char *const key##_consts[] = {DMM_HEAP_##VALUES##_VALUES(HF_V_CONST)};                      \
+    enum { DMM_HEAP_##VALUES##_VALUES(HF_V_IDX) hf_idx_##VALUES##_count };                                   \
+    DMM_HEAP_##VALUES##_VALUES(HF_V_ASSERT)
+#define HF_NONE(...)
+DMM_HEAP_CONFIG_FIELDS(HF_E, HF_NONE, HF_NONE, HF_NONE, HF_NONE)
+#undef HF_E
+
+static const char *const preset_names[] = {"dlmalloc", "tlsf", "halffit", "firstfit", "p2012"};
+
+/* ---- the list against the public struct ------------------------------------------
+ * A struct laid out from the list must have the same size as dmm_heap_config
+ * and every member the same offset, size and type: a member added to one and
+ * not to the other, reordered or retyped, fails the build here.  (A member
+ * that fits entirely in padding would escape the size check; the C++ test
+ * ConfigFields.ListCoversTheStruct counts the members.) */
+
+#define HF_MIRROR_E(key, member, type, VALUES, def, fz, m, help) type member;
+#define HF_MIRROR_B(key, member, def, fz, m, help) bool member;
+#define HF_MIRROR_N(key, member, KIND, def, pmax, fz, m, help) DMM_HEAP_KIND_TYPE_##KIND member;
+#define HF_MIRROR_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help) DMM_HEAP_KIND_TYPE_##KIND member;
+#define HF_MIRROR_H(member, type) type member;
+struct hf_mirror {
+    DMM_HEAP_CONFIG_FIELDS(HF_MIRROR_E, HF_MIRROR_B, HF_MIRROR_N, HF_MIRROR_R, HF_MIRROR_H)
+};
+_Static_assert(sizeof(struct hf_mirror) == sizeof(dmm_heap_config),
+               "DMM_HEAP_CONFIG_FIELDS and dmm_heap_config differ (a member missing from one of them?)");
+
+#define HF_MEMBER(member) (((dmm_heap_config *)0)->member)
+#define HF_SAME(member, type)                                                                                \
+    _Static_assert(offsetof(dmm_heap_config, member) == offsetof(struct hf_mirror, member) &&                \
+                       sizeof(HF_MEMBER(member)) == sizeof(type) && _Generic(HF_MEMBER(member), type: 1, default: 0), \
+                   "dmm_heap_config." #member ": offset, size or type differs from DMM_HEAP_CONFIG_FIELDS");
+#define HF_SAME_E(key, member, type, VALUES, def, fz, m, help) HF_SAME(member, type)
+#define HF_SAME_B(key, member, def, fz, m, help) HF_SAME(member, bool)
+#define HF_SAME_N(key, member, KIND, def, pmax, fz, m, help) HF_SAME(member, DMM_HEAP_KIND_TYPE_##KIND)
+#define HF_SAME_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help) HF_SAME(member, DMM_HEAP_KIND_TYPE_##KIND)
+#define HF_SAME_H(member, type)                                                                              \
+    _Static_assert(offsetof(dmm_heap_config, member) == offsetof(struct hf_mirror, member) &&                \
+                       sizeof(HF_MEMBER(member)) == sizeof(type),                                             \
+                   "dmm_heap_config." #member ": offset or size differs from DMM_HEAP_CONFIG_FIELDS");
+DMM_HEAP_CONFIG_FIELDS(HF_SAME_E, HF_SAME_B, HF_SAME_N, HF_SAME_R, HF_SAME_H)
+
+/* ---- the descriptor table ------------------------------------------------------ */
+
+#define HF_MACRO_RUNTIME(name) NULL
+#define HF_MACRO_VALUE(name) "DMM_FROZEN_" name
+#define HF_MACRO_FIXED(name) "DMM_FROZEN_" name
+#define HF_MACRO_ONOFF(name) "DMM_FROZEN_" name
+#define HF_FZ(fz) HF_FZ_##fz
+#define HF_FZ_RUNTIME DMM_FIELD_RUNTIME
+#define HF_FZ_VALUE DMM_FIELD_FROZEN_VALUE
+#define HF_FZ_FIXED DMM_FIELD_FROZEN_FIXED
+#define HF_FZ_ONOFF DMM_FIELD_FROZEN_ONOFF
+
+#define HF_DESC_E(key, member, type, VALUES, def, fz, m, help)                                              \
+    DMM_FIELD_ENUM_INIT(dmm_heap_config, member, #key, key##_names, key##_consts, HF_FZ(fz), HF_MACRO_##fz(#m), help),
+#define HF_DESC_B(key, member, def, fz, m, help)                                                             \
+    DMM_FIELD_BOOL_INIT(dmm_heap_config, member, #key, HF_FZ(fz), HF_MACRO_##fz(#m), help),
+#define HF_DESC_N(key, member, KIND, def, pmax, fz, m, help)                                                 \
+    DMM_FIELD_NUM_INIT(dmm_heap_config, member, #key, DMM_FIELD_##KIND, pmax, pmax, NULL, HF_FZ(fz),         \
+                       HF_MACRO_##fz(#m), help),
+#define HF_DESC_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help)                                      \
+    DMM_FIELD_NUM_INIT(dmm_heap_config, member, #key, DMM_FIELD_##KIND, pmax, cmax, msg, HF_FZ(fz),          \
+                       HF_MACRO_##fz(#m), help),
+static const dmm_field heap_fields[] = {
+    DMM_HEAP_CONFIG_FIELDS(HF_DESC_E, HF_DESC_B, HF_DESC_N, HF_DESC_R, HF_NONE)
+};
+
 /* ---- defaults and presets -------------------------------------------- */
+
+#define HF_DEF_E(key, member, type, VALUES, def, fz, m, help) c.member = (type)(def);
+#define HF_DEF_B(key, member, def, fz, m, help) c.member = (def);
+#define HF_DEF_N(key, member, KIND, def, pmax, fz, m, help) c.member = (DMM_HEAP_KIND_TYPE_##KIND)(def);
+#define HF_DEF_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help) c.member = (DMM_HEAP_KIND_TYPE_##KIND)(def);
 
 static dmm_heap_config base_config(void)
 {
-    dmm_heap_config c;
-    c.org = DMM_ORG_TLSF;
-    c.sl_bits = 4;
-    c.exact_max = 256;
-    c.links = DMM_LINKS_DOUBLY;
-    c.order = DMM_ORDER_LIFO;
-    c.fit = DMM_FIT_GOOD;
-    c.split = true;
-    c.split_min = 0;
-    c.coalesce = DMM_COALESCE_IMMEDIATE;
-    c.coalesce_max = 0;
-    c.quick_max = 0;
-    c.quick_limit = 0;
-    c.lock = DMM_LOCK_NONE;
-    c.lock_hooks.lock = NULL;
-    c.lock_hooks.unlock = NULL;
-    c.lock_hooks.ctx = NULL;
-    c.stats = DMM_STATS_COUNTERS;
-    c.harden = DMM_HARDEN_CHECKED;
-    c.poison = false;
-    c.on_error = DMM_ON_ERROR_REPORT;
-    c.error_fn = NULL;
-    c.error_ctx = NULL;
-    c.grow_granularity = 0;
-    c.release_empty = false;
-    c.max_block_log2 = 0;
-    c.cookie = 0;
+    dmm_heap_config c = {0}; /* the H members (hooks, callbacks): NULL */
+    DMM_HEAP_CONFIG_FIELDS(HF_DEF_E, HF_DEF_B, HF_DEF_N, HF_DEF_R, HF_NONE)
     return c;
 }
 
@@ -119,23 +167,17 @@ dmm_status dmm_heap_preset_from_name(const char *name, dmm_heap_preset *out)
 /* Validation returns a code; only dmm_heap_config_check turns it into a
  * sentence, so a firmware that never asks for the reason links none of the
  * text (init validates through dmm__config_verdict). */
+/* Per-field verdicts come from the list (V_F_<key>, one per E and R entry,
+ * in list order); the cross-field ones follow. */
+#define HF_VERDICT_E(key, member, type, VALUES, def, fz, m, help) V_F_##key,
+#define HF_VERDICT_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help) V_F_##key,
 enum verdict {
     V_OK = 0,
     V_NULL,
-    V_ORG,
-    V_LINKS,
-    V_ORDER,
-    V_FIT,
-    V_COALESCE,
-    V_LOCK,
-    V_STATS,
-    V_HARDEN,
-    V_ON_ERROR,
-    V_SL_BITS,
+    DMM_HEAP_CONFIG_FIELDS(HF_VERDICT_E, HF_NONE, HF_NONE, HF_VERDICT_R, HF_NONE)
     V_EXACT_MAX,
     V_NEXT_FIT,
     V_GOOD_FIT,
-    V_QUICK_MAX,
     V_QUICK_LIMIT,
     V_COALESCE_MAX_OFF,
     V_COALESCE_MAX_SMALL,
@@ -148,23 +190,15 @@ enum verdict {
     V_COUNT
 };
 
+#define HF_TEXT_E(key, member, type, VALUES, def, fz, m, help) [V_F_##key] = #key " out of range",
+#define HF_TEXT_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help) [V_F_##key] = msg,
 static const char *const verdict_text[V_COUNT] = {
     [V_OK] = NULL,
     [V_NULL] = "config is NULL",
-    [V_ORG] = "org out of range",
-    [V_LINKS] = "links out of range",
-    [V_ORDER] = "order out of range",
-    [V_FIT] = "fit out of range",
-    [V_COALESCE] = "coalesce out of range",
-    [V_LOCK] = "lock out of range",
-    [V_STATS] = "stats out of range",
-    [V_HARDEN] = "harden out of range",
-    [V_ON_ERROR] = "on_error out of range",
-    [V_SL_BITS] = "sl_bits must be 0..5",
+    DMM_HEAP_CONFIG_FIELDS(HF_TEXT_E, HF_NONE, HF_NONE, HF_TEXT_R, HF_NONE)
     [V_EXACT_MAX] = "exact_max must be a power of two between 4*DMM_HEAP_ALIGN and 65536",
     [V_NEXT_FIT] = "next fit needs a single free list (org=single)",
     [V_GOOD_FIT] = "good fit needs segregated bins (org exact, geometric or tlsf)",
-    [V_QUICK_MAX] = "quick_max must be at most 4096 bytes",
     [V_QUICK_LIMIT] = "quick_limit set without quick lists (quick_max=0)",
     [V_COALESCE_MAX_OFF] = "coalesce_max set while coalescing is off",
     [V_COALESCE_MAX_SMALL] = "coalesce_max is smaller than two minimum blocks",
@@ -176,30 +210,32 @@ static const char *const verdict_text[V_COUNT] = {
     [V_FROZEN] = "config differs from the one this library was frozen to",
 };
 
+/* The range checks are generated as code, not as a walk over heap_fields:
+ * init validates through here, and a firmware that only calls init and
+ * malloc then links neither the table nor its strings. */
+#define HF_CHECK_E(key, member, type, VALUES, def, fz, m, help)                                             \
+    if ((unsigned)c->member >= COUNT(key##_names))                                                           \
+        return V_F_##key;
+#define HF_CHECK_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help)                                     \
+    if (c->member > (cmax))                                                                                  \
+        return V_F_##key;
+
+/* A frozen build accepts only configs whose policy fields match. */
+#define HF_FROZEN_RUNTIME(member, type, macro)
+#define HF_FROZEN_VALUE(member, type, macro)
+#define HF_FROZEN_FIXED(member, type, macro) || c->member != (type)(macro)
+#define HF_FROZEN_ONOFF(member, type, macro) || (c->member != 0) != ((macro) != 0)
+#define HF_FZCHK_E(key, member, type, VALUES, def, fz, m, help) HF_FROZEN_##fz(member, type, DMM_FROZEN_##m)
+#define HF_FZCHK_B(key, member, def, fz, m, help) HF_FROZEN_##fz(member, bool, DMM_FROZEN_##m)
+#define HF_FZCHK_N(key, member, KIND, def, pmax, fz, m, help) HF_FROZEN_##fz(member, DMM_HEAP_KIND_TYPE_##KIND, DMM_FROZEN_##m)
+#define HF_FZCHK_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help)                                     \
+    HF_FROZEN_##fz(member, DMM_HEAP_KIND_TYPE_##KIND, DMM_FROZEN_##m)
+
 static unsigned verdict_of(const dmm_heap_config *c)
 {
     if (!c)
         return V_NULL;
-    if ((unsigned)c->org >= COUNT(org_names))
-        return V_ORG;
-    if ((unsigned)c->links >= COUNT(links_names))
-        return V_LINKS;
-    if ((unsigned)c->order >= COUNT(order_names))
-        return V_ORDER;
-    if ((unsigned)c->fit >= COUNT(fit_names))
-        return V_FIT;
-    if ((unsigned)c->coalesce >= COUNT(coalesce_names))
-        return V_COALESCE;
-    if ((unsigned)c->lock >= COUNT(lock_names))
-        return V_LOCK;
-    if ((unsigned)c->stats >= COUNT(stats_names))
-        return V_STATS;
-    if ((unsigned)c->harden >= COUNT(harden_names))
-        return V_HARDEN;
-    if ((unsigned)c->on_error >= COUNT(policy_names))
-        return V_ON_ERROR;
-    if (c->sl_bits > 5)
-        return V_SL_BITS;
+    DMM_HEAP_CONFIG_FIELDS(HF_CHECK_E, HF_NONE, HF_NONE, HF_CHECK_R, HF_NONE)
     if (c->org == DMM_ORG_SEG_EXACT &&
         (!dmm_is_pow2(c->exact_max) || c->exact_max < 4 * GRAN || c->exact_max > ((size_t)1 << 16)))
         return V_EXACT_MAX;
@@ -207,8 +243,6 @@ static unsigned verdict_of(const dmm_heap_config *c)
         return V_NEXT_FIT;
     if (c->fit == DMM_FIT_GOOD && c->org == DMM_ORG_SINGLE)
         return V_GOOD_FIT;
-    if (c->quick_max > 4096)
-        return V_QUICK_MAX;
     if (c->quick_max == 0 && c->quick_limit != 0)
         return V_QUICK_LIMIT;
     if (c->coalesce == DMM_COALESCE_OFF && c->coalesce_max != 0)
@@ -219,6 +253,8 @@ static unsigned verdict_of(const dmm_heap_config *c)
         return V_USER_LOCK;
     if (c->release_empty && c->grow_granularity == 0)
         return V_RELEASE_EMPTY;
+    /* 0, or from one above the smallest block's log2 to the word size:
+     * the lower bound depends on the platform, so it is not in the list */
     if (c->max_block_log2 != 0 &&
         (c->max_block_log2 < dmm_log2_floor(MINB) + 1u || c->max_block_log2 > DMM_WORD_BITS - 1u))
         return V_MAX_BLOCK;
@@ -227,12 +263,7 @@ static unsigned verdict_of(const dmm_heap_config *c)
     if (c->grow_granularity != 0 && dmm_port_page_size() == 0)
         return V_GROW;
 #if DMM_HEAP_FROZEN
-    if (c->org != DMM_FROZEN_ORG || c->links != DMM_FROZEN_LINKS || c->order != DMM_FROZEN_ORDER ||
-        c->fit != DMM_FROZEN_FIT || c->split != (bool)DMM_FROZEN_SPLIT || c->coalesce != DMM_FROZEN_COALESCE ||
-        (c->quick_max != 0) != (DMM_FROZEN_QUICK_MAX != 0) || c->lock != DMM_FROZEN_LOCK ||
-        c->stats != DMM_FROZEN_STATS || c->harden != DMM_FROZEN_HARDEN ||
-        c->poison != (bool)DMM_FROZEN_POISON ||
-        (c->grow_granularity != 0) != (DMM_FROZEN_GROW_GRANULARITY != 0))
+    if (0 DMM_HEAP_CONFIG_FIELDS(HF_FZCHK_E, HF_FZCHK_B, HF_FZCHK_N, HF_FZCHK_R, HF_NONE))
         return V_FROZEN;
 #endif
     return V_OK;
@@ -262,131 +293,64 @@ dmm_status dmm_heap_config_check(const dmm_heap_config *c, const char **reason)
 int dmm_heap_is_frozen(void) { return DMM_HEAP_FROZEN; }
 
 
+/* ---- the frozen build's default ---------------------------------------------- */
+
+#if DMM_HEAP_FROZEN
+#define HF_FZSET_RUNTIME(member, type, macro)
+#define HF_FZSET_VALUE(member, type, macro) c.member = (type)(macro);
+#define HF_FZSET_FIXED(member, type, macro) c.member = (type)(macro);
+#define HF_FZSET_ONOFF(member, type, macro) c.member = (type)(macro);
+#define HF_FZDEF_E(key, member, type, VALUES, def, fz, m, help) HF_FZSET_##fz(member, type, DMM_FROZEN_##m)
+#define HF_FZDEF_B(key, member, def, fz, m, help) HF_FZSET_##fz(member, bool, DMM_FROZEN_##m)
+#define HF_FZDEF_N(key, member, KIND, def, pmax, fz, m, help) HF_FZSET_##fz(member, DMM_HEAP_KIND_TYPE_##KIND, DMM_FROZEN_##m)
+#define HF_FZDEF_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help)                                     \
+    HF_FZSET_##fz(member, DMM_HEAP_KIND_TYPE_##KIND, DMM_FROZEN_##m)
+
+dmm_heap_config dmm__heap_frozen_config(void)
+{
+    dmm_heap_config c = base_config();
+    DMM_HEAP_CONFIG_FIELDS(HF_FZDEF_E, HF_FZDEF_B, HF_FZDEF_N, HF_FZDEF_R, HF_NONE)
+    return c;
+}
+#endif
+
 /* ---- text form ----------------------------------------------------------- */
 
-static int lookup(const char *v, size_t n, const char *const *names, unsigned count, unsigned *out)
+/* "preset=NAME": every field to the preset, keeping what a preset does not
+ * choose (hooks and callbacks). */
+static const char *apply_extra(void *ctx, void *obj, const char *k, size_t kn, const char *v, size_t vn)
 {
-    for (unsigned i = 0; i < count; i++)
-        if (dmm_token_eq(v, n, names[i])) {
-            *out = i;
-            return 0;
-        }
-    return -1;
-}
-
-static int is_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
-
-static const char *apply(dmm_heap_config *c, const char *k, size_t kn, const char *v, size_t vn)
-{
-    unsigned e;
-    uint64_t n;
-#define ENUM_KEY(key, names, field, type)                                                                    \
-    if (dmm_token_eq(k, kn, key)) {                                                                          \
-        if (lookup(v, vn, names, COUNT(names), &e))                                                          \
-            return "bad value for " key;                                                                     \
-        c->field = (type)e;                                                                                  \
-        return NULL;                                                                                         \
-    }
-#define BOOL_KEY(key, field)                                                                                 \
-    if (dmm_token_eq(k, kn, key)) {                                                                          \
-        if (lookup(v, vn, bool_names, 2, &e))                                                                \
-            return "bad value for " key " (on or off)";                                                      \
-        c->field = e != 0;                                                                                   \
-        return NULL;                                                                                         \
-    }
-#define SIZE_KEY(key, field, type, max)                                                                      \
-    if (dmm_token_eq(k, kn, key)) {                                                                          \
-        if (dmm_parse_size(v, vn, &n) || n > (uint64_t)(max))                                                \
-            return "bad number for " key;                                                                    \
-        c->field = (type)n;                                                                                  \
-        return NULL;                                                                                         \
-    }
-    if (dmm_token_eq(k, kn, "preset")) {
-        if (lookup(v, vn, preset_names, COUNT(preset_names), &e))
-            return "unknown preset (dlmalloc, tlsf, halffit, firstfit, p2012)";
-        {
-            dmm_heap_config p = dmm_heap_preset_config((dmm_heap_preset)e);
-            /* keep what a preset does not choose */
+    dmm_heap_config *c = (dmm_heap_config *)obj;
+    (void)ctx;
+    if (!dmm_token_eq(k, kn, "preset"))
+        return dmm_fields_unknown_key;
+    for (unsigned i = 0; i < COUNT(preset_names); i++)
+        if (dmm_token_eq(v, vn, preset_names[i])) {
+            dmm_heap_config p = dmm_heap_preset_config((dmm_heap_preset)i);
             p.lock_hooks = c->lock_hooks;
             p.error_fn = c->error_fn;
             p.error_ctx = c->error_ctx;
             *c = p;
+            return NULL;
         }
-        return NULL;
-    }
-    ENUM_KEY("org", org_names, org, dmm_heap_org)
-    ENUM_KEY("links", links_names, links, dmm_heap_links)
-    ENUM_KEY("order", order_names, order, dmm_heap_order)
-    ENUM_KEY("fit", fit_names, fit, dmm_heap_fit)
-    ENUM_KEY("coalesce", coalesce_names, coalesce, dmm_heap_coalesce)
-    ENUM_KEY("lock", lock_names, lock, dmm_heap_lock)
-    ENUM_KEY("stats", stats_names, stats, dmm_heap_stats_level)
-    ENUM_KEY("harden", harden_names, harden, dmm_heap_harden)
-    ENUM_KEY("on_error", policy_names, on_error, dmm_error_policy)
-    BOOL_KEY("split", split)
-    BOOL_KEY("poison", poison)
-    BOOL_KEY("release_empty", release_empty)
-    SIZE_KEY("sl_bits", sl_bits, unsigned, 64)
-    SIZE_KEY("exact_max", exact_max, size_t, SIZE_MAX)
-    SIZE_KEY("split_min", split_min, size_t, SIZE_MAX)
-    SIZE_KEY("coalesce_max", coalesce_max, size_t, SIZE_MAX)
-    SIZE_KEY("quick_max", quick_max, size_t, SIZE_MAX)
-    SIZE_KEY("quick_limit", quick_limit, unsigned, 0xFFFFFFFFu)
-    SIZE_KEY("grow", grow_granularity, size_t, SIZE_MAX)
-    SIZE_KEY("max_block_log2", max_block_log2, unsigned, 64)
-    SIZE_KEY("cookie", cookie, uintptr_t, UINTPTR_MAX)
-#undef ENUM_KEY
-#undef BOOL_KEY
-#undef SIZE_KEY
-    return "unknown key";
+    return "unknown preset (dlmalloc, tlsf, halffit, firstfit, p2012)";
 }
 
 dmm_status dmm_heap_config_parse(const char *text, dmm_heap_config *out, const char **err)
 {
     dmm_heap_config c;
-    const char *s = text;
+    const char *why;
     if (!text || !out) {
         if (err)
             *err = "NULL argument";
         return DMM_E_NULL;
     }
     c = *out;
-    while (*s) {
-        const char *k, *v, *end;
-        size_t kn, vn;
-        const char *why;
-        while (is_space(*s) || *s == ',')
-            s++;
-        if (!*s)
-            break;
-        k = s;
-        while (*s && *s != '=' && *s != ',')
-            s++;
-        if (*s != '=') {
-            if (err)
-                *err = "expected key=value";
-            return DMM_E_CONFIG;
-        }
-        end = s;
-        while (end > k && is_space(end[-1]))
-            end--;
-        kn = (size_t)(end - k);
-        s++;
-        while (is_space(*s))
-            s++;
-        v = s;
-        while (*s && *s != ',')
-            s++;
-        end = s;
-        while (end > v && is_space(end[-1]))
-            end--;
-        vn = (size_t)(end - v);
-        why = apply(&c, k, kn, v, vn);
-        if (why) {
-            if (err)
-                *err = why;
-            return DMM_E_CONFIG;
-        }
+    why = dmm_fields_parse(heap_fields, COUNT(heap_fields), text, &c, apply_extra, NULL);
+    if (why) {
+        if (err)
+            *err = why;
+        return DMM_E_CONFIG;
     }
     *out = c;
     if (err)
@@ -394,52 +358,35 @@ dmm_status dmm_heap_config_parse(const char *text, dmm_heap_config *out, const c
     return DMM_OK;
 }
 
-static void kv_str(dmm_text *t, const char *k, const char *v)
-{
-    if (t->len)
-        dmm_text_char(t, ',');
-    dmm_text_str(t, k);
-    dmm_text_char(t, '=');
-    dmm_text_str(t, v);
-}
-
-static void kv_num(dmm_text *t, const char *k, uint64_t v)
-{
-    if (t->len)
-        dmm_text_char(t, ',');
-    dmm_text_str(t, k);
-    dmm_text_char(t, '=');
-    dmm_text_u64(t, v);
-}
-
-#define NAME(arr, v) ((unsigned)(v) < COUNT(arr) ? arr[(unsigned)(v)] : "?")
-
 size_t dmm_heap_config_format(const dmm_heap_config *c, char *buf, size_t cap)
 {
+    return dmm_fields_format(heap_fields, COUNT(heap_fields), c, buf, cap);
+}
+
+size_t dmm_heap_config_header(const dmm_heap_config *c, const char *name, char *buf, size_t cap)
+{
+    return dmm_fields_header(heap_fields, COUNT(heap_fields), c, name,
+                             "a dmm heap configuration frozen at build time\n"
+                             "(written by dmm_heap_config_header, e.g. dmm-config header TEXT).\n"
+                             "Policy fields become constants, sizes stay run-time values, and a heap\n"
+                             "built with this header refuses configs whose policies differ; see\n"
+                             "docs/heap.md, \"Freezing a configuration\".",
+                             buf, cap);
+}
+
+size_t dmm_heap_config_fields_json(char *buf, size_t cap)
+{
     dmm_text t;
+    dmm_heap_config d = base_config();
     dmm_text_init(&t, buf, cap);
-    if (!c)
-        return 0;
-    kv_str(&t, "org", NAME(org_names, c->org));
-    kv_num(&t, "sl_bits", c->sl_bits);
-    kv_num(&t, "exact_max", c->exact_max);
-    kv_str(&t, "links", NAME(links_names, c->links));
-    kv_str(&t, "order", NAME(order_names, c->order));
-    kv_str(&t, "fit", NAME(fit_names, c->fit));
-    kv_str(&t, "split", c->split ? "on" : "off");
-    kv_num(&t, "split_min", c->split_min);
-    kv_str(&t, "coalesce", NAME(coalesce_names, c->coalesce));
-    kv_num(&t, "coalesce_max", c->coalesce_max);
-    kv_num(&t, "quick_max", c->quick_max);
-    kv_num(&t, "quick_limit", c->quick_limit);
-    kv_str(&t, "lock", NAME(lock_names, c->lock));
-    kv_str(&t, "stats", NAME(stats_names, c->stats));
-    kv_str(&t, "harden", NAME(harden_names, c->harden));
-    kv_str(&t, "poison", c->poison ? "on" : "off");
-    kv_str(&t, "on_error", NAME(policy_names, c->on_error));
-    kv_num(&t, "grow", c->grow_granularity);
-    kv_str(&t, "release_empty", c->release_empty ? "on" : "off");
-    kv_num(&t, "max_block_log2", c->max_block_log2);
-    kv_num(&t, "cookie", c->cookie);
+    dmm_text_str(&t, "{\"component\":\"heap\",\"fields\":");
+    dmm_fields_json_text(&t, heap_fields, COUNT(heap_fields), &d);
+    dmm_text_str(&t, ",\"presets\":[");
+    for (unsigned i = 0; i < COUNT(preset_names); i++) {
+        if (i)
+            dmm_text_char(&t, ',');
+        dmm_text_json_str(&t, preset_names[i]);
+    }
+    dmm_text_str(&t, "]}");
     return t.len;
 }

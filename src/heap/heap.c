@@ -8,6 +8,7 @@
  */
 #include "../port/annotate.h"
 #include "heap_internal.h"
+#include "heap_fields.h"
 
 static bool overlaps(const dmm_heap *h, uintptr_t lo, uintptr_t hi)
 {
@@ -66,24 +67,7 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     if (!out || !buf)
         return DMM_E_NULL;
 #if DMM_HEAP_FROZEN
-    {
-        /* a frozen build defaults to its own preset-derived config */
-        cfg = dmm_heap_default_config();
-        cfg.org = (dmm_heap_org)DMM_FROZEN_ORG;
-        cfg.links = (dmm_heap_links)DMM_FROZEN_LINKS;
-        cfg.order = (dmm_heap_order)DMM_FROZEN_ORDER;
-        cfg.fit = (dmm_heap_fit)DMM_FROZEN_FIT;
-        cfg.split = (bool)DMM_FROZEN_SPLIT;
-        cfg.coalesce = (dmm_heap_coalesce)DMM_FROZEN_COALESCE;
-        cfg.quick_max = DMM_FROZEN_QUICK_MAX;
-        cfg.lock = (dmm_heap_lock)DMM_FROZEN_LOCK;
-        cfg.stats = (dmm_heap_stats_level)DMM_FROZEN_STATS;
-        cfg.harden = (dmm_heap_harden)DMM_FROZEN_HARDEN;
-        cfg.poison = (bool)DMM_FROZEN_POISON;
-        cfg.grow_granularity = DMM_FROZEN_GROW_GRANULARITY;
-        cfg.sl_bits = DMM_FROZEN_SL_BITS;
-        cfg.exact_max = DMM_FROZEN_EXACT_MAX;
-    }
+    cfg = dmm__heap_frozen_config(); /* the frozen build's own config (heap_fields.h) */
 #else
     cfg = dmm_heap_default_config();
 #endif

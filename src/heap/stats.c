@@ -1,55 +1,36 @@
 /*
- * src/heap/stats.c - the statistics' JSON form.
+ * src/heap/stats.c - the statistics' JSON form, from the stats list in
+ * heap_fields.h (keys = member names, in struct order).
  */
-#include "../core/text.h"
+#include "../core/fields.h"
+#include "heap_fields.h"
 #include "heap_internal.h"
 
-static void j_num(dmm_text *t, const char *k, uint64_t v)
-{
-    dmm_text_str(t, "\"");
-    dmm_text_str(t, k);
-    dmm_text_str(t, "\":");
-    dmm_text_u64(t, v);
-    dmm_text_char(t, ',');
-}
+/* The list against the public struct: same members, offsets, sizes, types. */
+#define HS_MIRROR_S(member, type) type member;
+#define HS_MIRROR_A(member, type, count) type member[count];
+struct hs_mirror {
+    DMM_HEAP_STATS_FIELDS(HS_MIRROR_S, HS_MIRROR_A)
+};
+_Static_assert(sizeof(struct hs_mirror) == sizeof(dmm_heap_stats),
+               "DMM_HEAP_STATS_FIELDS and dmm_heap_stats differ (a member missing from one of them?)");
+#define HS_MEMBER(member) (((dmm_heap_stats *)0)->member)
+#define HS_SAME_S(member, type)                                                                              \
+    _Static_assert(offsetof(dmm_heap_stats, member) == offsetof(struct hs_mirror, member) &&                 \
+                       sizeof(HS_MEMBER(member)) == sizeof(type) && _Generic(HS_MEMBER(member), type: 1, default: 0), \
+                   "dmm_heap_stats." #member ": offset, size or type differs from DMM_HEAP_STATS_FIELDS");
+#define HS_SAME_A(member, type, count)                                                                       \
+    _Static_assert(offsetof(dmm_heap_stats, member) == offsetof(struct hs_mirror, member) &&                 \
+                       sizeof(HS_MEMBER(member)) == sizeof(type) * (count) &&                                 \
+                       _Generic(HS_MEMBER(member)[0], type: 1, default: 0),                                   \
+                   "dmm_heap_stats." #member ": offset, size or type differs from DMM_HEAP_STATS_FIELDS");
+DMM_HEAP_STATS_FIELDS(HS_SAME_S, HS_SAME_A)
+
+#define HS_DESC_S(member, type) DMM_STAT_INIT(dmm_heap_stats, member, #member),
+#define HS_DESC_A(member, type, count) DMM_STAT_ARRAY_INIT(dmm_heap_stats, member, #member),
+static const dmm_stat heap_stats[] = {DMM_HEAP_STATS_FIELDS(HS_DESC_S, HS_DESC_A)};
 
 size_t dmm_heap_stats_json(const dmm_heap_stats *st, char *buf, size_t cap)
 {
-    dmm_text t;
-    dmm_text_init(&t, buf, cap);
-    if (!st)
-        return 0;
-    dmm_text_char(&t, '{');
-    j_num(&t, "malloc_count", st->malloc_count);
-    j_num(&t, "calloc_count", st->calloc_count);
-    j_num(&t, "realloc_count", st->realloc_count);
-    j_num(&t, "aligned_count", st->aligned_count);
-    j_num(&t, "free_count", st->free_count);
-    j_num(&t, "failed_count", st->failed_count);
-    j_num(&t, "error_count", st->error_count);
-    j_num(&t, "search_steps", st->search_steps);
-    j_num(&t, "search_max", st->search_max);
-    j_num(&t, "sweep_count", st->sweep_count);
-    j_num(&t, "grow_count", st->grow_count);
-    j_num(&t, "release_count", st->release_count);
-    j_num(&t, "live_count", st->live_count);
-    j_num(&t, "live_block_bytes", st->live_block_bytes);
-    j_num(&t, "peak_block_bytes", st->peak_block_bytes);
-    j_num(&t, "live_requested", st->live_requested);
-    j_num(&t, "peak_requested", st->peak_requested);
-    j_num(&t, "footprint", st->footprint);
-    j_num(&t, "peak_footprint", st->peak_footprint);
-    j_num(&t, "top_bytes", st->top_bytes);
-    j_num(&t, "extent", st->extent);
-    j_num(&t, "peak_extent", st->peak_extent);
-    j_num(&t, "free_bytes", st->free_bytes);
-    j_num(&t, "largest_free", st->largest_free);
-    dmm_text_str(&t, "\"size_hist\":[");
-    for (unsigned i = 0; i < DMM_HEAP_HIST_BUCKETS; i++) {
-        if (i)
-            dmm_text_char(&t, ',');
-        dmm_text_u64(&t, st->size_hist[i]);
-    }
-    dmm_text_str(&t, "]}");
-    return t.len;
+    return dmm_stats_json(heap_stats, (unsigned)(sizeof heap_stats / sizeof heap_stats[0]), st, buf, cap);
 }

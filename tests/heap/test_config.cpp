@@ -1,11 +1,15 @@
 // tests/heap/test_config.cpp - configuration validation, the text form,
-// presets and the size queries.
+// presets, the size queries, the field list, the frozen header writer and
+// the statistics JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "dmm_test_support.h"
+#include "json_mini.h"
 
 using namespace dmmt;
 
@@ -397,4 +401,330 @@ TEST(Sizes, BlockSizeOfARequestIsOneWordPlusPayloadRounded) {
     }, &ctx);
     EXPECT_EQ(ctx.size, dmm_heap_block_size(&c, 24));
     dmm_heap_free(h, p);
+}
+
+// ---- the field list (src/heap/heap_fields.h) through the public API ----------
+
+namespace {
+
+std::string fields_json() {
+    std::string s(dmm_heap_config_fields_json(nullptr, 0) + 1, '\0');
+    dmm_heap_config_fields_json(&s[0], s.size());
+    s.pop_back();
+    return s;
+}
+
+const JsonValue &heap_fields(JsonValue *doc) {
+    std::string err;
+    std::string s = fields_json();
+    EXPECT_TRUE(json_parse(s, doc, &err)) << err << "\n" << s;
+    static const JsonValue empty;
+    const JsonValue *f = doc->get("fields");
+    return f ? *f : empty;
+}
+
+// "key=value" as the formatter writes it for cfg.
+std::string pair_of(const dmm_heap_config &cfg, const std::string &key) {
+    std::string s = "," + cfg_str(cfg) + ",";
+    size_t at = s.find("," + key + "=");
+    if (at == std::string::npos)
+        return "";
+    size_t end = s.find(',', at + 1);
+    return s.substr(at + 1, end - at - 1);
+}
+
+} // namespace
+
+TEST(ConfigFields, ListCoversTheStruct) {
+    // The struct has exactly the members the list names: 21 with a text form
+    // plus lock_hooks, error_fn and error_ctx.  The structured binding stops
+    // compiling when a member is added to dmm_heap_config; config.c's static
+    // assertions catch a list that differs in offset, size or type.
+    dmm_heap_config c = dmm_heap_default_config();
+    [[maybe_unused]] auto &[org, sl_bits, exact_max, links, order, fit, split, split_min, coalesce, coalesce_max,
+                            quick_max, quick_limit, lock, lock_hooks, stats, harden, poison, on_error, error_fn,
+                            error_ctx, grow, release_empty, max_block_log2, cookie] = c;
+    JsonValue doc;
+    const JsonValue &f = heap_fields(&doc);
+    ASSERT_EQ(f.items.size(), 21u);
+    const char *keys[] = {"org", "sl_bits", "exact_max", "links", "order", "fit", "split",
+                          "split_min", "coalesce", "coalesce_max", "quick_max", "quick_limit", "lock", "stats",
+                          "harden", "poison", "on_error", "grow", "release_empty", "max_block_log2", "cookie"};
+    for (size_t i = 0; i < f.items.size(); ++i)
+        EXPECT_EQ(f.items[i].get("name")->text, keys[i]) << "field " << i;
+    ASSERT_NE(doc.get("presets"), nullptr);
+    ASSERT_EQ(doc.get("presets")->items.size(), (size_t)DMM_PRESET_COUNT);
+    for (int p = 0; p < DMM_PRESET_COUNT; ++p)
+        EXPECT_EQ(doc.get("presets")->items[p].text, dmm_heap_preset_name((dmm_heap_preset)p));
+}
+
+TEST(ConfigFields, DefaultsInTheListAreTheDefaultConfig) {
+    JsonValue doc;
+    const JsonValue &f = heap_fields(&doc);
+    dmm_heap_config d = dmm_heap_default_config();
+    for (const JsonValue &fld : f.items) {
+        const std::string key = fld.get("name")->text;
+        EXPECT_EQ(pair_of(d, key), key + "=" + fld.get("default")->text);
+    }
+    EXPECT_EQ(d.lock_hooks.lock, nullptr);
+    EXPECT_EQ(d.lock_hooks.unlock, nullptr);
+    EXPECT_EQ(d.lock_hooks.ctx, nullptr);
+    EXPECT_EQ(d.error_fn, nullptr);
+    EXPECT_EQ(d.error_ctx, nullptr);
+}
+
+TEST(ConfigFields, EveryFieldAndEveryValueRoundTrips) {
+    JsonValue doc;
+    const JsonValue &f = heap_fields(&doc);
+    ASSERT_FALSE(f.items.empty());
+    size_t enum_values = 0;
+    for (const JsonValue &fld : f.items) {
+        const std::string key = fld.get("name")->text, kind = fld.get("kind")->text;
+        SCOPED_TRACE(key);
+        std::vector<std::string> vals;
+        if (kind == "enum" || kind == "bool") {
+            for (const JsonValue &v : fld.get("values")->items)
+                vals.push_back(v.text);
+            if (kind == "bool") {
+                EXPECT_EQ(vals, (std::vector<std::string>{"off", "on"}));
+            }
+            enum_values += vals.size();
+        } else {
+            const std::string pmax = fld.get("parse_max")->text;
+            uint64_t pm = std::stoull(pmax);
+            for (uint64_t n : {0ull, 1ull, 5ull, 63ull, 4096ull, 1ull << 40})
+                if (n < pm)
+                    vals.push_back(std::to_string(n));
+            vals.push_back(pmax);
+            // the largest number the text form takes, then one more
+            if (pm != UINT64_MAX) {
+                dmm_heap_config c = dmm_heap_default_config();
+                const char *err = nullptr;
+                EXPECT_EQ(dmm_heap_config_parse((key + "=" + std::to_string(pm + 1)).c_str(), &c, &err),
+                          DMM_E_CONFIG);
+                EXPECT_STREQ(err, ("bad number for " + key).c_str());
+            }
+        }
+        for (const std::string &v : vals) {
+            dmm_heap_config c = dmm_heap_default_config();
+            const char *err = nullptr;
+            ASSERT_EQ(dmm_heap_config_parse((key + "=" + v).c_str(), &c, &err), DMM_OK) << v << ": " << err;
+            EXPECT_EQ(pair_of(c, key), key + "=" + v);
+            dmm_heap_config back = dmm_heap_preset_config(DMM_PRESET_P2012);
+            ASSERT_EQ(dmm_heap_config_parse(cfg_str(c).c_str(), &back, &err), DMM_OK) << err;
+            std::string diff;
+            EXPECT_TRUE(cfg_equal(c, back, &diff)) << key << "=" << v << ": field " << diff << " differs";
+        }
+    }
+    EXPECT_EQ(enum_values, 4u + 2 + 4 + 5 + 3 + 4 + 3 + 4 + 2 + 3 * 2) << "a value was added: extend the tests";
+}
+
+TEST(ConfigFields, EnumValueNamesMatchTheConstants) {
+    // Setting the C constant and formatting gives the documented name.
+    struct {
+        const char *pair;
+        void (*set)(dmm_heap_config &);
+    } cases[] = {
+        {"org=single", [](dmm_heap_config &c) { c.org = DMM_ORG_SINGLE; }},
+        {"org=exact", [](dmm_heap_config &c) { c.org = DMM_ORG_SEG_EXACT; }},
+        {"org=geometric", [](dmm_heap_config &c) { c.org = DMM_ORG_SEG_GEOMETRIC; }},
+        {"org=tlsf", [](dmm_heap_config &c) { c.org = DMM_ORG_TLSF; }},
+        {"links=singly", [](dmm_heap_config &c) { c.links = DMM_LINKS_SINGLY; }},
+        {"links=doubly", [](dmm_heap_config &c) { c.links = DMM_LINKS_DOUBLY; }},
+        {"order=lifo", [](dmm_heap_config &c) { c.order = DMM_ORDER_LIFO; }},
+        {"order=fifo", [](dmm_heap_config &c) { c.order = DMM_ORDER_FIFO; }},
+        {"order=address", [](dmm_heap_config &c) { c.order = DMM_ORDER_ADDRESS; }},
+        {"order=size", [](dmm_heap_config &c) { c.order = DMM_ORDER_SIZE; }},
+        {"fit=first", [](dmm_heap_config &c) { c.fit = DMM_FIT_FIRST; }},
+        {"fit=next", [](dmm_heap_config &c) { c.fit = DMM_FIT_NEXT; }},
+        {"fit=best", [](dmm_heap_config &c) { c.fit = DMM_FIT_BEST; }},
+        {"fit=exact", [](dmm_heap_config &c) { c.fit = DMM_FIT_EXACT; }},
+        {"fit=good", [](dmm_heap_config &c) { c.fit = DMM_FIT_GOOD; }},
+        {"coalesce=off", [](dmm_heap_config &c) { c.coalesce = DMM_COALESCE_OFF; }},
+        {"coalesce=immediate", [](dmm_heap_config &c) { c.coalesce = DMM_COALESCE_IMMEDIATE; }},
+        {"coalesce=deferred", [](dmm_heap_config &c) { c.coalesce = DMM_COALESCE_DEFERRED; }},
+        {"lock=none", [](dmm_heap_config &c) { c.lock = DMM_LOCK_NONE; }},
+        {"lock=spin", [](dmm_heap_config &c) { c.lock = DMM_LOCK_SPIN; }},
+        {"lock=mutex", [](dmm_heap_config &c) { c.lock = DMM_LOCK_MUTEX; }},
+        {"lock=user", [](dmm_heap_config &c) { c.lock = DMM_LOCK_USER; }},
+        {"stats=off", [](dmm_heap_config &c) { c.stats = DMM_STATS_OFF; }},
+        {"stats=counters", [](dmm_heap_config &c) { c.stats = DMM_STATS_COUNTERS; }},
+        {"stats=full", [](dmm_heap_config &c) { c.stats = DMM_STATS_FULL; }},
+        {"harden=off", [](dmm_heap_config &c) { c.harden = DMM_HARDEN_OFF; }},
+        {"harden=checked", [](dmm_heap_config &c) { c.harden = DMM_HARDEN_CHECKED; }},
+        {"harden=canary", [](dmm_heap_config &c) { c.harden = DMM_HARDEN_CANARY; }},
+        {"harden=paranoid", [](dmm_heap_config &c) { c.harden = DMM_HARDEN_PARANOID; }},
+        {"on_error=report", [](dmm_heap_config &c) { c.on_error = DMM_ON_ERROR_REPORT; }},
+        {"on_error=abort", [](dmm_heap_config &c) { c.on_error = DMM_ON_ERROR_ABORT; }},
+    };
+    for (auto &k : cases) {
+        dmm_heap_config c = dmm_heap_default_config();
+        k.set(c);
+        std::string p = k.pair;
+        EXPECT_EQ(pair_of(c, p.substr(0, p.find('='))), p);
+    }
+}
+
+TEST(ConfigFields, OutOfRangeNumbersKeepTheirMessages) {
+    struct {
+        const char *text, *err;
+    } parse_errors[] = {
+        {"sl_bits=65", "bad number for sl_bits"},
+        {"max_block_log2=65", "bad number for max_block_log2"},
+        {"quick_limit=4294967296", "bad number for quick_limit"},
+        {"quick_max=99999999999999999999999", "bad number for quick_max"},
+        {"grow=17179869184g", "bad number for grow"},
+        {"split=1", "bad value for split (on or off)"},
+        {"org=7", "bad value for org"},
+        {"preset=jemalloc", "unknown preset (dlmalloc, tlsf, halffit, firstfit, p2012)"},
+        {"nope=1", "unknown key"},
+        {"fit", "expected key=value"},
+    };
+    for (auto &k : parse_errors) {
+        dmm_heap_config c = dmm_heap_default_config();
+        const char *err = nullptr;
+        EXPECT_EQ(dmm_heap_config_parse(k.text, &c, &err), DMM_E_CONFIG) << k.text;
+        EXPECT_STREQ(err, k.err) << k.text;
+    }
+    // Values the text form reads but validation refuses, with the sentences.
+    struct {
+        const char *text, *reason;
+    } refused[] = {
+        {"sl_bits=6", "sl_bits must be 0..5"},
+        {"sl_bits=64", "sl_bits must be 0..5"},
+        {"quick_max=4097", "quick_max must be at most 4096 bytes"},
+        {"max_block_log2=64", "max_block_log2 out of range"},
+        {"org=exact,exact_max=100", "exact_max must be a power of two between 4*DMM_HEAP_ALIGN and 65536"},
+        {"org=tlsf,fit=next", "next fit needs a single free list (org=single)"},
+        {"org=single,fit=good", "good fit needs segregated bins (org exact, geometric or tlsf)"},
+    };
+    for (auto &k : refused) {
+        dmm_heap_config c = dmm_heap_default_config();
+        ASSERT_EQ(dmm_heap_config_parse(k.text, &c, nullptr), DMM_OK) << k.text;
+        const char *reason = nullptr;
+        EXPECT_EQ(dmm_heap_config_check(&c, &reason), DMM_E_CONFIG) << k.text;
+        EXPECT_STREQ(reason, k.reason) << k.text;
+    }
+    dmm_heap_config c = dmm_heap_default_config();
+    const char *reason = nullptr;
+    c.org = (dmm_heap_org)4;
+    EXPECT_EQ(dmm_heap_config_check(&c, &reason), DMM_E_CONFIG);
+    EXPECT_STREQ(reason, "org out of range");
+    c = dmm_heap_default_config();
+    c.on_error = (dmm_error_policy)2;
+    EXPECT_EQ(dmm_heap_config_check(&c, &reason), DMM_E_CONFIG);
+    EXPECT_STREQ(reason, "on_error out of range");
+}
+
+TEST(ConfigHeader, DefinesEveryFrozenMacro) {
+    dmm_heap_config c = dmm_heap_preset_config(DMM_PRESET_DLMALLOC);
+    c.grow_granularity = 1u << 20;
+    c.poison = true;
+    std::string h(dmm_heap_config_header(&c, "dmm_config.h", nullptr, 0) + 1, '\0');
+    dmm_heap_config_header(&c, "dmm_config.h", &h[0], h.size());
+    h.pop_back();
+    EXPECT_EQ(h.rfind("/* dmm_config.h - ", 0), 0u) << h;
+    EXPECT_NE(h.find(" * config: org=exact,sl_bits=1,"), std::string::npos) << h;
+    const char *lines[] = {
+        "#define DMM_FROZEN_ORG DMM_ORG_SEG_EXACT\n",   "#define DMM_FROZEN_SL_BITS 1\n",
+        "#define DMM_FROZEN_EXACT_MAX 256\n",           "#define DMM_FROZEN_LINKS DMM_LINKS_DOUBLY\n",
+        "#define DMM_FROZEN_ORDER DMM_ORDER_FIFO\n",     "#define DMM_FROZEN_FIT DMM_FIT_BEST\n",
+        "#define DMM_FROZEN_SPLIT 1\n",                 "#define DMM_FROZEN_COALESCE DMM_COALESCE_IMMEDIATE\n",
+        "#define DMM_FROZEN_LOCK DMM_LOCK_NONE\n",       "#define DMM_FROZEN_STATS DMM_STATS_COUNTERS\n",
+        "#define DMM_FROZEN_HARDEN DMM_HARDEN_CHECKED\n", "#define DMM_FROZEN_POISON 1\n",
+        "#define DMM_FROZEN_GROW_GRANULARITY 1048576\n",
+    };
+    for (const char *l : lines)
+        EXPECT_NE(h.find(l), std::string::npos) << l << "in:\n" << h;
+    EXPECT_NE(h.find("#define DMM_FROZEN_QUICK_MAX " + std::to_string(c.quick_max) + "\n"), std::string::npos);
+    size_t defines = 0;
+    for (size_t at = h.find("#define"); at != std::string::npos; at = h.find("#define", at + 1))
+        ++defines;
+    EXPECT_EQ(defines, 14u);
+    EXPECT_EQ(h.find("*/"), h.find(" */\n#define DMM_FROZEN_ORG") + 1) << "one comment, then the macros";
+}
+
+TEST(ConfigHeader, TruncatesLikeSnprintfAndRefusesBadConfigs) {
+    dmm_heap_config c = dmm_heap_preset_config(DMM_PRESET_TLSF);
+    std::string full(dmm_heap_config_header(&c, nullptr, nullptr, 0) + 1, '\0');
+    dmm_heap_config_header(&c, nullptr, &full[0], full.size());
+    full.pop_back();
+    ASSERT_GT(full.size(), 400u);
+    for (size_t cap : {(size_t)1, (size_t)2, (size_t)77, full.size() - 1, full.size(), full.size() + 1}) {
+        std::vector<char> buf(cap + 8, '#');
+        EXPECT_EQ(dmm_heap_config_header(&c, nullptr, buf.data(), cap), full.size()) << "cap " << cap;
+        size_t written = std::min(cap - 1, full.size());
+        EXPECT_EQ(std::string(buf.data(), written), full.substr(0, written)) << "cap " << cap;
+        EXPECT_EQ(buf[written], '\0') << "cap " << cap;
+        EXPECT_EQ(buf[cap], '#') << "wrote past cap " << cap;
+    }
+    char buf[32] = "untouched";
+    EXPECT_EQ(dmm_heap_config_header(nullptr, "x", buf, sizeof buf), 0u);
+    EXPECT_STREQ(buf, "");
+    c.fit = (dmm_heap_fit)9;
+    std::strcpy(buf, "untouched");
+    EXPECT_EQ(dmm_heap_config_header(&c, "x", buf, sizeof buf), 0u) << "an enum out of range has no constant";
+    EXPECT_STREQ(buf, "");
+    c = dmm_heap_preset_config(DMM_PRESET_TLSF);
+    c.sl_bits = 6;
+    EXPECT_EQ(dmm_heap_config_header(&c, "x", buf, sizeof buf), 0u);
+}
+
+TEST(ConfigFields, FieldsJsonTruncatesLikeSnprintf) {
+    std::string full = fields_json();
+    ASSERT_GT(full.size(), 1000u);
+    for (size_t cap : {(size_t)1, (size_t)5, full.size() / 3, full.size(), full.size() + 1}) {
+        std::vector<char> buf(cap + 8, '#');
+        EXPECT_EQ(dmm_heap_config_fields_json(buf.data(), cap), full.size()) << "cap " << cap;
+        size_t written = std::min(cap - 1, full.size());
+        EXPECT_EQ(std::string(buf.data(), written), full.substr(0, written)) << "cap " << cap;
+        EXPECT_EQ(buf[written], '\0') << "cap " << cap;
+        EXPECT_EQ(buf[cap], '#') << "wrote past cap " << cap;
+    }
+}
+
+TEST(StatsJson, KeysAndOrderAreUnchanged) {
+    // Tools and the Python front end read these keys: the exact text of a
+    // known snapshot (the order and spelling of the format before the list).
+    dmm_heap_stats st{};
+    st.malloc_count = 100;
+    st.calloc_count = 101;
+    st.realloc_count = 102;
+    st.aligned_count = 103;
+    st.free_count = 104;
+    st.failed_count = 105;
+    st.error_count = 106;
+    st.search_steps = 107;
+    st.search_max = 108;
+    st.sweep_count = 109;
+    st.grow_count = 110;
+    st.release_count = 111;
+    st.live_count = 1;
+    st.live_block_bytes = 2;
+    st.peak_block_bytes = 3;
+    st.live_requested = 4;
+    st.peak_requested = 5;
+    st.footprint = 6;
+    st.peak_footprint = 7;
+    st.top_bytes = 8;
+    st.extent = 9;
+    st.peak_extent = 10;
+    st.free_bytes = 11;
+    st.largest_free = 12;
+    for (int i = 0; i < DMM_HEAP_HIST_BUCKETS; ++i)
+        st.size_hist[i] = i == 31 ? UINT64_MAX : (uint64_t)i;
+    std::string want =
+        "{\"malloc_count\":100,\"calloc_count\":101,\"realloc_count\":102,\"aligned_count\":103,"
+        "\"free_count\":104,\"failed_count\":105,\"error_count\":106,\"search_steps\":107,\"search_max\":108,"
+        "\"sweep_count\":109,\"grow_count\":110,\"release_count\":111,\"live_count\":1,\"live_block_bytes\":2,"
+        "\"peak_block_bytes\":3,\"live_requested\":4,\"peak_requested\":5,\"footprint\":6,\"peak_footprint\":7,"
+        "\"top_bytes\":8,\"extent\":9,\"peak_extent\":10,\"free_bytes\":11,\"largest_free\":12,\"size_hist\":[";
+    for (int i = 0; i < 31; ++i)
+        want += std::to_string(i) + ",";
+    want += "18446744073709551615]}";
+    std::string got(dmm_heap_stats_json(&st, nullptr, 0) + 1, '\0');
+    dmm_heap_stats_json(&st, &got[0], got.size());
+    got.pop_back();
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(dmm_heap_stats_json(nullptr, nullptr, 0), 0u);
 }

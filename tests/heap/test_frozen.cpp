@@ -11,6 +11,10 @@
 
 using namespace dmmt;
 
+// src/heap/heap_fields.h: the frozen build's default config, built from the
+// DMM_FROZEN_* macros through the field list (internal to the library).
+extern "C" dmm_heap_config dmm__heap_frozen_config(void);
+
 namespace {
 
 dmm_heap_preset frozen_preset() {
@@ -56,6 +60,19 @@ TEST(Frozen, NullConfigGivesThePreset) {
         dmm_heap_free(h, q);
     EXPECT_EQ(dmm_heap_check(h, nullptr), DMM_OK);
     dmm_heap_destroy(h);
+}
+
+TEST(Frozen, FrozenConfigFromTheFieldListIsThePreset) {
+    // configs/frozen/<preset>.h is written by dmm_heap_config_header from the
+    // preset: reading it back through the field list gives the preset again,
+    // every field (the run-time ones are the defaults, as in every preset).
+    dmm_heap_config got = dmm__heap_frozen_config();
+    dmm_heap_config want = dmm_heap_preset_config(frozen_preset());
+    std::string diff;
+    EXPECT_TRUE(cfg_equal(got, want, &diff)) << "field " << diff << "\n  frozen: " << cfg_str(got)
+                                             << "\n  preset: " << cfg_str(want);
+    const char *reason = nullptr;
+    EXPECT_EQ(dmm_heap_config_check(&got, &reason), DMM_OK) << (reason ? reason : "");
 }
 
 TEST(Frozen, PresetConfigPassesTheRandomTest) {
