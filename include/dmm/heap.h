@@ -433,6 +433,13 @@ dmm_heap_config dmm_heap_get_config(const dmm_heap *h);
 /* Fills *a so that generic code drives h through the allocator interface. */
 void dmm_heap_as_allocator(dmm_heap *h, dmm_allocator *a);
 
+/* Name of the compiled code path h runs, chosen at init (docs/heap.md,
+ * "Fast paths"): "<preset>/ship" or "<preset>/lean" (the preset's exact
+ * fast path), "<preset>/shape" (its structure fixed, the rest read at run
+ * time), "any" (every field read at run time), or "frozen" in a library
+ * frozen at build time.  NULL for NULL.  O(1). */
+const char *dmm_heap_variant(const dmm_heap *h);
+
 /* Non-zero when this library was built with a frozen configuration. */
 int dmm_heap_is_frozen(void);
 

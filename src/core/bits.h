@@ -33,6 +33,20 @@ static inline size_t dmm_align_up(size_t x, size_t a) { return (x + a - 1) & ~(a
 static inline size_t dmm_align_down(size_t x, size_t a) { return x & ~(a - 1); }
 static inline uintptr_t dmm_align_up_ptr(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
 
+/* For a few hot helpers the compiler's size heuristics must not decline to
+ * inline (they are few, and each variant compiles its own copy). */
+#if defined(__GNUC__) || defined(__clang__)
+#define DMM_ALWAYS_INLINE inline __attribute__((always_inline))
+#define DMM_NOINLINE __attribute__((noinline))
+#define DMM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define DMM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define DMM_ALWAYS_INLINE inline
+#define DMM_NOINLINE
+#define DMM_LIKELY(x) (x)
+#define DMM_UNLIKELY(x) (x)
+#endif
+
 _Static_assert(sizeof(unsigned long) == sizeof(size_t),
                "dmm_ctz/dmm_log2_floor assume size_t and unsigned long have the same width");
 

@@ -233,7 +233,7 @@ void *dmm_heap_realloc_aligned(dmm_heap *h, void *ptr, size_t align, size_t size
     return h->ops->realloc(h, ptr, align, size);
 }
 
-const char *dmm__heap_variant_name(const dmm_heap *h) { return h->ops->name; }
+const char *dmm_heap_variant(const dmm_heap *h) { return h ? h->ops->name : NULL; }
 
 dmm_heap_config dmm_heap_get_config(const dmm_heap *h) { return h->cfg; }
 

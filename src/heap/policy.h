@@ -25,15 +25,21 @@
 #define DMM_V_HARDEN DMM_FROZEN_HARDEN
 #define DMM_V_POISON DMM_FROZEN_POISON
 #define DMM_V_GROW (DMM_FROZEN_GROW_GRANULARITY != 0)
-/* the bin mapping's parameters (layout.c's bin_params, as constants) */
-#define DMM_V_SUB DMM_FROZEN_SL_BITS
-#define DMM_V_LIN0 ((size_t)GRAN << DMM_FROZEN_SL_BITS < MINB ? MINB : (size_t)GRAN << DMM_FROZEN_SL_BITS)
-#define DMM_V_LIN_MAX                                                                                         \
-    ((DMM_FROZEN_ORG == DMM_ORG_SEG_EXACT && (size_t)DMM_FROZEN_EXACT_MAX > DMM_V_LIN0) ? (size_t)DMM_FROZEN_EXACT_MAX \
-                                                                                         : DMM_V_LIN0)
+#define DMM_V_SL_BITS DMM_FROZEN_SL_BITS
+#define DMM_V_EXACT_MAX DMM_FROZEN_EXACT_MAX
 #endif
 
 #define DMM__FIX(h, v) ((void)(h), (v))
+
+/* The bin mapping's parameters (layout.c's bin_params), as constants where
+ * sl_bits and exact_max are fixed. */
+#ifdef DMM_V_SL_BITS
+#define DMM_V_SUB DMM_V_SL_BITS
+#define DMM_V_LIN0 ((size_t)GRAN << DMM_V_SL_BITS < MINB ? MINB : (size_t)GRAN << DMM_V_SL_BITS)
+#define DMM_V_LIN_MAX                                                                                         \
+    (((DMM_V_ORG) == DMM_ORG_SEG_EXACT && (size_t)(DMM_V_EXACT_MAX) > DMM_V_LIN0) ? (size_t)(DMM_V_EXACT_MAX)   \
+                                                                                  : DMM_V_LIN0)
+#endif
 
 #ifdef DMM_V_ORG
 #define P_ORG(h) DMM__FIX(h, (dmm_heap_org)(DMM_V_ORG))

@@ -14,15 +14,29 @@
 #endif
 #include "engine/entry.h"
 
-/* Most specific first; dmm__heap_ops_any accepts every valid config. */
+/* Most specific first (every ship and lean variant, then the shapes);
+ * dmm__heap_ops_any accepts every valid config. */
 #if DMM_HEAP_FROZEN
 const dmm__heap_ops *const dmm__heap_variants[] = {&dmm__heap_ops_any};
 #else
-extern const dmm__heap_ops dmm__heap_ops_dlmalloc, dmm__heap_ops_tlsf, dmm__heap_ops_halffit,
-    dmm__heap_ops_firstfit, dmm__heap_ops_p2012;
+extern const dmm__heap_ops dmm__heap_ops_dlmalloc_ship, dmm__heap_ops_tlsf_ship, dmm__heap_ops_halffit_ship, dmm__heap_ops_firstfit_ship, dmm__heap_ops_p2012_ship, dmm__heap_ops_dlmalloc_lean, dmm__heap_ops_tlsf_lean, dmm__heap_ops_halffit_lean, dmm__heap_ops_firstfit_lean, dmm__heap_ops_p2012_lean, dmm__heap_ops_dlmalloc_shape, dmm__heap_ops_tlsf_shape, dmm__heap_ops_halffit_shape, dmm__heap_ops_firstfit_shape, dmm__heap_ops_p2012_shape;
 const dmm__heap_ops *const dmm__heap_variants[] = {
-    &dmm__heap_ops_dlmalloc, &dmm__heap_ops_tlsf, &dmm__heap_ops_halffit,
-    &dmm__heap_ops_firstfit, &dmm__heap_ops_p2012, &dmm__heap_ops_any,
+    &dmm__heap_ops_dlmalloc_ship,
+    &dmm__heap_ops_tlsf_ship,
+    &dmm__heap_ops_halffit_ship,
+    &dmm__heap_ops_firstfit_ship,
+    &dmm__heap_ops_p2012_ship,
+    &dmm__heap_ops_dlmalloc_lean,
+    &dmm__heap_ops_tlsf_lean,
+    &dmm__heap_ops_halffit_lean,
+    &dmm__heap_ops_firstfit_lean,
+    &dmm__heap_ops_p2012_lean,
+    &dmm__heap_ops_dlmalloc_shape,
+    &dmm__heap_ops_tlsf_shape,
+    &dmm__heap_ops_halffit_shape,
+    &dmm__heap_ops_firstfit_shape,
+    &dmm__heap_ops_p2012_shape,
+    &dmm__heap_ops_any,
 };
 #endif
 const unsigned dmm__heap_variant_count = sizeof dmm__heap_variants / sizeof dmm__heap_variants[0];

@@ -364,6 +364,45 @@ TEST(Sizes, OverheadsAreSane) {
     EXPECT_EQ(dmm_heap_region_overhead() % DMM_HEAP_ALIGN, 0u);
 }
 
+// Init picks the compiled code path: a preset as shipped or lean runs its
+// exact fast path, the preset's shape with other switches runs the shape
+// variant, any other shape the generic one.  This also proves that the
+// shapes in src/heap/variant.h match dmm_heap_preset_config.
+TEST(Variants, InitPicksThePresetsFastPaths) {
+    std::vector<unsigned char> buf(1 << 16);
+    auto variant_of = [&](const dmm_heap_config &c) {
+        dmm_heap *h = nullptr;
+        EXPECT_EQ(dmm_heap_init(&h, buf.data(), buf.size(), &c), DMM_OK);
+        std::string v = h ? dmm_heap_variant(h) : "";
+        if (h) dmm_heap_destroy(h);
+        return v;
+    };
+    EXPECT_EQ(dmm_heap_variant(nullptr), nullptr);
+    for (int p = 0; p < DMM_PRESET_COUNT; ++p) {
+        const std::string name = dmm_heap_preset_name((dmm_heap_preset)p);
+        dmm_heap_config c = dmm_heap_preset_config((dmm_heap_preset)p);
+        if (dmm_heap_is_frozen()) {
+            EXPECT_EQ(variant_of(c), "frozen");
+            continue;
+        }
+        EXPECT_EQ(variant_of(c), name + "/ship") << name;
+        dmm_heap_config lean = c;
+        lean.stats = DMM_STATS_OFF;
+        lean.harden = DMM_HARDEN_OFF;
+        EXPECT_EQ(variant_of(lean), name + "/lean") << name;
+        dmm_heap_config shape = c;
+        shape.stats = DMM_STATS_FULL;
+        shape.harden = DMM_HARDEN_CANARY;
+        shape.lock = DMM_LOCK_SPIN;
+        shape.sl_bits = c.sl_bits == 2 ? 3 : 2;
+        EXPECT_EQ(variant_of(shape), name + "/shape") << name;
+        dmm_heap_config other = c;
+        other.fit = c.fit == DMM_FIT_FIRST ? DMM_FIT_BEST : DMM_FIT_FIRST;
+        ASSERT_EQ(dmm_heap_config_check(&other, nullptr), DMM_OK) << name;
+        EXPECT_EQ(variant_of(other), "any") << name;
+    }
+}
+
 // The v2 layout: one header word per used block, the previous block's size
 // kept only while that block is free.  A 24-byte request (an rbTree node on
 // 64-bit) needs a 32-byte block; the query and the heap agree.

@@ -12,16 +12,22 @@
 
 /* Hands b (unlinked, state bits clear or used) out for a request of req
  * bytes needing a block of s bytes: splits the tail off, marks it used,
- * writes the tail words. */
-static inline void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_t req)
+ * writes the tail words.  `fresh` says b came from obtain as it is (a
+ * listed block, the top or a quick list), so that the tail cannot merge
+ * with anything unless coalesce_max left a free neighbour beside b. */
+static DMM_ALWAYS_INLINE void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_t req, bool fresh)
 {
     size_t bs = bsize(b);
     void *p = bpayload(b);
     if (P_SPLIT(h) && bs - s >= h->split_min) {
-        blk *rem = bat(b, s);
         b->head = s | F_USED | (b->head & F_PUSED); /* before the remainder is released: no merge back */
-        rem->head = (bs - s) | F_PUSED;
-        release_block(h, rem, (char *)bpayload(rem) + LINKS);
+        if (fresh && (P_COALESCE(h) != DMM_COALESCE_IMMEDIATE || h->cfg.coalesce_max == 0)) {
+            release_split(h, bat(b, s), bs - s);
+        } else {
+            blk *rem = bat(b, s);
+            rem->head = (bs - s) | F_PUSED;
+            release_block(h, rem, (char *)bpayload(rem) + LINKS);
+        }
         bs = s;
     } else {
         mark_used(b);
@@ -58,18 +64,11 @@ static inline bool poison_intact(dmm_heap *h, blk *b, size_t req)
     return false;
 }
 
-/* Finds a block of s bytes, trying quick lists, the bins, the top, a
- * quick-list flush plus deferred sweep, and growth, in that order. */
-static inline blk *obtain(dmm_heap *h, size_t s, size_t req, bool quick_ok)
+/* The slow path of obtain: a quick-list flush plus deferred sweep, growth,
+ * and the poison check with its retry.  `b` is what the fast path found. */
+static DMM_NOINLINE blk *obtain_slow(dmm_heap *h, blk *b, size_t s, size_t req, bool quick_ok)
 {
     for (;;) {
-        blk *b = NULL;
-        if (P_QUICK(h) && quick_ok)
-            b = quick_pop(h, s);
-        if (!b)
-            b = take_block(h, s);
-        if (!b)
-            b = carve_top(h, s);
         if (!b) {
             bool retry = P_QUICK(h) && quick_flush(h);
             if (P_COALESCE(h) == DMM_COALESCE_DEFERRED) {
@@ -83,19 +82,43 @@ static inline blk *obtain(dmm_heap *h, size_t s, size_t req, bool quick_ok)
             b = carve_top(h, s);
         if (!b || !P_POISON(h) || poison_intact(h, b, req))
             return b;
+        b = NULL;
+        if (P_QUICK(h) && quick_ok)
+            b = quick_pop(h, s);
+        if (!b)
+            b = take_block(h, s);
+        if (!b)
+            b = carve_top(h, s);
     }
 }
 
-static inline void *alloc_locked(dmm_heap *h, size_t req)
+/* Finds a block of s bytes, trying quick lists, the bins, the top (the
+ * fast path, inlined), then a quick-list flush plus deferred sweep and
+ * growth (obtain_slow). */
+static DMM_ALWAYS_INLINE blk *obtain(dmm_heap *h, size_t s, size_t req, bool quick_ok)
+{
+    blk *b = NULL;
+    if (P_QUICK(h) && quick_ok)
+        b = quick_pop(h, s);
+    if (!b)
+        b = take_block(h, s);
+    if (!b)
+        b = carve_top(h, s);
+    if (DMM_UNLIKELY(!b || P_POISON(h)))
+        b = obtain_slow(h, b, s, req, quick_ok);
+    return b;
+}
+
+static DMM_ALWAYS_INLINE void *alloc_locked(dmm_heap *h, size_t req)
 {
     size_t s = req2size(h, req);
     blk *b;
-    if (!s || !(b = obtain(h, s, req, true))) {
+    if (DMM_UNLIKELY(!s) || DMM_UNLIKELY(!(b = obtain(h, s, req, true)))) {
         st_failed(h);
         return NULL;
     }
     COUNT_OP(h, malloc_count);
-    return finish_alloc(h, b, s, req);
+    return finish_alloc(h, b, s, req, true);
 }
 
 static inline void *aligned_locked(dmm_heap *h, size_t align, size_t req)
@@ -139,7 +162,7 @@ static inline void *aligned_locked(dmm_heap *h, size_t align, size_t req)
         h->st.malloc_count++;
         h->st.aligned_count++;
     }
-    return finish_alloc(h, b, s, req);
+    return finish_alloc(h, b, s, req, false);
 }
 
 #endif

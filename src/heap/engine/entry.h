@@ -2,9 +2,10 @@
  * src/heap/engine/entry.h - a variant's entry points: lock, run, check
  * (assertion level 3), unlock; and the variant's ops table.
  *
- * Included once at the end of each src/heap/variant_*.c, after the variant
- * has defined DMM_VARIANT_OPS (the table's name), DMM_VARIANT_NAME and the
- * DMM_V_* policy fields it fixes.  In a frozen build only variant_any.c
+ * Included once by each variant translation unit (through variant.h, or
+ * directly by variant_any.c), after the variant has defined
+ * DMM_VARIANT_OPS (the table's name), DMM_VARIANT_NAME and the DMM_V_*
+ * policy fields it fixes.  In a frozen build only variant_any.c
  * compiles, and it also defines the public functions directly (no
  * dispatch).
  */
@@ -130,6 +131,31 @@ static bool e_accepts(const dmm_heap_config *c)
 #endif
 #ifdef DMM_V_QUICK
     if ((c->quick_max != 0) != (bool)(DMM_V_QUICK))
+        return false;
+#endif
+#ifdef DMM_V_LOCK
+    if (c->lock != (dmm_heap_lock)(DMM_V_LOCK))
+        return false;
+#endif
+#ifdef DMM_V_STATS
+    if (c->stats != (dmm_heap_stats_level)(DMM_V_STATS))
+        return false;
+#endif
+#ifdef DMM_V_HARDEN
+    if (c->harden != (dmm_heap_harden)(DMM_V_HARDEN))
+        return false;
+#endif
+#ifdef DMM_V_POISON
+    if (c->poison != (bool)(DMM_V_POISON))
+        return false;
+#endif
+#ifdef DMM_V_GROW
+    if ((c->grow_granularity != 0) != (bool)(DMM_V_GROW))
+        return false;
+#endif
+#ifdef DMM_V_SL_BITS
+    if (c->sl_bits != (unsigned)(DMM_V_SL_BITS) ||
+        (c->org == DMM_ORG_SEG_EXACT && c->exact_max != (size_t)(DMM_V_EXACT_MAX)))
         return false;
 #endif
 #endif /* a frozen build's config was checked against it by validation */

@@ -68,7 +68,7 @@ static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *step
 }
 
 /* Finds a free block of at least s bytes and unlinks it; NULL if none. */
-static inline blk *take_block(dmm_heap *h, size_t s)
+static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
 {
     uint64_t steps = 0;
     found f;

@@ -11,7 +11,7 @@
 /* The used block whose payload ptr is, or NULL after a report.  From
  * CHECKED up: O(1) (region_of) and nothing is written before the pointer
  * is known good.  PARANOID adds a walk of the region up to the block. */
-static inline blk *validate(dmm_heap *h, const void *ptr)
+static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr)
 {
     region *r;
     blk *b, *nx, *sen, *first;
@@ -88,7 +88,7 @@ static inline blk *validate(dmm_heap *h, const void *ptr)
 }
 
 /* Frees validated used block b. */
-static inline void free_block(dmm_heap *h, blk *b)
+static DMM_ALWAYS_INLINE void free_block(dmm_heap *h, blk *b)
 {
     size_t s = bsize(b);
     st_sub_live(h, s, requested_of(h, b));

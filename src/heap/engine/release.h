@@ -23,7 +23,7 @@ static inline bool can_merge(const dmm_heap *h, size_t a, size_t b)
  * neighbours (and into the top block when it borders it), then inserted in
  * its bin, or given back when it now spans a whole grown region.  `fresh`
  * is where the bytes that still need poisoning start. */
-static inline void release_block(dmm_heap *h, blk *b, char *fresh)
+static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
 {
     size_t s = bsize(b);
     char *end = (char *)b + s;
@@ -68,11 +68,26 @@ static inline void release_block(dmm_heap *h, blk *b, char *fresh)
     bin_insert(h, b);
 }
 
+/* The tail split off a block that malloc took: it becomes a listed free
+ * block without the merge checks of release_block.  Nothing can merge with
+ * it: its previous block is the one being handed out, and its next block
+ * is not free under immediate coalescing (a listed block never has a free
+ * neighbour, and one that bordered the top would have joined it), while
+ * the other coalescing policies do not merge on release. */
+static DMM_ALWAYS_INLINE void release_split(dmm_heap *h, blk *rem, size_t rs)
+{
+    rem->head = rs | F_PUSED;
+    mark_free(rem, rs, 0);
+    if (P_POISON(h))
+        poison_fill(h, (char *)bpayload(rem) + LINKS, bat(rem, rs));
+    bin_insert(h, rem);
+}
+
 /* Carves a block of s bytes from the start of a top block: the cached
  * region's, else the first region whose top is large enough.  The
  * remainder stays the top unless it is below a minimum block, in which case
  * the whole top is taken. */
-static inline blk *carve_top(dmm_heap *h, size_t s)
+static DMM_ALWAYS_INLINE blk *carve_top(dmm_heap *h, size_t s)
 {
     blk *t = rtop(h->top_r);
     size_t ts;
