@@ -205,6 +205,8 @@ static inline blk *rtop(const region *r)
 static inline void mark_free(blk *b, size_t s, size_t aux)
 {
     blk *nx = bat(b, s);
+    DMM_ASSERT(s >= MINB && (s & F_MASK) == 0);
+    DMM_ASSERT_LOCAL(bpused(b) || bsize(bprev(b)) == b->foot);
     b->head = s | (b->head & F_PUSED) | aux;
     nx->foot = s;
     nx->head &= ~F_PUSED;
@@ -213,6 +215,8 @@ static inline void mark_free(blk *b, size_t s, size_t aux)
 /* b (head = size | F_PUSED as it is) becomes used. */
 static inline void mark_used(blk *b)
 {
+    DMM_ASSERT(bsize(b) >= MINB);
+    DMM_ASSERT_LOCAL(bsize(bnext(b)) != 0 || bused(bnext(b))); /* the next block or the sentinel */
     b->head = (b->head & ~F_STATE) | F_USED;
     bnext(b)->head |= F_PUSED;
 }

@@ -99,6 +99,7 @@ static inline unsigned bin_of_roundup(const dmm_heap *h, size_t s)
 
 static inline void bm_set(dmm_heap *h, unsigned i)
 {
+    DMM_ASSERT(i < h->nbins);
     h->bitmap[i / DMM_WORD_BITS] |= (size_t)1 << (i % DMM_WORD_BITS);
     h->summary |= (size_t)1 << (i / DMM_WORD_BITS);
 }
@@ -161,13 +162,29 @@ static inline bool node_ok(dmm_heap *h, const blk *c, size_t want)
     return (hd & F_STATE) == want && (hd & ~F_MASK) >= MINB && (hd & ~F_MASK) <= hi - (uintptr_t)c;
 }
 
-/* The list successor of c, validated before anyone follows it when the
- * heap is hardened.  A bad link is reported and the list is cut at c (the
- * blocks behind it are lost to the lists, none is handed out). */
-static inline blk *follow(dmm_heap *h, blk *c, size_t want, blk **tail)
+/* Is c safe to read as a block: granule-aligned, inside a region, with
+ * room for a header before the region's sentinel?  One compare in the
+ * region of the last look-up. */
+static inline bool node_in_heap(dmm_heap *h, const blk *c)
+{
+    region *r;
+    if (DMM_LIKELY(in_hint(h, c)))
+        return true;
+    return !((uintptr_t)c & (GRAN - 1u)) && (r = region_of(h, c)) != NULL && c >= rfirst(r) && c < rsentinel(r);
+}
+
+/* The list successor of c, checked before anyone follows it when the heap
+ * is hardened.  A bad link is reported and the list is cut at c (the
+ * blocks behind it are lost to the lists, none is handed out).
+ *   follow_scan: nx must lie where a block can (node_in_heap): enough to
+ *       read it while a search walks on; the block a search finally takes
+ *       gets the full check in take_block.
+ *   follow: nx must also be a block of the list's kind (node_ok).  Used
+ *       where nx becomes a list head, so that a head is always trusted. */
+static DMM_ALWAYS_INLINE blk *follow_check(dmm_heap *h, blk *c, size_t want, blk **tail, bool full)
 {
     blk *nx = get_next(h, c);
-    if (HARDENED(h) && nx && !node_ok(h, nx, want)) {
+    if (HARDENED(h) && nx && DMM_UNLIKELY(full ? !node_ok(h, nx, want) : !node_in_heap(h, nx))) {
         dmm__heap_report(h, DMM_ERR_FREE_LIST, c, "a free-list link was overwritten (use after free?)");
         set_next(h, c, NULL);
         if (tail)
@@ -175,6 +192,14 @@ static inline blk *follow(dmm_heap *h, blk *c, size_t want, blk **tail)
         nx = NULL;
     }
     return nx;
+}
+static DMM_ALWAYS_INLINE blk *follow(dmm_heap *h, blk *c, size_t want, blk **tail)
+{
+    return follow_check(h, c, want, tail, true);
+}
+static DMM_ALWAYS_INLINE blk *follow_scan(dmm_heap *h, blk *c, blk **tail)
+{
+    return follow_check(h, c, 0, tail, false);
 }
 
 static inline blk **tail_of(dmm_heap *h, unsigned n)
@@ -188,7 +213,13 @@ static inline blk **tail_of(dmm_heap *h, unsigned n)
 static inline void list_insert_after(dmm_heap *h, unsigned n, blk *pred, blk *b)
 {
     bin *bn = &h->bins[n];
+    DMM_ASSERT(blisted(b) && n < h->nbins);
+    DMM_ASSERT_LOCAL(bnext(b)->foot == bsize(b) && !bpused(bnext(b)));
     blk *nx = pred ? follow(h, pred, 0, tail_of(h, n)) : bn->head;
+    if (DOUBLY(h) && HARDENED(h) && nx && DMM_UNLIKELY(get_prev(h, nx) != pred)) {
+        dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a free list's back link was overwritten (use after free?)");
+        nx = NULL; /* cut: nothing is written through the bad link */
+    }
     set_next(h, b, nx);
     if (DOUBLY(h)) {
         set_prev(h, b, pred);
@@ -217,12 +248,12 @@ static inline void bin_insert(dmm_heap *h, blk *b)
         pred = bn->tail;
         break;
     case DMM_ORDER_ADDRESS:
-        for (c = bn->head; c && c < b; c = follow(h, c, 0, tail_of(h, n)))
+        for (c = bn->head; c && c < b; c = follow_scan(h, c, tail_of(h, n)))
             pred = c;
         break;
     case DMM_ORDER_SIZE: {
         size_t s = bsize(b);
-        for (c = bn->head; c && bsize(c) <= s; c = follow(h, c, 0, tail_of(h, n)))
+        for (c = bn->head; c && bsize(c) <= s; c = follow_scan(h, c, tail_of(h, n)))
             pred = c;
         break;
     }
@@ -234,6 +265,7 @@ static inline void bin_insert(dmm_heap *h, blk *b)
 static inline void list_remove(dmm_heap *h, unsigned n, blk *pred, blk *b)
 {
     bin *bn = &h->bins[n];
+    DMM_ASSERT(pred ? get_next(h, pred) == b : bn->head == b);
     blk *nx = follow(h, b, 0, tail_of(h, n));
     if (DOUBLY(h) && HARDENED(h) && nx && get_prev(h, nx) != b) {
         dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a free list's back link was overwritten (use after free?)");
@@ -279,7 +311,7 @@ static inline bool bin_remove(dmm_heap *h, blk *b)
                 return false;
             }
             pred = c;
-            c = follow(h, c, 0, tail_of(h, n));
+            c = follow_scan(h, c, tail_of(h, n));
             steps++;
         }
         st_steps(h, steps);

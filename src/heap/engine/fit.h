@@ -17,7 +17,7 @@ typedef struct found {
 static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit, found *f, uint64_t *steps)
 {
     blk *pred = NULL, *best = NULL, *best_pred = NULL;
-    for (blk *c = h->bins[n].head; c; pred = c, c = follow(h, c, 0, tail_of(h, n))) {
+    for (blk *c = h->bins[n].head; c; pred = c, c = follow_scan(h, c, tail_of(h, n))) {
         size_t cs = bsize(c);
         (*steps)++;
         if (cs < s)
@@ -55,7 +55,7 @@ static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *step
     blk *c = h->rover;
     if (c && !blisted(c))
         c = NULL; /* defensive: a rover always names a listed block */
-    for (; c; c = follow(h, c, 0, tail_of(h, 0))) {
+    for (; c; c = follow_scan(h, c, tail_of(h, 0))) {
         (*steps)++;
         if (bsize(c) >= s) {
             f->b = c;
@@ -114,6 +114,11 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
         return NULL;
     if (fit == DMM_FIT_NEXT) {
         /* list_remove moves the rover on to the (validated) successor */
+        if (HARDENED(h) && DMM_UNLIKELY(!node_ok(h, f.b, 0))) {
+            dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
+            h->rover = h->bins[0].head;
+            return NULL;
+        }
         h->rover = f.b;
         if (f.bin == UINT32_MAX) {
             if (!bin_remove(h, f.b)) {
@@ -126,6 +131,21 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
         if (!h->rover)
             h->rover = h->bins[0].head;
         return f.b;
+    }
+    if (HARDENED(h) && f.pred && DMM_UNLIKELY(!node_ok(h, f.b, 0))) {
+        /* (a bin head is always trusted) the link that led here was
+         * overwritten with an address inside the heap: cut the list
+         * before the block, hand out nothing */
+        dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
+        if (f.pred)
+            set_next(h, f.pred, NULL);
+        else
+            h->bins[f.bin].head = NULL;
+        if (P_ORDER(h) == DMM_ORDER_FIFO)
+            h->bins[f.bin].tail = f.pred;
+        if (!h->bins[f.bin].head)
+            bm_clear(h, f.bin);
+        return NULL;
     }
     list_remove(h, f.bin, f.pred, f.b);
     return f.b;

@@ -31,9 +31,8 @@ static inline bool grow_in_place(dmm_heap *h, blk *b, size_t s)
         h->st.top_bytes -= bsize(nx);
         if (total - s >= MINB) {
             blk *nt = bat(b, s);
-            nt->head = total - s;
+            nt->head = (total - s) | F_PUSED;
             mark_free(nt, total - s, F_AUX);
-            nt->head |= F_PUSED;
             h->st.top_bytes += total - s;
             bs = s;
         } else {

@@ -55,6 +55,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
         }
     }
     mark_free(b, s, top ? F_AUX : 0);
+    DMM_ASSERT_LOCAL(!top || bsize(bnext(b)) == 0); /* the top is the region's last block */
     if (top)
         h->st.top_bytes += s - old_top;
     if (P_POISON(h)) {
@@ -100,7 +101,7 @@ static DMM_ALWAYS_INLINE blk *carve_top(dmm_heap *h, size_t s)
     ts = bsize(t);
     if (ts - s >= MINB) {
         blk *nt = bat(t, s);
-        nt->head = ts - s; /* F_PUSED is set when t becomes used */
+        nt->head = (ts - s) | F_PUSED; /* t is about to become used */
         mark_free(nt, ts - s, F_AUX);
         t->head = s | (t->head & F_PUSED);
         h->st.top_bytes -= s;
@@ -135,7 +136,7 @@ static inline blk *quick_pop(dmm_heap *h, size_t s)
     b = h->quick[q];
     if (!b)
         return NULL;
-    h->quick[q] = follow(h, b, F_STATE, NULL);
+    h->quick[q] = follow(h, b, F_STATE, NULL); /* fully checked: the next pop trusts it */
     h->quick_len[q]--;
     st_steps(h, 1);
     b->head &= ~F_AUX; /* used, as a quick block already is */
