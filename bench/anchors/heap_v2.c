@@ -72,27 +72,11 @@ __attribute__((noinline, used)) void bench_op_free(void *p)
 
 /* ---- workloads ---------------------------------------------------------------- */
 
-static void v2_push(wl_trace *t, uint32_t kind, uint32_t id, uint32_t size)
-{
-    if (t->error)
-        return;
-    if (t->n_ops == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 4096;
-        wl_op *n = realloc(t->ops, nc * sizeof *n);
-        if (!n) {
-            t->error = 1;
-            return;
-        }
-        t->ops = n;
-        t->cap = nc;
-    }
-    t->ops[t->n_ops++] = (wl_op){kind, id, size};
-}
 
 static uint32_t v2_alloc(wl_trace *t, size_t size)
 {
     uint32_t id = t->n_ids++;
-    v2_push(t, WL_ALLOC, id, (uint32_t)size);
+    wl_push(t, WL_ALLOC, id, (uint32_t)size);
     return id;
 }
 
@@ -107,7 +91,7 @@ static int gen_kernels(wl_trace *t)
             return -1;
         uint32_t base = t->n_ids;
         for (size_t i = 0; i < one.n_ops; i++)
-            v2_push(t, one.ops[i].kind, base + one.ops[i].id, one.ops[i].size);
+            wl_push(t, one.ops[i].kind, base + one.ops[i].id, one.ops[i].size);
         t->n_ids += one.n_ids;
         wl_release(&one);
     }
@@ -137,13 +121,13 @@ static int gen_frag(wl_trace *t)
             live[n++] = v2_alloc(t, wl_rng_logu(&r, MIN, MAX));
         } else {
             size_t k = (size_t)wl_rng_below(&r, n);
-            v2_push(t, WL_FREE, live[k], 0);
+            wl_push(t, WL_FREE, live[k], 0);
             live[k] = live[--n];
         }
     }
     while (n > 0 && !t->error) {
         size_t k = (size_t)wl_rng_below(&r, n);
-        v2_push(t, WL_FREE, live[k], 0);
+        wl_push(t, WL_FREE, live[k], 0);
         live[k] = live[--n];
     }
     free(live);
@@ -171,7 +155,7 @@ static void rb_postorder(wl_trace *t, const rb_node *v, size_t lo, size_t hi)
     size_t mid = lo + (hi - lo) / 2;
     rb_postorder(t, v, lo, mid);
     rb_postorder(t, v, mid + 1, hi);
-    v2_push(t, WL_FREE, v[mid].id, 0);
+    wl_push(t, WL_FREE, v[mid].id, 0);
 }
 
 static int gen_rbtree(wl_trace *t)
@@ -186,7 +170,7 @@ static int gen_rbtree(wl_trace *t)
         live[i] = (rb_node){(uint32_t)wl_rng_next(&r), v2_alloc(t, NODE_BYTES)};
     for (size_t s = 0; s < STEPS && !t->error; s++) { /* delete one, insert one */
         size_t k = (size_t)wl_rng_below(&r, NODES);
-        v2_push(t, WL_FREE, live[k].id, 0);
+        wl_push(t, WL_FREE, live[k].id, 0);
         live[k] = (rb_node){(uint32_t)wl_rng_next(&r), v2_alloc(t, NODE_BYTES)};
     }
     qsort(live, NODES, sizeof *live, rb_cmp); /* destroy: post-order */

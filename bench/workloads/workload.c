@@ -57,7 +57,7 @@ uint64_t wl_rng_logu(wl_rng *r, uint64_t lo, uint64_t hi)
 
 /* ---- builder ------------------------------------------------------------ */
 
-static void push(wl_trace *t, uint32_t kind, uint32_t id, uint32_t size)
+void wl_push(wl_trace *t, uint32_t kind, uint32_t id, uint32_t size)
 {
     if (t->error)
         return;
@@ -80,11 +80,11 @@ static void push(wl_trace *t, uint32_t kind, uint32_t id, uint32_t size)
 static uint32_t b_alloc(wl_trace *t, size_t size)
 {
     uint32_t id = t->n_ids++;
-    push(t, WL_ALLOC, id, (uint32_t)size);
+    wl_push(t, WL_ALLOC, id, (uint32_t)size);
     return id;
 }
 
-static void b_free(wl_trace *t, uint32_t id) { push(t, WL_FREE, id, 0); }
+static void b_free(wl_trace *t, uint32_t id) { wl_push(t, WL_FREE, id, 0); }
 
 /* A growable array of ids, for generators that remember what to free. */
 typedef struct idvec {
@@ -424,7 +424,7 @@ static int gen_mixed(wl_trace *t, uint64_t seed)
     }
     qsort(ev, n, sizeof *ev, mx_cmp);
     for (size_t i = 0; i < n; i++)
-        push(t, ev[i].kind, ev[i].id, ev[i].size);
+        wl_push(t, ev[i].kind, ev[i].id, ev[i].size);
     free(ev);
     return t->error ? -1 : 0;
 }
@@ -612,13 +612,13 @@ int wl_randomize_frees(const wl_trace *in, uint64_t seed, wl_trace *out)
         const wl_op *o = &in->ops[i];
         if (o->kind == WL_FREE)
             continue;
-        push(out, o->kind, o->id, o->size);
+        wl_push(out, o->kind, o->id, o->size);
         /* a bucket is LIFO; emit it in increasing id order */
         size_t cnt = 0;
         for (uint32_t id = head[pos]; id != UINT32_MAX; id = next[id])
             tmp[cnt++] = id;
         while (cnt > 0)
-            push(out, WL_FREE, tmp[--cnt], 0);
+            wl_push(out, WL_FREE, tmp[--cnt], 0);
         pos++;
     }
     if (out->error || wl_validate(out) != 0)

@@ -80,6 +80,10 @@ const wl_info *wl_find(const char *name); /* NULL if unknown */
  * bug caught by wl_validate). */
 int wl_generate(const char *name, uint64_t seed, wl_trace *t);
 
+/* Appends one op (kind, id, size) to t, growing its list; sets t->error and
+ * drops the op when memory runs out.  For generators outside workload.c. */
+void wl_push(wl_trace *t, uint32_t kind, uint32_t id, uint32_t size);
+
 /* Releases the op list. */
 void wl_release(wl_trace *t);
 

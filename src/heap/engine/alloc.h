@@ -64,6 +64,20 @@ static inline bool poison_intact(dmm_heap *h, blk *b, size_t req)
     return false;
 }
 
+/* The usual sources of a block of s bytes: an exact quick list, the bins,
+ * the top.  NULL if none has one. */
+static DMM_ALWAYS_INLINE blk *obtain_fast(dmm_heap *h, size_t s, bool quick_ok)
+{
+    blk *b = NULL;
+    if (P_QUICK(h) && quick_ok)
+        b = quick_pop(h, s);
+    if (!b)
+        b = take_block(h, s);
+    if (!b)
+        b = carve_top(h, s);
+    return b;
+}
+
 /* The slow path of obtain: a quick-list flush plus deferred sweep, growth,
  * and the poison check with its retry.  `b` is what the fast path found. */
 static DMM_NOINLINE blk *obtain_slow(dmm_heap *h, blk *b, size_t s, size_t req, bool quick_ok)
@@ -82,28 +96,14 @@ static DMM_NOINLINE blk *obtain_slow(dmm_heap *h, blk *b, size_t s, size_t req, 
             b = carve_top(h, s);
         if (!b || !P_POISON(h) || poison_intact(h, b, req))
             return b;
-        b = NULL;
-        if (P_QUICK(h) && quick_ok)
-            b = quick_pop(h, s);
-        if (!b)
-            b = take_block(h, s);
-        if (!b)
-            b = carve_top(h, s);
+        b = obtain_fast(h, s, quick_ok); /* the damaged block was withheld */
     }
 }
 
-/* Finds a block of s bytes, trying quick lists, the bins, the top (the
- * fast path, inlined), then a quick-list flush plus deferred sweep and
- * growth (obtain_slow). */
+/* Finds a block of s bytes: the fast path inlined, the rest out of line. */
 static DMM_ALWAYS_INLINE blk *obtain(dmm_heap *h, size_t s, size_t req, bool quick_ok)
 {
-    blk *b = NULL;
-    if (P_QUICK(h) && quick_ok)
-        b = quick_pop(h, s);
-    if (!b)
-        b = take_block(h, s);
-    if (!b)
-        b = carve_top(h, s);
+    blk *b = obtain_fast(h, s, quick_ok);
     if (DMM_UNLIKELY(!b || P_POISON(h)))
         b = obtain_slow(h, b, s, req, quick_ok);
     return b;
