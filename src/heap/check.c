@@ -324,3 +324,15 @@ dmm_heap_stats dmm_heap_get_stats(dmm_heap *h)
     return st;
 }
 
+
+/* ---- for tests ------------------------------------------------------------ */
+
+/* The word h would store in a link slot of the block whose payload is
+ * `slot_payload` to name the block whose payload is `target_payload` (NULL:
+ * the end of the list).  Internal: tests use it to forge links the way an
+ * attacker who knows the keys would.  Not in the public header. */
+uintptr_t dmm__heap_link_encode(dmm_heap *h, const void *slot_payload, const void *target_payload);
+uintptr_t dmm__heap_link_encode(dmm_heap *h, const void *slot_payload, const void *target_payload)
+{
+    return (uintptr_t)lencode(h, bfrom(slot_payload), target_payload ? bfrom(target_payload) : NULL);
+}

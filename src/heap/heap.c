@@ -112,7 +112,8 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     h->cookie = cfg.cookie ? cfg.cookie : (uintptr_t)mix64((uint64_t)(uintptr_t)h ^ 0xA5A5F00Dull);
     /* the link key must differ from the canary cookie and keep the low
      * bits of a link non-zero, so that a zeroed link decodes to garbage */
-    h->link_key = (uintptr_t)mix64((uint64_t)h->cookie + 0x9E3779B97F4A7C15ull) | (GRAN - 1u);
+    h->link_key = (uintptr_t)mix64((uint64_t)h->cookie + 0x9E3779B97F4A7C15ull);
+    h->link_key2 = (uintptr_t)mix64((uint64_t)h->link_key ^ 0xD1B54A32D192ED03ull);
     h->ops = variant_for(&cfg);
     atomic_flag_clear(&h->spin);
     if (cfg.lock == DMM_LOCK_MUTEX)
@@ -176,6 +177,7 @@ void dmm_heap_reset(dmm_heap *h)
     h->damaged = false;
     h->regions = NULL;
     h->nregions = 0;
+    h->max_nodes = 0;
     dmm_port_memset(&h->st, 0, sizeof h->st);
     h->st.footprint = ctrl_bytes(h);
     while (keep) {

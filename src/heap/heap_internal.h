@@ -126,7 +126,10 @@ typedef struct dmm__heap_ops {
 struct dmm_heap {
     uintptr_t magic;
     const dmm__heap_ops *ops; /* the variant chosen at init */
-    uintptr_t link_key;       /* safe-linking secret (hardening >= CHECKED) */
+    uintptr_t link_key;       /* safe-linking secrets (hardening >= CHECKED): */
+    uintptr_t link_key2;      /* link = rotl(target ^ key2, key & bits) + key */
+    size_t max_nodes;         /* most free blocks the regions could hold: bounds
+                                 every list walk, so a forged cycle cannot hang */
     region *hint;             /* region of the last pointer looked up */
     uintptr_t hint_lo;        /* its first block ... */
     size_t hint_span;         /* ... and the bytes from there to its sentinel */

@@ -132,16 +132,42 @@ static inline int bm_find(const dmm_heap *h, unsigned i)
     return (int)(w * DMM_WORD_BITS + dmm_ctz(h->bitmap[w]));
 }
 
-/* ---- links: stored XOR-ed with the heap's key from CHECKED up ---- */
-
-static inline blk *lcode(const dmm_heap *h, blk *v)
+/* ---- links: encoded from CHECKED up ----
+ * A link slot in block b holding target x (NULL stored as b itself, so no
+ * slot ever holds a known constant) keeps rotl(x ^ key2, key) + key: a
+ * stored link does not give the keys away (a plain XOR would: a list
+ * tail's NULL link is the key), and a forged link decodes to garbage
+ * unless its writer knows both keys.  A link naming its own block reads as
+ * NULL, so a self-loop cannot hand a block out twice. */
+#define LINK_BITS (sizeof(uintptr_t) * 8u)
+static inline uintptr_t rotl_w(uintptr_t x, unsigned r)
 {
-    return HARDENED(h) ? (blk *)((uintptr_t)v ^ h->link_key) : v;
+    r &= LINK_BITS - 1u;
+    return r ? (x << r) | (x >> (LINK_BITS - r)) : x;
 }
-static inline blk *get_next(const dmm_heap *h, const blk *b) { return lcode(h, *lnext(b)); }
-static inline blk *get_prev(const dmm_heap *h, const blk *b) { return lcode(h, *lprev(b)); }
-static inline void set_next(const dmm_heap *h, blk *b, blk *v) { *lnext(b) = lcode(h, v); }
-static inline void set_prev(const dmm_heap *h, blk *b, blk *v) { *lprev(b) = lcode(h, v); }
+static inline uintptr_t rotr_w(uintptr_t x, unsigned r)
+{
+    r &= LINK_BITS - 1u;
+    return r ? (x >> r) | (x << (LINK_BITS - r)) : x;
+}
+static inline blk *ldecode(const dmm_heap *h, const blk *b, blk *e)
+{
+    uintptr_t x;
+    if (!HARDENED(h))
+        return e;
+    x = rotr_w((uintptr_t)e - h->link_key, (unsigned)h->link_key) ^ h->link_key2;
+    return x == (uintptr_t)b ? NULL : (blk *)x;
+}
+static inline blk *lencode(const dmm_heap *h, const blk *b, blk *v)
+{
+    if (!HARDENED(h))
+        return v;
+    return (blk *)(rotl_w((uintptr_t)(v ? v : b) ^ h->link_key2, (unsigned)h->link_key) + h->link_key);
+}
+static inline blk *get_next(const dmm_heap *h, const blk *b) { return ldecode(h, b, *lnext(b)); }
+static inline blk *get_prev(const dmm_heap *h, const blk *b) { return ldecode(h, b, *lprev(b)); }
+static inline void set_next(const dmm_heap *h, blk *b, blk *v) { *lnext(b) = lencode(h, b, v); }
+static inline void set_prev(const dmm_heap *h, blk *b, blk *v) { *lprev(b) = lencode(h, b, v); }
 
 /* Is c a plausible node of a list whose blocks have state bits `want`
  * (0: bin list, F_STATE: quick list)?  Reads c's header only after c was
@@ -202,6 +228,20 @@ static DMM_ALWAYS_INLINE blk *follow_scan(dmm_heap *h, blk *c, blk **tail)
     return follow_check(h, c, 0, tail, false);
 }
 
+/* A walk that has visited more nodes than the heap can hold free blocks is
+ * going round a forged cycle: report it and cut the list at c (hardened
+ * heaps only; returns true when it cut). */
+static inline bool walk_too_long(dmm_heap *h, uint64_t steps, blk *c, blk **tail)
+{
+    if (!HARDENED(h) || DMM_LIKELY(steps <= h->max_nodes))
+        return false;
+    dmm__heap_report(h, DMM_ERR_FREE_LIST, c, "a free list runs in a cycle (link overwritten)");
+    set_next(h, c, NULL);
+    if (tail)
+        *tail = c;
+    return true;
+}
+
 static inline blk **tail_of(dmm_heap *h, unsigned n)
 {
     return P_ORDER(h) == DMM_ORDER_FIFO ? &h->bins[n].tail : NULL;
@@ -247,13 +287,17 @@ static inline void bin_insert(dmm_heap *h, blk *b)
     case DMM_ORDER_FIFO:
         pred = bn->tail;
         break;
-    case DMM_ORDER_ADDRESS:
-        for (c = bn->head; c && c < b; c = follow_scan(h, c, tail_of(h, n)))
+    case DMM_ORDER_ADDRESS: {
+        uint64_t k = 0;
+        for (c = bn->head; c && c < b && !walk_too_long(h, ++k, c, tail_of(h, n)); c = follow_scan(h, c, tail_of(h, n)))
             pred = c;
         break;
+    }
     case DMM_ORDER_SIZE: {
         size_t s = bsize(b);
-        for (c = bn->head; c && bsize(c) <= s; c = follow_scan(h, c, tail_of(h, n)))
+        uint64_t k = 0;
+        for (c = bn->head; c && bsize(c) <= s && !walk_too_long(h, ++k, c, tail_of(h, n));
+             c = follow_scan(h, c, tail_of(h, n)))
             pred = c;
         break;
     }
@@ -311,8 +355,11 @@ static inline bool bin_remove(dmm_heap *h, blk *b)
                 return false;
             }
             pred = c;
+            if (walk_too_long(h, ++steps, c, tail_of(h, n))) {
+                st_steps(h, steps);
+                return false;
+            }
             c = follow_scan(h, c, tail_of(h, n));
-            steps++;
         }
         st_steps(h, steps);
     }

@@ -19,7 +19,8 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
     blk *pred = NULL, *best = NULL, *best_pred = NULL;
     for (blk *c = h->bins[n].head; c; pred = c, c = follow_scan(h, c, tail_of(h, n))) {
         size_t cs = bsize(c);
-        (*steps)++;
+        if (++*steps > h->max_nodes && walk_too_long(h, *steps, c, tail_of(h, n)))
+            break;
         if (cs < s)
             continue;
         if (cs == s || fit == DMM_FIT_FIRST || fit == DMM_FIT_NEXT || fit == DMM_FIT_GOOD ||
@@ -56,7 +57,8 @@ static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *step
     if (c && !blisted(c))
         c = NULL; /* defensive: a rover always names a listed block */
     for (; c; c = follow_scan(h, c, tail_of(h, 0))) {
-        (*steps)++;
+        if (++*steps > h->max_nodes && walk_too_long(h, *steps, c, tail_of(h, 0)))
+            break;
         if (bsize(c) >= s) {
             f->b = c;
             f->pred = NULL;
@@ -114,7 +116,7 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
         return NULL;
     if (fit == DMM_FIT_NEXT) {
         /* list_remove moves the rover on to the (validated) successor */
-        if (HARDENED(h) && DMM_UNLIKELY(!node_ok(h, f.b, 0))) {
+        if (HARDENED(h) && DMM_UNLIKELY(!node_ok(h, f.b, 0) || bsize(f.b) < s)) {
             dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
             h->rover = h->bins[0].head;
             return NULL;
@@ -132,7 +134,7 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
             h->rover = h->bins[0].head;
         return f.b;
     }
-    if (HARDENED(h) && f.pred && DMM_UNLIKELY(!node_ok(h, f.b, 0))) {
+    if (HARDENED(h) && DMM_UNLIKELY((f.pred && !node_ok(h, f.b, 0)) || bsize(f.b) < s)) {
         /* (a bin head is always trusted) the link that led here was
          * overwritten with an address inside the heap: cut the list
          * before the block, hand out nothing */

@@ -68,9 +68,9 @@ static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr)
     }
     if (!(hd & F_PUSED)) {
         size_t pf = b->foot;
-        blk *pv = bprev(b);
-        if (pf < MINB || pf > (size_t)((char *)b - (char *)first) || (pf & F_MASK) || pv->head == 0 ||
-            bsize(pv) != pf || bused(pv)) {
+        /* the tag is range-checked before the previous block is computed */
+        if (pf < MINB || pf > (size_t)((char *)b - (char *)first) || (pf & F_MASK) || bsize(bprev(b)) != pf ||
+            bused(bprev(b))) {
             dmm__heap_report(h, DMM_ERR_HEADER, ptr, "the previous block's size tag does not match it (overflow?)");
             return NULL;
         }

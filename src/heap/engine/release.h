@@ -129,14 +129,19 @@ static inline void quick_push(dmm_heap *h, blk *b)
 static inline blk *quick_pop(dmm_heap *h, size_t s)
 {
     unsigned q;
-    blk *b;
+    blk *b, *nx;
     if (s > h->quick_bmax)
         return NULL;
     q = quick_index(s);
     b = h->quick[q];
     if (!b)
         return NULL;
-    h->quick[q] = follow(h, b, F_STATE, NULL); /* fully checked: the next pop trusts it */
+    nx = follow(h, b, F_STATE, NULL); /* fully checked: the next pop trusts it */
+    if (HARDENED(h) && nx && DMM_UNLIKELY(bsize(nx) != s)) {
+        dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a quick-list link names a block of another size");
+        nx = NULL;
+    }
+    h->quick[q] = nx;
     h->quick_len[q]--;
     st_steps(h, 1);
     b->head &= ~F_AUX; /* used, as a quick block already is */
@@ -151,7 +156,8 @@ static inline bool quick_flush(dmm_heap *h)
         blk *b = h->quick[q];
         h->quick[q] = NULL;
         h->quick_len[q] = 0;
-        while (b) {
+        uint64_t k = 0;
+        while (b && !walk_too_long(h, ++k, b, NULL)) {
             blk *nx = follow(h, b, F_STATE, NULL);
             b->head &= ~F_STATE;
             release_block(h, b, (char *)bnext(b));
