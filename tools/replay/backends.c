@@ -141,6 +141,7 @@ int dmmb_init(dmm_backend *b, size_t size)
     }
     dmm_heap_as_allocator(b->h, &b->rb.a);
     b->ctrl_bytes = dmm_heap_control_overhead(b->h);
+    b->variant = dmm_heap_variant(b->h);
     return DMM_OK;
 }
 

@@ -20,6 +20,7 @@ typedef struct dmm_backend {
     dmm_heap_config cfg;    /* as run (stats / lock possibly forced) */
     char spec[512];         /* what the user gave after "dmm:" */
     int stats_forced;       /* stats was OFF, raised to COUNTERS */
+    const char *variant; /* the heap code path init chose (dmm_heap_variant) */
     int lock_forced;        /* lock was NONE on a multi-threaded trace */
     unsigned char *arena;
     size_t arena_size;      /* bytes the heap is given */

@@ -998,6 +998,7 @@ int main(int argc, char **argv)
                 tj_str(&j, "stats", stats_name(db.cfg.stats));
                 tj_bool(&j, "stats_forced", db.stats_forced);
                 tj_bool(&j, "lock_forced", db.lock_forced);
+                tj_str(&j, "variant", db.variant ? db.variant : "");
                 tj_u64(&j, "arena", o.arena);
                 tj_bool(&j, "prefaulted", !o.min_arena);
                 tj_u64(&j, "heap_errors", heap_errors);
