@@ -5,6 +5,8 @@
 #       [FROZEN <header>]              freeze the heap config (abs. or relative
 #                                      to the source root); empty = runtime
 #       [ANNOTATE ON|OFF]              default: DMM_ANNOTATE
+#       [VARIANTS ON|OFF]              default: DMM_HEAP_VARIANTS (compile the
+#                                      preset variants of the hot paths)
 #       [ASSERT_LEVEL 0..3]            default: DMM_ASSERT_LEVEL, else 3 in
 #                                      Debug and 0 otherwise
 #       [EXPORT_NAME <name>])
@@ -33,7 +35,7 @@ get_filename_component(DMM_SOURCE_ROOT "${DMM_SOURCE_ROOT}" ABSOLUTE)
 
 function(dmm_add_heap_library name)
     cmake_parse_arguments(PARSE_ARGV 1 A "STATIC;SHARED;OBJECT"
-                          "PORT;FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME" "")
+                          "PORT;FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME;VARIANTS" "")
     if(A_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "dmm_add_heap_library(${name}): unknown arguments ${A_UNPARSED_ARGUMENTS}")
     endif()
@@ -86,6 +88,16 @@ function(dmm_add_heap_library name)
         target_compile_definitions(${name} PRIVATE "DMM_ASSERT_LEVEL=$<IF:$<CONFIG:Debug>,3,0>")
     else()
         target_compile_definitions(${name} PRIVATE "DMM_ASSERT_LEVEL=${A_ASSERT_LEVEL}")
+    endif()
+
+    # Preset variants of the hot paths (src/heap/variant.h)
+    if(NOT DEFINED A_VARIANTS OR A_VARIANTS STREQUAL "")
+        set(A_VARIANTS "${DMM_HEAP_VARIANTS}")
+    endif()
+    if(A_VARIANTS)
+        target_compile_definitions(${name} PRIVATE DMM_HEAP_VARIANTS=1)
+    else()
+        target_compile_definitions(${name} PRIVATE DMM_HEAP_VARIANTS=0)
     endif()
 
     # Frozen configuration

@@ -34,14 +34,18 @@ static inline size_t dmm_align_down(size_t x, size_t a) { return x & ~(a - 1); }
 static inline uintptr_t dmm_align_up_ptr(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
 
 /* For a few hot helpers the compiler's size heuristics must not decline to
- * inline (they are few, and each variant compiles its own copy). */
-#if defined(__GNUC__) || defined(__clang__)
+ * inline (they are few, and each variant compiles its own copy) - except
+ * when the build optimises for size (-Os), where firmware wants one copy. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__OPTIMIZE_SIZE__)
 #define DMM_ALWAYS_INLINE inline __attribute__((always_inline))
+#else /* -Os: code size first, the compiler's heuristics decide */
+#define DMM_ALWAYS_INLINE inline
+#endif
+#if defined(__GNUC__) || defined(__clang__)
 #define DMM_NOINLINE __attribute__((noinline))
 #define DMM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define DMM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
-#define DMM_ALWAYS_INLINE inline
 #define DMM_NOINLINE
 #define DMM_LIKELY(x) (x)
 #define DMM_UNLIKELY(x) (x)

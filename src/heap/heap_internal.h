@@ -173,6 +173,10 @@ struct dmm_heap {
 #else
 #define DMM_HEAP_FROZEN 0
 #endif
+/* 1: compile the preset variants (variant.h); 0: only the generic one. */
+#ifndef DMM_HEAP_VARIANTS
+#define DMM_HEAP_VARIANTS 1
+#endif
 
 /* ---- block helpers (layout only: no policy) ---- */
 static inline size_t bsize(const blk *b) { return b->head & ~F_MASK; }

@@ -14,6 +14,10 @@
  *   lean   + lock none, stats off, hardening off, poison off, no growth,
  *          the preset's bin parameters.
  *
+ * The preset variants are compiled when DMM_HEAP_VARIANTS is 1 (CMake
+ * option DMM_HEAP_VARIANTS: on for hosted ports, off for freestanding ones,
+ * where one generic copy of the code is what a firmware wants).
+ *
  * A ship or lean variant is exactly the code a build frozen to that config
  * runs.  Init takes the first variant that accepts the config, in the order
  * of dmm__heap_variants (variant_any.c): ship and lean before shape, shape
@@ -24,7 +28,7 @@
 
 #include "heap_internal.h"
 
-#if !DMM_HEAP_FROZEN
+#if !DMM_HEAP_FROZEN && DMM_HEAP_VARIANTS
 
 #if defined(DMM_VARIANT_SHAPE_DLMALLOC)
 #define DMM_V_ORG DMM_ORG_SEG_EXACT
@@ -109,6 +113,7 @@
 #include "engine/entry.h"
 
 #else
-typedef int dmm__heap_variant_unused; /* a frozen build compiles only variant_any.c */
-#endif /* !DMM_HEAP_FROZEN */
+typedef int dmm__heap_variant_unused; /* a frozen build, or one built with
+                                         DMM_HEAP_VARIANTS=0, compiles only variant_any.c */
+#endif /* !DMM_HEAP_FROZEN && DMM_HEAP_VARIANTS */
 #endif

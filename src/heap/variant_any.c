@@ -16,7 +16,7 @@
 
 /* Most specific first (every ship and lean variant, then the shapes);
  * dmm__heap_ops_any accepts every valid config. */
-#if DMM_HEAP_FROZEN
+#if DMM_HEAP_FROZEN || !DMM_HEAP_VARIANTS
 const dmm__heap_ops *const dmm__heap_variants[] = {&dmm__heap_ops_any};
 #else
 extern const dmm__heap_ops dmm__heap_ops_dlmalloc_ship, dmm__heap_ops_tlsf_ship, dmm__heap_ops_halffit_ship, dmm__heap_ops_firstfit_ship, dmm__heap_ops_p2012_ship, dmm__heap_ops_dlmalloc_lean, dmm__heap_ops_tlsf_lean, dmm__heap_ops_halffit_lean, dmm__heap_ops_firstfit_lean, dmm__heap_ops_p2012_lean, dmm__heap_ops_dlmalloc_shape, dmm__heap_ops_tlsf_shape, dmm__heap_ops_halffit_shape, dmm__heap_ops_firstfit_shape, dmm__heap_ops_p2012_shape;

@@ -385,6 +385,8 @@ TEST(Variants, InitPicksThePresetsFastPaths) {
             EXPECT_EQ(variant_of(c), "frozen");
             continue;
         }
+        if (variant_of(c) == "any")
+            GTEST_SKIP() << "library built with DMM_HEAP_VARIANTS=OFF";
         EXPECT_EQ(variant_of(c), name + "/ship") << name;
         dmm_heap_config lean = c;
         lean.stats = DMM_STATS_OFF;
