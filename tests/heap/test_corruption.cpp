@@ -11,17 +11,42 @@
 // With on_error = ABORT a death test expects the process to stop after the
 // callback ran.
 //
-// Layout knowledge used (heap.h): a block starts with the two-word header
-// [prev_size | size + flags] right before the payload; a free block keeps
-// its list links in the first payload words; the canary is the last word of
-// a used block.
+// Layout knowledge used (v2, src/heap/heap_internal.h; W = sizeof(size_t)):
+//
+//            b                  b+W     b+2W = payload          b+size
+//   used:    [ foot (prev's) ][ head ][ payload ................][ foot' ]
+//   free:    [ foot (prev's) ][ head ][ next | prev | (poison) ][ size  ]
+//   head = size | F_USED(1) | F_PUSED(2) | F_AUX(4)
+//
+// A used block owns one header word (head, at payload - W).  The word at
+// payload - 2W ("foot") is the size tag of the previous block while that
+// block is free (F_PUSED clear in head); while the previous block is used
+// it is the last word of that block's usable span (or its canary).  The
+// canary is the word at b + size.  Free-list links name blocks by b
+// (payload - 2W).  From harden=checked up a link slot in block b holding
+// target x stores rotl(x ^ key2, key) + key, with NULL stored as b itself
+// (so a list tail does not give a key away) and a link that decodes to its
+// own block read as NULL (end of list).  The tests forge "properly encoded"
+// links (an attacker who knows both keys: the worst case) through the
+// library's internal test helper dmm__heap_link_encode, never by deriving a
+// key.  The walker reports info.block = payload - W.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <unistd.h>
+#include <algorithm>
 #include <functional>
+#include <initializer_list>
 
 #include "dmm_test_support.h"
+
+// Internal test helper of the library (src/heap/check.c, not in the public
+// header): the word the heap would store in the link slot of the block whose
+// PAYLOAD is slot_payload, naming the block whose PAYLOAD is target_payload
+// (NULL: end of list).  Identity (raw block address) with harden=off.
+extern "C" uintptr_t dmm__heap_link_encode(dmm_heap *h, const void *slot_payload, const void *target_payload);
 
 using namespace dmmt;
 
@@ -29,8 +54,31 @@ namespace {
 
 constexpr size_t W = sizeof(size_t);
 
+constexpr size_t GRANULE = DMM_HEAP_ALIGN;
+constexpr size_t FLAG_MASK = GRANULE - 1;
+constexpr size_t F_USED = 1, F_PUSED = 2, F_AUX = 4;
+
+// The block's one header word: size | F_USED | F_PUSED | F_AUX.
 size_t &head_word(void *payload) { return *reinterpret_cast<size_t *>((char *)payload - W); }
-size_t &prev_word(void *payload) { return *reinterpret_cast<size_t *>((char *)payload - 2 * W); }
+// The word before the header: the size tag of the previous block while that
+// block is free, else the previous block's last usable word (or canary).
+size_t &foot_word(void *payload) { return *reinterpret_cast<size_t *>((char *)payload - 2 * W); }
+size_t size_of_block(void *payload) { return head_word(payload) & ~FLAG_MASK; }
+// The address free-list links hold for the block of this payload.
+uintptr_t block_addr(const void *payload) { return (uintptr_t)payload - 2 * W; }
+// The stored (possibly key-encoded) link words of a free or quick block.
+uintptr_t &next_link(void *payload) { return *reinterpret_cast<uintptr_t *>(payload); }
+uintptr_t &prev_link(void *payload) { return *(reinterpret_cast<uintptr_t *>(payload) + 1); }
+// The stored word of a link in the block of `slot` naming the block of
+// payload `target` (nullptr: end of list), as the heap itself encodes it.
+uintptr_t enc_link(dmm_heap *h, const void *slot, const void *target) {
+    return dmm__heap_link_encode(h, slot, target);
+}
+// The same for a link naming the (possibly fake, misaligned or interior)
+// BLOCK address `block`: the helper takes payloads, so pass block + 2W.
+uintptr_t enc_block(dmm_heap *h, const void *slot, uintptr_t block) {
+    return dmm__heap_link_encode(h, slot, reinterpret_cast<const void *>(block + 2 * W));
+}
 
 struct Heap {
     explicit Heap(const dmm_heap_config &c, size_t size = 64 * 1024) : cfg(c), buf(size, 0) {
@@ -55,7 +103,10 @@ struct Heap {
         for (const auto &b : w)
             if (buf.contains(b.block, 1) && (uintptr_t)b.block < first)
                 first = (uintptr_t)b.block;
-        return (size_t)(first - (uintptr_t)buf.data()) - (dmm_heap_region_overhead() - 2 * W);
+        // info.block is the header word (block start + W); the region
+        // descriptor ends at the first block's start; region overhead =
+        // descriptor + the two-word sentinel.
+        return (size_t)(first - W - (uintptr_t)buf.data()) - (dmm_heap_region_overhead() - 2 * W);
     }
     std::vector<unsigned char> snapshot() {
         return std::vector<unsigned char>(buf.data(), buf.data() + buf.size());
@@ -179,16 +230,16 @@ TEST_P(Misuse, DoubleFree) {
     void *big = x.alloc(3000, 4);
     ASSERT_NE(big, nullptr);
     dmm_heap_free(x.h, big);
-    // After a merge the old pointer may be interior to a larger free block:
-    // then it is reported as invalid; either way it is refused.
+    // The big block merged into the top (or, without coalescing, sits in a
+    // list).  v2 keeps a freed block's header at the block start (free
+    // state, or the top's), so the second free is a double free, never an
+    // "interior pointer" of the merged block.
     x.errs.errors.clear();
     std::vector<unsigned char> snap = x.snapshot();
     size_t from = x.region_offset();
     dmm_heap_free(x.h, big);
     ASSERT_EQ(x.errs.errors.size(), 1u);
-    EXPECT_TRUE(x.errs.errors[0].kind == DMM_ERR_DOUBLE_FREE ||
-                x.errs.errors[0].kind == DMM_ERR_INVALID_POINTER)
-        << err_name(x.errs.errors[0].kind);
+    EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_DOUBLE_FREE) << err_name(x.errs.errors[0].kind);
     EXPECT_TRUE(x.unchanged(snap, from));
     EXPECT_TRUE(x.check_ok());
 }
@@ -273,34 +324,61 @@ TEST_P(Misuse, MisalignedPointers) {
     EXPECT_EQ(find_pattern_mismatch(p, 0, 200, 1), SIZE_MAX);
 }
 
+namespace {
+
+// Crafts, inside the zeroed payload p (1024 bytes, p 16-aligned), a fake used
+// block that is consistent for every O(1) check of v2 validation:
+//   fake0  block at p+16  (head p+24), size 64, free, F_PUSED set;
+//   fake1  block at p+80  (foot p+80 = 64: fake0's size tag; head p+88 =
+//          128 | USED, F_PUSED clear: "my predecessor is free"), payload p+96;
+//   succ   block at p+208 (foot p+208 = fake1's canary; head p+216 =
+//          64 | USED | PUSED: "my predecessor is used").
+// Returns fake1's payload.
+void *craft_fake_block(unsigned char *p, uintptr_t cookie) {
+    auto put = [&](size_t off, size_t v) { std::memcpy(p + off, &v, W); };
+    put(16 + W, 64 | F_PUSED);           // fake0 head: free, listed state
+    put(80, 64);                         // fake1 foot: size tag of fake0
+    put(80 + W, 128 | F_USED);           // fake1 head: used, previous free
+    put(208, cookie ^ (uintptr_t)(p + 80)); // fake1's canary = succ's foot
+    put(208 + W, 64 | F_USED | F_PUSED); // succ head: knows fake1 as used
+    return p + 96;
+}
+
+} // namespace
+
 TEST(Paranoid, CraftedFakeHeaderIsRefused) {
     // An interior pointer behind a plausible fake header (consistent sizes,
-    // boundary tags and canary) passes the O(1) checks of CHECKED and
+    // flags, size tag and canary) passes the O(1) checks of CHECKED and
     // CANARY; PARANOID hardening walks the region and must refuse it.
     for (int preset = 0; preset < DMM_PRESET_COUNT; ++preset) {
-        dmm_heap_config cfg = make_cfg({(dmm_heap_preset)preset, DMM_HARDEN_PARANOID});
-        cfg.cookie = 0x5EC12E7;
-        Heap x(cfg);
-        ASSERT_EQ(x.status, DMM_OK);
-        unsigned char *p = static_cast<unsigned char *>(dmm_heap_malloc(x.h, 1024));
-        void *after = x.alloc(64, 5);
-        ASSERT_TRUE(p && after);
-        std::memset(p, 0, 1024);
-        // fake0 header at p+16 (payload p+32), size 64; fake1 at p+80
-        // (payload p+96), prev 64, size 128; fake1's successor at p+208
-        // with prev 128.
-        auto put = [&](size_t off, size_t v) { std::memcpy(p + off, &v, W); };
-        put(16, 0x1000);       // fake0 prev: anything non-zero inside
-        put(16 + W, 64 | 1);   // fake0 head: 64, used
-        put(80, 64);           // fake1 prev
-        put(80 + W, 128 | 1);  // fake1 head: 128, used
-        put(208, 128);         // successor prev tag
-        put(208 + W, 64 | 1);
-        uintptr_t canary = (uintptr_t)0x5EC12E7 ^ (uintptr_t)(p + 80);
-        put(80 + 128 - W, canary); // fake1's canary (last word)
-        void *fake = p + 96;
-        expect_rejected(x, DMM_ERR_INVALID_POINTER, DMM_OP_FREE, fake,
-                        [&] { dmm_heap_free(x.h, fake); }, "crafted interior block");
+        for (int hd = DMM_HARDEN_CANARY; hd <= DMM_HARDEN_PARANOID; ++hd) {
+            dmm_heap_config cfg = make_cfg({(dmm_heap_preset)preset, (dmm_heap_harden)hd});
+            cfg.cookie = 0x5EC12E7;
+            Heap x(cfg);
+            ASSERT_EQ(x.status, DMM_OK);
+            unsigned char *p = static_cast<unsigned char *>(dmm_heap_malloc(x.h, 1024));
+            void *after = x.alloc(64, 5);
+            ASSERT_TRUE(p && after);
+            std::memset(p, 0, 1024);
+            void *fake = craft_fake_block(p, cfg.cookie);
+            if (hd == DMM_HARDEN_CANARY) {
+                // The fake really is plausible: the O(1) validation of CANARY
+                // (usable_size writes nothing) accepts it.  Without this the
+                // PARANOID check below could pass for the wrong reason.
+                x.errs.errors.clear();
+                EXPECT_EQ(dmm_heap_usable_size(x.h, fake), 128 - W - W) << cfg_str(cfg);
+                EXPECT_TRUE(x.errs.errors.empty()) << "crafted block not plausible: "
+                                                   << err_name(x.errs.errors[0].kind) << " "
+                                                   << x.errs.errors[0].message;
+                x.errs.errors.clear();
+                continue;
+            }
+            expect_rejected(x, DMM_ERR_INVALID_POINTER, DMM_OP_FREE, fake,
+                            [&] { dmm_heap_free(x.h, fake); }, "crafted interior block");
+            expect_rejected(x, DMM_ERR_INVALID_POINTER, DMM_OP_REALLOC, fake,
+                            [&] { EXPECT_EQ(dmm_heap_realloc(x.h, fake, 10), nullptr); },
+                            "crafted interior block, realloc");
+        }
     }
 }
 
@@ -325,7 +403,9 @@ TEST_P(Misuse, OverflowIntoNextBlock) {
         EXPECT_EQ(rep.invariant, DMM_INV_CANARY) << report_str(rep);
         want = DMM_ERR_CANARY;
     } else {
-        // Without a canary the next block's prev_size tag is hit.
+        // Without a canary the usable span runs through the next block's
+        // foot word, so the first byte past it is the low byte of the next
+        // block's head: its F_USED / F_PUSED flags no longer agree.
         EXPECT_EQ(rep.invariant, DMM_INV_BOUNDARY_TAG) << report_str(rep);
         want = DMM_ERR_HEADER;
     }
@@ -358,7 +438,8 @@ TEST_P(Misuse, OverflowIntoNextBlock) {
 }
 
 TEST_P(Misuse, HeaderSmashing) {
-    Heap x(make_cfg(GetParam()));
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
     ASSERT_EQ(x.status, DMM_OK);
     void *a = x.alloc(100, 1);
     void *b = x.alloc(100, 2);
@@ -366,39 +447,63 @@ TEST_P(Misuse, HeaderSmashing) {
     void *d = x.alloc(100, 4);
     ASSERT_TRUE(a && b && c && d);
     const size_t head = head_word(b);
-    const size_t bsz = head & ~(size_t)(DMM_HEAP_ALIGN - 1);
+    const size_t bsz = head & ~FLAG_MASK;
+    ASSERT_EQ((char *)c - (char *)b, (ptrdiff_t)bsz) << "blocks not side by side";
+    ASSERT_TRUE(head_word(c) & F_PUSED);
 
-    struct Smash {
-        const char *what;
+    struct Write {
         size_t *word;
         size_t value;
+    };
+    struct Smash {
+        const char *what;
+        void *victim; // the block whose free must be refused
+        std::vector<Write> writes;
     } smashes[] = {
-        {"size word garbage", &head_word(b), (size_t)0x7},
-        {"size word too large", &head_word(b), (bsz + 3 * DMM_HEAP_ALIGN) | (head & (DMM_HEAP_ALIGN - 1))},
-        {"size word too small", &head_word(b), (bsz - DMM_HEAP_ALIGN) | (head & (DMM_HEAP_ALIGN - 1))},
-        {"size word huge", &head_word(b), ((size_t)1 << (W * 8 - 2)) | (head & (DMM_HEAP_ALIGN - 1))},
-        {"prev_size tag of the next block", &prev_word(c), prev_word(c) + DMM_HEAP_ALIGN},
-        {"prev_size tag zeroed", &prev_word(c), 0},
+        {"size word garbage", b, {{&head_word(b), (size_t)0x7}}},
+        {"size word too large", b, {{&head_word(b), (bsz + 3 * GRANULE) | (head & FLAG_MASK)}}},
+        {"size word too small", b, {{&head_word(b), (bsz - GRANULE) | (head & FLAG_MASK)}}},
+        {"size word huge", b, {{&head_word(b), ((size_t)1 << (W * 8 - 2)) | (head & FLAG_MASK)}}},
+        // v1 had a prev_size tag in front of every block.  In v2 the word in
+        // front of c's header belongs to b (payload or canary) while b is
+        // used; the nearest real corruption is c's header lying about b:
+        // F_PUSED cleared ("b is free").  Freeing b must notice that c does
+        // not know b as used.
+        {"previous-used flag of the next block cleared", b, {{&head_word(c), head_word(c) & ~F_PUSED}}},
+        // ... and the lie completed with a size tag that matches b exactly:
+        // freeing c must still see that the "free" predecessor is used.
+        {"next block claims a free predecessor of the right size", c,
+         {{&head_word(c), head_word(c) & ~F_PUSED}, {&foot_word(c), bsz}}},
+        // v1 "prev_size tag zeroed": the same lie with a zero size tag.
+        {"next block claims a free predecessor, size tag zeroed", c,
+         {{&head_word(c), head_word(c) & ~F_PUSED}, {&foot_word(c), 0}}},
     };
     for (const Smash &s : smashes) {
         SCOPED_TRACE(s.what);
-        const size_t saved = *s.word;
-        *s.word = s.value;
+        std::vector<size_t> saved;
+        for (const Write &w : s.writes)
+            saved.push_back(*w.word);
+        for (const Write &w : s.writes)
+            *w.word = w.value;
         dmm_heap_check_report rep = x.check_fail();
-        EXPECT_TRUE(rep.invariant == DMM_INV_BLOCK_SIZE || rep.invariant == DMM_INV_BOUNDARY_TAG)
+        // With a canary the checker may first read b's canary at the end of
+        // the size the smashed header claims (or find the canary itself
+        // overwritten when the lie writes c's foot word, which is b's canary).
+        EXPECT_TRUE(rep.invariant == DMM_INV_BLOCK_SIZE || rep.invariant == DMM_INV_BOUNDARY_TAG ||
+                    (hp.harden >= DMM_HARDEN_CANARY && rep.invariant == DMM_INV_CANARY))
             << report_str(rep);
         // Freeing the damaged block is refused without writes.
-        void *victim = (s.word == &head_word(b)) ? b : c;
         size_t from = x.region_offset();
         std::vector<unsigned char> snap = x.snapshot();
         x.errs.errors.clear();
-        dmm_heap_free(x.h, victim);
+        dmm_heap_free(x.h, s.victim);
         ASSERT_EQ(x.errs.errors.size(), 1u) << "smashed header not reported by free";
         dmm_error_kind k = x.errs.errors[0].kind;
-        EXPECT_TRUE(k == DMM_ERR_HEADER || k == DMM_ERR_INVALID_POINTER || k == DMM_ERR_CANARY)
-            << err_name(k);
+        EXPECT_TRUE(k == DMM_ERR_HEADER || k == DMM_ERR_INVALID_POINTER) << err_name(k);
+        EXPECT_EQ(x.errs.errors[0].ptr, s.victim);
         EXPECT_TRUE(x.unchanged(snap, from));
-        *s.word = saved;
+        for (size_t i = s.writes.size(); i-- > 0;)
+            *s.writes[i].word = saved[i];
         x.errs.errors.clear();
         ASSERT_TRUE(x.check_ok()) << "repair failed";
     }
@@ -444,37 +549,62 @@ TEST_P(ListLinks, CorruptedLinksAreReported) {
     dmm_heap_free(x.h, blocks[1]);
     dmm_heap_free(x.h, blocks[3]);
     ASSERT_TRUE(x.check_ok());
-    void **link = static_cast<void **>(blocks[3]); // first payload word: next link
-    void *const saved = *link;
-    const void *used_block = (char *)blocks[4] - 2 * W;
+    // LIFO: the list is blocks[3] -> blocks[1] -> NULL.  From CHECKED up the
+    // links are encoded (see the top of the file).  The tail's NULL link
+    // stores neither 0 nor the raw NULL (its own block address) and gives no
+    // key away; the bad links below are forged with the heap's own encoder,
+    // the way an attacker who knows both keys would write them (the checker
+    // must catch what the link names, not just garbage).
+    dmm_heap *h = x.h;
+    void *tail = blocks[1];
+    EXPECT_NE(next_link(tail), 0u) << "tail link stored as 0";
+    EXPECT_NE(next_link(tail), block_addr(tail)) << "tail link stored as the raw NULL (its own block)";
+    EXPECT_EQ(enc_link(h, tail, nullptr), next_link(tail)) << "tail link does not round-trip";
+    if (x.cfg.links == DMM_LINKS_DOUBLY) {
+        EXPECT_NE(prev_link(blocks[3]), 0u);
+        EXPECT_NE(prev_link(blocks[3]), block_addr(blocks[3]));
+        ASSERT_EQ(prev_link(blocks[3]), enc_link(h, blocks[3], nullptr)) << "head's prev link should encode NULL";
+    }
+    uintptr_t &link = next_link(blocks[3]);
+    const uintptr_t saved = link;
+    ASSERT_EQ(saved, enc_link(h, blocks[3], blocks[1])) << "link encoding not as the helper says";
     alignas(16) static unsigned char outside[64];
+    // A link naming its own block reads as NULL: the list ends at blocks[3]
+    // and blocks[1] is no longer reachable (the free-block count disagrees).
+    const std::initializer_list<dmm_heap_invariant> link_bad = {DMM_INV_LIST_LINK};
+    const std::initializer_list<dmm_heap_invariant> truncated = {DMM_INV_FREE_COUNT,
+                                                                 DMM_INV_LIST_LINK};
     struct Bad {
         const char *what;
-        void *value;
+        uintptr_t value;
+        std::initializer_list<dmm_heap_invariant> inv;
     } bads[] = {
-        {"next points at a used block", const_cast<void *>(used_block)},
-        {"next points outside the heap", outside},
-        {"next is misaligned", (void *)((uintptr_t)saved + 1)},
-        {"next points into a payload", (char *)blocks[2] + 32},
-        {"next points at its own node (cycle)", (char *)blocks[3] - 2 * W},
+        {"next points at a used block", enc_link(h, blocks[3], blocks[4]), link_bad},
+        {"next points outside the heap", enc_block(h, blocks[3], (uintptr_t)outside), link_bad},
+        {"next is misaligned", enc_block(h, blocks[3], block_addr(blocks[1]) + 1), link_bad},
+        {"next points into a payload", enc_block(h, blocks[3], (uintptr_t)blocks[2] + 32), link_bad},
+        {"next points at its own node (reads as end of list)", enc_link(h, blocks[3], blocks[3]), truncated},
+        {"next is a raw (unencoded) block address", block_addr(blocks[1]), link_bad},
     };
+    EXPECT_EQ(enc_link(h, blocks[3], blocks[3]), enc_link(h, blocks[3], nullptr))
+        << "a self link should be stored exactly like NULL";
     for (const Bad &b : bads) {
-        if (saved == nullptr && std::strstr(b.what, "misaligned"))
-            continue;
         SCOPED_TRACE(b.what);
-        *link = b.value;
+        link = b.value;
         dmm_heap_check_report rep = x.check_fail();
-        EXPECT_EQ(rep.invariant, DMM_INV_LIST_LINK) << report_str(rep) << "; " << cfg_str(x.cfg);
-        *link = saved;
+        EXPECT_TRUE(std::find(b.inv.begin(), b.inv.end(), rep.invariant) != b.inv.end())
+            << report_str(rep) << "; " << cfg_str(x.cfg);
+        link = saved;
         ASSERT_TRUE(x.check_ok());
     }
     if (x.cfg.links == DMM_LINKS_DOUBLY) {
-        void **prev = link + 1;
-        void *const sp = *prev;
-        *prev = (char *)blocks[5] - 2 * W;
+        uintptr_t &prev = prev_link(blocks[1]); // should name blocks[3]
+        const uintptr_t sp = prev;
+        ASSERT_EQ(sp, enc_link(h, blocks[1], blocks[3]));
+        prev = enc_link(h, blocks[1], blocks[5]);
         dmm_heap_check_report rep = x.check_fail();
         EXPECT_EQ(rep.invariant, DMM_INV_LIST_LINK) << "prev link: " << report_str(rep);
-        *prev = sp;
+        prev = sp;
         ASSERT_TRUE(x.check_ok());
     }
 }
@@ -655,4 +785,840 @@ TEST(HardenOff, TrustsPointersButStillWorks) {
     spec.ops = scaled_ops(600);
     RunResult r = run_random(spec);
     ASSERT_TRUE(r.ok) << r.message;
+}
+
+// ---- v2 hardening: smashed headers, size-tag lies, forged links -------------
+//
+// Every preset, at CHECKED, CANARY and PARANOID.  Each test corrupts the
+// heap's own memory the way a use after free or an overflow would, and
+// expects (1) a report of the right kind through error_fn and/or the checker
+// naming the broken invariant, (2) nothing bad handed out: no pointer
+// outside the heap or into the attacker's buffer, no two live allocations
+// overlapping, and (3) the heap to keep working afterwards.
+
+namespace {
+
+bool in_range(const void *p, const void *lo, size_t n) {
+    return lo && (uintptr_t)p >= (uintptr_t)lo && (uintptr_t)p < (uintptr_t)lo + n;
+}
+
+std::string errors_str(const ErrorLog &l) {
+    std::string s;
+    for (const dmm_error &e : l.errors)
+        s += std::string(err_name(e.kind)) + "(op " + std::to_string((int)e.op) + ": " +
+             (e.message ? e.message : "") + ") ";
+    return s.empty() ? "none" : s;
+}
+
+// Like expect_rejected, for a heap that is damaged on purpose (no checker
+// around the call): exactly one report whose kind is one of `kinds`, for op
+// and ptr, and no byte of the regions changed.
+void expect_refused(Heap &x, std::initializer_list<dmm_error_kind> kinds, dmm_op op, const void *ptr,
+                    const std::function<void()> &bad, const std::string &what) {
+    SCOPED_TRACE(what + "; config " + cfg_str(x.cfg));
+    size_t from = x.region_offset();
+    std::vector<unsigned char> snap = x.snapshot();
+    x.errs.errors.clear();
+    bad();
+    ASSERT_EQ(x.errs.errors.size(), 1u) << "expected exactly one report, got " << errors_str(x.errs);
+    const dmm_error &e = x.errs.errors[0];
+    bool kind_ok = false;
+    std::string want;
+    for (dmm_error_kind k : kinds) {
+        kind_ok |= e.kind == k;
+        want += std::string(err_name(k)) + " ";
+    }
+    EXPECT_TRUE(kind_ok) << "got " << err_name(e.kind) << " (" << e.message << "), expected one of " << want;
+    EXPECT_EQ(e.op, op);
+    EXPECT_EQ(e.ptr, ptr);
+    EXPECT_TRUE(x.unchanged(snap, from)) << "the refused call wrote to the heap";
+    x.errs.errors.clear();
+}
+
+// A request whose block is exactly 256 bytes under cfg.  256 is a bin
+// boundary for every preset (exact bins end there for dlmalloc, a power of
+// two for halffit's and TLSF's good fit), so the next malloc of this size
+// takes the head of the very bin a freed 256-byte block sits in.
+size_t req256(const dmm_heap_config &cfg) {
+    size_t r = 256 - dmm_heap_block_overhead(&cfg);
+    EXPECT_EQ(dmm_heap_block_size(&cfg, r), 256u);
+    return r;
+}
+
+size_t count_state(Heap &x, dmm_block_state st) {
+    size_t n = 0;
+    for (const dmm_heap_block_info &i : walk_all(x.h))
+        n += i.state == st;
+    return n;
+}
+
+// Allocates blocks of `req` bytes, then of a few other sizes, until the heap
+// is exhausted.  Every pointer must lie inside the heap's buffer, outside
+// [bad, bad + bad_len), and no two allocations may overlap (a block handed
+// out twice).  The memory is written (ASan sees a wild pointer), then
+// everything is freed again.  Returns the number of allocations.
+size_t exhaust_and_check(Heap &x, size_t req, const void *bad, size_t bad_len) {
+    std::vector<std::pair<uintptr_t, size_t>> got;
+    for (size_t n : {req, (size_t)16, (size_t)100, (size_t)1000, (size_t)0}) {
+        for (int i = 0; i < 20000; ++i) {
+            void *p = dmm_heap_malloc(x.h, n);
+            if (!p)
+                break;
+            size_t len = n ? n : 1;
+            bool ok = !in_range(p, bad, bad_len) && x.buf.contains(p, len);
+            EXPECT_TRUE(ok) << "malloc(" << n << ") returned " << p << ", not a block of this heap"
+                            << (in_range(p, bad, bad_len) ? " (inside the attacker's buffer)" : "");
+            if (!ok)
+                return got.size(); // never write through it, never free it
+            std::memset(p, 0xA5, len);
+            got.push_back({(uintptr_t)p, len});
+        }
+    }
+    std::vector<std::pair<uintptr_t, size_t>> sorted = got;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 1; i < sorted.size(); ++i)
+        EXPECT_LE(sorted[i - 1].first + sorted[i - 1].second, sorted[i].first)
+            << "two live allocations overlap: " << (void *)sorted[i - 1].first << " and "
+            << (void *)sorted[i].first;
+    for (const auto &g : got)
+        dmm_heap_free(x.h, (void *)g.first);
+    return got.size();
+}
+
+// Every report so far is one of `kinds`.
+::testing::AssertionResult only_reports(const ErrorLog &l, std::initializer_list<dmm_error_kind> kinds) {
+    for (const dmm_error &e : l.errors) {
+        bool ok = false;
+        for (dmm_error_kind k : kinds)
+            ok |= e.kind == k;
+        if (!ok)
+            return ::testing::AssertionFailure() << "unexpected report " << err_name(e.kind) << " ("
+                                                 << e.message << "); all: " << errors_str(l);
+    }
+    return ::testing::AssertionSuccess();
+}
+
+// After a detected corruption: allocations that do not touch the damaged
+// list still work, without further reports.
+void keeps_working(Heap &x) {
+    x.errs.errors.clear();
+    std::vector<void *> v;
+    for (size_t n : {(size_t)24, (size_t)40, (size_t)700, (size_t)3000, (size_t)24}) {
+        void *p = dmm_heap_malloc(x.h, n);
+        EXPECT_NE(p, nullptr) << "malloc(" << n << ") failed after the corruption; " << cfg_str(x.cfg);
+        if (p) {
+            EXPECT_TRUE(x.buf.contains(p, n));
+            std::memset(p, 0x5A, n);
+            v.push_back(p);
+        }
+    }
+    void *r = v.empty() ? nullptr : dmm_heap_realloc(x.h, v.back(), 200);
+    if (r)
+        v.back() = r;
+    for (void *p : v)
+        dmm_heap_free(x.h, p);
+    EXPECT_TRUE(x.errs.errors.empty()) << "reports on the undamaged part of the heap: " << errors_str(x.errs);
+}
+
+// keeps_working, then exhaust_and_check, then (when the heap can merge the
+// fragments again) keeps_working once more.  Without coalescing, exhausting
+// the heap with small blocks fragments it for good, so only the first round
+// can expect large allocations to succeed.
+void survive_and_exhaust(Heap &x, size_t req, const void *bad, size_t bad_len) {
+    {
+        SCOPED_TRACE("right after the detection");
+        keeps_working(x);
+    }
+    exhaust_and_check(x, req, bad, bad_len);
+    if (x.cfg.coalesce != DMM_COALESCE_OFF) {
+        std::vector<dmm_error> more = x.errs.errors;
+        SCOPED_TRACE("after exhausting the heap");
+        keeps_working(x);
+        x.errs.errors = more;
+    }
+}
+
+// Writes a plausible free block of `size` bytes at `at` (not in any heap):
+// head = size | F_PUSED, links encoding NULL the way h would store them in a
+// block at `at` (encoded from CHECKED up, raw 0 with harden=off), a size tag
+// and a used successor header behind it.  The best a forged link can point at.
+void write_fake_free_block(dmm_heap *h, unsigned char *at, size_t size, bool successor = true) {
+    auto put = [&](size_t off, size_t v) { std::memcpy(at + off, &v, W); };
+    const uintptr_t null_link = enc_link(h, at + 2 * W, nullptr);
+    put(W, size | F_PUSED);
+    put(2 * W, null_link);
+    put(3 * W, null_link);
+    put(size, size);
+    if (successor)
+        put(size + W, F_USED);
+}
+
+alignas(64) unsigned char g_victim[512];
+
+class Hardening : public ::testing::TestWithParam<HParam> {};
+
+} // namespace
+
+TEST_P(Hardening, SmashedSizeWordIsRefused) {
+    // The size word of a used block is overwritten.  free / realloc /
+    // usable_size must refuse the block (INVALID_POINTER: size not sane;
+    // HEADER: the block the size leads to does not know this one as used)
+    // and write nothing.
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    void *blk[4];
+    for (int i = 0; i < 4; ++i) {
+        blk[i] = dmm_heap_malloc(x.h, 100);
+        ASSERT_NE(blk[i], nullptr);
+        // zeroed payloads: a wrong size leads to a zero "header" there
+        std::memset(blk[i], 0, dmm_heap_usable_size(x.h, blk[i]));
+    }
+    void *b = blk[1];
+    const size_t head = head_word(b);
+    const size_t bsz = head & ~FLAG_MASK;
+    const uintptr_t B = block_addr(b);
+    const uintptr_t D = block_addr(blk[3]);
+    const uintptr_t T = D + size_of_block(blk[3]); // the top block
+    ASSERT_EQ(block_addr(blk[2]), B + bsz);
+    std::vector<size_t> sizes;
+    for (size_t s = 0; s <= T - B + 512; s += GRANULE)
+        sizes.push_back(s);
+    Rng rng(mix64(base_seed(), 0x512E));
+    for (int i = 0; i < 64; ++i)
+        sizes.push_back((size_t)rng.below(x.buf.size()) & ~FLAG_MASK);
+    for (int i = 0; i < 32; ++i)
+        sizes.push_back((size_t)rng.next() & ~FLAG_MASK);
+    size_t tried = 0;
+    for (size_t s : sizes) {
+        if (s == bsz)
+            continue;
+        bool swallows = B + s == D || B + s == T; // b's size covers whole used neighbours
+        if (swallows && hp.harden < DMM_HARDEN_CANARY)
+            continue; // consistent with every O(1) check: only a canary can tell (documented limit)
+        std::initializer_list<dmm_error_kind> kinds = {DMM_ERR_INVALID_POINTER, DMM_ERR_HEADER};
+        std::initializer_list<dmm_error_kind> canary = {DMM_ERR_CANARY};
+        std::string what = "size word " + std::to_string(s) + " instead of " + std::to_string(bsz);
+        head_word(b) = s | (head & FLAG_MASK);
+        expect_refused(x, swallows ? canary : kinds, DMM_OP_FREE, b, [&] { dmm_heap_free(x.h, b); }, what);
+        expect_refused(x, swallows ? canary : kinds, DMM_OP_USABLE_SIZE, b,
+                       [&] { EXPECT_EQ(dmm_heap_usable_size(x.h, b), 0u); }, what + ", usable_size");
+        if (tried % 8 == 0)
+            expect_refused(x, swallows ? canary : kinds, DMM_OP_REALLOC, b,
+                           [&] { EXPECT_EQ(dmm_heap_realloc(x.h, b, 500), nullptr); }, what + ", realloc");
+        if (tried % 16 == 0) {
+            dmm_heap_check_report rep = x.check_fail();
+            EXPECT_TRUE(rep.invariant == DMM_INV_BLOCK_SIZE || rep.invariant == DMM_INV_BOUNDARY_TAG ||
+                        rep.invariant == DMM_INV_CANARY || rep.invariant == DMM_INV_SENTINEL)
+                << report_str(rep);
+        }
+        head_word(b) = head;
+        ++tried;
+        if (HasFatalFailure() || ::testing::Test::HasFailure())
+            break;
+    }
+    EXPECT_GT(tried, 30u);
+    ASSERT_TRUE(x.check_ok());
+    for (void *p : blk)
+        dmm_heap_free(x.h, p);
+    EXPECT_TRUE(x.errs.errors.empty()) << errors_str(x.errs);
+    EXPECT_TRUE(x.check_ok());
+}
+
+TEST_P(Hardening, PrevSizeLieIsReported) {
+    // b is free, so the foot word in front of c's header is b's size tag
+    // (F_PUSED clear in c's head).  A tag that lies must make free(c) report
+    // HEADER (nothing written) and the checker report BOUNDARY_TAG.
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    const size_t req = req256(x.cfg);
+    void *a = x.alloc(req, 1), *b = x.alloc(req, 2), *c = x.alloc(req, 3), *g = x.alloc(req, 4);
+    ASSERT_TRUE(a && b && c && g);
+    dmm_heap_free(x.h, b);
+    ASSERT_TRUE(x.check_ok());
+    ASSERT_EQ(head_word(c) & F_PUSED, 0u);
+    ASSERT_EQ(foot_word(c), 256u);
+    // (Tags larger than c's address: see HugePrevSizeLieIsReported.)
+    const size_t lies[] = {256 + GRANULE, 256 - GRANULE, 0, GRANULE, W, 512 /* names a, which is used */,
+                           768 /* before the region */, (size_t)(block_addr(c) - (uintptr_t)x.buf.data())};
+    for (size_t lie : lies) {
+        std::string what = "size tag " + std::to_string(lie) + " instead of 256";
+        SCOPED_TRACE(what);
+        foot_word(c) = lie;
+        dmm_heap_check_report rep = x.check_fail();
+        EXPECT_EQ(rep.invariant, DMM_INV_BOUNDARY_TAG) << report_str(rep);
+        expect_refused(x, {DMM_ERR_HEADER}, DMM_OP_FREE, c, [&] { dmm_heap_free(x.h, c); }, what);
+        expect_refused(x, {DMM_ERR_HEADER}, DMM_OP_REALLOC, c,
+                       [&] { EXPECT_EQ(dmm_heap_realloc(x.h, c, 1000), nullptr); }, what + ", realloc");
+        foot_word(c) = 256;
+        ASSERT_TRUE(x.check_ok());
+    }
+    EXPECT_EQ(find_pattern_mismatch(c, 0, req, 3), SIZE_MAX);
+    // The truth again: c frees and (with coalescing) merges with b.
+    x.errs.errors.clear();
+    dmm_heap_free(x.h, c);
+    EXPECT_TRUE(x.errs.errors.empty()) << errors_str(x.errs);
+    EXPECT_TRUE(x.check_ok());
+    if (x.cfg.coalesce == DMM_COALESCE_IMMEDIATE) {
+        EXPECT_EQ(size_of_block(b), 512u) << "b and c did not merge";
+    }
+    keeps_working(x);
+    EXPECT_TRUE(x.check_ok());
+}
+
+// Size tags larger than c's address (or than c's offset in its region):
+// free must range-check the tag before it computes the predecessor's
+// address (b - tag would wrap: UB, caught by UBSan), report HEADER and
+// write nothing.  (Was a bug in src/heap/engine/free.h validate().)
+TEST_P(Hardening, HugePrevSizeLieIsReported) {
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    const size_t req = req256(x.cfg);
+    void *a = x.alloc(req, 1), *b = x.alloc(req, 2), *c = x.alloc(req, 3), *g = x.alloc(req, 4);
+    ASSERT_TRUE(a && b && c && g);
+    dmm_heap_free(x.h, b);
+    ASSERT_EQ(foot_word(c), 256u);
+    for (size_t lie : {(size_t)1 << (W * 8 - 4), ~(size_t)0 & ~FLAG_MASK, (size_t)block_addr(c) + GRANULE}) {
+        std::string what = "size tag " + std::to_string(lie) + " instead of 256";
+        foot_word(c) = lie;
+        expect_refused(x, {DMM_ERR_HEADER}, DMM_OP_FREE, c, [&] { dmm_heap_free(x.h, c); }, what);
+        foot_word(c) = 256;
+    }
+    ASSERT_TRUE(x.check_ok());
+}
+
+TEST_P(Hardening, ConsistentPrevSizeLieNeverMergesWithAFake) {
+    // The attacker's best prev-size lie: c's size tag names a fake free
+    // block crafted inside free b, consistent for free's O(1) checks.  The
+    // merge must then fail on the fake's list links (FREE_LIST), so the fake
+    // never becomes part of a free block and nothing is handed out twice.
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    const size_t req = req256(x.cfg);
+    void *a = x.alloc(req, 1), *b = x.alloc(req, 2), *c = x.alloc(req, 3), *g = x.alloc(req, 4);
+    ASSERT_TRUE(a && b && c && g);
+    dmm_heap_free(x.h, b);
+    ASSERT_EQ(count_state(x, DMM_BLOCK_FREE), 1u);
+    unsigned char *fake = (unsigned char *)block_addr(c) - 64;
+    write_fake_free_block(x.h, fake, 64, false); // also sets c's size tag to 64
+    ASSERT_EQ(foot_word(c), 64u);
+    ASSERT_EQ(head_word(c) & F_PUSED, 0u);
+    x.errs.errors.clear();
+    dmm_heap_free(x.h, c);
+    if (x.cfg.coalesce == DMM_COALESCE_IMMEDIATE) {
+        ASSERT_FALSE(x.errs.errors.empty()) << "merge with a fake free block not reported";
+        EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST) << errors_str(x.errs);
+        EXPECT_EQ(x.errs.errors[0].op, DMM_OP_FREE);
+    } else {
+        EXPECT_TRUE(x.errs.errors.empty()) << "no merge is tried without coalescing: " << errors_str(x.errs);
+    }
+    dmm_heap_check_report rep = x.check_fail(); // the lie is still there
+    EXPECT_TRUE(rep.invariant == DMM_INV_BOUNDARY_TAG || rep.invariant == DMM_INV_ADJACENT_FREE)
+        << report_str(rep);
+    exhaust_and_check(x, req, nullptr, 0);
+    EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+    EXPECT_EQ(find_pattern_mismatch(a, 0, req, 1), SIZE_MAX);
+    EXPECT_EQ(find_pattern_mismatch(g, 0, req, 4), SIZE_MAX);
+}
+
+TEST_P(Hardening, ForeignLinkIsNeverFollowed) {
+    // A use after free overwrites a free block's next link with the address
+    // of the attacker's buffer (stack or global), holding a plausible fake
+    // free block.  Raw (what a naive attacker writes) and properly encoded
+    // (an attacker who knows the heap's keys).  The next malloc of that size
+    // reports FREE_LIST and no allocation ever lands inside the buffer.
+    const HParam hp = GetParam();
+    alignas(64) unsigned char stack_victim[512];
+    struct V {
+        const char *what;
+        unsigned char *buf;
+        bool encoded;
+    } vs[] = {{"stack victim, raw link", stack_victim, false},
+              {"stack victim, encoded link", stack_victim, true},
+              {"global victim, raw link", g_victim, false},
+              {"global victim, encoded link", g_victim, true}};
+    for (const V &v : vs) {
+        SCOPED_TRACE(v.what);
+        Heap x(make_cfg(hp));
+        ASSERT_EQ(x.status, DMM_OK);
+        const size_t req = req256(x.cfg);
+        void *g0 = x.alloc(req, 1), *b = x.alloc(req, 2), *g1 = x.alloc(req, 3);
+        ASSERT_TRUE(g0 && b && g1);
+        dmm_heap_free(x.h, b);
+        ASSERT_EQ(count_state(x, DMM_BLOCK_FREE), 1u);
+        std::memset(v.buf, 0, 512);
+        write_fake_free_block(x.h, v.buf, 256);
+        std::vector<unsigned char> before(v.buf, v.buf + 512);
+        // the fake block starts at v.buf (its head at v.buf + W)
+        next_link(b) = v.encoded ? enc_block(x.h, b, (uintptr_t)v.buf) : (uintptr_t)v.buf;
+        x.errs.errors.clear();
+        void *p = dmm_heap_malloc(x.h, req);
+        ASSERT_FALSE(x.errs.errors.empty()) << "forged link not reported; " << cfg_str(x.cfg);
+        EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST) << errors_str(x.errs);
+        EXPECT_EQ(x.errs.errors[0].op, DMM_OP_MALLOC);
+        EXPECT_FALSE(in_range(p, v.buf, 512)) << "the forged link was followed";
+        EXPECT_TRUE(p == nullptr || x.buf.contains(p, req));
+        void *y = dmm_heap_malloc(x.h, req);
+        EXPECT_FALSE(in_range(y, v.buf, 512)) << "the forged link was followed (second malloc)";
+        EXPECT_NE(y, nullptr);
+        for (void *q : {p, y})
+            dmm_heap_free(x.h, q);
+        survive_and_exhaust(x, req, v.buf, 512);
+        EXPECT_TRUE(std::equal(before.begin(), before.end(), v.buf)) << "the heap wrote into the victim";
+        EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+        EXPECT_EQ(find_pattern_mismatch(g0, 0, req, 1), SIZE_MAX);
+        EXPECT_EQ(find_pattern_mismatch(g1, 0, req, 3), SIZE_MAX);
+    }
+}
+
+TEST_P(Hardening, GarbageLinkIsReported) {
+    // A free block's links overwritten with garbage (0x41.. and 0): the
+    // next link is met by the next malloc of that size, the prev link by
+    // the merge when a neighbour is freed.  Reported, no crash, nothing
+    // outside the heap handed out.
+    const HParam hp = GetParam();
+    const uintptr_t values[] = {(uintptr_t)0x4141414141414141ull, 0};
+    for (uintptr_t val : values) {
+        for (int which = 0; which < 2; ++which) {
+            Heap x(make_cfg(hp));
+            ASSERT_EQ(x.status, DMM_OK);
+            SCOPED_TRACE(std::string(which ? "prev" : "next") + " link = " + std::to_string(val));
+            if (which == 1 && !(x.cfg.links == DMM_LINKS_DOUBLY && x.cfg.coalesce == DMM_COALESCE_IMMEDIATE))
+                continue; // no prev link, or nobody reads it
+            const size_t req = req256(x.cfg);
+            void *a = x.alloc(req, 1), *b = x.alloc(req, 2), *g = x.alloc(req, 3);
+            ASSERT_TRUE(a && b && g);
+            dmm_heap_free(x.h, b);
+            ASSERT_TRUE(x.check_ok());
+            x.errs.errors.clear();
+            if (which == 0) {
+                next_link(b) = val;
+                void *p = dmm_heap_malloc(x.h, req);
+                ASSERT_FALSE(x.errs.errors.empty()) << "garbage next link not reported";
+                EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST);
+                EXPECT_EQ(x.errs.errors[0].op, DMM_OP_MALLOC);
+                EXPECT_TRUE(p == nullptr || x.buf.contains(p, req)) << p;
+                dmm_heap_free(x.h, p);
+                dmm_heap_free(x.h, a);
+            } else {
+                prev_link(b) = val;
+                dmm_heap_free(x.h, a); // tries to merge with b: reads b's prev link
+                ASSERT_FALSE(x.errs.errors.empty()) << "garbage prev link not reported";
+                EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST);
+                EXPECT_EQ(x.errs.errors[0].op, DMM_OP_FREE);
+            }
+            survive_and_exhaust(x, req, nullptr, 0);
+            EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+            EXPECT_EQ(find_pattern_mismatch(g, 0, req, 3), SIZE_MAX);
+        }
+    }
+}
+
+TEST_P(Hardening, DoubleFreeAfterMergeIsADoubleFree) {
+    // free(a); free(b) with a, b adjacent is valid (b's neighbour is free: it
+    // must succeed and, with coalescing, merge); a further free(b) - b now
+    // lies inside a's free block - is a DOUBLE_FREE, never INVALID_POINTER,
+    // with and without poisoning.  Also the other order and a three-way merge.
+    const HParam hp = GetParam();
+    for (bool poison : {false, true}) {
+        SCOPED_TRACE(poison ? "poison on" : "poison off");
+        dmm_heap_config cfg = make_cfg(hp);
+        cfg.poison = poison;
+        Heap x(cfg);
+        ASSERT_EQ(x.status, DMM_OK);
+        const size_t req = req256(x.cfg);
+        const bool merges = x.cfg.coalesce == DMM_COALESCE_IMMEDIATE;
+        void *v[10];
+        for (int i = 0; i < 10; ++i) {
+            v[i] = x.alloc(req, (uint64_t)i + 1);
+            ASSERT_NE(v[i], nullptr);
+        }
+        // v0 | a=v1 b=v2 | v3 | c=v4 d=v5 | v6 | e=v7 f=v8 k=v9 | top
+        void *a = v[1], *b = v[2], *c = v[4], *d = v[5], *e = v[7], *f = v[8], *k = v[9];
+        ASSERT_EQ(block_addr(b), block_addr(a) + 256);
+        x.errs.errors.clear();
+        dmm_heap_free(x.h, a);
+        dmm_heap_free(x.h, b); // valid: its neighbour a is free
+        EXPECT_TRUE(x.errs.errors.empty()) << errors_str(x.errs);
+        ASSERT_TRUE(x.check_ok());
+        if (merges) {
+            EXPECT_EQ(size_of_block(a), 512u) << "a and b did not merge";
+        }
+        expect_rejected(x, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, b, [&] { dmm_heap_free(x.h, b); },
+                        "free(a); free(b); free(b)");
+        expect_rejected(x, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, a, [&] { dmm_heap_free(x.h, a); },
+                        "free(a); free(b); free(a)");
+        expect_rejected(x, DMM_ERR_DOUBLE_FREE, DMM_OP_REALLOC, b,
+                        [&] { EXPECT_EQ(dmm_heap_realloc(x.h, b, 10), nullptr); }, "realloc(b) after merge");
+        expect_rejected(x, DMM_ERR_DOUBLE_FREE, DMM_OP_USABLE_SIZE, b,
+                        [&] { EXPECT_EQ(dmm_heap_usable_size(x.h, b), 0u); }, "usable_size(b) after merge");
+        // the other order: d merges backwards into c... no: c merges forwards with d
+        dmm_heap_free(x.h, d);
+        dmm_heap_free(x.h, c);
+        EXPECT_TRUE(x.errs.errors.empty()) << errors_str(x.errs);
+        ASSERT_TRUE(x.check_ok());
+        expect_rejected(x, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, d, [&] { dmm_heap_free(x.h, d); },
+                        "free(d); free(c); free(d)");
+        expect_rejected(x, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, c, [&] { dmm_heap_free(x.h, c); },
+                        "free(d); free(c); free(c)");
+        // three-way: f joins e and k
+        dmm_heap_free(x.h, e);
+        dmm_heap_free(x.h, k); // k borders the top: joins it
+        dmm_heap_free(x.h, f);
+        EXPECT_TRUE(x.errs.errors.empty()) << errors_str(x.errs);
+        ASSERT_TRUE(x.check_ok());
+        for (void *p : {e, f, k})
+            expect_rejected(x, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, p, [&] { dmm_heap_free(x.h, p); },
+                            "double free after a three-way merge");
+        for (int i : {0, 3, 6})
+            EXPECT_EQ(find_pattern_mismatch(v[i], 0, req, (uint64_t)i + 1), SIZE_MAX);
+        keeps_working(x);
+        EXPECT_TRUE(x.check_ok());
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, Hardening, ::testing::ValuesIn(hparams()), hname);
+
+TEST(QuickLists, OverwrittenLinkIsNotFollowed) {
+    // dlmalloc's quick lists are singly linked LIFO stacks of parked blocks;
+    // their links are encoded and validated like the bins'.  q2 -> q1 -> NULL;
+    // q2's link (or q1's) is overwritten: the pop that meets it reports
+    // FREE_LIST and hands out neither the target nor anything twice; the
+    // flush (when an allocation fails) meets it the same way.
+    for (int hd = DMM_HARDEN_CHECKED; hd <= DMM_HARDEN_PARANOID; ++hd) {
+        dmm_heap_config base = make_cfg({DMM_PRESET_DLMALLOC, (dmm_heap_harden)hd});
+        ASSERT_GE(base.quick_max, 32u);
+        for (int victim_node = 0; victim_node < 2; ++victim_node) {
+            for (int kind = 0; kind < 5; ++kind) {
+                for (bool via_flush : {false, true}) {
+                    Heap x(base);
+                    ASSERT_EQ(x.status, DMM_OK);
+                    void *g0 = x.alloc(32, 1), *q1 = x.alloc(32, 2), *g1 = x.alloc(32, 3);
+                    void *q2 = x.alloc(32, 4), *g2 = x.alloc(32, 5);
+                    void *big = x.alloc(300, 6); // a listed free block to aim at
+                    void *g3 = x.alloc(32, 7);
+                    ASSERT_TRUE(g0 && q1 && g1 && q2 && g2 && big && g3);
+                    dmm_heap_free(x.h, big);
+                    dmm_heap_free(x.h, q1);
+                    dmm_heap_free(x.h, q2);
+                    ASSERT_EQ(count_state(x, DMM_BLOCK_QUICK), 2u);
+                    ASSERT_TRUE(x.check_ok());
+                    // the quick list's tail encodes NULL, q2 names q1
+                    ASSERT_EQ(next_link(q1), enc_link(x.h, q1, nullptr)) << "quick tail encoding";
+                    ASSERT_EQ(next_link(q2), enc_link(x.h, q2, q1)) << "quick link encoding";
+                    std::memset(g_victim, 0, sizeof g_victim);
+                    write_fake_free_block(x.h, g_victim, 48);
+                    head_word(g_victim + 2 * W) = 48 | F_USED | F_AUX | F_PUSED; // a fake *quick* block
+                    const char *names[] = {"raw victim", "encoded victim", "0x41..", "0",
+                                           "encoded listed free block"};
+                    void *node = victim_node ? q1 : q2;
+                    uintptr_t vals[] = {(uintptr_t)g_victim, enc_block(x.h, node, (uintptr_t)g_victim),
+                                        (uintptr_t)0x4141414141414141ull, 0, enc_link(x.h, node, big)};
+                    SCOPED_TRACE(std::string(names[kind]) + (victim_node ? " in q1" : " in q2") +
+                                 (via_flush ? ", met by the flush" : ", met by a pop") + "; " + cfg_str(x.cfg));
+                    next_link(node) = vals[kind];
+                    x.errs.errors.clear();
+                    std::vector<void *> got;
+                    if (via_flush) {
+                        // nothing fits 1 MiB: the quick lists are flushed
+                        EXPECT_EQ(dmm_heap_malloc(x.h, (size_t)1 << 20), nullptr);
+                    } else {
+                        for (int i = 0; i < 2; ++i) {
+                            void *p = dmm_heap_malloc(x.h, 32);
+                            ASSERT_NE(p, nullptr);
+                            EXPECT_TRUE(x.buf.contains(p, 32)) << p;
+                            EXPECT_FALSE(in_range(p, g_victim, sizeof g_victim));
+                            got.push_back(p);
+                        }
+                    }
+                    ASSERT_FALSE(x.errs.errors.empty()) << "overwritten quick link not reported";
+                    EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST) << errors_str(x.errs);
+                    EXPECT_EQ(x.errs.errors[0].op, DMM_OP_MALLOC);
+                    for (void *p : got)
+                        dmm_heap_free(x.h, p);
+                    survive_and_exhaust(x, 32, g_victim, sizeof g_victim);
+                    EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+                    EXPECT_EQ(find_pattern_mismatch(g1, 0, 32, 3), SIZE_MAX);
+                    EXPECT_EQ(find_pattern_mismatch(g2, 0, 32, 5), SIZE_MAX);
+                    if (HasFailure())
+                        return;
+                }
+            }
+        }
+    }
+}
+
+TEST(IssueRepro, TlsfParanoidForeignLink) {
+    // The issue's repro, verbatim: preset=tlsf,harden=paranoid; a freed
+    // block's first word is pointed at a stack buffer; two mallocs of the
+    // same size later the second must not be victim+16 (the fake block's
+    // payload) nor anywhere in victim, and an error must have been
+    // reported.  Also with poison=on.
+    for (const char *text : {"preset=tlsf,harden=paranoid", "preset=tlsf,harden=paranoid,poison=on"}) {
+        SCOPED_TRACE(text);
+        dmm_heap_config cfg = dmm_heap_default_config();
+        const char *err = nullptr;
+        ASSERT_EQ(dmm_heap_config_parse(text, &cfg, &err), DMM_OK) << err;
+        Heap x(cfg);
+        ASSERT_EQ(x.status, DMM_OK);
+        alignas(64) unsigned char victim[256];
+        std::memset(victim, 0, sizeof victim);
+        size_t fake_head = 256 | F_PUSED; // a free 256-byte block, as far as a header can tell
+        std::memcpy(victim + W, &fake_head, W);
+        void *a = dmm_heap_malloc(x.h, 200);
+        void *neighbour = dmm_heap_malloc(x.h, 200); // keeps a from merging into the top
+        ASSERT_TRUE(a && neighbour);
+        dmm_heap_free(x.h, a);
+        *(void **)a = &victim;
+        void *first = dmm_heap_malloc(x.h, 200);
+        void *y = dmm_heap_malloc(x.h, 200);
+        EXPECT_NE(y, (void *)(victim + 16));
+        EXPECT_FALSE(in_range(y, victim, sizeof victim));
+        EXPECT_FALSE(in_range(first, victim, sizeof victim));
+        ASSERT_FALSE(x.errs.errors.empty()) << "the overwritten link was not reported";
+        EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST) << errors_str(x.errs);
+        EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST, DMM_ERR_POISON}));
+        for (void *p : {first, y, neighbour})
+            dmm_heap_free(x.h, p);
+        survive_and_exhaust(x, 200, victim, sizeof victim);
+        EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST, DMM_ERR_POISON}));
+    }
+}
+
+TEST(HardenOff, ForgedLinkIsNotDetected) {
+    // Documentation, not a promise: with harden=off links are stored raw and
+    // followed unchecked, so a forged link may hand out the attacker's
+    // buffer.  The test only records what happened (no detection is
+    // promised; it must not be read as "harden=off is safe").  The fake
+    // block sits in a global buffer large enough for every write the heap
+    // makes to it.
+    dmm_heap_config cfg = make_cfg({DMM_PRESET_TLSF, DMM_HARDEN_OFF});
+    Heap x(cfg);
+    ASSERT_EQ(x.status, DMM_OK);
+    const size_t req = req256(cfg);
+    void *g0 = x.alloc(req, 1), *b = x.alloc(req, 2), *g1 = x.alloc(req, 3);
+    ASSERT_TRUE(g0 && b && g1);
+    dmm_heap_free(x.h, b);
+    std::memset(g_victim, 0, sizeof g_victim);
+    write_fake_free_block(x.h, g_victim, 256);
+    // harden=off stores links raw: the helper is the identity on block addresses
+    EXPECT_EQ(enc_block(x.h, b, (uintptr_t)g_victim), (uintptr_t)g_victim);
+    EXPECT_EQ(enc_link(x.h, b, nullptr), 0u);
+    next_link(b) = (uintptr_t)g_victim;
+    void *p = dmm_heap_malloc(x.h, req);
+    void *y = dmm_heap_malloc(x.h, req);
+    bool handed_out = in_range(p, g_victim, sizeof g_victim) || in_range(y, g_victim, sizeof g_victim);
+    RecordProperty("victim_handed_out", handed_out ? "yes" : "no");
+    EXPECT_TRUE(x.errs.errors.empty()) << "harden=off reports nothing";
+    std::printf("[ note     ] harden=off, forged link: victim %s\n",
+                handed_out ? "handed out (undetected, as documented)" : "not handed out");
+}
+
+// ---- forged links that pass the per-link validation -----------------------
+//
+// An attacker who knows the heap's link keys (the worst case: the tests
+// forge with the library's own encoder, dmm__heap_link_encode) writes
+// properly encoded links.  A link naming a real block of the heap with the
+// right state passes node_ok() (region, alignment, state bits, size within
+// the region).  These tests aim such links at blocks that must still not be
+// handed out (again), and close cycles that must not hang a walk.
+
+namespace {
+
+// Frees b, which must end up alone in its list (the only free or parked
+// block): its next link then stores NULL, encoded.
+void free_lone_block(Heap &x, void *b) {
+    dmm_heap_free(x.h, b);
+    EXPECT_EQ(count_state(x, DMM_BLOCK_FREE) + count_state(x, DMM_BLOCK_QUICK), 1u);
+    EXPECT_EQ(next_link(b), enc_link(x.h, b, nullptr)) << "a lone block's link should encode NULL";
+}
+
+// Which of the free blocks b1, b2 (one list) is the head: the one whose
+// link names the other.  nullptr if they are not one list b -> other.
+void *list_head_of(Heap &x, void *b1, void *b2) {
+    if (next_link(b1) == enc_link(x.h, b1, b2) && next_link(b2) == enc_link(x.h, b2, nullptr))
+        return b1;
+    if (next_link(b2) == enc_link(x.h, b2, b1) && next_link(b1) == enc_link(x.h, b1, nullptr))
+        return b2;
+    return nullptr;
+}
+
+} // namespace
+
+// A next link naming its own node.  With the new link encoding a self link
+// is stored exactly like NULL and reads as the end of the list, so the heap
+// cannot tell it from a genuine tail: the list is truncated there and the
+// blocks behind it are lost to the allocator (the checker reports the
+// mismatch: FREE_COUNT / LIST_LINK for bins, QUICK for quick lists).  What
+// matters is that no block is handed out twice (the old bug: the node
+// stayed the list head after it was handed out).  The forged node is the
+// head of a two-node list b -> other; on a lone node the forgery would not
+// change a single bit.
+TEST(ForgedLinks, SelfLoopDoesNotHandOutABlockTwice) {
+    struct Case {
+        dmm_heap_preset preset;
+        size_t req; // 0: a 256-byte block (bins); else a quick-list size
+    } cases[] = {{DMM_PRESET_P2012, 0}, {DMM_PRESET_DLMALLOC, 32}, {DMM_PRESET_TLSF, 0},
+                 {DMM_PRESET_FIRSTFIT, 0}, {DMM_PRESET_HALFFIT, 0}, {DMM_PRESET_DLMALLOC, 0}};
+    for (const Case &cs : cases) {
+        Heap x(make_cfg({cs.preset, DMM_HARDEN_CHECKED}));
+        ASSERT_EQ(x.status, DMM_OK);
+        const size_t req = cs.req ? cs.req : req256(x.cfg);
+        SCOPED_TRACE(cfg_str(x.cfg) + ", request " + std::to_string(req));
+        void *g0 = x.alloc(req, 1), *b1 = x.alloc(req, 2), *g1 = x.alloc(req, 3);
+        void *b2 = x.alloc(req, 4), *g2 = x.alloc(req, 5);
+        ASSERT_TRUE(g0 && b1 && g1 && b2 && g2);
+        free_lone_block(x, b2);
+        // on a lone node a self link is the NULL it already stores
+        EXPECT_EQ(enc_link(x.h, b2, b2), next_link(b2)) << "a self link is not stored like NULL";
+        dmm_heap_free(x.h, b1);
+        ASSERT_TRUE(x.check_ok());
+        void *head = list_head_of(x, b1, b2);
+        ASSERT_NE(head, nullptr) << "b1 and b2 are not one list";
+        const bool quick = cs.req != 0;
+        ASSERT_EQ(count_state(x, quick ? DMM_BLOCK_QUICK : DMM_BLOCK_FREE), 2u);
+        next_link(head) = enc_link(x.h, head, head); // head -> head: reads as end of list
+        {
+            dmm_heap_check_report rep = x.check_fail();
+            if (quick) {
+                EXPECT_EQ(rep.invariant, DMM_INV_QUICK) << report_str(rep);
+            } else {
+                EXPECT_TRUE(rep.invariant == DMM_INV_FREE_COUNT || rep.invariant == DMM_INV_LIST_LINK)
+                    << report_str(rep);
+            }
+        }
+        x.errs.errors.clear();
+        void *p = dmm_heap_malloc(x.h, req);
+        void *q = dmm_heap_malloc(x.h, req);
+        ASSERT_TRUE(p && q);
+        EXPECT_NE(p, q) << "the same block was handed out twice";
+        EXPECT_TRUE(x.buf.contains(p, req) && x.buf.contains(q, req));
+        // the truncation itself is indistinguishable from a real tail: no
+        // report is required, but any report must be FREE_LIST
+        EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+        // p and q stay live while the heap is exhausted: nothing may overlap them
+        std::memset(p, 0x11, req);
+        std::memset(q, 0x22, req);
+        exhaust_and_check(x, req, nullptr, 0);
+        for (size_t i = 0; i < req; ++i) {
+            ASSERT_EQ(((unsigned char *)p)[i], 0x11) << "p was handed out again (byte " << i << ")";
+            ASSERT_EQ(((unsigned char *)q)[i], 0x22) << "q was handed out again (byte " << i << ")";
+        }
+        // freeing the lost block's neighbours must not resurrect it twice
+        dmm_heap_free(x.h, g1);
+        dmm_heap_free(x.h, g2);
+        exhaust_and_check(x, req, nullptr, 0);
+        EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+        EXPECT_EQ(find_pattern_mismatch(g0, 0, req, 1), SIZE_MAX);
+        if (HasFailure())
+            return;
+    }
+}
+
+// A quick list's link naming a parked block of a SMALLER quick size (a
+// real block of the right state: node_ok accepts it).  quick_pop() must
+// refuse it for its size (FREE_LIST) and not hand the 48-byte block out for
+// malloc(48) (a 64-byte block), nor hand anything out twice.  (Was a bug:
+// see the history of this file.)
+TEST(ForgedLinks, QuickLinkToASmallerBlockIsRefused) {
+    Heap x(make_cfg({DMM_PRESET_DLMALLOC, DMM_HARDEN_CHECKED}));
+    ASSERT_EQ(x.status, DMM_OK);
+    void *g0 = x.alloc(32, 1), *s = x.alloc(32, 2), *g1 = x.alloc(32, 3);
+    void *big = x.alloc(48, 4), *g2 = x.alloc(32, 5);
+    ASSERT_TRUE(g0 && s && g1 && big && g2);
+    ASSERT_LT(size_of_block(s), size_of_block(big));
+    free_lone_block(x, s);
+    dmm_heap_free(x.h, big);
+    ASSERT_EQ(count_state(x, DMM_BLOCK_QUICK), 2u) << "s and big are not both parked";
+    ASSERT_EQ(next_link(big), enc_link(x.h, big, nullptr)) << "big is not alone in its quick list";
+    next_link(big) = enc_link(x.h, big, s); // 64-byte list: big -> s (a 48-byte block)
+    x.errs.errors.clear();
+    void *p1 = dmm_heap_malloc(x.h, 48);
+    void *p2 = dmm_heap_malloc(x.h, 48);
+    ASSERT_TRUE(p1 && p2);
+    EXPECT_EQ(p1, big);
+    EXPECT_NE(p2, s) << "the 48-byte block s was handed out for malloc(48) (it needs a 64-byte block)";
+    EXPECT_GE(dmm_heap_usable_size(x.h, p2), 48u);
+    void *p3 = dmm_heap_malloc(x.h, 32);
+    ASSERT_NE(p3, nullptr);
+    EXPECT_TRUE(p3 != p1 && p3 != p2) << "a block was handed out twice";
+    ASSERT_FALSE(x.errs.errors.empty()) << "the forged quick link was not reported";
+    EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST) << errors_str(x.errs);
+    EXPECT_EQ(x.errs.errors[0].op, DMM_OP_MALLOC);
+    EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+    EXPECT_EQ(find_pattern_mismatch(g0, 0, 32, 1), SIZE_MAX);
+    EXPECT_EQ(find_pattern_mismatch(g1, 0, 32, 3), SIZE_MAX);
+    EXPECT_EQ(find_pattern_mismatch(g2, 0, 32, 5), SIZE_MAX);
+    // the heap still hands out distinct, non-overlapping blocks
+    std::memset(p1, 0x11, 48);
+    std::memset(p2, 0x22, 48);
+    std::memset(p3, 0x33, 32);
+    exhaust_and_check(x, 48, nullptr, 0);
+    for (size_t i = 0; i < 48; ++i) {
+        ASSERT_EQ(((unsigned char *)p1)[i], 0x11);
+        ASSERT_EQ(((unsigned char *)p2)[i], 0x22);
+        if (i < 32) {
+            ASSERT_EQ(((unsigned char *)p3)[i], 0x33);
+        }
+    }
+    EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+}
+
+// An encoded link that closes a cycle through valid free blocks of the
+// same list passes every per-link check.  A search that finds no fitting
+// block in that list must not walk it forever: walks are bounded by the
+// most free blocks the heap can hold, the cycle is reported (FREE_LIST,
+// "runs in a cycle") and cut.  (Was a bug: malloc hung.)  Runs in a child
+// with an alarm so that a hang fails the test instead of stalling the suite.
+namespace {
+
+// The child of CycleDoesNotHangMalloc: exits 0 unless malloc hangs (then
+// SIGALRM kills it), reports something other than FREE_LIST (exit 5) or,
+// when must_meet, does not report the cycle at all (exit 6).
+[[noreturn]] void cycle_child(dmm_heap_preset preset, bool must_meet) {
+    alarm(20);
+    Heap x(make_cfg({preset, DMM_HARDEN_CHECKED}));
+    if (x.status != DMM_OK)
+        std::_Exit(3);
+    const size_t req = req256(x.cfg);
+    void *g0 = x.alloc(req, 1), *b1 = x.alloc(req, 2), *g1 = x.alloc(req, 3);
+    void *b2 = x.alloc(req + 16, 4), *g2 = x.alloc(req, 5);
+    if (!(g0 && b1 && g1 && b2 && g2))
+        std::_Exit(4);
+    dmm_heap_free(x.h, b2);
+    dmm_heap_free(x.h, b1);
+    // close the cycle from whichever node is the list's tail
+    void *head = list_head_of(x, b1, b2);
+    if (!head)
+        std::_Exit(0); // the two blocks are not one list b -> tail: no cycle to forge
+    void *tail = head == b1 ? b2 : b1;
+    next_link(tail) = enc_link(x.h, tail, head);
+    x.errs.errors.clear();
+    (void)dmm_heap_malloc(x.h, req + 100); // fits neither b1 nor b2
+    (void)dmm_heap_malloc(x.h, 2000);
+    for (const dmm_error &e : x.errs.errors)
+        if (e.kind != DMM_ERR_FREE_LIST)
+            std::_Exit(5);
+    std::fprintf(stderr, "[ note     ] %s: cycle %s\n", dmm_heap_preset_name(preset),
+                 x.errs.errors.empty() ? "not met by these mallocs" : "reported");
+    if (must_meet && x.errs.errors.empty())
+        std::_Exit(6);
+    std::_Exit(0);
+}
+
+} // namespace
+
+TEST(ForgedLinks, CycleDoesNotHangMalloc) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    // halffit takes a bin whose every block fits (power-of-two classes
+    // above the request), so these mallocs never walk the cycle's list;
+    // every other preset scans it and must report the cycle.
+    for (dmm_heap_preset preset : {DMM_PRESET_P2012, DMM_PRESET_FIRSTFIT, DMM_PRESET_DLMALLOC,
+                                   DMM_PRESET_TLSF, DMM_PRESET_HALFFIT}) {
+        SCOPED_TRACE(dmm_heap_preset_name(preset));
+        EXPECT_EXIT(cycle_child(preset, preset != DMM_PRESET_HALFFIT), ::testing::ExitedWithCode(0), "");
+    }
 }

@@ -142,7 +142,7 @@ static inline blk *quick_pop(dmm_heap *h, size_t s)
         nx = NULL;
     }
     h->quick[q] = nx;
-    h->quick_len[q]--;
+    h->quick_len[q] = nx ? h->quick_len[q] - 1u : 0u; /* 0 also after a cut */
     st_steps(h, 1);
     b->head &= ~F_AUX; /* used, as a quick block already is */
     return b;
