@@ -9,7 +9,7 @@ bytes, for dmm's heap presets in four forms and for outside anchors.
 
 BINARY   heap_v2 harness binaries built from this repository (bench/anchors);
          default: every heap_v2_dmm_* under the build tree (the five presets x
-         runtime, runtime-lean, frozen, frozen-lean), after building them with
+         runtime, runtime-lean, frozen, frozen-checked, frozen-lean), after building them with
          `cmake --build DIR --target heap_v2_all` (--no-build skips that; a
          missing build tree is configured with `cmake --preset release`).
 --peer   an anchor binary built by hand (bench/README.md, "Anchors"), e.g.
@@ -42,7 +42,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRESETS = ["dlmalloc", "tlsf", "halffit", "firstfit", "p2012"]
-FORMS = ["runtime", "runtime_lean", "frozen", "frozen_lean"]
+FORMS = ["runtime", "runtime_lean", "frozen", "frozen_checked", "frozen_lean"]
 WORKLOADS = ["kernels", "frag", "rbtree"]
 RESOLUTION = 16
 CG_ARENA = 64 << 20
@@ -297,7 +297,7 @@ def markdown(doc):
     L.append("")
     L.append("dmm forms: `runtime` = library `dmm`, config `preset=X` (as shipped: stats=counters, "
              "harden=checked); `runtime-lean` = `preset=X,stats=off,harden=off`; `frozen` = library compiled "
-             "with `configs/frozen/X.h`; `frozen-lean` = library frozen to a copy of that header with "
+             "with `configs/frozen/X.h`; `frozen-checked` = frozen with stats off and hardening as shipped (checked), so `frozen-checked` minus `frozen-lean` is the cost of hardening; `frozen-lean` = library frozen to a copy of that header with "
              "`DMM_FROZEN_STATS DMM_STATS_OFF` and `DMM_FROZEN_HARDEN DMM_HARDEN_OFF`, generated into "
              "`build/.../bench/anchors/frozen_lean/X.h` by `bench/anchors/CMakeLists.txt`.")
     L.append("")
