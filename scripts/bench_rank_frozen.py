@@ -22,7 +22,9 @@ Builds (all under build/rank-*, Release, tests and benchmarks off):
   build/rank-runtime/        dmm-replay (runtime library) and dmm-config
   build/rank-frozen-NAME/    dmm-replay with -DDMM_FROZEN_CONFIG=<header
                              written by `dmm-config header CONFIG`>
-A build is skipped when ninja has nothing to do.
+A build is skipped when ninja has nothing to do.  The build helpers
+(cmake_build, header_text, write_if_changed, slug) are python/dmmkit/frozen.py's,
+the module `dmmkit explore` uses to re-measure its candidates as frozen builds.
 
 Limitation: dmm-replay turns stats=off into stats=counters (it needs the
 counters), so a config with stats=off has no comparable frozen form here:
@@ -45,9 +47,7 @@ import datetime as dt
 import hashlib
 import io
 import json
-import os
 import platform
-import re
 import shlex
 import shutil
 import statistics
@@ -59,6 +59,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
+from dmmkit.frozen import FrozenBuildError, cmake_build, header_text, slug, write_if_changed  # noqa: E402
 from dmmkit.measure import (CALLGRIND_TOGGLES, MEASURE_VERSION, SWEEP_MARK, TaskError,  # noqa: E402
                             count_instructions, measure_memory)
 
@@ -133,23 +134,6 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
-
-
-def write_if_changed(path: Path, data: bytes) -> bool:
-    try:
-        if path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return True
-
-
 # --------------------------------------------------------------------------
 # sources and builds
 # --------------------------------------------------------------------------
@@ -188,21 +172,6 @@ def snapshot_sources(mode: str, dest: Path) -> dict:
     return {"mode": mode, "commit": commit, "files": len(files), "changed": changed, "removed": removed,
             "sha256": h.hexdigest()[:16], "paths": list(SRC_PATHS)}
 
-
-def cmake_build(src: Path, bdir: Path, targets: list[str], extra: list[str], jobs: int) -> tuple[bool, str]:
-    """Configures (once) and builds; returns (was up to date, log tail)."""
-    if not (bdir / "CMakeCache.txt").is_file() or not (bdir / "build.ninja").is_file():
-        bdir.mkdir(parents=True, exist_ok=True)
-        cmd = ["cmake", "-S", str(src), "-B", str(bdir), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-               "-DDMM_BUILD_TESTS=OFF", "-DDMM_BUILD_BENCH=OFF", "-DDMM_BUILD_SHARED=OFF",
-               "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", *extra]
-        p = run(cmd)
-        if p.returncode != 0:
-            raise SystemExit(f"cmake configure failed in {bdir}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    p = run(["cmake", "--build", str(bdir), "-j", str(jobs), "--target", *targets])
-    if p.returncode != 0:
-        raise RuntimeError(f"build failed in {bdir}:\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}")
-    return ("no work to do" in p.stdout), p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
 
 
 def build_flags(bdir: Path) -> dict:
@@ -347,7 +316,10 @@ def main() -> int:
     n_builds = 1 + len(specs)
     beta = Eta("build", n_builds, guess=60.0)
     t = beta.start(0, f"runtime dmm-replay + dmm-config in {rt_dir.relative_to(ROOT)}")
-    up, _ = cmake_build(src, rt_dir, ["dmm-replay", "dmm-config"], [], args.jobs)
+    try:
+        up = cmake_build(src, rt_dir, ["dmm-replay", "dmm-config"], [], jobs=args.jobs, export_compile_commands=True)
+    except FrozenBuildError as e:
+        raise SystemExit(e.detail(40))
     d = beta.end(t, counted=not up)
     log(f"  {'up to date' if up else 'built'} in {fmt_s(d)}")
     rt_replay = rt_dir / "tools" / "dmm-replay"
@@ -370,22 +342,24 @@ def main() -> int:
         bdir = build_root / f"rank-frozen-{slug(c['name'])}"
         c["build_dir"] = str(bdir.relative_to(ROOT))
         t = beta.start(i + 1, f"frozen {c['name']} in {c['build_dir']}")
-        hp = run([str(dmm_config), "header", c["config"], "--name", "rank_" + slug(c["name"])])
-        if hp.returncode != 0:
-            c["frozen_error"] = f"dmm-config header refused it: {hp.stderr.strip()}"
+        try:
+            header = header_text(dmm_config, c["config"], "rank_" + slug(c["name"]))
+        except FrozenBuildError as e:
+            c["frozen_error"] = e.message
             problems.append(f"{c['name']}: {c['frozen_error']}")
             log("  " + c["frozen_error"])
             beta.end(t, counted=False)
             continue
         hdr = bdir / "frozen_config.h"
         bdir.mkdir(parents=True, exist_ok=True)
-        write_if_changed(hdr, hp.stdout.encode())
+        write_if_changed(hdr, header.encode())
         try:
-            up, _ = cmake_build(src, bdir, ["dmm-replay"], [f"-DDMM_FROZEN_CONFIG={hdr}"], args.jobs)
-        except RuntimeError as e:
-            c["frozen_error"] = str(e).splitlines()[0]
+            up = cmake_build(src, bdir, ["dmm-replay"], [f"-DDMM_FROZEN_CONFIG={hdr}"], jobs=args.jobs,
+                             export_compile_commands=True)
+        except FrozenBuildError as e:
+            c["frozen_error"] = e.message
             problems.append(f"{c['name']}: frozen build failed ({bdir})")
-            log("  " + str(e)[-1500:])
+            log("  " + e.detail(30))
             beta.end(t, counted=False)
             continue
         d = beta.end(t, counted=not up)

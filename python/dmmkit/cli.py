@@ -166,9 +166,16 @@ def compare(ctx, traces, allocators, peer, dmm_named, reps, baseline, results, n
 @click.option("--reference", default="dlmalloc", show_default=True, metavar="ID",
               help="Config the ratios are relative to.")
 @click.option("--no-pictures", is_flag=True, help="Skip the timeline / heap-map replays of the best config.")
+@click.option("--frozen/--no-frozen", default=True, show_default=True,
+              help="Re-measure the candidates' instruction counts with dmm-replay built frozen to each (the form "
+                   "generate ships) and rank them on those figures.")
+@click.option("--frozen-max", default=6, show_default=True, type=click.IntRange(1, 10000),
+              help="Most candidates re-measured frozen (the front first, then the next fronts; presets on the front "
+                   "are always included).")
 @click.pass_context
 def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, configs, executor, address, jobs, results,
-            cache_dir, no_cache, reps, no_timing, timing_max, no_instructions, reference, no_pictures):
+            cache_dir, no_cache, reps, no_timing, timing_max, no_instructions, reference, no_pictures, frozen,
+            frozen_max):
     """Sweep the heap design space on TRACE(s); keep the Pareto front of
     speed vs memory; time the candidates; rank them."""
     from .explore import Options, run_explore
@@ -176,7 +183,7 @@ def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, conf
                    objective=objective, memory=memory, speed=speed, executor=executor, address=address, jobs=jobs,
                    cache_dir=cache_dir, use_cache=not no_cache, results=results, reps=reps, timing=not no_timing,
                    timing_max=timing_max, instructions=not no_instructions, reference=reference,
-                   pictures=not no_pictures, argv=_argv())
+                   pictures=not no_pictures, frozen=frozen, frozen_max=frozen_max, argv=_argv())
     run_explore(_tools(ctx), opts)
 
 

@@ -7,23 +7,32 @@ Phases
      executor, each cached by (trace hash, config, build id);
   3. aggregate over the traces (geometric means), apply the arena
      constraint, keep the front of instructions/op against memory;
-  4. timing figures (TSC cycles per operation) for the front and the
+  4. frozen re-measurement: the instruction counts of the candidates (the
+     front, then the next fronts, at most --frozen-max, plus every preset on
+     the front) again, each with a dmm-replay built frozen to its config
+     (dmmkit.frozen; the form `generate` ships); the candidates are ranked on
+     these figures (--no-frozen: the runtime figures only);
+  5. timing figures (TSC cycles per operation) for the front and the
      presets only: serially, round-robin over the candidates, repeated;
      apply the worst-case bound (--max-cycles), refilling the front with
      the next non-dominated configs when a member breaks it;
-  5. rank by the objective, take pictures (timeline, heap map) of the best
+  6. rank by the objective, take pictures (timeline, heap map) of the best
      configuration and of the reference, write the results JSON.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as _cf
 import datetime as _dt
+import os
 import sys
+import time
 from dataclasses import dataclass, field
 
 from rich.table import Table
 
 from . import grid as gridmod
+from . import frozen as frozenmod
 from . import pareto
 from .cache import Cache, clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
@@ -59,6 +68,9 @@ class Options:
     instructions: bool = True
     reference: str = "dlmalloc"
     pictures: bool = True
+    frozen: bool = True
+    frozen_max: int = 6
+    frozen_dir: str | None = None  # base of the frozen build directories (default: dmmkit.frozen.build_base)
     argv: list[str] = field(default_factory=list)
 
 
@@ -196,6 +208,16 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         feas[i]["front"] = True
     ranking_det = [feas[i]["id"] for i in pareto.rank(det_pts, opts.objective)]
 
+    # ---- frozen re-measurement of the candidates ------------------------------
+    ranking_runtime = [i for i in ranking_det if by_id[i]["feasible"]]
+    frozen_info: dict = {"enabled": False,
+                         "reason": ("--no-frozen" if not opts.frozen else
+                                    "no instruction counts (--no-instructions)" if not opts.instructions else
+                                    "no feasible configuration")}
+    if opts.frozen and opts.instructions and feas:
+        frozen_info = _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind, ref_id, mem_key)
+        ranking_det = frozen_info.pop("_ranking")
+
     # ---- timing for the candidates ------------------------------------------
     timed_ids: list[str] = []
     if opts.timing:
@@ -234,8 +256,9 @@ def run_explore(tools: Tools, opts: Options) -> dict:
                      "memory_metric": mem_key, "arena": opts.arena, "max_cycles": opts.max_cycles,
                      "reps": opts.reps, "timing": opts.timing, "instructions": opts.instructions,
                      "reference": ref_id, "cache": str(opts.cache_dir) if opts.use_cache else None,
-                     "speed": opts.speed,
-                     "speed_metric": "cycles_avg" if (timed_ids and opts.speed == "cycles") else "instr_per_op",
+                     "speed": opts.speed, "frozen": opts.frozen, "frozen_max": opts.frozen_max,
+                     "speed_metric": ("cycles_avg" if (timed_ids and opts.speed == "cycles") else
+                                      "instr_per_op_frozen" if frozen_info.get("measured") else "instr_per_op"),
                      "aggregate": "geometric mean over the traces"},
         "traces": [{"label": tr.label, "path": tr.path, "sha256": tr.sha256,
                     **_trace_fields(det, tr.label)} for tr in refs],
@@ -246,6 +269,8 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         "timed": timed_ids,
         "ranking": ranking,
         "ranking_instructions": [i for i in ranking_det if by_id[i]["feasible"]],
+        "ranking_runtime": ranking_runtime,
+        "frozen": frozen_info,
         "best": best,
         "reference": ref_id,
         "pictures": pictures,
@@ -266,6 +291,227 @@ def run_explore(tools: Tools, opts: Options) -> dict:
                           + (f"(--max-cycles {opts.max_cycles}) " if opts.max_cycles else "")
                           + f"; see {opts.results}", RUNTIME)
     return doc
+
+
+def frozen_candidates(feas: list[dict], det_pts: list, budget: int, objective: str) -> list[int]:
+    """Indices (into feas) of the configs re-measured as frozen builds: the
+    front of det_pts, best first by the objective, then the next fronts
+    (the front of what is left, and so on) while the budget lasts; every
+    preset on the first front is taken even beyond the budget."""
+    chosen: list[int] = []
+    pool = list(range(len(feas)))
+    first = True
+    while pool and len(chosen) < budget:
+        sub = [det_pts[i] for i in pool]
+        layer_j = pareto.front(sub)
+        if not layer_j:
+            break
+        ranked = pareto.rank([sub[j] for j in layer_j], objective)  # indices into layer_j
+        layer = [pool[layer_j[k]] for k in ranked]
+        room = budget - len(chosen)
+        take = layer[:room]
+        if first:
+            take += [i for i in layer[room:] if feas[i].get("preset")]
+            first = False
+        chosen += take
+        drop = set(layer)
+        pool = [i for i in pool if i not in drop]
+    return chosen
+
+
+def frozen_ranking(cands: list[dict], mem_key: str, objective: str, rest: list[str]) -> list[str]:
+    """The candidates ranked by the objective on (instr_per_op_ranked:
+    frozen where measured, else runtime; memory), then the other ids of
+    `rest` in their order.  Sets frozen_front on the candidates."""
+    pts = [(c["aggregate"].get("instr_per_op_ranked"), c["aggregate"].get(mem_key)) for c in cands]
+    for i in pareto.front(pts):
+        cands[i]["frozen_front"] = True
+    head = [cands[i]["id"] for i in pareto.rank(pts, objective)]
+    seen = set(head)
+    return head + [i for i in rest if i not in seen]
+
+
+def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind, ref_id, mem_key) -> dict:
+    """Re-measures the instruction counts of the candidates with dmm-replay
+    built frozen to each of them (dmmkit.frozen), exactly as phase 2 counts
+    them (measure.count_instructions, the same arena and config text), and
+    ranks the candidates on these figures.  A candidate whose frozen build
+    or count fails keeps its runtime figure, marked as such (a warning, not
+    an error).  Returns the `frozen` section of the results, with the new
+    instruction ranking under "_ranking"."""
+    from .measure import _replay
+    t0 = time.monotonic()
+    idx = frozen_candidates(feas, det_pts, max(1, opts.frozen_max), opts.objective)
+    cands = [feas[i] for i in idx]
+    jobs = opts.jobs or os.cpu_count() or 1
+    base = opts.frozen_dir or frozenmod.build_base(tools, opts.cache_dir)
+    skf = skey + ";form=frozen"
+    problems: list[str] = []
+    builds: dict[str, frozenmod.FrozenReplay] = {}
+    general: frozenmod.FrozenBuildError | None = None
+    console.print(f"frozen re-measurement: {len(cands)} candidate(s) (front first, --frozen-max {opts.frozen_max}), "
+                  f"each with dmm-replay built frozen to it under {base}/{frozenmod.BUILD_PREFIX}<hash>")
+
+    def warn(msg):
+        problems.append(msg)
+        console.print(f"[yellow]warning[/]: {msg}", markup=True, soft_wrap=True)
+
+    t_build = time.monotonic()
+    with progress() as prog:
+        tb = prog.add_task(f"frozen builds of dmm-replay ({len(cands)} config(s), -j{jobs})", total=len(cands))
+        for c in cands:
+            c["frozen_candidate"] = True
+            if general is not None:
+                c["frozen"] = {"status": "failed", "error": general.message}
+                prog.advance(tb)
+                continue
+            try:
+                fr = frozenmod.build_frozen_replay(tools, c["config"], base=base, jobs=jobs)
+                builds[c["id"]] = fr
+                c["frozen"] = {"status": "built", **fr.as_dict()}
+            except frozenmod.FrozenBuildError as e:
+                c["frozen"] = {"status": "failed", "error": e.message, "log": str(e.log) if e.log else None,
+                               "log_tail": frozenmod.tail(e.tail, 20)}
+                warn(f"frozen build for {c['name']} failed: {e.detail(15)}\n  -> its runtime figure is used "
+                     "(marked 'runtime' in the results)")
+                if e.general:
+                    general = e
+            prog.advance(tb)
+        t_build = time.monotonic() - t_build
+
+        # the heap code path each form runs (dmm-replay's allocator.variant), on the smallest trace
+        t_count = time.monotonic()
+        small = min(refs, key=lambda tr: (_trace_fields_ops(by_id, feas, tr.label), tr.label))
+        for c in cands:
+            m = c["per_trace"].get(small.label) or {}
+            args = ["--alloc", "dmm:" + c["config"], "--arena", str(m.get("arena") or 1 << 20), "--no-timing",
+                    "--no-warm"]
+            for key, binary in (("runtime_variant", str(tools.replay)),
+                                ("variant", str(builds[c["id"]].replay) if c["id"] in builds else None)):
+                if binary is None:
+                    continue
+                try:
+                    p, d = _replay(binary, small.path, args, timeout=600)
+                    c["frozen"][key] = ((d or {}).get("allocator") or {}).get("variant") if p.returncode == 0 else None
+                except TaskError:
+                    c["frozen"][key] = None
+
+        # instruction counts: one callgrind run per (candidate, trace), its own binary each
+        res: dict[tuple[str, str], dict] = {}
+        work = []
+        hits = 0
+        for c in cands:
+            fr = builds.get(c["id"])
+            if fr is None:
+                continue
+            for tr in refs:
+                m = c["per_trace"].get(tr.label)
+                if not m:
+                    continue
+                hit = cache.get(tr.sha256, c["config"], fr.build_id, skf)
+                if hit is not None:
+                    res[(c["id"], tr.label)] = hit
+                    hits += 1
+                    continue
+                work.append((c, tr, {"replay": str(fr.replay), "trace": tr.path, "valgrind": valgrind,
+                                     "lines": [(m["arena"], c["config"])]}))
+        tc = prog.add_task(f"instruction counts of the frozen builds (callgrind, {len(work)} run(s), "
+                           f"{hits} from the cache)", total=len(work))
+        with _cf.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as ex:
+            futs = {ex.submit(count_instructions, w[2]): w for w in work}
+            for f in _cf.as_completed(futs):
+                c, tr, _ = futs[f]
+                try:
+                    r = f.result()[0]
+                except TaskError as e:
+                    r = {"instructions": None, "failed": None, "error": str(e)}
+                if r.get("error") or not r.get("instructions"):
+                    warn(f"frozen count of {c['name']} on {tr.label} failed: "
+                         f"{r.get('error') or 'callgrind counted no instructions'}")
+                else:
+                    res[(c["id"], tr.label)] = r
+                    cache.put(tr.sha256, c["config"], builds[c["id"]].build_id, skf, r)
+                prog.advance(tc)
+        t_count = time.monotonic() - t_count
+
+    # ---- figures --------------------------------------------------------------
+    ref = by_id[ref_id]
+    measured, fallback = [], []
+    for c in cands:
+        a = c["aggregate"]
+        a["instr_per_op_runtime"] = a.get("instr_per_op")
+        per = []
+        for tr in refs:
+            m = c["per_trace"].get(tr.label)
+            r = res.get((c["id"], tr.label))
+            if not m or not r:
+                continue
+            m["instructions_frozen"] = r["instructions"]
+            m["instr_per_op_frozen"] = r["instructions"] / m["ops"] if m.get("ops") else None
+            m["failed_frozen"] = r.get("failed")
+            per.append(m["instr_per_op_frozen"])
+            if (r.get("failed") or 0) != (m.get("failed") or 0):
+                warn(f"{c['name']} on {tr.label}: {r.get('failed')} failed allocation(s) frozen, "
+                     f"{m.get('failed')} at runtime")
+        ok = c["id"] in builds and len(per) == len(refs) and all(v is not None for v in per)
+        if ok:
+            a["instr_per_op_frozen"] = geomean(per)
+            a["frozen_ratio"] = relative(a["instr_per_op_runtime"], a["instr_per_op_frozen"])
+            a["instr_per_op_ranked"] = a["instr_per_op_frozen"]
+            a["instr_source"] = "frozen"
+            c["frozen"]["status"] = "measured"
+            measured.append(c["id"])
+        else:
+            a["instr_per_op_frozen"] = None
+            a["frozen_ratio"] = None
+            a["instr_per_op_ranked"] = a["instr_per_op_runtime"]
+            a["instr_source"] = "runtime (frozen build failed)" if c["id"] not in builds else \
+                "runtime (frozen count failed)"
+            if c["frozen"].get("status") != "failed":
+                c["frozen"]["status"] = "failed"
+                c["frozen"]["error"] = "frozen instruction counts missing on some trace"
+            fallback.append(c["id"])
+    ra = ref["aggregate"]
+    ref_fig = ra.get("instr_per_op_frozen") or ra.get("instr_per_op")
+    for c in cands:
+        c["aggregate"]["instr_ratio_ranked"] = relative(c["aggregate"]["instr_per_op_ranked"], ref_fig)
+    rest = [feas[i]["id"] for i in pareto.rank(det_pts, opts.objective)]
+    ranking = frozen_ranking(cands, mem_key, opts.objective, rest)
+    ratios = [by_id[i]["aggregate"]["frozen_ratio"] for i in measured if by_id[i]["aggregate"].get("frozen_ratio")]
+    info = {
+        "enabled": True,
+        "max": opts.frozen_max,
+        "candidates": [c["id"] for c in cands],
+        "measured": measured,
+        "fallback": fallback,
+        "status": "measured" if not fallback else ("fallback" if not measured else "partial"),
+        "build_base": str(base),
+        "reference_figure": "frozen" if ra.get("instr_per_op_frozen") else "runtime",
+        "builds": {"built": sum(1 for b in builds.values() if not b.up_to_date),
+                   "up_to_date": sum(1 for b in builds.values() if b.up_to_date), "failed": len(cands) - len(builds)},
+        "callgrind_runs": len(work), "cache_hits": hits,
+        "runtime_over_frozen_median": (sorted(ratios)[len(ratios) // 2] if ratios else None),
+        "seconds": {"build": round(t_build, 1), "count": round(t_count, 1), "total": round(time.monotonic() - t0, 1)},
+        "method": "the candidates' instruction counts again with dmm-replay built frozen to each config "
+                  "(dmm-config header + -DDMM_FROZEN_CONFIG, Release), measure.count_instructions with the same "
+                  "arena and config text; candidates ranked on instr_per_op_ranked (frozen, or the runtime "
+                  "figure where the frozen build or count failed), before the configs not re-measured",
+        "problems": problems,
+        "_ranking": ranking,
+    }
+    if fallback:
+        console.print(f"[yellow]warning[/]: {len(fallback)} of {len(cands)} candidate(s) ranked on their runtime "
+                      f"instruction counts (frozen {'build' if not builds else 'measurement'} failed): "
+                      + ", ".join(by_id[i]["name"] for i in fallback), markup=True, soft_wrap=True)
+    return info
+
+
+def _trace_fields_ops(by_id, feas, label):
+    for c in feas:
+        m = c["per_trace"].get(label)
+        if m and m.get("ops"):
+            return m["ops"]
+    return 1 << 62
 
 
 CHUNK = 32  # configs per callgrind run (one valgrind start-up each)
@@ -499,6 +745,8 @@ def print_explore(doc: dict, top: int = 12) -> None:
     by_id = {c["id"]: c for c in doc["configs"]}
     st = doc["settings"]
     timed = bool(doc.get("timed"))
+    fz = doc.get("frozen") or {}
+    frozen = bool(fz.get("enabled"))
     ref = by_id.get(doc.get("reference"))
     t = Table(title=f"explore ranking (objective {st['objective']}, speed = {st.get('speed_metric')}, "
                     f"memory = {st['memory_metric']}, "
@@ -506,8 +754,13 @@ def print_explore(doc: dict, top: int = 12) -> None:
     t.add_column("#", justify="right")
     t.add_column("id")
     t.add_column("name", overflow="fold")
-    t.add_column("instr/op", justify="right")
-    t.add_column("x ref", justify="right")
+    if frozen:
+        t.add_column("instr/op runtime", justify="right")
+        t.add_column("instr/op frozen", justify="right")
+        t.add_column("x ref", justify="right")  # of the figure ranked: frozen where measured
+    else:
+        t.add_column("instr/op", justify="right")
+        t.add_column("x ref", justify="right")
     if timed:
         t.add_column("cycles/op avg", justify="right")
         t.add_column("x ref", justify="right")
@@ -523,23 +776,51 @@ def print_explore(doc: dict, top: int = 12) -> None:
         c = by_id[cid]
         a = c["aggregate"]
         row = [str(n) if n <= top and cid in doc["ranking"] else "ref", c["id"], c["name"],
-               fmt_num(a.get("instr_per_op")),
-               fmt_ratio(a.get("instr_ratio"))]
+               fmt_num(a.get("instr_per_op"))]
+        if frozen:
+            st_f = (c.get("frozen") or {}).get("status")
+            row += [fmt_num(a.get("instr_per_op_frozen")) if st_f == "measured" else
+                    "failed" if st_f == "failed" else "",
+                    fmt_ratio(a.get("instr_ratio_ranked") if c.get("frozen_candidate") else a.get("instr_ratio"))]
+        else:
+            row += [fmt_ratio(a.get("instr_ratio"))]
         if timed:
             row += [fmt_num(a.get("cycles_avg")), fmt_ratio(a.get("cycles_ratio")), fmt_num(a.get("cycles_max"), 0)]
         row += [fmt_kib(a.get("min_arena")), fmt_kib(a.get("peak_footprint")), fmt_ratio(a.get("frag4")),
-                ("D" if c["front"] else "") + ("T" if c.get("timing_front") else "")]
+                ("D" if c["front"] else "") + ("F" if c.get("frozen_front") else "")
+                + ("T" if c.get("timing_front") else "")]
         t.add_row(*row)
     console.print(t)
     nfeas = sum(1 for c in doc["configs"] if c["feasible"])
     console.print(f"{nfeas} of {len(doc['configs'])} configs feasible; front (D = instructions vs memory, "
-                  f"T = cycles avg/max vs memory): {len(doc['front'])} / {len(doc['timing_front'])}")
+                  + ("F = frozen instructions vs memory among the re-measured candidates, " if frozen else "")
+                  + f"T = cycles avg/max vs memory): {len(doc['front'])} / "
+                  + (f"{sum(1 for c in doc['configs'] if c.get('frozen_front'))} / " if frozen else "")
+                  + f"{len(doc['timing_front'])}")
+    if frozen:
+        med = fz.get("runtime_over_frozen_median")
+        sec = fz.get("seconds") or {}
+        b = fz.get("builds") or {}
+        console.print(f"frozen: {len(fz.get('measured') or [])} of {len(fz.get('candidates') or [])} candidate(s) "
+                      f"re-measured with dmm-replay built frozen to their config and ranked first, on these "
+                      f"figures; runtime/frozen instr/op median {fmt_ratio(med)}; builds "
+                      f"{b.get('built', 0)} built, {b.get('up_to_date', 0)} up to date, {b.get('failed', 0)} failed "
+                      f"({sec.get('build', 0):.0f} s), {fz.get('callgrind_runs', 0)} callgrind run(s) + "
+                      f"{fz.get('cache_hits', 0)} from the cache ({sec.get('count', 0):.0f} s)")
+        if fz.get("fallback"):
+            console.print(f"[yellow]frozen figures missing for {', '.join(fz['fallback'])}: ranked on the runtime "
+                          f"figure (see 'frozen' in the results)[/]")
+    elif fz.get("reason"):
+        console.print(f"frozen re-measurement off ({fz['reason']}): ranked on the runtime instruction counts")
     if doc.get("best"):
         b = by_id[doc["best"]]
         console.print(f"[bold]best[/] ({st['objective']}): {b['id']} = {b['name']}\n  config {b['config']}")
         if ref and ref["id"] != b["id"]:
             a, r = b["aggregate"], ref["aggregate"]
-            parts = [f"instructions/op x{fmt_ratio(a.get('instr_ratio'))}"]
+            if a.get("instr_source"):
+                parts = [f"instructions/op ({a['instr_source']}) x{fmt_ratio(a.get('instr_ratio_ranked'))}"]
+            else:
+                parts = [f"instructions/op x{fmt_ratio(a.get('instr_ratio'))}"]
             if timed:
                 parts.append(f"warm cycles/op x{fmt_ratio(a.get('cycles_ratio'))}"
                              + (f" ({fmt_num(a.get('cycles_avg'))} vs {fmt_num(r.get('cycles_avg'))})"

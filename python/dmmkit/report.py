@@ -398,7 +398,11 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
         parts.append(f"<p><b>Best ({esc(st['objective'])})</b>: <code>{esc(best['id'])}</code> = "
                      f"{esc(best['name'])}<br><code>{esc(best['config'])}</code></p>")
     # ranking table
-    hdr = ["rank", "id", "name", "instr/op", "instr x ref"]
+    frozen = bool((doc.get("frozen") or {}).get("enabled"))
+    hdr = ["rank", "id", "name", "instr/op runtime" if frozen else "instr/op"]
+    if frozen:
+        hdr += ["instr/op frozen"]
+    hdr += ["instr x ref"]
     if timed:
         hdr += ["cycles/op avg", "cycles x ref", "cycles/op max"]
     hdr += ["min arena (B)", "peak footprint (B)", "frag #3", "frag #4", "front (instr)", "front (cycles)",
@@ -410,7 +414,14 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
         c = by_id[cid]
         a = c["aggregate"]
         r = [f"<td class='n'>{k if cid in doc.get('ranking', []) else '-'}</td>", tdt(c["id"]), tdt(c["name"]),
-             td(a.get("instr_per_op")), td(a.get("instr_ratio"), 3)]
+             td(a.get("instr_per_op"))]
+        if frozen:
+            fst = (c.get("frozen") or {}).get("status")
+            r += [td(a.get("instr_per_op_frozen")) if fst == "measured" else
+                  tdt("failed (runtime used)" if fst == "failed" else "")]
+            r += [td(a.get("instr_ratio_ranked") if c.get("frozen_candidate") else a.get("instr_ratio"), 3)]
+        else:
+            r += [td(a.get("instr_ratio"), 3)]
         if timed:
             r += [td(a.get("cycles_avg")), td(a.get("cycles_ratio"), 3), td(a.get("cycles_max"), 0)]
         r += [td(a.get("min_arena"), 0), td(a.get("peak_footprint"), 0), td(a.get("frag3"), 3), td(a.get("frag4"), 3),
@@ -418,6 +429,12 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
               tdt("yes" if c["feasible"] else "; ".join(c["infeasible_reasons"][:2]))]
         rows.append(("best" if cid == doc.get("best") else "front" if c["front"] else "", r))
     parts.append("<h3>Ranking (feasible configs first; green: best, orange: on the Pareto front)</h3>")
+    if frozen:
+        fz = doc["frozen"]
+        parts.append(f"<p>Frozen re-measurement: {len(fz.get('measured') or [])} of {len(fz.get('candidates') or [])} "
+                     "candidate(s) re-counted with <code>dmm-replay</code> built frozen to their configuration (the "
+                     "form <code>dmmkit generate</code> ships) and ranked first, on those figures; the other "
+                     "configurations follow in their runtime order.</p>")
     parts.append(table(hdr, rows, "ranking"))
     # per-trace detail for best and reference
     show = [i for i in dict.fromkeys([doc.get("best"), doc.get("reference")]) if i in by_id]
