@@ -323,6 +323,13 @@ TEST(Init, MinBufferIsExactlySufficient) {
     c.exact_max = 4096;
     c.sl_bits = 5;
     cfgs.push_back(c);
+    // Regression (heap v2 issue): a max_block_log2 whose bins exceed what the
+    // bitmap holds (here 4096 exact bins + 32 per power of two up to 2^63)
+    // is clamped by init; min_buffer must be exact for the clamped range too
+    // (it reported 91,264 bytes while init succeeded in 67,008).
+    c.exact_max = 65536;
+    c.max_block_log2 = 63;
+    cfgs.push_back(c);
     for (const dmm_heap_config &cfg : cfgs) {
         SCOPED_TRACE(cfg_str(cfg));
         size_t minb = dmm_heap_min_buffer(&cfg);
