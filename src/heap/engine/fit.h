@@ -69,6 +69,16 @@ static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *step
     return scan_bin(h, 0, s, DMM_FIT_FIRST, f, steps);
 }
 
+/* The head of non-empty bin j: every block of a bin above the request's
+ * fits, so good fit (and first fit above the request's bin) takes it. */
+static inline bool head_of(const dmm_heap *h, unsigned j, found *f)
+{
+    f->b = h->bins[j].head;
+    f->pred = NULL;
+    f->bin = j;
+    return true;
+}
+
 /* Finds a free block of at least s bytes and unlinks it; NULL if none. */
 static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
 {
@@ -87,10 +97,7 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
             if ((unsigned)j == h->nbins - 1u && bin_of(h, s) == h->nbins - 1u) {
                 ok = scan_bin(h, (unsigned)j, s, DMM_FIT_FIRST, &f, &steps);
             } else {
-                f.b = h->bins[j].head;
-                f.pred = NULL;
-                f.bin = (unsigned)j;
-                ok = true;
+                ok = head_of(h, (unsigned)j, &f);
             }
         }
     } else {
@@ -103,10 +110,7 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
                 if (fit == DMM_FIT_BEST && P_ORDER(h) != DMM_ORDER_SIZE) {
                     ok = scan_bin(h, (unsigned)j, s, fit, &f, &steps);
                 } else {
-                    f.b = h->bins[j].head;
-                    f.pred = NULL;
-                    f.bin = (unsigned)j;
-                    ok = true;
+                    ok = head_of(h, (unsigned)j, &f);
                 }
             }
         }
