@@ -161,8 +161,7 @@ static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report 
     bool rover_seen = h->rover == NULL;
     for (unsigned i = 0; i < h->nbins; i++) {
         blk *pred = NULL;
-        const bin *bn = &h->bins[i];
-        for (blk *c = bn->head; c; pred = c, c = get_next(h, c)) {
+        for (blk *c = h->heads[i]; c; pred = c, c = get_next(h, c)) {
             const region *r = region_holding(h, c);
             if (++total > t->free_blocks)
                 return fail(rep, DMM_INV_LIST_LINK, c, "more list nodes than free blocks (cycle or stale node)");
@@ -179,10 +178,10 @@ static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report 
             if (c == h->rover)
                 rover_seen = true;
         }
-        if (P_ORDER(h) == DMM_ORDER_FIFO && bn->tail != pred)
-            return fail(rep, DMM_INV_LIST_LINK, bn, "bin tail does not point to the last node");
-        if (bit_of(h, i) != (bn->head != NULL))
-            return fail(rep, DMM_INV_BITMAP, bn, "bitmap bit disagrees with the bin's emptiness");
+        if (P_ORDER(h) == DMM_ORDER_FIFO && h->tails[i] != pred)
+            return fail(rep, DMM_INV_LIST_LINK, &h->tails[i], "bin tail does not point to the last node");
+        if (bit_of(h, i) != (h->heads[i] != NULL))
+            return fail(rep, DMM_INV_BITMAP, &h->heads[i], "bitmap bit disagrees with the bin's emptiness");
     }
     for (unsigned w = 0; w < h->nwords; w++)
         if (((h->summary >> w) & 1u) != (h->bitmap[w] != 0))
@@ -229,7 +228,8 @@ dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
         rep->detail = "all invariants hold";
     }
     if (h->magic != HEAP_MAGIC || h->nbins == 0 ||
-        h->bins != (bin *)(void *)((char *)h + dmm_align_up(sizeof(dmm_heap), sizeof(void *))))
+        h->heads != (blk **)(void *)((char *)h + dmm_align_up(sizeof(dmm_heap), sizeof(void *))) ||
+        (h->tails != NULL) != (P_ORDER(h) == DMM_ORDER_FIFO))
         return fail(rep, DMM_INV_CONTROL, h, "control block damaged");
     if ((st = check_regions(h, &t, rep)) != DMM_OK)
         return st;

@@ -165,7 +165,10 @@ void dmm_heap_reset(dmm_heap *h)
         r = n;
     }
     for (unsigned i = 0; i < h->nbins; i++)
-        h->bins[i].head = h->bins[i].tail = NULL;
+        h->heads[i] = NULL;
+    if (h->tails)
+        for (unsigned i = 0; i < h->nbins; i++)
+            h->tails[i] = NULL;
     for (unsigned i = 0; i < h->nwords; i++)
         h->bitmap[i] = 0;
     for (unsigned i = 0; i < h->nquick; i++) {

@@ -105,11 +105,6 @@ typedef struct region {
 
 #define RHDR (dmm_align_up(sizeof(region), GRAN))
 
-typedef struct bin {
-    blk *head;
-    blk *tail; /* kept under FIFO order only */
-} bin;
-
 struct dmm_heap;
 /* One compiled variant of the hot paths (src/heap/variant_*.c). */
 typedef struct dmm__heap_ops {
@@ -146,7 +141,9 @@ struct dmm_heap {
     unsigned nquick;
     unsigned range_log2; /* bins cover sizes below 2^range_log2 */
     size_t quick_bmax;   /* largest block size served by quick lists */
-    bin *bins;
+    blk **heads;         /* per bin: the list head */
+    blk **tails;         /* per bin: the list tail, under FIFO order only
+                            (NULL otherwise: no bytes, no writes) */
     size_t *bitmap;
     size_t summary;
     blk **quick;

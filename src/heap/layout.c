@@ -69,7 +69,7 @@ size_t dmm__heap_ctrl_size(const dmm_heap_config *c, unsigned range, unsigned *n
     unsigned nw = (unsigned)((nb + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
     unsigned nq = quick_count(c);
     size_t s = dmm_align_up(sizeof(dmm_heap), sizeof(void *));
-    s += nb * sizeof(bin);
+    s += nb * sizeof(blk *) * (c->order == DMM_ORDER_FIFO ? 2u : 1u); /* heads (+ tails) */
     s += nw * sizeof(size_t);
     s += nq * sizeof(blk *);
     s += nq * sizeof(unsigned);
@@ -96,8 +96,13 @@ void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *c, unsigned range)
     h->nwords = (unsigned)((h->nbins + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
     h->nquick = quick_count(c);
     h->quick_bmax = h->nquick ? MINB + (h->nquick - 1u) * GRAN : 0;
-    h->bins = (bin *)(void *)p;
-    p += h->nbins * sizeof(bin);
+    h->heads = (blk **)(void *)p;
+    p += h->nbins * sizeof(blk *);
+    h->tails = NULL;
+    if (c->order == DMM_ORDER_FIFO) {
+        h->tails = (blk **)(void *)p;
+        p += h->nbins * sizeof(blk *);
+    }
     h->bitmap = (size_t *)(void *)p;
     p += h->nwords * sizeof(size_t);
     h->quick = (blk **)(void *)p;

@@ -244,7 +244,7 @@ static inline bool walk_too_long(dmm_heap *h, uint64_t steps, blk *c, blk **tail
 
 static inline blk **tail_of(dmm_heap *h, unsigned n)
 {
-    return P_ORDER(h) == DMM_ORDER_FIFO ? &h->bins[n].tail : NULL;
+    return P_ORDER(h) == DMM_ORDER_FIFO ? &h->tails[n] : NULL;
 }
 
 /* ---- lists ---- */
@@ -252,10 +252,9 @@ static inline blk **tail_of(dmm_heap *h, unsigned n)
 /* Link b after pred (NULL: at the head) in bin n. */
 static inline void list_insert_after(dmm_heap *h, unsigned n, blk *pred, blk *b)
 {
-    bin *bn = &h->bins[n];
     DMM_ASSERT(blisted(b) && n < h->nbins);
     DMM_ASSERT_LOCAL(bnext(b)->foot == bsize(b) && !bpused(bnext(b)));
-    blk *nx = pred ? follow(h, pred, 0, tail_of(h, n)) : bn->head;
+    blk *nx = pred ? follow(h, pred, 0, tail_of(h, n)) : h->heads[n];
     if (DOUBLY(h) && HARDENED(h) && nx && DMM_UNLIKELY(get_prev(h, nx) != pred)) {
         dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a free list's back link was overwritten (use after free?)");
         nx = NULL; /* cut: nothing is written through the bad link */
@@ -269,9 +268,9 @@ static inline void list_insert_after(dmm_heap *h, unsigned n, blk *pred, blk *b)
     if (pred)
         set_next(h, pred, b);
     else
-        bn->head = b;
+        h->heads[n] = b;
     if (P_ORDER(h) == DMM_ORDER_FIFO && !nx)
-        bn->tail = b;
+        h->tails[n] = b;
     bm_set(h, n);
 }
 
@@ -279,24 +278,23 @@ static inline void list_insert_after(dmm_heap *h, unsigned n, blk *pred, blk *b)
 static inline void bin_insert(dmm_heap *h, blk *b)
 {
     unsigned n = bin_of(h, bsize(b));
-    bin *bn = &h->bins[n];
     blk *pred = NULL, *c;
     switch (P_ORDER(h)) {
     case DMM_ORDER_LIFO:
         break;
     case DMM_ORDER_FIFO:
-        pred = bn->tail;
+        pred = h->tails[n];
         break;
     case DMM_ORDER_ADDRESS: {
         uint64_t k = 0;
-        for (c = bn->head; c && c < b && !walk_too_long(h, ++k, c, tail_of(h, n)); c = follow_scan(h, c, tail_of(h, n)))
+        for (c = h->heads[n]; c && c < b && !walk_too_long(h, ++k, c, tail_of(h, n)); c = follow_scan(h, c, tail_of(h, n)))
             pred = c;
         break;
     }
     case DMM_ORDER_SIZE: {
         size_t s = bsize(b);
         uint64_t k = 0;
-        for (c = bn->head; c && bsize(c) <= s && !walk_too_long(h, ++k, c, tail_of(h, n));
+        for (c = h->heads[n]; c && bsize(c) <= s && !walk_too_long(h, ++k, c, tail_of(h, n));
              c = follow_scan(h, c, tail_of(h, n)))
             pred = c;
         break;
@@ -308,24 +306,23 @@ static inline void bin_insert(dmm_heap *h, blk *b)
 /* Unlink b from bin n given its list predecessor (NULL: b is the head). */
 static inline void list_remove(dmm_heap *h, unsigned n, blk *pred, blk *b)
 {
-    bin *bn = &h->bins[n];
-    DMM_ASSERT(pred ? get_next(h, pred) == b : bn->head == b);
+    DMM_ASSERT(pred ? get_next(h, pred) == b : h->heads[n] == b);
     blk *nx = follow(h, b, 0, tail_of(h, n));
     if (DOUBLY(h) && HARDENED(h) && nx && get_prev(h, nx) != b) {
         dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a free list's back link was overwritten (use after free?)");
         nx = NULL; /* cut: the rest of the list is dropped, not followed */
         if (P_ORDER(h) == DMM_ORDER_FIFO)
-            bn->tail = b;
+            h->tails[n] = b;
     }
     if (pred)
         set_next(h, pred, nx);
     else
-        bn->head = nx;
+        h->heads[n] = nx;
     if (DOUBLY(h) && nx)
         set_prev(h, nx, pred);
-    if (P_ORDER(h) == DMM_ORDER_FIFO && bn->tail == b)
-        bn->tail = pred;
-    if (!bn->head)
+    if (P_ORDER(h) == DMM_ORDER_FIFO && h->tails[n] == b)
+        h->tails[n] = pred;
+    if (!h->heads[n])
         bm_clear(h, n);
     if (P_FIT(h) == DMM_FIT_NEXT && h->rover == b)
         h->rover = nx;
@@ -340,13 +337,13 @@ static inline bool bin_remove(dmm_heap *h, blk *b)
     blk *pred;
     if (DOUBLY(h)) {
         pred = get_prev(h, b);
-        if (HARDENED(h) && (pred ? !node_ok(h, pred, 0) || get_next(h, pred) != b : h->bins[n].head != b)) {
+        if (HARDENED(h) && (pred ? !node_ok(h, pred, 0) || get_next(h, pred) != b : h->heads[n] != b)) {
             dmm__heap_report(h, DMM_ERR_FREE_LIST, b, "a free block's list links were overwritten (use after free?)");
             return false;
         }
     } else {
         uint64_t steps = 0;
-        blk *c = h->bins[n].head;
+        blk *c = h->heads[n];
         pred = NULL;
         while (c != b) {
             if (!c) {

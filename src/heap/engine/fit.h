@@ -17,7 +17,7 @@ typedef struct found {
 static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit, found *f, uint64_t *steps)
 {
     blk *pred = NULL, *best = NULL, *best_pred = NULL;
-    for (blk *c = h->bins[n].head; c; pred = c, c = follow_scan(h, c, tail_of(h, n))) {
+    for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, c, tail_of(h, n))) {
         size_t cs = bsize(c);
         if (++*steps > h->max_nodes && walk_too_long(h, *steps, c, tail_of(h, n)))
             break;
@@ -73,7 +73,7 @@ static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *step
  * fits, so good fit (and first fit above the request's bin) takes it. */
 static inline bool head_of(const dmm_heap *h, unsigned j, found *f)
 {
-    f->b = h->bins[j].head;
+    f->b = h->heads[j];
     f->pred = NULL;
     f->bin = j;
     return true;
@@ -122,20 +122,20 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
         /* list_remove moves the rover on to the (validated) successor */
         if (HARDENED(h) && DMM_UNLIKELY(!node_ok(h, f.b, 0) || bsize(f.b) < s)) {
             dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
-            h->rover = h->bins[0].head;
+            h->rover = h->heads[0];
             return NULL;
         }
         h->rover = f.b;
         if (f.bin == UINT32_MAX) {
             if (!bin_remove(h, f.b)) {
-                h->rover = h->bins[0].head;
+                h->rover = h->heads[0];
                 return NULL;
             }
         } else {
             list_remove(h, f.bin, f.pred, f.b);
         }
         if (!h->rover)
-            h->rover = h->bins[0].head;
+            h->rover = h->heads[0];
         return f.b;
     }
     if (HARDENED(h) && DMM_UNLIKELY((f.pred && !node_ok(h, f.b, 0)) || bsize(f.b) < s)) {
@@ -146,10 +146,10 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
         if (f.pred)
             set_next(h, f.pred, NULL);
         else
-            h->bins[f.bin].head = NULL;
+            h->heads[f.bin] = NULL;
         if (P_ORDER(h) == DMM_ORDER_FIFO)
-            h->bins[f.bin].tail = f.pred;
-        if (!h->bins[f.bin].head)
+            h->tails[f.bin] = f.pred;
+        if (!h->heads[f.bin])
             bm_clear(h, f.bin);
         return NULL;
     }
