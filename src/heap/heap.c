@@ -107,7 +107,6 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     h->magic = HEAP_MAGIC;
     dmm__heap_derive(h, &cfg, range);
     h->buf = buf;
-    h->buf_size = size;
     h->ctrl_size = ctrl + (size_t)(start - (uintptr_t)buf);
     h->cookie = cfg.cookie ? cfg.cookie : (uintptr_t)mix64((uint64_t)(uintptr_t)h ^ 0xA5A5F00Dull);
     /* the link key must differ from the canary cookie and keep the low
@@ -180,7 +179,6 @@ void dmm_heap_reset(dmm_heap *h)
     h->damaged = false;
     h->regions = NULL;
     h->nregions = 0;
-    h->max_nodes = 0;
     dmm_port_memset(&h->st, 0, sizeof h->st);
     h->st.footprint = ctrl_bytes(h);
     while (keep) {

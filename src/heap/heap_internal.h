@@ -123,8 +123,6 @@ struct dmm_heap {
     const dmm__heap_ops *ops; /* the variant chosen at init */
     uintptr_t link_key;       /* safe-linking secrets (hardening >= CHECKED): */
     uintptr_t link_key2;      /* link = rotl(target ^ key2, key & bits) + key */
-    size_t max_nodes;         /* most free blocks the regions could hold: bounds
-                                 every list walk, so a forged cycle cannot hang */
     region *hint;             /* region of the last pointer looked up */
     uintptr_t hint_lo;        /* its first block ... */
     size_t hint_span;         /* ... and the bytes from there to its sentinel */
@@ -140,6 +138,8 @@ struct dmm_heap {
     unsigned nwords;     /* bitmap words */
     unsigned nquick;
     unsigned range_log2; /* bins cover sizes below 2^range_log2 */
+    unsigned nregions;
+    dmm_op op;           /* the public operation in progress (for reports) */
     size_t quick_bmax;   /* largest block size served by quick lists */
     blk **heads;         /* per bin: the list head */
     blk **tails;         /* per bin: the list tail, under FIFO order only
@@ -149,17 +149,14 @@ struct dmm_heap {
     blk **quick;
     unsigned *quick_len;
     region *regions;
-    unsigned nregions;
     blk *rover;          /* next fit: where the last search stopped */
     uintptr_t cookie;
     size_t ctrl_size;    /* bytes from the buffer start to the first region */
     void *buf;           /* the caller's first buffer, as given */
-    size_t buf_size;
-    dmm_op op;           /* the public operation in progress (for reports) */
-    bool damaged;        /* a corruption was detected and reported */
     dmm_heap_stats st;
     uint64_t errors_seen;     /* misuse reports, kept at every stats level */
     uint64_t errors_at_enter; /* errors_seen when the current call began */
+    bool damaged;        /* a corruption was detected and reported */
     atomic_flag spin;
     dmm_port_mutex mutex;
 };

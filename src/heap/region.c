@@ -61,7 +61,6 @@ void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
         dmm_port_memset((char *)bpayload(b) + LINKS, (int)POISON_BYTE,
                         (size_t)((char *)sen - ((char *)bpayload(b) + LINKS)));
     h->st.footprint += size;
-    h->max_nodes += size / MINB;
     h->st.top_bytes += bs;
     if (h->st.footprint > h->st.peak_footprint)
         h->st.peak_footprint = h->st.footprint;
@@ -104,7 +103,6 @@ bool dmm__region_release_if_empty(dmm_heap *h, blk *b)
     *pp = r->next;
     h->nregions--;
     h->st.footprint -= r->size;
-    h->max_nodes -= r->size / MINB;
     h->st.release_count++;
     /* the caches never name a released region; the first buffer's region
      * is never released, so h->regions is not empty */

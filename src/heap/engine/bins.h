@@ -228,12 +228,15 @@ static DMM_ALWAYS_INLINE blk *follow_scan(dmm_heap *h, blk *c, blk **tail)
     return follow_check(h, c, 0, tail, false);
 }
 
+/* Most free blocks the heap's regions could hold: no list is longer. */
+static inline size_t max_nodes(const dmm_heap *h) { return h->st.footprint / MINB; }
+
 /* A walk that has visited more nodes than the heap can hold free blocks is
  * going round a forged cycle: report it and cut the list at c (hardened
  * heaps only; returns true when it cut). */
 static inline bool walk_too_long(dmm_heap *h, uint64_t steps, blk *c, blk **tail)
 {
-    if (!HARDENED(h) || DMM_LIKELY(steps <= h->max_nodes))
+    if (!HARDENED(h) || DMM_LIKELY(steps <= max_nodes(h)))
         return false;
     dmm__heap_report(h, DMM_ERR_FREE_LIST, c, "a free list runs in a cycle (link overwritten)");
     set_next(h, c, NULL);
