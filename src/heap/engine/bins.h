@@ -234,9 +234,9 @@ static inline size_t max_nodes(const dmm_heap *h) { return h->st.footprint / MIN
 /* A walk that has visited more nodes than the heap can hold free blocks is
  * going round a forged cycle: report it and cut the list at c (hardened
  * heaps only; returns true when it cut). */
-static inline bool walk_too_long(dmm_heap *h, uint64_t steps, blk *c, blk **tail)
+static inline bool walk_too_long(dmm_heap *h, uint64_t steps, uint64_t lim, blk *c, blk **tail)
 {
-    if (!HARDENED(h) || DMM_LIKELY(steps <= max_nodes(h)))
+    if (!HARDENED(h) || DMM_LIKELY(steps <= lim))
         return false;
     dmm__heap_report(h, DMM_ERR_FREE_LIST, c, "a free list runs in a cycle (link overwritten)");
     set_next(h, c, NULL);
@@ -290,14 +290,17 @@ static inline void bin_insert(dmm_heap *h, blk *b)
         break;
     case DMM_ORDER_ADDRESS: {
         uint64_t k = 0;
-        for (c = h->heads[n]; c && c < b && !walk_too_long(h, ++k, c, tail_of(h, n)); c = follow_scan(h, c, tail_of(h, n)))
+        const uint64_t lim = max_nodes(h);
+        for (c = h->heads[n]; c && c < b && !walk_too_long(h, ++k, lim, c, tail_of(h, n));
+             c = follow_scan(h, c, tail_of(h, n)))
             pred = c;
         break;
     }
     case DMM_ORDER_SIZE: {
         size_t s = bsize(b);
         uint64_t k = 0;
-        for (c = h->heads[n]; c && bsize(c) <= s && !walk_too_long(h, ++k, c, tail_of(h, n));
+        const uint64_t lim = max_nodes(h);
+        for (c = h->heads[n]; c && bsize(c) <= s && !walk_too_long(h, ++k, lim, c, tail_of(h, n));
              c = follow_scan(h, c, tail_of(h, n)))
             pred = c;
         break;
@@ -346,6 +349,7 @@ static inline bool bin_remove(dmm_heap *h, blk *b)
         }
     } else {
         uint64_t steps = 0;
+        const uint64_t lim = max_nodes(h);
         blk *c = h->heads[n];
         pred = NULL;
         while (c != b) {
@@ -355,7 +359,7 @@ static inline bool bin_remove(dmm_heap *h, blk *b)
                 return false;
             }
             pred = c;
-            if (walk_too_long(h, ++steps, c, tail_of(h, n))) {
+            if (walk_too_long(h, ++steps, lim, c, tail_of(h, n))) {
                 st_steps(h, steps);
                 return false;
             }

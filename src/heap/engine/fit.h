@@ -20,7 +20,7 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
     const uint64_t lim = max_nodes(h);
     for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, c, tail_of(h, n))) {
         size_t cs = bsize(c);
-        if (++*steps > lim && walk_too_long(h, *steps, c, tail_of(h, n)))
+        if (++*steps > lim && walk_too_long(h, *steps, lim, c, tail_of(h, n)))
             break;
         if (cs < s)
             continue;
@@ -59,7 +59,7 @@ static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *step
     if (c && !blisted(c))
         c = NULL; /* defensive: a rover always names a listed block */
     for (; c; c = follow_scan(h, c, tail_of(h, 0))) {
-        if (++*steps > lim && walk_too_long(h, *steps, c, tail_of(h, 0)))
+        if (++*steps > lim && walk_too_long(h, *steps, lim, c, tail_of(h, 0)))
             break;
         if (bsize(c) >= s) {
             f->b = c;

@@ -157,7 +157,8 @@ static inline bool quick_flush(dmm_heap *h)
         h->quick[q] = NULL;
         h->quick_len[q] = 0;
         uint64_t k = 0;
-        while (b && !walk_too_long(h, ++k, b, NULL)) {
+        const uint64_t lim = max_nodes(h);
+        while (b && !walk_too_long(h, ++k, lim, b, NULL)) {
             blk *nx = follow(h, b, F_STATE, NULL);
             b->head &= ~F_STATE;
             release_block(h, b, (char *)bnext(b));
