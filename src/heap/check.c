@@ -82,10 +82,10 @@ static dmm_status fail(dmm_heap_check_report *rep, dmm_heap_invariant inv, const
 /* Is p the address of a plausible block start inside some region? */
 static const region *region_holding(const dmm_heap *h, const void *p)
 {
-    for (const region *r = h->regions; r; r = r->next)
-        if ((const char *)p >= (const char *)rfirst(r) && (const char *)p < (const char *)rsentinel(r))
-            return ((uintptr_t)p & (GRAN - 1u)) == 0 ? r : NULL;
-    return NULL;
+    const region *r = dmm__region_lookup(h, p);
+    if (!r || (const char *)p < (const char *)rfirst(r) || (const char *)p >= (const char *)rsentinel(r))
+        return NULL;
+    return ((uintptr_t)p & (GRAN - 1u)) == 0 ? r : NULL;
 }
 
 static dmm_status check_regions(dmm_heap *h, tally *t, dmm_heap_check_report *rep)

@@ -216,23 +216,13 @@ void dmm_heap_destroy(dmm_heap *h)
 void *dmm_heap_malloc(dmm_heap *h, size_t size) { return h->ops->malloc(h, size); }
 void dmm_heap_free(dmm_heap *h, void *ptr) { h->ops->free(h, ptr); }
 void *dmm_heap_calloc(dmm_heap *h, size_t n, size_t size) { return h->ops->calloc(h, n, size); }
-void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return h->ops->realloc(h, ptr, 0, size); }
+void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return h->ops->realloc(h, ptr, GRAN, size); }
 void *dmm_heap_aligned_alloc(dmm_heap *h, size_t align, size_t size) { return h->ops->aligned(h, align, size); }
 size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr) { return h->ops->usable(h, ptr); }
 #endif
 
 void *dmm_heap_realloc_aligned(dmm_heap *h, void *ptr, size_t align, size_t size)
 {
-    if (!dmm_is_pow2(align) || align > (SIZE_MAX >> 2)) {
-        /* counted like the other failed requests */
-        DMM_ANN_ENTER();
-        dmm__heap_lock(h);
-        if (h->cfg.stats != DMM_STATS_OFF)
-            h->st.failed_count++;
-        dmm__heap_unlock(h);
-        DMM_ANN_LEAVE();
-        return NULL;
-    }
     return h->ops->realloc(h, ptr, align, size);
 }
 

@@ -222,6 +222,15 @@ static inline void mark_used(blk *b)
     bnext(b)->head |= F_PUSED;
 }
 
+/* Top bytes went down or the footprint up: keep the extent's high-water
+ * mark (on every carve: inline). */
+static inline void note_extent(dmm_heap *h)
+{
+    size_t ext = h->st.footprint - h->st.top_bytes;
+    if (ext > h->st.peak_extent)
+        h->st.peak_extent = ext;
+}
+
 /* Bytes of the control block as counted in the footprint (from h on;
  * ctrl_size also covers the alignment gap before h in the first buffer). */
 static inline size_t ctrl_bytes(const dmm_heap *h) { return h->ctrl_size - (size_t)((const char *)h - (const char *)h->buf); }
@@ -241,6 +250,9 @@ static inline void set_hint(dmm_heap *h, region *r)
     h->hint_span = (size_t)((uintptr_t)rsentinel(r) - h->hint_lo);
 }
 
+/* The region holding p, or NULL: a walk that writes nothing (the checker
+ * uses it); dmm__region_find also makes it the hint. */
+const region *dmm__region_lookup(const dmm_heap *h, const void *p);
 /* The region holding p, or NULL: O(1) when p is in the region of the last
  * look-up (always, for a heap of one region), else a walk of the regions. */
 region *dmm__region_find(dmm_heap *h, const void *p);
@@ -260,6 +272,23 @@ static inline bool in_hint(const dmm_heap *h, const void *b)
     return (uintptr_t)b - h->hint_lo < h->hint_span && ((uintptr_t)b & (GRAN - 1u)) == 0;
 }
 
+/* If b is a granule-aligned address from which a block could start in some
+ * region ([first block, sentinel)), that region's sentinel (how far a block
+ * at b may reach), else NULL.  O(1) in the region of the last look-up. */
+static inline const blk *block_room_slow(dmm_heap *h, const blk *b)
+{
+    region *r;
+    if (((uintptr_t)b & (GRAN - 1u)) || !(r = region_of(h, b)) || b < rfirst(r) || b >= rsentinel(r))
+        return NULL;
+    return rsentinel(r);
+}
+static inline const blk *block_room(dmm_heap *h, const blk *b)
+{
+    if (DMM_LIKELY(in_hint(h, b)))
+        return (const blk *)(h->hint_lo + h->hint_span);
+    return block_room_slow(h, b);
+}
+
 /* First byte in [q, end) that is not the poison pattern, or NULL.  Word at a
  * time (both bounds are word-aligned), bytes only to name the culprit. */
 static inline const unsigned char *poison_mismatch(const unsigned char *q, const unsigned char *end)
@@ -272,6 +301,18 @@ static inline const unsigned char *poison_mismatch(const unsigned char *q, const
         }
     return NULL;
 }
+
+/* Tail words a used block carries under config c: the requested size
+ * (stats FULL), then the canary (hardening >= CANARY). */
+#define TAIL_BYTES_OF(c)                                                                                     \
+    ((((c)->stats == DMM_STATS_FULL) ? WORD : 0u) + (((c)->harden >= DMM_HARDEN_CANARY) ? WORD : 0u))
+
+/* The bin mapping's linear range: sizes below it get one bin per granule.
+ * A macro so that variants and frozen builds fold it to a constant. */
+#define LIN0_OF(sl_bits) ((size_t)GRAN << (sl_bits) < MINB ? MINB : (size_t)GRAN << (sl_bits))
+#define LIN_MAX_OF(org, sl_bits, exact_max)                                                                 \
+    (((org) == DMM_ORG_SEG_EXACT && (size_t)(exact_max) > LIN0_OF(sl_bits)) ? (size_t)(exact_max)          \
+                                                                           : LIN0_OF(sl_bits))
 
 /* Block size for a request of req bytes with tail bytes tail; 0 if it
  * would overflow. */
@@ -303,7 +344,6 @@ void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags);
 bool dmm__region_grow(dmm_heap *h, size_t s);
 bool dmm__region_release_if_empty(dmm_heap *h, blk *b);
 region *dmm__region_with_top(dmm_heap *h, size_t s);
-void dmm__note_extent(dmm_heap *h);
 
 /* The variants compiled into this library, most specific first; the last
  * accepts every valid config.  A frozen build has exactly one. */

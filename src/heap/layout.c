@@ -5,28 +5,15 @@
  */
 #include "heap_internal.h"
 
-static void bin_params(const dmm_heap_config *c, size_t *lin_max, unsigned *sub)
-{
-    size_t m = (size_t)GRAN << c->sl_bits;
-    if (m < MINB)
-        m = MINB;
-    if (c->org == DMM_ORG_SEG_EXACT && c->exact_max > m)
-        m = c->exact_max;
-    *lin_max = m;
-    *sub = c->sl_bits;
-}
-
 static unsigned bins_for(const dmm_heap_config *c, unsigned range)
 {
-    size_t lin_max;
-    unsigned sub, lin_log2;
+    size_t lin_max = LIN_MAX_OF(c->org, c->sl_bits, c->exact_max);
+    unsigned lin_log2 = dmm_log2_floor(lin_max);
     if (c->org == DMM_ORG_SINGLE)
         return 1;
-    bin_params(c, &lin_max, &sub);
-    lin_log2 = dmm_log2_floor(lin_max);
     if (range <= lin_log2)
         return (unsigned)(((size_t)1 << range) / GRAN);
-    return (unsigned)(lin_max / GRAN) + ((range - lin_log2) << sub);
+    return (unsigned)(lin_max / GRAN) + ((range - lin_log2) << c->sl_bits);
 }
 
 static unsigned quick_count(const dmm_heap_config *c)
@@ -40,7 +27,7 @@ static unsigned quick_count(const dmm_heap_config *c)
 
 size_t dmm__req2size(const dmm_heap_config *c, size_t req)
 {
-    return req2size_tail(req, ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0));
+    return req2size_tail(req, TAIL_BYTES_OF(c));
 }
 
 unsigned dmm__heap_range_for(const dmm_heap_config *c, size_t bytes)
@@ -81,16 +68,13 @@ size_t dmm__heap_ctrl_size(const dmm_heap_config *c, unsigned range, unsigned *n
 void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *c, unsigned range)
 {
     char *p = (char *)h + dmm_align_up(sizeof(dmm_heap), sizeof(void *));
-    size_t lin_max;
-    unsigned sub;
     h->cfg = *c;
-    h->tail_bytes = ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+    h->tail_bytes = TAIL_BYTES_OF(c);
     h->split_min = c->split_min > MINB ? dmm_align_up(c->split_min, GRAN) : MINB;
-    bin_params(c, &lin_max, &sub);
-    h->lin_max = lin_max;
-    h->lin_bins = (unsigned)(lin_max / GRAN);
-    h->lin_log2 = dmm_log2_floor(lin_max);
-    h->sub = sub;
+    h->lin_max = LIN_MAX_OF(c->org, c->sl_bits, c->exact_max);
+    h->lin_bins = (unsigned)(h->lin_max / GRAN);
+    h->lin_log2 = dmm_log2_floor(h->lin_max);
+    h->sub = c->sl_bits;
     h->range_log2 = range;
     h->nbins = bins_for(c, range);
     h->nwords = (unsigned)((h->nbins + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
@@ -116,7 +100,7 @@ size_t dmm_heap_block_overhead(const dmm_heap_config *c)
 {
     if (dmm__config_verdict(c) != DMM_OK)
         return 0;
-    return WORD + ((c->stats == DMM_STATS_FULL) ? WORD : 0) + ((c->harden >= DMM_HARDEN_CANARY) ? WORD : 0);
+    return WORD + TAIL_BYTES_OF(c);
 }
 
 size_t dmm_heap_block_size(const dmm_heap_config *c, size_t request)

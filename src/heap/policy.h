@@ -31,14 +31,11 @@
 
 #define DMM__FIX(h, v) ((void)(h), (v))
 
-/* The bin mapping's parameters (layout.c's bin_params), as constants where
- * sl_bits and exact_max are fixed. */
+/* The bin mapping's parameters, as constants where sl_bits and exact_max
+ * are fixed (the same LIN_MAX_OF that layout.c evaluates at run time). */
 #ifdef DMM_V_SL_BITS
 #define DMM_V_SUB DMM_V_SL_BITS
-#define DMM_V_LIN0 ((size_t)GRAN << DMM_V_SL_BITS < MINB ? MINB : (size_t)GRAN << DMM_V_SL_BITS)
-#define DMM_V_LIN_MAX                                                                                         \
-    (((DMM_V_ORG) == DMM_ORG_SEG_EXACT && (size_t)(DMM_V_EXACT_MAX) > DMM_V_LIN0) ? (size_t)(DMM_V_EXACT_MAX)   \
-                                                                                  : DMM_V_LIN0)
+#define DMM_V_LIN_MAX LIN_MAX_OF(DMM_V_ORG, DMM_V_SL_BITS, DMM_V_EXACT_MAX)
 #endif
 
 #ifdef DMM_V_ORG

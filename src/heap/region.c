@@ -6,21 +6,20 @@
 #include "../port/annotate.h"
 #include "heap_internal.h"
 
-region *dmm__region_find(dmm_heap *h, const void *p)
+const region *dmm__region_lookup(const dmm_heap *h, const void *p)
 {
-    for (region *r = h->regions; r; r = r->next)
-        if ((uintptr_t)p - (uintptr_t)r < r->size) {
-            set_hint(h, r);
+    for (const region *r = h->regions; r; r = r->next)
+        if ((uintptr_t)p - (uintptr_t)r < r->size)
             return r;
-        }
     return NULL;
 }
 
-void dmm__note_extent(dmm_heap *h)
+region *dmm__region_find(dmm_heap *h, const void *p)
 {
-    size_t ext = h->st.footprint - h->st.top_bytes;
-    if (ext > h->st.peak_extent)
-        h->st.peak_extent = ext;
+    region *r = (region *)(uintptr_t)dmm__region_lookup(h, p);
+    if (r)
+        set_hint(h, r);
+    return r;
 }
 
 region *dmm__region_with_top(dmm_heap *h, size_t s)
@@ -64,7 +63,7 @@ void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
     h->st.top_bytes += bs;
     if (h->st.footprint > h->st.peak_footprint)
         h->st.peak_footprint = h->st.footprint;
-    dmm__note_extent(h);
+    note_extent(h);
 }
 
 bool dmm__region_grow(dmm_heap *h, size_t s)

@@ -174,18 +174,12 @@ static inline void set_prev(const dmm_heap *h, blk *b, blk *v) { *lprev(b) = len
  * found inside a region. */
 static inline bool node_ok(dmm_heap *h, const blk *c, size_t want)
 {
-    uintptr_t hi;
+    const blk *sen;
     size_t hd;
-    if (in_hint(h, c)) {
-        hi = h->hint_lo + h->hint_span;
-    } else {
-        region *r;
-        if (((uintptr_t)c & (GRAN - 1u)) || !(r = region_of(h, c)) || c < rfirst(r) || c >= rsentinel(r))
-            return false;
-        hi = (uintptr_t)rsentinel(r);
-    }
+    if (!(sen = block_room(h, c)))
+        return false;
     hd = c->head;
-    return (hd & F_STATE) == want && (hd & ~F_MASK) >= MINB && (hd & ~F_MASK) <= hi - (uintptr_t)c;
+    return (hd & F_STATE) == want && (hd & ~F_MASK) >= MINB && (hd & ~F_MASK) <= (size_t)((const char *)sen - (const char *)c);
 }
 
 /* Is c safe to read as a block: granule-aligned, inside a region, with
@@ -193,10 +187,7 @@ static inline bool node_ok(dmm_heap *h, const blk *c, size_t want)
  * region of the last look-up. */
 static inline bool node_in_heap(dmm_heap *h, const blk *c)
 {
-    region *r;
-    if (DMM_LIKELY(in_hint(h, c)))
-        return true;
-    return !((uintptr_t)c & (GRAN - 1u)) && (r = region_of(h, c)) != NULL && c >= rfirst(r) && c < rsentinel(r);
+    return DMM_LIKELY(in_hint(h, c)) || block_room_slow(h, c) != NULL;
 }
 
 /* The list successor of c, checked before anyone follows it when the heap

@@ -170,7 +170,7 @@ const dmm__heap_ops DMM_VARIANT_OPS = {
 void *dmm_heap_malloc(dmm_heap *h, size_t size) { return e_malloc(h, size); }
 void dmm_heap_free(dmm_heap *h, void *ptr) { e_free(h, ptr); }
 void *dmm_heap_calloc(dmm_heap *h, size_t n, size_t size) { return e_calloc(h, n, size); }
-void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return e_realloc(h, ptr, 0, size); }
+void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return e_realloc(h, ptr, GRAN, size); }
 void *dmm_heap_aligned_alloc(dmm_heap *h, size_t align, size_t size) { return e_aligned(h, align, size); }
 size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr) { return e_usable(h, ptr); }
 #endif

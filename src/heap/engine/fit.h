@@ -120,13 +120,29 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
     st_steps(h, steps);
     if (!ok)
         return NULL;
-    if (fit == DMM_FIT_NEXT) {
-        /* list_remove moves the rover on to the (validated) successor */
-        if (HARDENED(h) && DMM_UNLIKELY(!node_ok(h, f.b, 0) || bsize(f.b) < s)) {
-            dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
+    /* A bin head is always trusted; a block a scan reached through a link
+     * (or the rover) gets the full check.  A link overwritten with an
+     * address inside the heap is reported and nothing is handed out: the
+     * list is cut before the block (next fit, whose predecessor may be
+     * unknown, restarts its rover instead). */
+    if (HARDENED(h) && DMM_UNLIKELY(((f.pred || fit == DMM_FIT_NEXT) && !node_ok(h, f.b, 0)) || bsize(f.b) < s)) {
+        dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
+        if (fit == DMM_FIT_NEXT) {
             h->rover = h->heads[0];
             return NULL;
         }
+        if (f.pred)
+            set_next(h, f.pred, NULL);
+        else
+            h->heads[f.bin] = NULL;
+        if (P_ORDER(h) == DMM_ORDER_FIFO)
+            h->tails[f.bin] = f.pred;
+        if (!h->heads[f.bin])
+            bm_clear(h, f.bin);
+        return NULL;
+    }
+    if (fit == DMM_FIT_NEXT) {
+        /* list_remove moves the rover on to the (validated) successor */
         h->rover = f.b;
         if (f.bin == UINT32_MAX) {
             if (!bin_remove(h, f.b)) {
@@ -139,21 +155,6 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
         if (!h->rover)
             h->rover = h->heads[0];
         return f.b;
-    }
-    if (HARDENED(h) && DMM_UNLIKELY((f.pred && !node_ok(h, f.b, 0)) || bsize(f.b) < s)) {
-        /* (a bin head is always trusted) the link that led here was
-         * overwritten with an address inside the heap: cut the list
-         * before the block, hand out nothing */
-        dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
-        if (f.pred)
-            set_next(h, f.pred, NULL);
-        else
-            h->heads[f.bin] = NULL;
-        if (P_ORDER(h) == DMM_ORDER_FIFO)
-            h->tails[f.bin] = f.pred;
-        if (!h->heads[f.bin])
-            bm_clear(h, f.bin);
-        return NULL;
     }
     list_remove(h, f.bin, f.pred, f.b);
     return f.b;

@@ -38,7 +38,7 @@ static inline bool grow_in_place(dmm_heap *h, blk *b, size_t s)
         } else {
             bs = total;
         }
-        dmm__note_extent(h);
+        note_extent(h);
         b->head = bs | F_USED | (b->head & F_PUSED);
         bnext(b)->head |= F_PUSED;
         return true;
@@ -58,12 +58,13 @@ static inline void *realloc_locked(dmm_heap *h, void *ptr, size_t align, size_t 
     blk *b;
     size_t s, old_bs, old_req, old_usable;
     void *q;
-    if (!ptr)
-        return align > GRAN ? aligned_locked(h, align, req) : alloc_locked(h, req);
-    if (align > GRAN && !dmm_is_pow2(align)) {
+    /* plain realloc passes GRAN; realloc_aligned any value, checked here */
+    if (!dmm_is_pow2(align) || align > (SIZE_MAX >> 2)) {
         st_failed(h);
         return NULL;
     }
+    if (!ptr)
+        return align > GRAN ? aligned_locked(h, align, req) : alloc_locked(h, req);
     if (!(b = validate(h, ptr)))
         return NULL;
     COUNT_OP(h, realloc_count);

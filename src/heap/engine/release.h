@@ -109,7 +109,7 @@ static DMM_ALWAYS_INLINE blk *carve_top(dmm_heap *h, size_t s)
         t->head = ts | (t->head & F_PUSED);
         h->st.top_bytes -= ts;
     }
-    dmm__note_extent(h);
+    note_extent(h);
     return t;
 }
 
