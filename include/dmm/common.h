@@ -31,6 +31,14 @@ typedef enum dmm_status {
 /* Human-readable name of a status; never NULL. */
 const char *dmm_status_str(dmm_status s);
 
+/* Parses a byte count: decimal digits, optionally followed by a binary
+ * unit k, m or g (2^10, 2^20, 2^30; either case), which may be followed by
+ * "i" and then "b" ("64k", "64KiB", "1MB", "2g").  [s, s+n) need not be
+ * NUL-terminated.  Returns 0, or -1 on anything else or on overflow.  The
+ * one size grammar of dmmkit: configurations, every tool option and the
+ * Python front end accept exactly this. */
+int dmm_parse_size(const char *s, size_t n, uint64_t *out);
+
 /* Kinds of misuse the hardening layer detects. */
 typedef enum dmm_error_kind {
     DMM_ERR_FOREIGN_POINTER = 1, /* pointer not inside any region of this heap */

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define DMM_TRACE_VERSION 1u
-#define DMM_TRACE_MAX_THREADS 65536u /* readers refuse larger thread ids */
+#define DMM_TRACE_MAX_THREADS 65536u /* readers refuse thread ids at or above this */
 
 typedef enum dmm_trace_op_kind {
     DMM_T_MALLOC = 1,  /* id size */
@@ -47,7 +47,7 @@ typedef struct dmm_trace_op {
     uint8_t kind;    /* dmm_trace_op_kind */
     uint8_t sub;     /* ALIGNED: dmm_trace_aligned_api */
     uint16_t pad;
-    uint32_t tid;    /* thread index, 0-based, dense */
+    uint32_t tid;    /* thread index, 0-based; dense after any reader */
     uint64_t id;     /* object id (unused for SYNC) */
     uint64_t size;   /* bytes; SYNC: operation count of thread `arg` */
     uint64_t arg;    /* CALLOC nmemb, ALIGNED alignment, SYNC thread */
@@ -81,6 +81,47 @@ int dmm_trace_set_meta(dmm_trace *t, const char *meta);
  * object was last touched by another thread.  Returns 0 or -1 (memory). */
 int dmm_trace_add_syncs(dmm_trace *t);
 
+/* Do the trace's SYNCs order every cross-thread use of an object?  True
+ * when each operation on an object last touched by another thread follows
+ * (in its own thread) a SYNC covering that touch: direct synchronisation,
+ * which is what dmm_trace_add_syncs produces.  The one rule the replayer
+ * and the analyser apply.  Returns 1 yes, 0 no, -1 out of memory. */
+int dmm_trace_syncs_cover(const dmm_trace *t);
+
+/* Renumbers threads densely (0, 1, ... in increasing order of the old ids)
+ * and SYNC arguments with them; a SYNC naming a thread that has no
+ * operations gets an argument no thread has (validation refuses it).  Every
+ * reader applies it, so a trace whose only thread is 65535 has one thread.
+ * Returns 0 or -1 (memory). */
+int dmm_trace_compact_threads(dmm_trace *t);
+
+/* What the trace itself determines, from one pass in trace order: the one
+ * definition of live bytes and of object incarnations every tool uses. */
+typedef struct dmm_trace_summary {
+    uint64_t ops;            /* non-SYNC operations */
+    uint64_t syncs;
+    uint64_t kind_count[DMM_T_SYNC + 1];
+    uint64_t objects;        /* object incarnations (allocation .. free) */
+    uint64_t peak_live;      /* peak live requested bytes */
+    uint64_t peak_objects;   /* peak live objects */
+    uint64_t peak_index;     /* trace index of the op that first reached peak_live */
+    uint64_t total_requested;/* bytes asked for by allocations and growing reallocs */
+    uint64_t max_request;    /* largest single request */
+    uint64_t impossible;     /* requests that would take live bytes past
+                                PTRDIFF_MAX: no allocator can grant them, so
+                                they add no live bytes (a replay counts
+                                them as failed) */
+    uint64_t end_live;       /* live requested bytes after the last operation */
+    uint64_t end_objects;
+} dmm_trace_summary;
+
+/* Fills *s.  When slot is not NULL it must hold t->n entries: slot[i] is
+ * the object incarnation (0 .. objects-1, in order of allocation) that
+ * operation i acts on (UINT64_MAX for SYNC).  Sizes are per-incarnation:
+ * a realloc keeps its incarnation, realloc to 0 ends it.  The trace must
+ * have passed dmm_trace_validate.  Returns 0, or -1 with *err. */
+int dmm_trace_summarize(const dmm_trace *t, dmm_trace_summary *s, uint64_t *slot, dmm_trace_error *err);
+
 /* Checks object discipline: ids allocated before use, not freed twice, not
  * allocated while live, SYNCs refer to existing thread operations.  Returns
  * 0, or -1 with *err describing the first violation (offset = op index). */
@@ -95,14 +136,19 @@ int dmm_trace_read_binary(dmm_trace *t, const uint8_t *data, size_t len, dmm_tra
 int dmm_trace_write_text(const dmm_trace *t, FILE *f);
 int dmm_trace_read_text(dmm_trace *t, const char *text, size_t len, dmm_trace_error *err);
 
-/* Importers: CS:APP malloc-lab .rep, glibc mtrace() output. */
+/* Importers: CS:APP malloc-lab .rep, glibc mtrace() output.  In .rep,
+ * "f -1" (free of NULL) is a no-op and is dropped (meta rep_free_null=N
+ * counts them); "r ID SIZE" on an id that is not live is realloc(NULL),
+ * i.e. an allocation (meta rep_realloc_null=N). */
 int dmm_trace_import_rep(dmm_trace *t, const char *text, size_t len, dmm_trace_error *err);
 int dmm_trace_import_mtrace(dmm_trace *t, const char *text, size_t len, dmm_trace_error *err);
 
 /* Loads any supported file, choosing the reader by content (binary magic,
  * text header, .rep, mtrace).  Returns 0 or -1 with *err. */
 int dmm_trace_load(dmm_trace *t, const char *path, dmm_trace_error *err);
-/* Saves binary unless path ends in ".txt". */
+/* Saves binary unless path ends in ".txt".  Writes PATH.part first and
+ * renames it over path only when every byte was written: a failed save
+ * leaves no partial file (errno says why). */
 int dmm_trace_save(const dmm_trace *t, const char *path);
 
 /* 64-bit FNV-1a of the canonical binary encoding (identifies a trace). */

@@ -77,7 +77,7 @@ int dmm_parse_size(const char *s, size_t n, uint64_t *out)
     }
     if (i == 0)
         return -1;
-    if (i + 1 == n) {
+    if (i < n) {
         unsigned shift;
         switch (s[i]) {
         case 'k': case 'K': shift = 10; break;
@@ -89,6 +89,10 @@ int dmm_parse_size(const char *s, size_t n, uint64_t *out)
             return -1;
         v <<= shift;
         i++;
+        if (i < n && (s[i] == 'i' || s[i] == 'I'))
+            i++;
+        if (i < n && (s[i] == 'b' || s[i] == 'B'))
+            i++;
     }
     if (i != n)
         return -1;

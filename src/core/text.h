@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dmm/common.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,9 +31,7 @@ size_t dmm_strlen(const char *s);
 int dmm_streq(const char *a, const char *b);
 /* Compare a counted token [s, s+n) with a NUL-terminated word. */
 int dmm_token_eq(const char *s, size_t n, const char *word);
-/* Parse an unsigned decimal (optionally with k/K, m/M, g/G suffix for
- * 2^10/2^20/2^30); 0 on success, -1 on syntax error or overflow. */
-int dmm_parse_size(const char *s, size_t n, uint64_t *out);
+/* dmm_parse_size is public (dmm/common.h). */
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #endif
 #include "dmm/trace.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,6 +196,239 @@ int dmm_trace_validate(const dmm_trace *t, dmm_trace_error *err)
 out:
     dmm_idmap_free(&live);
     free(done);
+    return rc;
+}
+
+/* ---- synchronisation cover ------------------------------------------------ */
+
+int dmm_trace_syncs_cover(const dmm_trace *t)
+{
+    dmm_idmap last;  /* object id -> (tid << 40) | count of tid's ops after the touch */
+    dmm_idmap known; /* (tid << 32) | other -> ops of other known done */
+    uint64_t *done;
+    int rc = 1;
+    if (t->threads <= 1)
+        return 1;
+    if (!(done = calloc(t->threads, sizeof *done)))
+        return -1;
+    if (dmm_idmap_init(&last, 1024)) {
+        free(done);
+        return -1;
+    }
+    if (dmm_idmap_init(&known, 64)) {
+        dmm_idmap_free(&last);
+        free(done);
+        return -1;
+    }
+    for (size_t i = 0; i < t->n && rc == 1; i++) {
+        const dmm_trace_op *op = &t->ops[i];
+        uint64_t v, k;
+        if (op->kind == DMM_T_SYNC) {
+            k = ((uint64_t)op->tid << 32) | (uint32_t)op->arg;
+            if ((dmm_idmap_get(&known, k, &v) != 0 || v < op->size) && dmm_idmap_put(&known, k, op->size))
+                rc = -1;
+            continue;
+        }
+        if (dmm_idmap_get(&last, op->id, &v) == 0) {
+            uint32_t owner = (uint32_t)(v >> 40);
+            uint64_t cnt = v & (((uint64_t)1 << 40) - 1u);
+            if (owner != op->tid) {
+                uint64_t kv = 0;
+                k = ((uint64_t)op->tid << 32) | owner;
+                if (dmm_idmap_get(&known, k, &kv) != 0 || kv < cnt)
+                    rc = 0;
+            }
+        }
+        done[op->tid]++;
+        if (dmm_idmap_put(&last, op->id, ((uint64_t)op->tid << 40) | done[op->tid]))
+            rc = -1;
+    }
+    dmm_idmap_free(&last);
+    dmm_idmap_free(&known);
+    free(done);
+    return rc;
+}
+
+/* ---- thread numbering ------------------------------------------------------ */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int dmm_trace_compact_threads(dmm_trace *t)
+{
+    dmm_idmap map; /* old tid -> new tid */
+    uint32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    uint32_t prev = UINT32_MAX;
+    int dense = 1;
+    /* Fast path: already dense when the first appearances are 0, 1, 2, ...
+     * in some order and no id is skipped (checked below with the map). */
+    if (t->n == 0) {
+        t->threads = 0;
+        return 0;
+    }
+    if (dmm_idmap_init(&map, 16))
+        return -1;
+    for (size_t i = 0; i < t->n; i++) {
+        uint32_t tid = t->ops[i].tid;
+        uint64_t v;
+        if (tid == prev)
+            continue;
+        prev = tid;
+        if (dmm_idmap_get(&map, tid, &v) == 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            uint32_t *p = realloc(ids, nc * sizeof *p);
+            if (!p)
+                goto oom;
+            ids = p;
+            cap = nc;
+        }
+        ids[n++] = tid;
+        if (dmm_idmap_put(&map, tid, 0))
+            goto oom;
+    }
+    qsort(ids, n, sizeof *ids, cmp_u32);
+    for (size_t k = 0; k < n; k++) {
+        if (ids[k] != k)
+            dense = 0;
+        if (dmm_idmap_put(&map, ids[k], k))
+            goto oom;
+    }
+    if (!dense) {
+        for (size_t i = 0; i < t->n; i++) {
+            dmm_trace_op *op = &t->ops[i];
+            uint64_t v = 0;
+            (void)dmm_idmap_get(&map, op->tid, &v);
+            op->tid = (uint32_t)v;
+            if (op->kind == DMM_T_SYNC) {
+                if (op->arg <= UINT32_MAX && dmm_idmap_get(&map, op->arg, &v) == 0)
+                    op->arg = v;
+                else
+                    op->arg = UINT64_MAX; /* names no thread: validation refuses it */
+            }
+        }
+    }
+    t->threads = (uint32_t)n;
+    dmm_idmap_free(&map);
+    free(ids);
+    return 0;
+oom:
+    dmm_idmap_free(&map);
+    free(ids);
+    return -1;
+}
+
+/* ---- summary ----------------------------------------------------------------- */
+
+static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+int dmm_trace_summarize(const dmm_trace *t, dmm_trace_summary *s, uint64_t *slot, dmm_trace_error *err)
+{
+    dmm_idmap live; /* object id -> incarnation */
+    uint64_t *cur = NULL; /* incarnation -> current size */
+    size_t cur_cap = 0;
+    uint64_t live_bytes = 0, live_objs = 0;
+    int rc = -1;
+    memset(s, 0, sizeof *s);
+    if (dmm_idmap_init(&live, 1024))
+        return verr(err, 0, "out of memory");
+    for (size_t i = 0; i < t->n; i++) {
+        const dmm_trace_op *op = &t->ops[i];
+        uint64_t k = UINT64_MAX;
+        if (op->kind <= DMM_T_SYNC)
+            s->kind_count[op->kind]++;
+        switch (op->kind) {
+        case DMM_T_MALLOC:
+        case DMM_T_CALLOC:
+        case DMM_T_ALIGNED:
+            k = s->objects++;
+            if (k >= cur_cap) {
+                size_t nc = cur_cap ? cur_cap * 2 : 1024;
+                uint64_t *p = realloc(cur, nc * sizeof *p);
+                if (!p) {
+                    verr(err, i, "out of memory");
+                    goto out;
+                }
+                cur = p;
+                cur_cap = nc;
+            }
+            if (dmm_idmap_put(&live, op->id, k)) {
+                verr(err, i, "out of memory");
+                goto out;
+            }
+            cur[k] = op->size > PTRDIFF_MAX - live_bytes ? 0 : op->size;
+            if (op->size > PTRDIFF_MAX - live_bytes)
+                s->impossible++;
+            live_bytes += cur[k];
+            live_objs++;
+            s->total_requested = sat_add(s->total_requested, cur[k]);
+            if (op->size > s->max_request)
+                s->max_request = op->size;
+            break;
+        case DMM_T_REALLOC:
+            if (dmm_idmap_get(&live, op->id, &k) != 0) {
+                verr(err, i, "realloc of an object that is not live");
+                goto out;
+            }
+            live_bytes -= cur[k];
+            if (op->size == 0) {
+                dmm_idmap_del(&live, op->id);
+                live_objs--;
+                cur[k] = 0;
+            } else if (op->size > PTRDIFF_MAX - live_bytes) {
+                s->impossible++; /* fails; the object keeps its old size */
+                live_bytes += cur[k];
+                if (op->size > s->max_request)
+                    s->max_request = op->size;
+            } else {
+                live_bytes += op->size;
+                if (op->size > cur[k])
+                    s->total_requested = sat_add(s->total_requested, op->size - cur[k]);
+                cur[k] = op->size;
+                if (op->size > s->max_request)
+                    s->max_request = op->size;
+            }
+            break;
+        case DMM_T_FREE:
+            if (dmm_idmap_get(&live, op->id, &k) != 0) {
+                verr(err, i, "free of an object that is not live");
+                goto out;
+            }
+            dmm_idmap_del(&live, op->id);
+            live_bytes -= cur[k];
+            live_objs--;
+            cur[k] = 0;
+            break;
+        case DMM_T_SYNC:
+            s->syncs++;
+            if (slot)
+                slot[i] = UINT64_MAX;
+            continue;
+        default:
+            verr(err, i, "unknown operation kind");
+            goto out;
+        }
+        if (slot)
+            slot[i] = k;
+        s->ops++;
+        if (live_bytes > s->peak_live) {
+            s->peak_live = live_bytes;
+            s->peak_index = i;
+        }
+        if (live_objs > s->peak_objects)
+            s->peak_objects = live_objs;
+    }
+    s->end_live = live_bytes;
+    s->end_objects = live_objs;
+    rc = 0;
+out:
+    dmm_idmap_free(&live);
+    free(cur);
     return rc;
 }
 

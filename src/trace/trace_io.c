@@ -255,6 +255,10 @@ int dmm_trace_read_binary(dmm_trace *t, const uint8_t *data, size_t len, dmm_tra
         fail_at(err, r.pos, 0, "%zu bytes of trailing data after the last operation", r.len - r.pos);
         goto bad;
     }
+    if (dmm_trace_compact_threads(t)) {
+        fail_at(err, 0, 0, "out of memory");
+        goto bad;
+    }
     return 0;
 bad:
     dmm_trace_free(t);
@@ -512,6 +516,10 @@ int dmm_trace_read_text(dmm_trace *t, const char *text, size_t len, dmm_trace_er
     }
     if (!seen_header)
         return fail_at(err, 1, 1, "empty text trace");
+    if (dmm_trace_compact_threads(t)) {
+        fail_at(err, 0, 0, "out of memory");
+        goto bad;
+    }
     return 0;
 bad:
     dmm_trace_free(t);
@@ -523,20 +531,27 @@ bad:
  * ====================================================================== */
 
 /* CS:APP malloc-lab: 4 header numbers (suggested heap size, ids, ops,
- * weight), then "a id size", "r id size", "f id". */
+ * weight), then "a id size", "r id size", "f id".  Later trace sets free
+ * NULL ("f -1") and open an object with realloc(NULL) ("r" on an id that is
+ * not live): the first is a no-op and is dropped, the second becomes the
+ * allocation it is.  Both are counted in the metadata. */
 int dmm_trace_import_rep(dmm_trace *t, const char *text, size_t len, dmm_trace_error *err)
 {
     lines L = {text, text + len, 0};
     const char *s;
     size_t n;
     int header = 0;
+    uint64_t free_null = 0, realloc_null = 0;
+    dmm_idmap live;
     dmm_trace_init(t);
+    if (dmm_idmap_init(&live, 1024))
+        return fail_at(err, 0, 1, "out of memory");
     while (next_line(&L, &s, &n)) {
         const char *tok[4];
         size_t tl[4];
         int k = tokens(s, n, tok, tl, 3);
         dmm_trace_op op;
-        uint64_t a = 0, b = 0;
+        uint64_t a = 0, b = 0, v;
         if (k == 0)
             continue;
         if (header < 4) {
@@ -549,30 +564,55 @@ int dmm_trace_import_rep(dmm_trace *t, const char *text, size_t len, dmm_trace_e
         }
         memset(&op, 0, sizeof op);
         if (tl[0] != 1 || k > 3) {
-            fail_at(err, L.no, 1, "expected 'a id size', 'r id size' or 'f id'");
+            fail_at(err, L.no, 1, "expected 'a id size', 'r id size' or 'f id', got '%.*s'", (int)(n > 60 ? 60 : n),
+                    s);
             goto bad;
         }
         switch (tok[0][0]) {
         case 'a':
         case 'r':
             if (k != 3 || parse_u64(tok[1], tl[1], &a, 10) || parse_u64(tok[2], tl[2], &b, 10)) {
-                fail_at(err, L.no, 1, "'%c' takes an id and a size", tok[0][0]);
+                fail_at(err, L.no, 1, "'%c' takes an id (a number >= 0) and a size (a number >= 0)", tok[0][0]);
                 goto bad;
             }
-            op.kind = tok[0][0] == 'a' ? DMM_T_MALLOC : DMM_T_REALLOC;
+            op.kind = DMM_T_MALLOC;
+            if (tok[0][0] == 'r') {
+                if (dmm_idmap_get(&live, a, &v) == 0)
+                    op.kind = DMM_T_REALLOC;
+                else
+                    realloc_null++; /* realloc(NULL, size) */
+            } else if (dmm_idmap_get(&live, a, &v) == 0) {
+                fail_at(err, L.no, 1, "'a %" PRIu64 "': id %" PRIu64 " is already allocated", a, a);
+                goto bad;
+            }
             op.id = a;
             op.size = b;
-            break;
-        case 'f':
-            if (k != 2 || parse_u64(tok[1], tl[1], &a, 10)) {
-                fail_at(err, L.no, 1, "'f' takes an id");
+            if (op.kind == DMM_T_REALLOC && b == 0)
+                dmm_idmap_del(&live, a); /* realloc(p, 0) frees, as the replay does */
+            else if (dmm_idmap_put(&live, a, 1)) {
+                fail_at(err, L.no, 1, "out of memory");
                 goto bad;
             }
+            break;
+        case 'f':
+            if (k == 2 && tl[1] == 2 && tok[1][0] == '-' && tok[1][1] == '1') {
+                free_null++; /* free(NULL): nothing to replay */
+                continue;
+            }
+            if (k != 2 || parse_u64(tok[1], tl[1], &a, 10)) {
+                fail_at(err, L.no, 1, "'f' takes an id (a number >= 0, or -1 for NULL)");
+                goto bad;
+            }
+            if (dmm_idmap_get(&live, a, &v) != 0) {
+                fail_at(err, L.no, 1, "'f %" PRIu64 "': id %" PRIu64 " is not allocated", a, a);
+                goto bad;
+            }
+            dmm_idmap_del(&live, a);
             op.kind = DMM_T_FREE;
             op.id = a;
             break;
         default:
-            fail_at(err, L.no, 1, "unknown .rep operation '%c'", tok[0][0]);
+            fail_at(err, L.no, 1, "unknown .rep operation '%c' (expected a, r or f)", tok[0][0]);
             goto bad;
         }
         if (dmm_trace_push(t, &op)) {
@@ -580,10 +620,21 @@ int dmm_trace_import_rep(dmm_trace *t, const char *text, size_t len, dmm_trace_e
             goto bad;
         }
     }
+    dmm_idmap_free(&live);
     if (header < 4)
-        return fail_at(err, L.no, 1, "truncated .rep header");
-    return dmm_trace_set_meta(t, "source=rep\n");
+        return fail_at(err, L.no, 1, "truncated .rep header (%d of 4 numbers)", header);
+    {
+        char meta[128];
+        snprintf(meta, sizeof meta, "source=rep\nrep_free_null=%" PRIu64 "\nrep_realloc_null=%" PRIu64 "\n",
+                 free_null, realloc_null);
+        if (dmm_trace_set_meta(t, meta)) {
+            dmm_trace_free(t);
+            return fail_at(err, 0, 1, "out of memory");
+        }
+    }
+    return 0;
 bad:
+    dmm_idmap_free(&live);
     dmm_trace_free(t);
     return -1;
 }
@@ -795,15 +846,37 @@ int dmm_trace_load(dmm_trace *t, const char *path, dmm_trace_error *err)
 int dmm_trace_save(const dmm_trace *t, const char *path)
 {
     size_t n = strlen(path);
-    FILE *f = fopen(path, "wb");
-    int rc;
-    if (!f)
+    char *tmp = malloc(n + 6);
+    FILE *f;
+    int rc, saved;
+    if (!tmp) {
+        errno = ENOMEM;
         return -1;
+    }
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".part", 6);
+    if (!(f = fopen(tmp, "wb"))) {
+        free(tmp);
+        return -1;
+    }
     if (n > 4 && strcmp(path + n - 4, ".txt") == 0)
         rc = dmm_trace_write_text(t, f);
     else
         rc = dmm_trace_write_binary(t, f);
-    if (fclose(f) != 0)
+    if (fflush(f) != 0)
         rc = -1;
+    saved = errno;
+    if (fclose(f) != 0 && rc == 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -1;
+        saved = errno;
+    }
+    if (rc != 0)
+        remove(tmp);
+    free(tmp);
+    errno = saved;
     return rc;
 }

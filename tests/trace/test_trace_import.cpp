@@ -53,6 +53,8 @@ TEST(TraceImportRep, HandMadeFile)
     dmm_trace_error e;
     ASSERT_EQ(import_rep(t.get(), rep, &e), 0) << err_str(e);
     EXPECT_EQ(body(t.get()), "meta source=rep\n"
+                             "meta rep_free_null=0\n"
+                             "meta rep_realloc_null=0\n"
                              "0 m 0 2040\n"
                              "0 m 1 2040\n"
                              "0 f 1\n"
@@ -65,6 +67,33 @@ TEST(TraceImportRep, HandMadeFile)
     EXPECT_EQ(dmm_trace_validate(t.get(), &e), 0) << err_str(e);
 }
 
+// Later malloc-lab trace sets free NULL ("f -1") and open objects with
+// realloc(NULL) ("r" on an id that is not live).  Both import: the first as
+// nothing, the second as the allocation it is; the result validates.
+TEST(TraceImportRep, FreeNullAndReallocNull)
+{
+    const std::string rep = "1\n2\n3\n1\n"
+                            "r 0 8\n"      // realloc(NULL, 8)
+                            "f -1\n"       // free(NULL)
+                            "r 0 24\n"     // a real realloc now
+                            "f 0\n"
+                            "r 0 16\n"     // freed: realloc(NULL) again
+                            "r 0 0\n"      // realloc(p, 0) frees
+                            "f -1\n";
+    Trace t;
+    dmm_trace_error e;
+    ASSERT_EQ(import_rep(t.get(), rep, &e), 0) << err_str(e);
+    EXPECT_EQ(body(t.get()), "meta source=rep\n"
+                             "meta rep_free_null=2\n"
+                             "meta rep_realloc_null=2\n"
+                             "0 m 0 8\n"
+                             "0 r 0 24\n"
+                             "0 f 0\n"
+                             "0 m 0 16\n"
+                             "0 r 0 0\n");
+    EXPECT_EQ(dmm_trace_validate(t.get(), &e), 0) << err_str(e);
+}
+
 TEST(TraceImportRep, ErrorsNameTheLine)
 {
     struct Bad {
@@ -74,12 +103,15 @@ TEST(TraceImportRep, ErrorsNameTheLine)
     } bad[] = {
         {"20000\n3\nx\n1\n", 3, "header"},
         {"20000\n3\n", 2, "truncated"},
-        {"20000\n3\n8\n1\na 0\n", 5, "id and a size"},
+        {"20000\n3\n8\n1\na 0\n", 5, "takes an id (a number >= 0) and a size"},
         {"20000\n3\n8\n1\na 0 10\nf\n", 6, "'f' takes an id"},
         {"20000\n3\n8\n1\na 0 10\nx 0\n", 6, "unknown"},
-        {"20000\n3\n8\n1\na 0 10\na 1 -5\n", 6, "id and a size"},
+        {"20000\n3\n8\n1\na 0 10\na 1 -5\n", 6, "takes an id (a number >= 0) and a size"},
+        {"20000\n3\n8\n1\na 0 10\nf -2\n", 6, "or -1 for NULL"},
+        {"20000\n3\n8\n1\na 0 10\nf 1\n", 6, "id 1 is not allocated"},
+        {"20000\n3\n8\n1\na 0 10\na 0 10\n", 6, "id 0 is already allocated"},
         {"20000\n3\n8\n1\na 0 10\na 1 5 7\n", 6, "expected"},
-        {"20000\n3\n8\n1\n\n\na 0 99999999999999999999\n", 7, "id and a size"},
+        {"20000\n3\n8\n1\n\n\na 0 99999999999999999999\n", 7, "takes an id (a number >= 0) and a size"},
     };
     for (const Bad &b : bad) {
         Trace t;

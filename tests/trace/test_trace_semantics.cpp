@@ -3,8 +3,13 @@
 // transform (randomize_frees).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "trace_test_util.h"
 
@@ -343,4 +348,124 @@ TEST(TraceRandomizeFrees, RefusesAnInvalidTrace)
     from_text(in.get(), "0 m 1 8\n0 r 2 16\n");
     EXPECT_EQ(dmm_trace_randomize_frees(in.get(), out.get(), 1), -1);
     EXPECT_EQ(out->n, 0u);
+}
+
+// ---- thread numbering ----------------------------------------------------------------
+
+// A hostile trace names thread 65535 only: readers renumber it, so nothing
+// downstream sizes anything by the largest id (the old replayer started
+// 65,536 threads for this).
+TEST(TraceCompactThreads, ReadersNumberThreadsDensely)
+{
+    Trace t;
+    from_text(t.get(), "65535 m 1 8\n65535 f 1\n");
+    EXPECT_EQ(t->threads, 1u);
+    EXPECT_EQ(body(t.get()), "0 m 1 8\n0 f 1\n");
+
+    std::string bin = to_bytes(t.get(), false);
+    Trace b;
+    dmm_trace_error e;
+    ASSERT_EQ(read_bin(b.get(), bin, &e), 0) << err_str(e);
+    EXPECT_EQ(b->threads, 1u);
+}
+
+TEST(TraceCompactThreads, KeepsOrderAndRenumbersSyncs)
+{
+    Trace t;
+    // threads 7 and 3 (and 40000): 3 -> 0, 7 -> 1, 40000 -> 2
+    from_text(t.get(), "7 m 1 8\n3 s 7 1\n3 f 1\n40000 m 2 4\n7 m 3 8\n40000 f 2\n");
+    EXPECT_EQ(t->threads, 3u);
+    EXPECT_EQ(body(t.get()), "1 m 1 8\n0 s 1 1\n0 f 1\n2 m 2 4\n1 m 3 8\n2 f 2\n");
+    dmm_trace_error e;
+    EXPECT_EQ(dmm_trace_validate(t.get(), &e), 0) << err_str(e);
+}
+
+TEST(TraceCompactThreads, SyncOnAThreadWithNoOperationsStaysInvalid)
+{
+    Trace t;
+    from_text(t.get(), "5 m 1 8\n5 s 9 1\n5 f 1\n");
+    EXPECT_EQ(t->threads, 1u);
+    dmm_trace_error e;
+    EXPECT_EQ(dmm_trace_validate(t.get(), &e), -1);
+    EXPECT_NE(std::string(e.reason).find("sync names a thread"), std::string::npos) << e.reason;
+}
+
+// ---- summary -------------------------------------------------------------------------
+
+TEST(TraceSummarize, PeakLiveObjectsAndIncarnations)
+{
+    Trace t;
+    from_text(t.get(), "0 m 1 100\n0 m 2 50\n0 r 1 300\n0 f 2\n0 m 2 10\n0 r 1 0\n0 m 1 5\n");
+    dmm_trace_summary s;
+    dmm_trace_error e;
+    std::vector<uint64_t> slot(t->n);
+    ASSERT_EQ(dmm_trace_summarize(t.get(), &s, slot.data(), &e), 0) << err_str(e);
+    EXPECT_EQ(s.ops, 7u);
+    EXPECT_EQ(s.objects, 4u); // 1, 2, 2 again, 1 again
+    EXPECT_EQ(s.peak_live, 350u);
+    EXPECT_EQ(s.peak_index, 2u);
+    EXPECT_EQ(s.peak_objects, 2u);
+    EXPECT_EQ(s.total_requested, 100u + 50u + 200u + 10u + 5u);
+    EXPECT_EQ(s.max_request, 300u);
+    EXPECT_EQ(s.end_live, 15u);
+    EXPECT_EQ(s.end_objects, 2u);
+    EXPECT_EQ(s.impossible, 0u);
+    std::vector<uint64_t> want = {0, 1, 0, 1, 2, 0, 3};
+    EXPECT_EQ(slot, want);
+}
+
+// A request no address space can hold fails everywhere: it adds nothing to
+// live bytes (no overflow, no absurd peak), and is counted.
+TEST(TraceSummarize, ImpossibleRequestsAddNoLiveBytes)
+{
+    Trace t;
+    from_text(t.get(), "0 m 1 18446744073709551615\n0 m 2 100\n0 m 3 9223372036854775807\n"
+                       "0 r 2 9223372036854775000\n0 f 1\n0 f 2\n0 f 3\n");
+    dmm_trace_summary s;
+    dmm_trace_error e;
+    ASSERT_EQ(dmm_trace_summarize(t.get(), &s, nullptr, &e), 0) << err_str(e);
+    // m 1 and m 3 cannot be granted; the realloc of 2 keeps live bytes at
+    // PTRDIFF_MAX or below, so it counts (and fails in any real replay)
+    EXPECT_EQ(s.impossible, 2u);
+    EXPECT_EQ(s.peak_live, 9223372036854775000ull);
+    EXPECT_EQ(s.end_live, 0u);
+    EXPECT_EQ(s.max_request, 18446744073709551615ull);
+}
+
+// ---- synchronisation cover -------------------------------------------------------------
+
+TEST(TraceSyncsCover, DirectSyncCoversCrossThreadFree)
+{
+    Trace covered, missing;
+    from_text(covered.get(), "0 m 1 8\n1 s 0 1\n1 f 1\n");
+    from_text(missing.get(), "0 m 1 8\n1 m 2 8\n1 f 1\n");
+    EXPECT_EQ(dmm_trace_syncs_cover(covered.get()), 1);
+    EXPECT_EQ(dmm_trace_syncs_cover(missing.get()), 0);
+    ASSERT_EQ(dmm_trace_add_syncs(missing.get()), 0);
+    EXPECT_EQ(dmm_trace_syncs_cover(missing.get()), 1);
+}
+
+// ---- save ------------------------------------------------------------------------------
+
+TEST(TraceSave, FailedSaveLeavesTheOldFileAndNoPartialOne)
+{
+    std::string dir = ::testing::TempDir() + "/dmm_save_" + std::to_string(getpid());
+    std::string path = dir + "/t.trace";
+    ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+    Trace t;
+    from_text(t.get(), "0 m 1 8\n0 f 1\n");
+    ASSERT_EQ(dmm_trace_save(t.get(), path.c_str()), 0);
+    // a destination that cannot be renamed over: a directory of that name
+    std::string blocked = dir + "/d.trace";
+    ASSERT_EQ(mkdir(blocked.c_str(), 0755), 0);
+    EXPECT_EQ(dmm_trace_save(t.get(), blocked.c_str()), -1);
+    EXPECT_NE(access((blocked + ".part").c_str(), F_OK), 0) << "partial file left behind";
+    // the good file is intact and loads
+    Trace back;
+    dmm_trace_error e;
+    EXPECT_EQ(dmm_trace_load(back.get(), path.c_str(), &e), 0) << err_str(e);
+    EXPECT_EQ(back->n, 2u);
+    rmdir(blocked.c_str());
+    std::remove(path.c_str());
+    rmdir(dir.c_str());
 }

@@ -23,12 +23,14 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/schemas.h"
 #include "../common/tcommon.h"
 #include "dmm/trace.h"
 
@@ -43,6 +45,7 @@ typedef struct obj {
     uint64_t size;    /* current size */
     uint32_t tid;     /* allocating thread */
     uint32_t reallocs;
+    int live;
     double logratio;  /* sum of log(new/old) over realloc steps */
 } obj;
 
@@ -58,7 +61,8 @@ typedef struct an {
     /* sizes */
     uint64_t size_hist[NB], size_bytes[NB];
     uint64_t requests, request_bytes, min_req, max_req;
-    tc_map exact; /* size -> count */
+    uint64_t *sizes; /* every request size, in order (sorted for the top list) */
+    size_t nsizes, distinct;
     /* lifetimes */
     uint64_t life_hist[NB];
     uint64_t freed, never_freed;
@@ -92,9 +96,8 @@ static void bucket_range(unsigned i, uint64_t *lo, uint64_t *hi)
     *hi = i >= 64 ? UINT64_MAX : ((uint64_t)1 << i) - 1u;
 }
 
-static int note_request(an *a, uint64_t size)
+static void note_request(an *a, uint64_t size)
 {
-    uint64_t c = 0;
     unsigned b = bucket(size);
     a->size_hist[b]++;
     a->size_bytes[b] += size;
@@ -104,8 +107,7 @@ static int note_request(an *a, uint64_t size)
         a->max_req = size;
     a->requests++;
     a->request_bytes += size;
-    (void)tc_map_get(&a->exact, size, &c);
-    return tc_map_put(&a->exact, size, c + 1);
+    a->sizes[a->nsizes++] = size;
 }
 
 static int end_object(an *a, obj *o, uint64_t now, uint32_t tid, int counted_free)
@@ -159,76 +161,66 @@ static void sample_point(an *a, int force)
     }
 }
 
+/* Objects are the trace's incarnations (dmm_trace_summarize), so peak live
+ * bytes and objects are the same figures dmm-replay reports. */
 static int analyse(const dmm_trace *t, an *a)
 {
-    tc_map live; /* id -> index into objs */
+    dmm_trace_summary sum;
+    dmm_trace_error e;
+    uint64_t *slot = NULL;
     obj *objs = NULL;
-    size_t nobj = 0, cap = 0;
-    uint64_t nops = 0;
     int rc = -1;
     memset(a, 0, sizeof *a);
     a->threads = t->threads ? t->threads : 1;
     if (!(a->thread_ops = calloc(a->threads, sizeof *a->thread_ops)))
         return -1;
-    for (size_t i = 0; i < t->n; i++)
-        if (t->ops[i].kind != DMM_T_SYNC)
-            nops++;
-    a->window = nops > MAX_POINTS ? (size_t)((nops + MAX_POINTS - 1) / MAX_POINTS) : 1;
+    if (!(slot = malloc((t->n ? t->n : 1) * sizeof *slot)))
+        return -1;
+    if (dmm_trace_summarize(t, &sum, slot, &e))
+        goto out;
+    a->window = sum.ops > MAX_POINTS ? (size_t)((sum.ops + MAX_POINTS - 1) / MAX_POINTS) : 1;
+    a->peak_live = sum.peak_live;
+    a->peak_objs = sum.peak_objects;
+    a->objects = sum.objects;
+    memcpy(a->count, sum.kind_count, sizeof a->count);
     if (!(a->pts = calloc(MAX_POINTS + 2, sizeof *a->pts)))
-        return -1;
-    if (tc_map_init(&live, 1024))
-        return -1;
-    if (tc_map_init(&a->exact, 256))
+        goto out;
+    if (!(objs = calloc(sum.objects ? sum.objects : 1, sizeof *objs)))
+        goto out;
+    if (!(a->sizes = malloc((sum.ops ? sum.ops : 1) * sizeof *a->sizes)))
         goto out;
     for (size_t i = 0; i < t->n; i++) {
         const dmm_trace_op *op = &t->ops[i];
-        uint64_t v;
         obj *o;
-        if (op->kind <= DMM_T_SYNC)
-            a->count[op->kind]++;
         if (op->kind == DMM_T_SYNC)
             continue;
         a->ops++;
         a->thread_ops[op->tid]++;
+        o = &objs[slot[i]];
         switch (op->kind) {
         case DMM_T_MALLOC:
         case DMM_T_CALLOC:
         case DMM_T_ALIGNED:
-            if (nobj == cap) {
-                size_t nc = cap ? cap * 2 : 1024;
-                obj *p = realloc(objs, nc * sizeof *p);
-                if (!p)
-                    goto out;
-                objs = p;
-                cap = nc;
-            }
-            o = &objs[nobj];
-            memset(o, 0, sizeof *o);
             o->born = a->ops;
             o->first = o->size = op->size;
             o->tid = op->tid;
-            if (tc_map_put(&live, op->id, nobj++) || note_request(a, op->size))
-                goto out;
-            a->objects++;
+            o->live = 1;
+            note_request(a, op->size);
             a->live += op->size;
             a->live_objs++;
             break;
         case DMM_T_REALLOC:
-            if (!tc_map_get(&live, op->id, &v))
-                goto out; /* validated traces never get here */
-            o = &objs[v];
             a->live -= o->size;
             if (op->tid != o->tid)
                 a->cross_reallocs++;
             if (op->size == 0) {
                 if (end_object(a, o, a->ops, op->tid, 1))
                     goto out;
-                tc_map_del(&live, op->id);
+                o->live = 0;
                 a->live_objs--;
                 break;
             }
-            if (note_request(a, op->size))
-                goto out;
+            note_request(a, op->size);
             if (op->size > o->size)
                 a->grow_steps++;
             else if (op->size < o->size)
@@ -242,38 +234,31 @@ static int analyse(const dmm_trace *t, an *a)
             a->live += op->size;
             break;
         case DMM_T_FREE:
-            if (!tc_map_get(&live, op->id, &v))
-                goto out;
-            o = &objs[v];
             a->live -= o->size;
             if (end_object(a, o, a->ops, op->tid, 1))
                 goto out;
-            tc_map_del(&live, op->id);
+            o->live = 0;
             a->live_objs--;
             break;
         default:
             goto out;
         }
-        if (a->live > a->peak_live) {
-            a->peak_live = a->live;
+        if (i == sum.peak_index)
             a->peak_op = a->ops;
-        }
-        if (a->live_objs > a->peak_objs)
-            a->peak_objs = a->live_objs;
         sample_point(a, 0);
     }
     if (a->npts == 0 || a->pts[a->npts - 1].op != a->ops)
         sample_point(a, 1);
     /* objects never freed */
-    for (size_t k = 0; k < live.cap; k++)
-        if (live.used[k] == 1) {
+    for (uint64_t k = 0; k < sum.objects; k++)
+        if (objs[k].live) {
             a->never_freed++;
-            if (end_object(a, &objs[live.vals[k]], a->ops, 0, 0))
+            if (end_object(a, &objs[k], a->ops, 0, 0))
                 goto out;
         }
     rc = 0;
 out:
-    tc_map_free(&live);
+    free(slot);
     free(objs);
     return rc;
 }
@@ -296,18 +281,31 @@ static int cmp_szc(const void *x, const void *y)
     return a->size < b->size ? -1 : a->size > b->size;
 }
 
-static size_t top_sizes(const an *a, szc *out, size_t max)
+static int cmp_u64(const void *x, const void *y)
 {
-    szc *all = malloc((a->exact.n ? a->exact.n : 1) * sizeof *all);
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The most frequent exact request sizes (sorts a->sizes, counts runs; sets
+ * a->distinct). */
+static size_t top_sizes(an *a, szc *out, size_t max)
+{
+    szc *all = malloc((a->nsizes ? a->nsizes : 1) * sizeof *all);
     size_t n = 0;
     if (!all)
         return 0;
-    for (size_t k = 0; k < a->exact.cap; k++)
-        if (a->exact.used[k] == 1) {
-            all[n].size = a->exact.keys[k];
-            all[n].count = a->exact.vals[k];
-            n++;
+    qsort(a->sizes, a->nsizes, sizeof *a->sizes, cmp_u64);
+    for (size_t i = 0; i < a->nsizes; i++) {
+        if (n && all[n - 1].size == a->sizes[i]) {
+            all[n - 1].count++;
+            continue;
         }
+        all[n].size = a->sizes[i];
+        all[n].count = 1;
+        n++;
+    }
+    a->distinct = n;
     qsort(all, n, sizeof *all, cmp_szc);
     if (n > max)
         n = max;
@@ -357,29 +355,35 @@ int main(int argc, char **argv)
     int rc = 0;
     double chain_median;
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, PROG ": --json needs a file name\n");
+    {
+        static const struct option longopts[] = {
+            {"json", required_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        int c;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+            if (c == 'j') {
+                json = optarg;
+            } else if (c == 'h') {
+                usage(stdout);
+                return 0;
+            } else if (c == ':') {
+                fprintf(stderr, PROG ": %s needs a file name\n", argv[optind - 1]);
+                return 2;
+            } else {
+                fprintf(stderr, PROG ": unknown option '%s' (see " PROG " --help)\n", argv[optind - 1]);
                 return 2;
             }
-            json = argv[++i];
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, PROG ": unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!path) {
+        }
+        for (int i = optind; i < argc; i++) {
+            if (path) {
+                fprintf(stderr, PROG ": more than one trace given ('%s', '%s')\n", path, argv[i]);
+                return 2;
+            }
             path = argv[i];
-        } else {
-            fprintf(stderr, PROG ": more than one trace given\n");
-            return 2;
         }
     }
     if (!path) {
-        usage(stderr);
+        fprintf(stderr, PROG ": no trace given (see " PROG " --help)\n");
         return 2;
     }
     if (tc_load_trace(PROG, path, &t))
@@ -430,17 +434,16 @@ int main(int argc, char **argv)
     }
 
     if (json) {
-        FILE *jf = !strcmp(json, "-") ? stdout : fopen(json, "w");
+        tc_out out;
         tj j;
         char hx[32];
-        if (!jf) {
-            fprintf(stderr, PROG ": cannot write %s: %s\n", json, strerror(errno));
+        if (tc_out_open(&out, PROG, json)) {
             rc = 1;
             goto done;
         }
-        tj_init(&j, jf);
+        tj_init(&j, out.f);
         tj_obj(&j, NULL);
-        tj_str(&j, "schema", "dmm-analyse/1");
+        tj_str(&j, "schema", DMM_SCHEMA_ANALYSE);
         tj_obj(&j, "trace");
         tj_str(&j, "path", path);
         snprintf(hx, sizeof hx, "%016" PRIx64, hash);
@@ -473,7 +476,7 @@ int main(int argc, char **argv)
         tj_u64(&j, "min", a.requests ? a.min_req : 0);
         tj_u64(&j, "max", a.max_req);
         tj_dbl(&j, "mean", a.requests ? (double)a.request_bytes / (double)a.requests : NAN);
-        tj_u64(&j, "distinct", a.exact.n);
+        tj_u64(&j, "distinct", a.distinct);
         json_hist(&j, "histogram", a.size_hist, a.size_bytes);
         tj_arr(&j, "top");
         for (size_t k = 0; k < ntop; k++) {
@@ -534,18 +537,14 @@ int main(int argc, char **argv)
         tj_obj_end(&j);
 
         tj_obj_end(&j);
-        if (tj_finish(&j))
+        if (tc_out_close(&out, PROG, tj_finish(&j) == 0))
             rc = 1;
-        if (jf != stdout && fclose(jf))
-            rc = 1;
-        if (rc)
-            fprintf(stderr, PROG ": error writing %s\n", json);
     }
 done:
     free(a.thread_ops);
     free(a.pts);
     free(a.chain_ratios);
-    tc_map_free(&a.exact);
+    free(a.sizes);
     dmm_trace_free(&t);
     return rc;
 }

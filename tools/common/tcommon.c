@@ -10,8 +10,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -249,112 +251,73 @@ void tc_json_build(tj *j, const char *key)
 }
 
 /* ======================================================================
- * id map
+ * output files
  * ====================================================================== */
 
-static size_t map_slot(uint64_t k, size_t cap) { return (size_t)tc_mix64(k) & (cap - 1u); }
-
-int tc_map_init(tc_map *m, size_t expected)
+int tc_out_open(tc_out *o, const char *prog, const char *path)
 {
-    size_t c = 16;
-    while (c < expected * 2 && c < ((size_t)1 << 40))
-        c <<= 1;
-    memset(m, 0, sizeof *m);
-    m->keys = malloc(c * sizeof *m->keys);
-    m->vals = malloc(c * sizeof *m->vals);
-    m->used = calloc(c, 1);
-    if (!m->keys || !m->vals || !m->used) {
-        tc_map_free(m);
-        return -1;
-    }
-    m->cap = c;
-    return 0;
-}
-
-void tc_map_free(tc_map *m)
-{
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
-    memset(m, 0, sizeof *m);
-}
-
-/* Index of k, or of the slot to insert it in (first tombstone or empty). */
-static size_t map_find(const tc_map *m, uint64_t k, int *found)
-{
-    size_t i = map_slot(k, m->cap), tomb = SIZE_MAX;
-    for (;;) {
-        unsigned char u = m->used[i];
-        if (u == 0) {
-            *found = 0;
-            return tomb != SIZE_MAX ? tomb : i;
-        }
-        if (u == 1 && m->keys[i] == k) {
-            *found = 1;
-            return i;
-        }
-        if (u == 2 && tomb == SIZE_MAX)
-            tomb = i;
-        i = (i + 1) & (m->cap - 1u);
-    }
-}
-
-int tc_map_get(const tc_map *m, uint64_t k, uint64_t *v)
-{
-    int f;
-    size_t i;
-    if (!m->cap)
+    size_t n = strlen(path);
+    int fd;
+    memset(o, 0, sizeof *o);
+    o->path = path;
+    /* A file-size limit (RLIMIT_FSIZE) must fail the write with EFBIG, not
+     * kill the tool with SIGXFSZ and leave the temporary file behind. */
+    signal(SIGXFSZ, SIG_IGN);
+    if (!strcmp(path, "-")) {
+        o->f = stdout;
         return 0;
-    i = map_find(m, k, &f);
-    if (f && v)
-        *v = m->vals[i];
-    return f;
-}
-
-static int map_rehash(tc_map *m, size_t cap)
-{
-    tc_map n;
-    if (tc_map_init(&n, cap / 2))
+    }
+    if (!(o->tmp = malloc(n + 8))) {
+        fprintf(stderr, "%s: cannot write %s: out of memory\n", prog, path);
         return -1;
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->used[i] == 1 && tc_map_put(&n, m->keys[i], m->vals[i]))
-            return tc_map_free(&n), -1;
-    tc_map_free(m);
-    *m = n;
+    }
+    memcpy(o->tmp, path, n);
+    memcpy(o->tmp + n, ".XXXXXX", 8);
+    if ((fd = mkstemp(o->tmp)) < 0 || !(o->f = fdopen(fd, "w"))) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(o->tmp);
+        }
+        free(o->tmp);
+        o->tmp = NULL;
+        return -1;
+    }
+    {
+        mode_t mask = umask(0); /* mkstemp made it 0600: give it a new file's mode */
+        umask(mask);
+        (void)fchmod(fd, 0666 & ~mask);
+    }
     return 0;
 }
 
-int tc_map_put(tc_map *m, uint64_t k, uint64_t v)
+int tc_out_close(tc_out *o, const char *prog, int ok)
 {
-    int f;
-    size_t i;
-    if (!m->cap && tc_map_init(m, 16))
+    int rc = 0, err = 0;
+    if (!o->f)
         return -1;
-    if ((m->occupied + 1) * 4 > m->cap * 3 && map_rehash(m, (m->n + 1) * 4 > m->cap ? m->cap * 2 : m->cap))
-        return -1;
-    i = map_find(m, k, &f);
-    if (!f) {
-        if (m->used[i] == 0)
-            m->occupied++;
-        m->used[i] = 1;
-        m->keys[i] = k;
-        m->n++;
+    if (fflush(o->f) != 0 || ferror(o->f))
+        err = errno ? errno : EIO;
+    if (o->f == stdout) {
+        o->f = NULL;
+        if (err)
+            fprintf(stderr, "%s: error writing standard output: %s\n", prog, strerror(err));
+        return err ? -1 : 0;
     }
-    m->vals[i] = v;
-    return 0;
-}
-
-void tc_map_del(tc_map *m, uint64_t k)
-{
-    int f;
-    size_t i;
-    if (!m->cap)
-        return;
-    i = map_find(m, k, &f);
-    if (f) {
-        m->used[i] = 2;
-        m->n--;
+    if (fclose(o->f) != 0 && !err)
+        err = errno ? errno : EIO;
+    o->f = NULL;
+    if (ok && !err && rename(o->tmp, o->path) != 0)
+        err = errno;
+    if (!ok || err) {
+        unlink(o->tmp);
+        rc = -1;
+        if (err)
+            fprintf(stderr, "%s: cannot write %s: %s (nothing written)\n", prog, o->path, strerror(err));
     }
+    free(o->tmp);
+    o->tmp = NULL;
+    return rc;
 }
 
 /* ======================================================================
@@ -372,38 +335,6 @@ int tc_parse_u64(const char *s, uint64_t *out)
     if (errno || *end)
         return -1;
     *out = v;
-    return 0;
-}
-
-int tc_parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-    unsigned shift = 0;
-    if (!s || !*s || *s == '-' || isspace((unsigned char)*s))
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    if (*end) {
-        switch (tolower((unsigned char)*end)) {
-        case 'k': shift = 10; break;
-        case 'm': shift = 20; break;
-        case 'g': shift = 30; break;
-        default: return -1;
-        }
-        end++;
-        if (tolower((unsigned char)*end) == 'i')
-            end++;
-        if (tolower((unsigned char)*end) == 'b')
-            end++;
-        if (*end)
-            return -1;
-    }
-    if (shift && v > (UINT64_MAX >> shift))
-        return -1;
-    *out = (uint64_t)v << shift;
     return 0;
 }
 

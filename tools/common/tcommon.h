@@ -1,8 +1,8 @@
 /*
  * tools/common/tcommon.h - small helpers shared by the native tools
  * (dmm-replay, dmm-analyse, dmm-trace): a streaming JSON writer, machine and
- * build descriptions, an id -> value hash map, size parsing, trace error
- * printing.  Hosted code (POSIX/GNU); not part of the library.
+ * build descriptions, output files that appear only when complete, trace
+ * error printing.  Hosted code (POSIX/GNU); not part of the library.
  */
 #ifndef DMM_TOOLS_COMMON_H
 #define DMM_TOOLS_COMMON_H
@@ -53,26 +53,26 @@ const char *tc_commit(void);
 /* CPU model name from /proc/cpuinfo ("unknown" when absent). */
 const char *tc_cpu_model(void);
 
-/* ---- id map: uint64 key -> uint64 value, open addressing ------------------ */
-typedef struct tc_map {
-    uint64_t *keys;
-    uint64_t *vals;
-    unsigned char *used; /* 0 empty, 1 full, 2 deleted */
-    size_t cap, n, occupied;
-} tc_map;
+/* ---- output files ------------------------------------------------------------
+ * Every file a tool writes goes to a temporary file beside the destination
+ * and is renamed over it only when everything was written: a full disk, a
+ * size limit or a crash leaves the old file (or none), never a partial one.
+ * "-" means standard output (written directly). */
+typedef struct tc_out {
+    FILE *f;
+    const char *path; /* as given */
+    char *tmp;        /* temporary file (NULL for stdout) */
+} tc_out;
 
-int tc_map_init(tc_map *m, size_t expected);
-void tc_map_free(tc_map *m);
-/* Returns 1 and sets *v when present, else 0. */
-int tc_map_get(const tc_map *m, uint64_t k, uint64_t *v);
-/* Inserts or replaces; returns 0 or -1 (memory). */
-int tc_map_put(tc_map *m, uint64_t k, uint64_t v);
-void tc_map_del(tc_map *m, uint64_t k);
+/* Opens the temporary file.  Returns 0, or -1 after printing
+ * "<prog>: cannot write <path>: <reason>". */
+int tc_out_open(tc_out *o, const char *prog, const char *path);
+/* ok: flush, close and rename into place; !ok: discard.  Returns 0, or -1
+ * after printing the reason (a write error, ENOSPC, EFBIG, ...). */
+int tc_out_close(tc_out *o, const char *prog, int ok);
 
 /* ---- misc ------------------------------------------------------------------ */
-/* Parses "4096", "64k", "1m", "2g" (binary units, case-insensitive).
- * Returns 0 or -1 on junk / overflow. */
-int tc_parse_size(const char *s, uint64_t *out);
+/* Sizes: dmm_parse_size (dmm/common.h), the one size grammar. */
 /* Parses a decimal or 0x-hex unsigned number; 0 or -1. */
 int tc_parse_u64(const char *s, uint64_t *out);
 

@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,7 +304,6 @@ void sysb_setup(sys_backend *b)
     b->rb.a.usable_size = s_usable;
     b->rb.sample = sysb_sample;
     b->rb.bctx = b;
-    b->rb.subtract_baseline = 1;
 
     if (dlsym(RTLD_DEFAULT, "__asan_init"))
         name = "asan";
@@ -333,6 +333,7 @@ void sysb_setup(sys_backend *b)
     }
     snprintf(b->detected, sizeof b->detected, "%s", name);
 
+    b->rb.detected = b->detected;
     b->fn_tc_prop = dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
     b->fn_mi_info = dlsym(RTLD_DEFAULT, "mi_process_info");
     b->fn_mallinfo2 = dlsym(RTLD_DEFAULT, "mallinfo2");
@@ -340,19 +341,436 @@ void sysb_setup(sys_backend *b)
         b->fn_mallctl = NULL;
     b->rss_base = rp_rss_bytes();
 
+    b->rb.mem.kind = "allocator";
+    b->rb.mem.exact = 1;
     if (!strcmp(name, "jemalloc")) {
-        b->footprint_source = "jemalloc stats.resident";
-        b->used_source = "jemalloc stats.allocated";
-        b->meta_source = "jemalloc stats.metadata";
+        b->rb.mem.footprint_source = "jemalloc stats.resident";
+        b->rb.mem.used_source = "jemalloc stats.allocated";
+        b->rb.mem.meta_source = "jemalloc stats.metadata";
     } else if (!strcmp(name, "tcmalloc") && b->fn_tc_prop) {
-        b->footprint_source = "tcmalloc generic.heap_size - tcmalloc.pageheap_unmapped_bytes";
-        b->used_source = "tcmalloc generic.current_allocated_bytes";
-    } else if (!strcmp(name, "mimalloc") && b->fn_mi_info) {
-        b->footprint_source = "mimalloc mi_process_info current_commit";
+        b->rb.mem.footprint_source = "tcmalloc generic.heap_size - tcmalloc.pageheap_unmapped_bytes";
+        b->rb.mem.used_source = "tcmalloc generic.current_allocated_bytes";
+        b->fn_release = dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory");
     } else if (!strcmp(name, "glibc") && b->fn_mallinfo2) {
-        b->footprint_source = "glibc mallinfo2 arena + hblkhd";
-        b->used_source = "glibc mallinfo2 uordblks + hblkhd";
+        b->rb.mem.footprint_source = "glibc mallinfo2 arena + hblkhd (every arena)";
+        b->rb.mem.used_source = "glibc mallinfo2 uordblks + hblkhd";
+        b->fn_release = dlsym(RTLD_DEFAULT, "malloc_trim");
+    } else if (!strcmp(name, "mimalloc") && b->fn_mi_info) {
+        /* mimalloc 2.0 has no count of allocated bytes: its committed memory
+         * grows with the replay, but how much of it is free is unknown. */
+        b->rb.mem.footprint_source = "growth of mimalloc mi_process_info current_commit over the pass";
+        b->rb.mem.exact = 0;
+        b->rb.subtract_baseline = 1;
+        b->rb.mem.kind = "commit_growth";
+        b->fn_release = dlsym(RTLD_DEFAULT, "mi_collect");
     } else {
-        b->footprint_source = "VmRSS";
+        b->rb.mem.footprint_source = "growth of the process's resident set (VmRSS) over the pass";
+        b->rb.mem.exact = 0;
+        b->rb.subtract_baseline = 1;
+        b->rb.mem.kind = "rss_growth";
     }
+}
+
+void sysb_release_free(sys_backend *b)
+{
+    if (!strcmp(b->detected, "jemalloc") && b->fn_mallctl) {
+        mallctl_fn f;
+        *(void **)&f = b->fn_mallctl;
+        (void)f("arena.4096.purge", NULL, NULL, NULL, 0); /* MALLCTL_ARENAS_ALL */
+    } else if (b->fn_release && !strcmp(b->detected, "glibc")) {
+        int (*f)(size_t);
+        *(void **)&f = b->fn_release;
+        (void)f(0);
+    } else if (b->fn_release && !strcmp(b->detected, "tcmalloc")) {
+        void (*f)(void);
+        *(void **)&f = b->fn_release;
+        f();
+    } else if (b->fn_release && !strcmp(b->detected, "mimalloc")) {
+        void (*f)(int);
+        *(void **)&f = b->fn_release;
+        f(1);
+    }
+}
+
+/* ======================================================================
+ * the table
+ * ====================================================================== */
+
+/* ---- dmm ---- */
+
+static rp_backend *dmm_create(const char *spec, const rp_setup *s, char *err, size_t cap)
+{
+    dmm_heap_config cfg;
+    dmm_backend *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, cap, "out of memory");
+        return NULL;
+    }
+    if (dmmb_parse(spec, &cfg, err, cap) || dmmb_setup(b, spec, &cfg, s->threads, err, cap)) {
+        free(b);
+        return NULL;
+    }
+    (void)dmm_heap_config_format(&b->cfg, b->cfgtext, sizeof b->cfgtext);
+    if (s->arena) {
+        if (s->arena < dmm_heap_min_buffer(&b->cfg)) {
+            snprintf(err, cap, "--arena %" PRIu64 " is below the minimum %zu bytes for this configuration", s->arena,
+                     dmm_heap_min_buffer(&b->cfg));
+            free(b);
+            return NULL;
+        }
+        b->want = s->arena;
+    } else {
+        /* 4 x peak live, at least 1 MiB, at most half the machine's memory
+         * (prefaulted): a trace whose requests cannot fit is replayed with
+         * those allocations failing and counted, not refused. */
+        uint64_t a = s->peak_live > UINT64_MAX / 4 ? UINT64_MAX : s->peak_live * 4;
+        uint64_t lim = rp_phys_bytes() / 2;
+        if (a < ((uint64_t)1 << 20))
+            a = (uint64_t)1 << 20;
+        if (lim >= ((uint64_t)1 << 20) && a > lim) {
+            a = lim;
+            b->arena_clamped = 1;
+        }
+        b->want = (a + 4095u) & ~(uint64_t)4095u;
+    }
+    b->rb.detected = "dmm";
+    b->rb.mem.kind = "allocator";
+    b->rb.mem.exact = 1;
+    b->rb.mem.footprint_source = "dmm extent (regions minus untouched top blocks, control block included)";
+    b->rb.mem.used_source = "dmm used blocks (headers and tail words included)";
+    b->rb.mem.meta_source = "dmm control block + region descriptors and sentinels";
+    return &b->rb;
+}
+
+static int dmm_prepare(rp_backend *rb, char *err, size_t cap)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    int st;
+    if (dmmb_map(b, (size_t)b->want, 1, err, cap))
+        return -1;
+    if ((st = dmmb_init(b, (size_t)b->want)) != DMM_OK) {
+        snprintf(err, cap, "cannot create the heap on a %" PRIu64 "-byte arena: %s", b->want,
+                 dmm_status_str((dmm_status)st));
+        return -1;
+    }
+    dmmb_fini(b);
+    return 0;
+}
+
+static int dmm_begin_pass(rp_backend *rb, int cold, char *err, size_t cap)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    if (!cold && b->h) {
+        dmmb_reset(b);
+        return 0;
+    }
+    dmmb_fini(b);
+    if (dmmb_init(b, (size_t)b->want) != DMM_OK) {
+        snprintf(err, cap, "heap init failed");
+        return -1;
+    }
+    return 0;
+}
+
+static int dmm_check(rp_backend *rb, char *msg, size_t cap)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    dmm_heap_check_report rep;
+    if (!b->h || dmm_heap_check(b->h, &rep) == DMM_OK)
+        return 0;
+    snprintf(msg, cap, "%s", rep.detail ? rep.detail : "corrupt");
+    return -1;
+}
+
+static void dmm_after_first(rp_backend *rb)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    if (b->h) {
+        b->stats = dmm_heap_get_stats(b->h);
+        b->have_stats = 1;
+    }
+}
+
+static int dmm_peak_footprint(rp_backend *rb, uint64_t *v, const char **method)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    if (!b->have_stats)
+        return 0;
+    *v = b->stats.peak_extent;
+    *method = "exact (heap statistics peak_extent)";
+    return 1;
+}
+
+static const char *stats_name(dmm_heap_stats_level s)
+{
+    return s == DMM_STATS_FULL ? "full" : s == DMM_STATS_COUNTERS ? "counters" : "off";
+}
+
+static void dmm_json(rp_backend *rb, tj *j)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    tj_str(j, "kind", "dmm");
+    tj_str(j, "name", b->spec);
+    tj_str(j, "config", b->cfgtext);
+    tj_str(j, "detected", "dmm");
+    tj_str(j, "stats", stats_name(b->cfg.stats));
+    tj_bool(j, "stats_forced", b->stats_forced);
+    tj_bool(j, "lock_forced", b->lock_forced);
+    tj_str(j, "variant", b->variant ? b->variant : "");
+    tj_u64(j, "arena", b->want);
+    tj_bool(j, "arena_clamped", b->arena_clamped);
+    tj_u64(j, "heap_errors", atomic_load(&b->heap_errors));
+}
+
+static void dmm_memory_json(rp_backend *rb, tj *j)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    tj_u64(j, "arena", b->want);
+    tj_u64(j, "regions_peak", b->have_stats ? b->stats.peak_footprint : 0);
+    tj_u64(j, "peak_block_bytes", b->have_stats ? b->stats.peak_block_bytes : 0);
+    if (b->have_stats) {
+        char buf[4096];
+        size_t n = dmm_heap_stats_json(&b->stats, buf, sizeof buf);
+        if (n < sizeof buf)
+            tj_raw(j, "heap_stats", buf);
+    }
+}
+
+static void dmm_text(rp_backend *rb, FILE *f)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    fprintf(f, "allocator  dmm:%s\n           %s%s%s\n", b->spec, b->cfgtext,
+            b->stats_forced ? "  [stats raised to counters]" : "", b->lock_forced ? "  [lock=mutex for threads]" : "");
+}
+
+static void dmm_destroy(rp_backend *rb)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    dmmb_unmap(b);
+    free(b);
+}
+
+/* --min-arena: 1 = replays with no failed allocation, 0 = fails (or init
+ * refused), -1 = engine error, -4 = verify failure. */
+static int try_arena(dmm_backend *b, rp_plan *p, size_t size, int verify, rp_pass_result *keep, uint64_t *replays)
+{
+    rp_pass_opts po;
+    rp_pass_result r;
+    int rc;
+    if (dmmb_init(b, size) != DMM_OK)
+        return 0;
+    memset(&po, 0, sizeof po);
+    po.sequential = 1;
+    po.stop_on_fail = 1;
+    po.verify = verify;
+    (*replays)++;
+    if (rp_run_pass(p, &b->rb, &po, &r)) {
+        rp_pass_result_free(&r);
+        dmmb_fini(b);
+        return -1;
+    }
+    dmmb_fini(b);
+    if (r.verify_failed) {
+        fprintf(stderr, "dmm-replay: verify failed at operation %" PRIu64 " with a %zu-byte arena: %s\n",
+                r.verify_index, size, r.verify_msg);
+        rp_pass_result_free(&r);
+        return -4;
+    }
+    rc = r.failed == 0;
+    if (keep)
+        *keep = r;
+    else
+        rp_pass_result_free(&r);
+    return rc;
+}
+
+static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *mr)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    const uint64_t G = DMM_HEAP_ALIGN;
+    uint64_t minbuf = dmm_heap_min_buffer(&b->cfg);
+    uint64_t hi = b->want, klo, khi;
+    char err[200];
+    rp_pass_result gr;
+    int rc;
+    memset(mr, 0, sizeof *mr);
+    mr->gran = G;
+    mr->lower = minbuf;
+    if (rp_plan_flatten(p)) {
+        snprintf(mr->why, sizeof mr->why, "out of memory");
+        return -1;
+    }
+    if (p->impossible) {
+        snprintf(mr->why, sizeof mr->why,
+                 "the trace makes %" PRIu64 " request%s no allocator can grant (live bytes past PTRDIFF_MAX)",
+                 p->impossible, p->impossible == 1 ? "" : "s");
+        return 0;
+    }
+    if (hi < minbuf)
+        hi = minbuf;
+    hi = (hi + G - 1) / G * G;
+    /* a generous arena that works: double until it does */
+    for (;;) {
+        if (dmmb_map(b, (size_t)hi, 0, err, sizeof err)) {
+            snprintf(mr->why, sizeof mr->why, "no arena up to %" PRIu64 " bytes replays without failures (%s)", hi,
+                     err);
+            return 0;
+        }
+        rc = try_arena(b, p, (size_t)hi, verify, &gr, &mr->replays);
+        if (rc == 1)
+            break;
+        dmmb_unmap(b);
+        if (rc < 0)
+            return rc;
+        if (hi > ((uint64_t)1 << 42)) {
+            snprintf(mr->why, sizeof mr->why, "no arena up to %" PRIu64 " bytes replays without failures", hi);
+            return 0;
+        }
+        hi *= 2;
+    }
+    mr->upper = hi;
+    /* Sizes are multiples of the granule: k * G.  Everything below minbuf
+     * is refused by init, so (ceil(minbuf/G) - 1) * G is a known failure. */
+    klo = (minbuf + G - 1) / G - 1;
+    khi = hi / G;
+    rp_pass_result_free(&gr);
+    if (b->cfg.max_block_log2 == 0) {
+        /* The bin range, and with it the control block, is derived from the
+         * arena size and steps up at powers of two, so success is not
+         * monotonic across those steps.  Try the largest size below each
+         * power of two first; bisect inside the first segment that works
+         * (one control-block size throughout). */
+        for (uint64_t pw = 1; pw && pw / 2 < hi; pw <<= 1) {
+            uint64_t k = (pw - G) / G;
+            if (pw <= G || k <= klo)
+                continue;
+            if (k >= khi)
+                break;
+            rc = try_arena(b, p, (size_t)(k * G), verify, NULL, &mr->replays);
+            if (rc < 0)
+                return rc;
+            if (rc) {
+                khi = k;
+                break;
+            }
+            klo = k;
+        }
+    }
+    while (khi - klo > 1) {
+        uint64_t k = klo + (khi - klo) / 2;
+        rc = try_arena(b, p, (size_t)(k * G), verify, NULL, &mr->replays);
+        if (rc < 0)
+            return rc;
+        if (rc)
+            khi = k;
+        else
+            klo = k;
+    }
+    mr->bytes = khi * G;
+    mr->found = 1;
+    return 0;
+}
+
+static const rp_backend_class dmm_class = {
+    .prefix = "dmm:",
+    .usage = "  --alloc dmm:CONFIG  a dmm heap: a preset name (dlmalloc, tlsf, halffit, firstfit, p2012, ...)\n"
+             "                      or key=value pairs (e.g. dmm:preset=tlsf,fit=best); the default, dmm:tlsf\n",
+    .caps = RPB_ARENA | RPB_MIN_ARENA | RPB_HEAPMAP | RPB_FRESH,
+    .create = dmm_create,
+    .prepare = dmm_prepare,
+    .begin_pass = dmm_begin_pass,
+    .check = dmm_check,
+    .after_first = dmm_after_first,
+    .peak_footprint = dmm_peak_footprint,
+    .json = dmm_json,
+    .memory_json = dmm_memory_json,
+    .text = dmm_text,
+    .destroy = dmm_destroy,
+    .min_arena = dmm_min_arena,
+};
+
+/* ---- system ---- */
+
+static rp_backend *sys_create(const char *spec, const rp_setup *s, char *err, size_t cap)
+{
+    sys_backend *b = calloc(1, sizeof *b);
+    (void)spec;
+    (void)s;
+    if (!b) {
+        snprintf(err, cap, "out of memory");
+        return NULL;
+    }
+    sysb_setup(b);
+    return &b->rb;
+}
+
+static int sys_prepare(rp_backend *rb, char *err, size_t cap)
+{
+    (void)err;
+    (void)cap;
+    sysb_release_free((sys_backend *)rb);
+    return 0;
+}
+
+static int sys_begin_pass(rp_backend *rb, int cold, char *err, size_t cap)
+{
+    (void)rb;
+    (void)cold;
+    (void)err;
+    (void)cap;
+    return 0;
+}
+
+static void sys_json(rp_backend *rb, tj *j)
+{
+    sys_backend *b = (sys_backend *)rb;
+    tj_str(j, "kind", "system");
+    tj_str(j, "name", b->detected);
+    tj_str(j, "detected", b->detected);
+    tj_str(j, "malloc_object", b->malloc_object);
+    tj_str(j, "note", b->note[0] ? b->note : NULL);
+}
+
+static void sys_text(rp_backend *rb, FILE *f)
+{
+    sys_backend *b = (sys_backend *)rb;
+    fprintf(f, "allocator  system: %s (malloc from %s)%s%s\n", b->detected, b->malloc_object,
+            b->note[0] ? "\n           note: " : "", b->note);
+}
+
+static void sys_destroy(rp_backend *rb) { free(rb); }
+
+static const rp_backend_class system_class = {
+    .prefix = "system",
+    .usage = "  --alloc system      the process's malloc family (LD_PRELOAD picks jemalloc, mimalloc, ...)\n",
+    .caps = 0,
+    .create = sys_create,
+    .prepare = sys_prepare,
+    .begin_pass = sys_begin_pass,
+    .json = sys_json,
+    .text = sys_text,
+    .destroy = sys_destroy,
+};
+
+const rp_backend_class *const rp_backend_classes[] = {&dmm_class, &system_class, NULL};
+
+const rp_backend_class *rp_backend_find(const char *alloc, const char **spec, char *err, size_t cap)
+{
+    size_t n = 0;
+    for (unsigned i = 0; rp_backend_classes[i]; i++) {
+        const rp_backend_class *c = rp_backend_classes[i];
+        size_t pl = strlen(c->prefix);
+        if (c->prefix[pl - 1] == ':' ? !strncmp(alloc, c->prefix, pl) : !strcmp(alloc, c->prefix)) {
+            *spec = alloc + pl;
+            return c;
+        }
+    }
+    n = (size_t)snprintf(err, cap, "--alloc: unknown allocator '%s' (known:", alloc);
+    for (unsigned i = 0; rp_backend_classes[i] && n < cap; i++)
+        n += (size_t)snprintf(err + n, cap - n, " %s%s", rp_backend_classes[i]->prefix,
+                              rp_backend_classes[i]->prefix[strlen(rp_backend_classes[i]->prefix) - 1] == ':' ? "..."
+                                                                                                              : "");
+    if (n < cap)
+        snprintf(err + n, cap - n, ")");
+    return NULL;
 }

@@ -1,8 +1,12 @@
 /*
- * tools/replay/backends.h - the allocators dmm-replay drives: a dmm heap on
- * an mmap'd, prefaulted arena, and the process's own malloc family (whatever
- * LD_PRELOAD or the link put there), with detection of which allocator that
- * really is.
+ * tools/replay/backends.h - the allocators dmm-replay drives, registered in
+ * one table (rp_backend_classes) and chosen by the prefix of --alloc:
+ *   dmm:CONFIG  a dmm heap on an mmap'd, prefaulted arena;
+ *   system      the process's own malloc family (whatever LD_PRELOAD or the
+ *               link put there), with detection of which allocator that is.
+ * A new component (pool:, multiheap:, spm:, libdmm) adds one class here:
+ * the run (run.c) and the report (report.c) only use the class's hooks and
+ * capability bits, never the backend's type.
  */
 #ifndef DMM_TOOLS_BACKENDS_H
 #define DMM_TOOLS_BACKENDS_H
@@ -11,14 +15,81 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/tcommon.h"
 #include "dmm/heap.h"
 #include "replay.h"
+
+/* ---- the backend table ------------------------------------------------------ */
+enum {
+    RPB_ARENA = 1u,      /* --arena sizes its memory */
+    RPB_MIN_ARENA = 2u,  /* --min-arena can bisect it (class has min_arena) */
+    RPB_HEAPMAP = 4u,    /* --heapmap can walk it */
+    RPB_FRESH = 8u       /* every cold rep starts on a fresh allocator (else
+                            only the first: the process's malloc cannot be
+                            renewed, so one cold pass is run) */
+};
+
+typedef struct rp_min_result {
+    uint64_t bytes, replays, lower, upper, gran;
+    int found;
+    char why[600];
+} rp_min_result;
+
+/* What the run knows when a backend is created. */
+typedef struct rp_setup {
+    uint32_t threads;      /* replay threads (1 for --min-arena) */
+    uint64_t arena;        /* --arena, 0 when not given */
+    uint64_t peak_live;    /* the trace's peak live bytes */
+} rp_setup;
+
+typedef struct rp_backend_class {
+    const char *prefix;    /* "dmm:" (a spec follows) or "system" (the whole word) */
+    const char *usage;     /* the --alloc line(s) of the usage text */
+    unsigned caps;         /* RPB_* */
+    /* spec: what follows the prefix.  Returns the backend, or NULL with a
+     * one-line reason in err (bad configuration: exit 2). */
+    rp_backend *(*create)(const char *spec, const rp_setup *s, char *err, size_t cap);
+    /* Before the first pass: memory mapped, the allocator shown to work.
+     * Returns 0, or -1 with err (exit 1). */
+    int (*prepare)(rp_backend *b, char *err, size_t cap);
+    /* Before each pass: a fresh allocator for a cold pass, a reset one for a
+     * warm pass (when RPB_FRESH).  Returns 0 or -1 with err. */
+    int (*begin_pass)(rp_backend *b, int cold, char *err, size_t cap);
+    /* After a pass with --verify: the allocator's own integrity check.
+     * Returns 0, or -1 with a reason in msg.  May be NULL. */
+    int (*check)(rp_backend *b, char *msg, size_t cap);
+    /* After the first pass: keep what the report needs (statistics). */
+    void (*after_first)(rp_backend *b);
+    /* An exact peak footprint, when the allocator keeps one: returns 1 and
+     * sets *v and *method, else 0.  May be NULL. */
+    int (*peak_footprint)(rp_backend *b, uint64_t *v, const char **method);
+    /* The "allocator" JSON members, and the console lines. */
+    void (*json)(rp_backend *b, tj *j);
+    /* Backend-specific members of the "memory" object.  May be NULL. */
+    void (*memory_json)(rp_backend *b, tj *j);
+    void (*text)(rp_backend *b, FILE *f);
+    /* Frees everything (the arena included). */
+    void (*destroy)(rp_backend *b);
+    /* --min-arena (RPB_MIN_ARENA): bisects the smallest arena with no failed
+     * allocation.  Returns 0 (mr->found says whether one was), -1 engine
+     * error, -4 verify failure. */
+    int (*min_arena)(rp_backend *b, rp_plan *p, int verify, struct rp_min_result *mr);
+} rp_backend_class;
+
+extern const rp_backend_class *const rp_backend_classes[];
+
+/* The class whose prefix starts alloc ("dmm:..."), or equals it ("system");
+ * NULL when none (err lists the known ones). */
+const rp_backend_class *rp_backend_find(const char *alloc, const char **spec, char *err, size_t cap);
 
 /* ---- dmm heap ------------------------------------------------------------- */
 typedef struct dmm_backend {
     rp_backend rb;          /* must stay first */
     dmm_heap_config cfg;    /* as run (stats / lock possibly forced) */
     char spec[512];         /* what the user gave after "dmm:" */
+    char cfgtext[1024];     /* the configuration as run, normalised */
+    uint64_t want;          /* arena bytes: --arena, or the default */
+    int arena_clamped;      /* the default arena was capped by the machine's memory */
     int stats_forced;       /* stats was OFF, raised to COUNTERS */
     const char *variant; /* the heap code path init chose (dmm_heap_variant) */
     int lock_forced;        /* lock was NONE on a multi-threaded trace */
@@ -26,6 +97,8 @@ typedef struct dmm_backend {
     size_t arena_size;      /* bytes the heap is given */
     size_t map_size;        /* bytes mapped */
     dmm_heap *h;
+    dmm_heap_stats stats;   /* after the first pass (after_first) */
+    int have_stats;
     size_t ctrl_bytes;      /* footprint minus blocks and region overheads, at init */
     atomic_uint_fast64_t heap_errors; /* misuse reports from hardening */
     char last_error[160];
@@ -57,13 +130,16 @@ typedef struct sys_backend {
     char detected[32];      /* glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc, asan, tsan */
     char malloc_object[512];/* the shared object malloc resolves to */
     char note[256];         /* detection remark, may be empty */
-    const char *footprint_source;
-    const char *used_source;
-    const char *meta_source;
     uint64_t rss_base;      /* VmRSS when the backend was set up */
     void *fn_mallctl, *fn_tc_prop, *fn_mi_info, *fn_mallinfo2;
+    void *fn_release;       /* gives free memory back before the baseline */
+    const char *expect;     /* --expect NAME */
 } sys_backend;
 
 void sysb_setup(sys_backend *b);
+/* Returns the free memory the allocator holds to the system where it has a
+ * call for that (malloc_trim, arena purge, ReleaseFreeMemory, mi_collect),
+ * so the baseline holds little free memory the replay could reuse. */
+void sysb_release_free(sys_backend *b);
 
 #endif

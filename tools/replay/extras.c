@@ -6,6 +6,8 @@
 #endif
 #include "extras.h"
 
+#include "../common/schemas.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -196,24 +198,13 @@ static const char *state_name(unsigned s)
     return "unknown";
 }
 
-/* Ends a JSON document written with tj to f and closes f (unless stdout). */
-static int finish_file(tj *j, FILE *f)
-{
-    int rc = tj_finish(j);
-    if (f != stdout && fclose(f))
-        rc = -1;
-    return rc ? -1 : 0;
-}
 
-int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace, uint64_t hash, const char *spec,
+int rpx_heapmap_write(FILE *f, const rpx_heapmap *hm, const char *trace, uint64_t hash, const char *spec,
                       const char *cfgtext, uint64_t arena, uint64_t trace_peak_live, uint64_t peak_index)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
     tj j;
     char hx[32];
     uint64_t bytes[4] = {0, 0, 0, 0}, counts[4] = {0, 0, 0, 0};
-    if (!f)
-        return -1;
     for (size_t i = 0; i < hm->n; i++)
         if (hm->b[i].state < 4) {
             bytes[hm->b[i].state] += hm->b[i].size;
@@ -221,7 +212,7 @@ int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace
         }
     tj_init(&j, f);
     tj_obj(&j, NULL);
-    tj_str(&j, "schema", "dmm-heapmap/1");
+    tj_str(&j, "schema", DMM_SCHEMA_HEAPMAP);
     tj_str(&j, "trace", trace);
     snprintf(hx, sizeof hx, "%016" PRIx64, hash);
     tj_str(&j, "trace_hash", hx);
@@ -271,7 +262,7 @@ int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace
     }
     tj_arr_end(&j);
     tj_obj_end(&j);
-    return finish_file(&j, f);
+    return tj_finish(&j);
 }
 
 void rpx_heapmap_free(rpx_heapmap *hm)
@@ -296,17 +287,14 @@ int rpx_timeline_init(rp_timeline *tl, uint64_t ops)
     return tl->pt ? 0 : -1;
 }
 
-int rpx_timeline_write(const char *path, const rp_timeline *tl, const char *trace, uint64_t hash,
+int rpx_timeline_write(FILE *f, const rp_timeline *tl, const char *trace, uint64_t hash,
                        const char *allocator, const char *footprint_source, uint64_t ops, uint64_t trace_peak_live)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
     tj j;
     char hx[32];
-    if (!f)
-        return -1;
     tj_init(&j, f);
     tj_obj(&j, NULL);
-    tj_str(&j, "schema", "dmm-timeline/1");
+    tj_str(&j, "schema", DMM_SCHEMA_TIMELINE);
     tj_str(&j, "trace", trace);
     snprintf(hx, sizeof hx, "%016" PRIx64, hash);
     tj_str(&j, "trace_hash", hx);
@@ -337,7 +325,7 @@ int rpx_timeline_write(const char *path, const rp_timeline *tl, const char *trac
     }
     tj_arr_end(&j);
     tj_obj_end(&j);
-    return finish_file(&j, f);
+    return tj_finish(&j);
 }
 
 void rpx_timeline_free(rp_timeline *tl)

@@ -53,15 +53,15 @@ typedef struct rpx_heapmap {
 
 /* rp_pass_opts.on_trace_peak callback; ctx is an rpx_heapmap. */
 void rpx_heapmap_at_peak(void *ctx, uint64_t live);
-/* Writes the map as JSON (schema dmm-heapmap/1).  Returns 0 or -1. */
-int rpx_heapmap_write(const char *path, const rpx_heapmap *hm, const char *trace, uint64_t hash, const char *spec,
+/* Writes the map as JSON (DMM_SCHEMA_HEAPMAP) to f.  Returns 0 or -1. */
+int rpx_heapmap_write(FILE *f, const rpx_heapmap *hm, const char *trace, uint64_t hash, const char *spec,
                       const char *cfgtext, uint64_t arena, uint64_t trace_peak_live, uint64_t peak_index);
 void rpx_heapmap_free(rpx_heapmap *hm);
 
 /* ---- timeline -------------------------------------------------------------- */
 /* Sets up tl for a plan of ops operations (about 1000 points). */
 int rpx_timeline_init(rp_timeline *tl, uint64_t ops);
-int rpx_timeline_write(const char *path, const rp_timeline *tl, const char *trace, uint64_t hash,
+int rpx_timeline_write(FILE *f, const rp_timeline *tl, const char *trace, uint64_t hash,
                        const char *allocator, const char *footprint_source, uint64_t ops, uint64_t trace_peak_live);
 void rpx_timeline_free(rp_timeline *tl);
 

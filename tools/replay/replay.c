@@ -165,168 +165,72 @@ static int plan_err(char *err, size_t cap, const char *msg)
     return -1;
 }
 
-/* Does every cross-thread use of an object follow a SYNC (in the using
- * thread, after its previous SYNC-free point) that covers the last touch?
- * Checks direct synchronisation only, which is what dmm_trace_add_syncs
- * produces.  Returns 1 yes, 0 no, -1 memory. */
-static int syncs_cover(const dmm_trace *t)
-{
-    tc_map last;  /* object id -> (tid << 40) | count of tid's ops after the touch */
-    tc_map known; /* (tid << 32) | other -> ops of other known done */
-    uint64_t *done = calloc(t->threads ? t->threads : 1, sizeof *done);
-    int rc = 1;
-    if (!done)
-        return -1;
-    if (tc_map_init(&last, 1024) || tc_map_init(&known, 64)) {
-        tc_map_free(&last);
-        free(done);
-        return -1;
-    }
-    for (size_t i = 0; i < t->n && rc == 1; i++) {
-        const dmm_trace_op *op = &t->ops[i];
-        uint64_t v, k;
-        if (op->kind == DMM_T_SYNC) {
-            k = ((uint64_t)op->tid << 32) | (uint32_t)op->arg;
-            if (!tc_map_get(&known, k, &v) || v < op->size)
-                if (tc_map_put(&known, k, op->size))
-                    rc = -1;
-            continue;
-        }
-        if (tc_map_get(&last, op->id, &v)) {
-            uint32_t owner = (uint32_t)(v >> 40);
-            uint64_t cnt = v & (((uint64_t)1 << 40) - 1u);
-            if (owner != op->tid) {
-                uint64_t kv = 0;
-                k = ((uint64_t)op->tid << 32) | owner;
-                if (!tc_map_get(&known, k, &kv) || kv < cnt)
-                    rc = 0;
-            }
-        }
-        done[op->tid]++;
-        if (tc_map_put(&last, op->id, ((uint64_t)op->tid << 40) | done[op->tid]))
-            rc = -1;
-    }
-    tc_map_free(&last);
-    tc_map_free(&known);
-    free(done);
-    return rc;
-}
-
 /* orig: when not NULL, the index in the caller's trace of each non-SYNC op
- * (the trace planned here had its SYNCs re-derived). */
+ * (the trace planned here had its SYNCs re-derived).  Object incarnations
+ * and every figure the trace determines come from dmm_trace_summarize. */
 static int plan_build_checked(const dmm_trace *t, const uint64_t *orig, rp_plan *p, char *err, size_t cap)
 {
     uint64_t nonsync = 0;
-    tc_map live; /* object id -> slot */
-    uint64_t *cur = NULL; /* slot -> current size */
+    uint64_t *slot = NULL; /* per trace op: its object incarnation */
     size_t *fill = NULL;
-    uint64_t allocs = 0, live_bytes = 0, live_objs = 0;
+    dmm_trace_summary sum;
+    dmm_trace_error e;
     int rc = -1;
 
     p->threads = t->threads ? t->threads : 1;
+    if (!(slot = malloc((t->n ? t->n : 1) * sizeof *slot)))
+        goto oom;
+    if (dmm_trace_summarize(t, &sum, slot, &e)) {
+        snprintf(err, cap, "operation %llu: %s", (unsigned long long)e.offset, e.reason);
+        goto out;
+    }
+    p->nslots = sum.objects;
+    p->ops = sum.ops;
+    p->syncs = sum.syncs;
+    memcpy(p->kind_count, sum.kind_count, sizeof p->kind_count);
+    p->peak_live = sum.peak_live;
+    p->peak_objects = sum.peak_objects;
+    p->peak_index = sum.peak_index; /* an index of t: mapped to orig below */
+    p->total_requested = sum.total_requested;
+    p->max_request = sum.max_request;
+    p->impossible = sum.impossible;
+
     p->stream = calloc(p->threads, sizeof *p->stream);
     p->len = calloc(p->threads, sizeof *p->len);
     fill = calloc(p->threads, sizeof *fill);
     if (!p->stream || !p->len || !fill)
         goto oom;
-    for (size_t i = 0; i < t->n; i++) {
-        const dmm_trace_op *op = &t->ops[i];
-        p->len[op->tid]++;
-        if (op->kind == DMM_T_MALLOC || op->kind == DMM_T_CALLOC || op->kind == DMM_T_ALIGNED)
-            allocs++;
-    }
+    for (size_t i = 0; i < t->n; i++)
+        p->len[t->ops[i].tid]++;
     for (uint32_t k = 0; k < p->threads; k++)
         if (!(p->stream[k] = rp_big_alloc((p->len[k] ? p->len[k] : 1) * sizeof(rp_op))))
             goto oom;
-    if (!(cur = calloc(allocs ? allocs : 1, sizeof *cur)))
-        goto oom;
-    if (tc_map_init(&live, 1024))
-        goto oom;
     for (size_t i = 0; i < t->n; i++) {
         const dmm_trace_op *op = &t->ops[i];
         rp_op *r = &p->stream[op->tid][fill[op->tid]++];
-        uint64_t slot = 0;
         memset(r, 0, sizeof *r);
         r->kind = op->kind;
         r->sub = op->sub;
         r->size = op->size;
         r->arg = op->arg;
         r->index = i;
-        if (orig && op->kind != DMM_T_SYNC)
-            r->index = orig[nonsync++];
-        if (op->kind < sizeof p->kind_count / sizeof p->kind_count[0])
-            p->kind_count[op->kind]++;
-        switch (op->kind) {
-        case DMM_T_MALLOC:
-        case DMM_T_CALLOC:
-        case DMM_T_ALIGNED:
-            slot = p->nslots++;
-            if (tc_map_put(&live, op->id, slot))
-                goto oom_map;
-            cur[slot] = op->size;
-            live_bytes += op->size;
-            live_objs++;
-            p->total_requested += op->size;
-            if (op->size > p->max_request)
-                p->max_request = op->size;
-            break;
-        case DMM_T_REALLOC:
-            if (!tc_map_get(&live, op->id, &slot)) {
-                plan_err(err, cap, "realloc of an object that is not live");
-                goto out_map;
-            }
-            live_bytes -= cur[slot];
-            if (op->size == 0) {
-                tc_map_del(&live, op->id);
-                live_objs--;
-                cur[slot] = 0;
-            } else {
-                live_bytes += op->size;
-                cur[slot] = op->size;
-                p->total_requested += op->size;
-                if (op->size > p->max_request)
-                    p->max_request = op->size;
-            }
-            break;
-        case DMM_T_FREE:
-            if (!tc_map_get(&live, op->id, &slot)) {
-                plan_err(err, cap, "free of an object that is not live");
-                goto out_map;
-            }
-            tc_map_del(&live, op->id);
-            live_bytes -= cur[slot];
-            live_objs--;
-            cur[slot] = 0;
-            break;
-        case DMM_T_SYNC:
+        if (op->kind == DMM_T_SYNC) {
             r->thread = (uint32_t)op->arg;
-            p->syncs++;
             continue;
-        default:
-            plan_err(err, cap, "unknown operation kind");
-            goto out_map;
         }
-        r->slot = slot;
-        r->thread = (uint32_t)p->ops; /* seq: position among non-SYNC ops */
-        p->ops++;
-        if (live_bytes > p->peak_live) {
-            p->peak_live = live_bytes;
+        if (orig)
+            r->index = orig[nonsync];
+        if (orig && i == sum.peak_index)
             p->peak_index = r->index;
-        }
-        if (live_objs > p->peak_objects)
-            p->peak_objects = live_objs;
+        r->slot = slot[i];
+        r->thread = (uint32_t)nonsync++; /* seq: position among non-SYNC ops */
     }
     rc = 0;
-    goto out_map;
-oom_map:
-    plan_err(err, cap, "out of memory building the replay plan");
-out_map:
-    tc_map_free(&live);
     goto out;
 oom:
-    plan_err(err, cap, "out of memory building the replay plan");
+    snprintf(err, cap, "out of memory building the replay plan");
 out:
-    free(cur);
+    free(slot);
     free(fill);
     return rc;
 }
@@ -335,11 +239,14 @@ int rp_plan_build(const dmm_trace *t, rp_plan *p, char *err, size_t cap)
 {
     int cover;
     memset(p, 0, sizeof *p);
-    if (t->threads <= 1) {
-        cover = 1;
-    } else if ((cover = syncs_cover(t)) < 0) {
-        return plan_err(err, cap, "out of memory checking synchronisation");
+    if (t->threads > RP_MAX_THREADS) {
+        snprintf(err, cap,
+                 "the trace has %u threads; a replay runs one thread per trace thread, at most %u",
+                 t->threads, RP_MAX_THREADS);
+        return -1;
     }
+    if ((cover = dmm_trace_syncs_cover(t)) < 0)
+        return plan_err(err, cap, "out of memory checking synchronisation");
     if (cover) {
         if (plan_build_checked(t, NULL, p, err, cap)) {
             rp_plan_free(p);
@@ -1111,6 +1018,12 @@ static uint64_t status_kb(const char *key)
             p++;
     }
     return 0;
+}
+
+uint64_t rp_phys_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 }
 
 uint64_t rp_rss_bytes(void)

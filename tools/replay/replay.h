@@ -70,9 +70,15 @@ typedef struct rp_plan {
     uint64_t peak_index;    /* trace index of the op that first reached peak_live */
     uint64_t total_requested;
     uint64_t max_request;
+    uint64_t impossible;    /* requests no allocator can grant (dmm_trace_summary) */
     int syncs_derived;      /* the trace's SYNCs did not order every cross-thread
                                use, so dmm_trace_add_syncs was applied */
 } rp_plan;
+
+/* A replay runs one OS thread per trace thread; traces with more threads
+ * are refused with a clear message (thread ids are dense after loading, so
+ * this counts threads that do something). */
+#define RP_MAX_THREADS 1024u
 
 /* Builds the plan.  The trace must have passed dmm_trace_validate.  Returns 0,
  * or -1 with a message in err. */
@@ -95,16 +101,41 @@ typedef struct rp_mem {
     int used_known, meta_known;
 } rp_mem;
 
+/* What a backend's memory figures mean (backends.c fills it in). */
+typedef struct rp_mem_info {
+    const char *footprint_source; /* how footprint is obtained */
+    const char *used_source;      /* NULL: not known */
+    const char *meta_source;      /* NULL: not known */
+    /* 1: footprint and used are the allocator's own counts of the memory it
+     * holds and hands out, so footprint >= used >= live always, and the
+     * fragmentation ratios mean what they mean for a dmm heap.  0: footprint
+     * is only the growth of a process-wide quantity (resident set, committed
+     * memory) over the pass: reported under its own name, never as
+     * fragmentation. */
+    int exact;
+    const char *kind;             /* "allocator", "rss_growth", "commit_growth" */
+} rp_mem_info;
+
+struct rp_backend_class;
+
 /* An allocator as the engine sees it. */
 typedef struct rp_backend {
     dmm_allocator a;
+    const struct rp_backend_class *cls; /* the table entry that made it */
+    const char *detected;               /* "dmm", "glibc", "jemalloc", ... */
+    rp_mem_info mem;
     /* Memory snapshot (may be NULL).  Must be safe to call from a replay
      * thread while others allocate. */
     int (*sample)(struct rp_backend *b, rp_mem *m);
     void *bctx;
     uintptr_t base;
-    /* Samples are reported net of a baseline taken just before the replay
-     * starts (system malloc: the replayer's own allocations). */
+    /* Samples are reported as growth over a baseline taken just before the
+     * replay starts: only for backends whose figure is process-wide and not
+     * the allocator's own count (rp_mem_info.exact == 0: RSS, committed
+     * memory).  An exact backend is never net of a baseline: memory the
+     * allocator held free before the pass is memory it may hand to the
+     * replay, and its thread caches count as used, so a difference could
+     * fall below what the replay itself holds. */
     int subtract_baseline;
 } rp_backend;
 
@@ -175,6 +206,9 @@ uint64_t rp_calibrate_bracket(void);
 /* Clock ticks per second (TSC frequency estimated against CLOCK_MONOTONIC;
  * 1e9 for the nanosecond fallback clock). */
 double rp_ticks_per_sec(void);
+
+/* Physical memory of the machine in bytes (0 if unknown). */
+uint64_t rp_phys_bytes(void);
 
 /* VmRSS / VmHWM of this process in bytes (0 if unknown). */
 uint64_t rp_rss_bytes(void);

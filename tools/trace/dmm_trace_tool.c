@@ -16,6 +16,7 @@
 #endif
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,7 @@ static void usage(FILE *f)
 static int save(const dmm_trace *t, const char *out)
 {
     if (dmm_trace_save(t, out) != 0) {
-        fprintf(stderr, PROG ": %s: cannot write: %s\n", out, errno ? strerror(errno) : "write error");
-        unlink(out);
+        fprintf(stderr, PROG ": cannot write %s: %s (nothing written)\n", out, errno ? strerror(errno) : "write error");
         return 1;
     }
     return 0;
@@ -97,6 +97,9 @@ int main(int argc, char **argv)
     const char *cmd;
     dmm_trace t;
     int rc = 0;
+    /* a file-size limit fails the save with EFBIG (reported, no file left)
+     * instead of killing the tool halfway through */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return 2;
