@@ -319,6 +319,140 @@ def t_jemalloc(c):
           expect=3)
 
 
+# ---- the adversarial cases of issue 9 ------------------------------------------
+
+def write(c, name, text):
+    path = os.path.join(c.tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def one_line_error(p, what):
+    err = p.stderr.strip()
+    check(err.count("\n") == 0, "%s: expected one line on stderr, got:\n%s" % (what, err))
+    check("usage:" not in err, "%s: printed the usage" % what)
+    return err
+
+
+def t_hostile(c):
+    import time
+    # a lone thread id 65535: one thread, quickly (it used to start 65,536)
+    tr = write(c, "tid.txt", "dmmtrace 1\n65535 m 1 8\n65535 f 1\n")
+    t0 = time.time()
+    d, _ = c.replay_json(tr, ["--no-warm", "--quiet"])
+    check(d["trace"]["threads"] == 1, "threads %s" % d["trace"]["threads"])
+    check(time.time() - t0 < 30, "took %.0f s" % (time.time() - t0))
+    d, _ = c.replay_json(tr, ["--alloc", "system", "--no-warm", "--quiet"])
+    check(d["trace"]["threads"] == 1 and d["failed"] == 0, "system replay of the tid trace")
+    p = c.run("analyse", [tr], expect=0)
+    check("1 thread" in p.stdout, "analyse sees one thread: %s" % p.stdout[:200])
+
+    # more threads than a replay may start: one clear refusal, nothing started
+    body = "".join("%d m %d 8\n%d f %d\n" % (k, k, k, k) for k in range(1100))
+    many = write(c, "many.txt", "dmmtrace 1\n" + body)
+    p = c.run("replay", [many, "--no-warm"], expect=2)
+    err = one_line_error(p, "too many threads")
+    check("1100 threads" in err and "--max-threads" in err, "refusal names the count: %s" % err)
+    p = c.run("replay", [tr, "--max-threads", "0"], expect=2)
+    one_line_error(p, "--max-threads 0")
+
+    # CS:APP .rep: free(NULL) and realloc(NULL) import, validate and replay
+    rep = write(c, "x.rep", "1\n2\n3\n1\nr 0 8\nf 0\n")
+    c.run("trace", ["validate", rep], expect=0)
+    rep2 = write(c, "y.rep", "20000\n2\n6\n1\na 0 100\nf -1\nr 1 50\nr 1 70\nf 0\nf 1\n")
+    d, _ = c.replay_json(rep2, ["--no-warm", "--quiet", "--verify"])
+    check(d["failed"] == 0 and d["trace"]["ops"] == 5, "rep with NULL forms replays: %s" % d["trace"])
+    p = c.run("analyse", [rep2], expect=0)
+    bad = write(c, "bad.rep", "1\n2\n3\n1\na 0 8\nf -7\n")
+    p = c.run("trace", ["validate", bad], expect=2)
+    err = one_line_error(p, "malformed .rep")
+    check("line 6" in err and "-1 for NULL" in err, "names the line and what is wrong: %s" % err)
+
+    # a request no address space can hold: one failed allocation, not a refusal
+    huge = write(c, "huge.txt", "dmmtrace 1\n0 m 1 18446744073709551615\n0 m 2 100\n0 f 1\n0 f 2\n")
+    for alloc in ("dmm:tlsf", "system"):
+        if alloc == "system" and c.sanitized:
+            continue  # the sanitizer's malloc reports a huge request as an error
+        d, p = c.replay_json(huge, ["--alloc", alloc, "--no-warm", "--quiet"])
+        check(d["failed"] == 1, "%s: failed %s" % (alloc, d["failed"]))
+        check(d["trace"]["impossible_requests"] == 1 and d["trace"]["peak_live"] == 100, "%s: trace figures" % alloc)
+    d, _ = c.replay_json(huge, ["--min-arena"])
+    check(d["min_arena"]["found"] is False and "no allocator can grant" in d["min_arena"]["reason"], "min arena")
+
+    # out-of-range options: one line each, exit 2
+    for args in (["--reps", "0"], ["--reps", "1001"], ["--arena", "0"], ["--arena", "12q"], ["--bogus"],
+                 ["--alloc", "pool:x"], ["--json"]):
+        p = c.run("replay", [tr] + args, expect=2)
+        one_line_error(p, " ".join(args))
+    p = c.run("analyse", [tr, "--bogus"], expect=2)
+    one_line_error(p, "analyse --bogus")
+
+
+def t_outputs(c):
+    """Outputs appear complete or not at all: a file-size limit (a full disk)
+    gives one message with the real cause, exit 1, and leaves the old file."""
+    import resource
+    tr = c.data("simple.txt")
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    for tool, args, out in (("replay", [tr, "--quiet", "--hist", "--no-warm"], "r.json"),
+                            ("analyse", [tr], "a.json")):
+        path = os.path.join(c.tmp, out)
+        with open(path, "w") as f:
+            f.write("old\n")
+        exe = {"replay": c.a.replay, "analyse": c.a.analyse}[tool]
+        p = subprocess.run([exe] + args + ["--json", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120, preexec_fn=limited)
+        check(p.returncode == 1, "%s under a 1 KiB file limit: exit %d\n%s" % (tool, p.returncode, p.stderr))
+        check("File too large" in p.stderr and path in p.stderr, "%s names the cause: %s" % (tool, p.stderr))
+        with open(path) as f:
+            check(f.read() == "old\n", "%s replaced the old file with a partial one" % tool)
+        left = [n for n in os.listdir(c.tmp) if n.startswith(out + ".")]
+        check(not left, "%s left temporary files: %s" % (tool, left))
+    # and dmm-trace convert
+    path = os.path.join(c.tmp, "big.txt")
+    p = subprocess.run([c.a.trace, "convert", c.data("mt.txt"), path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True, timeout=60,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16)))
+    check(p.returncode == 1 and "File too large" in p.stderr, "convert: %d %s" % (p.returncode, p.stderr))
+    check(not os.path.exists(path) and not os.path.exists(path + ".part"), "convert left a file")
+
+
+def t_honest_memory(c):
+    """Every exact figure holds footprint >= used >= live; a figure that is
+    not the allocator's own count is never published as fragmentation."""
+    if c.sanitized:
+        print("skipped: LD_PRELOAD does not mix with sanitizer runtimes")
+        return SKIP
+    peers = [("", "glibc")]
+    for lib, name in (("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "jemalloc"),
+                      ("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "tcmalloc"),
+                      ("/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "mimalloc")):
+        if os.path.exists(lib):
+            peers.append((lib, name))
+    for tr in ("simple.txt", "mt.txt"):
+        for lib, name in peers:
+            env = {"LD_PRELOAD": lib} if lib else None
+            d, p = c.replay_json(c.data(tr), ["--alloc", "system", "--quiet", "--expect", name], env=env)
+            m, f = d["memory"], d["fragmentation"]
+            if m["exact"]:
+                check(f is not None and f["exact"] is True, "%s: exact but no fragmentation" % name)
+                check(f["frag3"] >= 1 and f["frag4"] >= 1, "%s %s: fragmentation below 1: %s" % (name, tr, f))
+                check(f["internal_waste"] is None or f["internal_waste"] >= 0, "%s: internal waste < 0" % name)
+                check(f["external_waste"] is None or f["external_waste"] >= 0, "%s: external waste < 0" % name)
+            else:
+                check(f is None, "%s: not exact, yet fragmentation published" % name)
+                check(m["footprint_kind"] in ("rss_growth", "commit_growth"), "kind %s" % m["footprint_kind"])
+    # what the console says for a figure that is not exact
+    if len(peers) > 1 and any(n == "mimalloc" for _, n in peers):
+        lib = [l for l, n in peers if n == "mimalloc"][0]
+        p = c.run("replay", [c.data("simple.txt"), "--alloc", "system"], env={"LD_PRELOAD": lib})
+        check("not exact" in p.stdout and "fragmentation  not measured" in p.stdout, p.stdout)
+
+
 TESTS = {
     "dmm_presets": t_dmm_presets,
     "system": t_system,
@@ -330,6 +464,9 @@ TESTS = {
     "no_timing": t_no_timing,
     "verify_catches": t_verify_catches,
     "jemalloc": t_jemalloc,
+    "hostile": t_hostile,
+    "outputs": t_outputs,
+    "honest_memory": t_honest_memory,
 }
 
 

@@ -439,6 +439,7 @@ static rp_backend *dmm_create(const char *spec, const rp_setup *s, char *err, si
     b->rb.mem.footprint_source = "dmm extent (regions minus untouched top blocks, control block included)";
     b->rb.mem.used_source = "dmm used blocks (headers and tail words included)";
     b->rb.mem.meta_source = "dmm control block + region descriptors and sentinels";
+    b->rb.mem.meta_in_footprint = 1;
     return &b->rb;
 }
 

@@ -114,6 +114,10 @@ typedef struct rp_mem_info {
      * fragmentation. */
     int exact;
     const char *kind;             /* "allocator", "rss_growth", "commit_growth" */
+    /* meta is a part of footprint, so external waste = footprint - used -
+     * meta (dmm).  0: meta is counted apart and only partly resident
+     * (jemalloc stats.metadata), external waste = footprint - used. */
+    int meta_in_footprint;
 } rp_mem_info;
 
 struct rp_backend_class;

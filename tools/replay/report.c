@@ -62,7 +62,8 @@ static void work_out(const rp_run *r, figures *g)
     if (g->exact && g->at.valid && g->at.used_known) {
         g->internal = (int64_t)g->at.used - (int64_t)g->at.live;
         g->have_int = 1;
-        g->external = (int64_t)g->at.footprint - (int64_t)g->at.used - (int64_t)(g->at.meta_known ? g->at.meta : 0);
+        g->external = (int64_t)g->at.footprint - (int64_t)g->at.used -
+                      (int64_t)(g->at.meta_known && b->mem.meta_in_footprint ? g->at.meta : 0);
         g->have_ext = 1;
     }
     g->rss_growth = r->hwm_after > r->rss_before ? r->hwm_after - r->rss_before : 0;
@@ -139,7 +140,8 @@ void rp_report_text(const rp_run *r, FILE *f)
         if (g.have_int)
             fprintf(f, "  internal waste       %12" PRId64 " B  (used blocks - requested, at peak)\n", g.internal);
         if (g.have_ext)
-            fprintf(f, "  external waste       %12" PRId64 " B  (footprint - used - metadata, at peak)\n", g.external);
+            fprintf(f, "  external waste       %12" PRId64 " B  (footprint - used%s, at peak)\n", g.external,
+                    r->b->mem.meta_in_footprint ? " - metadata" : "");
         if (g.at.meta_known)
             fprintf(f, "  metadata             %12" PRIu64 " B\n", g.at.meta);
     } else {
@@ -353,7 +355,7 @@ static void json_memory(tj *j, const rp_run *r, const figures *g)
     tj_obj_end(j);
 }
 
-static void json_fragmentation(tj *j, const figures *g)
+static void json_fragmentation(tj *j, const figures *g, int meta_in)
 {
     if (!g->exact) {
         tj_null(j, "fragmentation");
@@ -377,6 +379,8 @@ static void json_fragmentation(tj *j, const figures *g)
         tj_i64(j, "external_waste", g->external);
     else
         tj_null(j, "external_waste");
+    tj_str(j, "external_waste_definition",
+           meta_in ? "footprint - used - metadata, at the peak-live sample" : "footprint - used, at the peak-live sample");
     if (g->at.meta_known)
         tj_u64(j, "metadata", g->at.meta);
     else
@@ -408,7 +412,7 @@ static int write_json(const rp_run *r, FILE *f)
     } else {
         json_timing(&j, r);
         json_memory(&j, r, &g);
-        json_fragmentation(&j, &g);
+        json_fragmentation(&j, &g, r->b->mem.meta_in_footprint);
     }
     tj_u64(&j, "failed", o->min_arena ? 0 : r->first.failed);
     tj_u64(&j, "skipped", o->min_arena ? 0 : r->first.skipped);
