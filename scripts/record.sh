@@ -84,6 +84,10 @@ envs=(-u DMM_TRACE_ROOT "LD_PRELOAD=$lib${LD_PRELOAD:+:$LD_PRELOAD}" "DMM_TRACE_
 
 env "${envs[@]}" "${extra[@]}" "$@"
 rc=$?
+# Under a file size limit, writing past it raises SIGXFSZ, which would kill
+# this script in the middle of a message: ignore it from here on (only after
+# the program ran: an ignored signal is inherited by the programs started).
+trap '' XFSZ
 
 # The recorder appends one line per trace it tried to write to the summary
 # file (docs/recorder.md, "Status lines"):
@@ -104,10 +108,7 @@ if [ -z "$ok_lines" ]; then
     if [ -z "$fail_lines" ]; then
         # The recorder reported nothing.  If it could not even write the
         # summary file (the same full disk or file size limit), it said why
-        # on stderr itself: do not guess at other causes.  Writing past the
-        # file size limit would raise SIGXFSZ in this shell: ignore it here,
-        # after the program ran (an ignored signal is inherited by programs).
-        trap '' XFSZ
+        # on stderr itself: do not guess at other causes.
         if ! err=$( { printf '\n' >>"$summary"; } 2>&1 ); then
             err=${err##*: }
             say "no trace was reported: the status file $summary cannot be written either (${err:-write failed}); the recorder's own message, if any, is above"

@@ -884,6 +884,30 @@ TEST(RecorderFailure, RecordScriptWhenEvenTheStatusFileIsFull)
     EXPECT_TRUE(list_dir(d.path).empty());
 }
 
+TEST(RecorderFailure, RealFullDiskInAPrivateTmpfs)
+{
+    // A real ENOSPC: a full 8 KB tmpfs mounted in a private mount namespace
+    // (needs unshare and the right to mount; SKIPPED otherwise).
+    TmpDir d;
+    std::string full = d / "full";
+    ASSERT_EQ(mkdir(full.c_str(), 0755), 0);
+    std::string unshare = find_program("unshare");
+    if (unshare.empty())
+        GTEST_SKIP() << "unshare not installed";
+    std::string script = "mount -t tmpfs -o size=8k tmpfs '" + full + "' || exit 99\n"
+                         "dd if=/dev/zero of='" + full + "/fill' bs=1k count=64 2>/dev/null\n"
+                         "/bin/bash '" RECORD_SH "' -o '" + full + "/k.trace' -- '" REC_KNOWN "'\n"
+                         "rc=$?\n"
+                         "ls -A '" + full + "'\n"
+                         "exit $rc\n";
+    RunResult r = run({unshare, "-m", "/bin/sh", "-c", script}, {{"DMM_REC_LIB", DMMREC_LIB}}, d, "", false);
+    if (r.status == 99 || r.err.find("unshare:") != std::string::npos)
+        GTEST_SKIP() << "cannot mount a private tmpfs here: " << r.err;
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.err, "record: cannot write " + full + "/k.trace: No space left on device (trace not written)\n");
+    EXPECT_EQ(r.out, "fill\n") << "partial or temporary file left";
+}
+
 TEST(RecorderFailure, RecordScriptNamesAKillingSignal)
 {
     TmpDir d;
