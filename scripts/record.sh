@@ -17,14 +17,16 @@
 # build/release/lib/libdmmrec.so and build/debug/lib/libdmmrec.so.  Programs
 # the recorded one executes (exec) record too, into FILE.<pid>.
 # Everything this script prints goes to stderr; the program's output and exit
-# status are its own (exit 1 if the program succeeded but no trace appeared,
-# 2 on bad usage, 127 if the program is not found).
+# status are its own (exit 1 if the program succeeded but a trace was not
+# written, 2 on bad usage, 127 if the program is not found).  When the
+# recorder cannot write a trace it says why (path and cause, e.g. "No space
+# left on device"), and that one line is what this script prints.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 say() { printf 'record: %s\n' "$*" >&2; }
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; }
 
 out=""
 extra=()
@@ -82,26 +84,57 @@ envs=(-u DMM_TRACE_ROOT "LD_PRELOAD=$lib${LD_PRELOAD:+:$LD_PRELOAD}" "DMM_TRACE_
 
 env "${envs[@]}" "${extra[@]}" "$@"
 rc=$?
+# Under a file size limit, writing past it raises SIGXFSZ, which would kill
+# this script in the middle of a message: ignore it from here on (only after
+# the program ran: an ignored signal is inherited by the programs started).
+trap '' XFSZ
 
-if [ ! -s "$summary" ]; then
-    say "no trace was written (statically linked program, _exit/abort/kill before exit, or DMM_TRACE_DISABLE set)"
+# The recorder appends one line per trace it tried to write to the summary
+# file (docs/recorder.md, "Status lines"):
+#   dmmrec: /abs/path: N ops (...) ...              written
+#   dmmrec: cannot write /abs/path: CAUSE (trace not written)
+# Anything else (a line cut short by a full disk) is ignored.
+fail_mark='(trace not written)'
+ok_lines=$(grep -E '^dmmrec: .*: [0-9]+ ops \(' "$summary" | grep -vF -- "$fail_mark" || true)
+fail_lines=$(grep -F -- "$fail_mark" "$summary" | grep -E '^dmmrec: .*\(trace not written\)$' || true)
+
+if [ -n "$fail_lines" ]; then
+    # the recorder's own words: which file, and the real cause
+    printf '%s\n' "$fail_lines" | sed 's/^dmmrec: /record: /' >&2
+    [ "$rc" -eq 0 ] && rc=1
+fi
+
+if [ -z "$ok_lines" ]; then
+    if [ -z "$fail_lines" ]; then
+        # The recorder reported nothing.  If it could not even write the
+        # summary file (the same full disk or file size limit), it said why
+        # on stderr itself: do not guess at other causes.
+        if ! err=$( { printf '\n' >>"$summary"; } 2>&1 ); then
+            err=${err##*: }
+            say "no trace was reported: the status file $summary cannot be written either (${err:-write failed}); the recorder's own message, if any, is above"
+        elif [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then
+            say "no trace was written: the program was ended by signal $((rc - 128)) before exit (the recorder writes at exit; --signal takes snapshots)"
+        else
+            say "no trace was written (statically linked program, _exit/abort/kill before exit, or DMM_TRACE_DISABLE set)"
+        fi
+    fi
     [ "$rc" -eq 0 ] && rc=1
     exit "$rc"
 fi
-n=$(wc -l < "$summary")
+n=$(printf '%s\n' "$ok_lines" | wc -l)
 main=""
 if [ -n "$out" ]; then
     abs=$out
     case "$abs" in /*) ;; *) abs="$PWD/$out" ;; esac
-    main=$(grep -F "dmmrec: $abs: " "$summary" | grep -v ', snapshot' | tail -n 1 || true)
+    main=$(printf '%s\n' "$ok_lines" | grep -F "dmmrec: $abs: " | grep -v ', snapshot' | tail -n 1 || true)
 fi
-[ -n "$main" ] || main=$(head -n 1 "$summary")
+[ -n "$main" ] || main=$(printf '%s\n' "$ok_lines" | head -n 1)
 tracefile=${main#dmmrec: }
 tracefile=${tracefile%%: *}
 say "trace written to $tracefile"
 say "${main#dmmrec: }"
 if [ "$n" -gt 1 ]; then
     say "$((n - 1)) more trace(s) from child processes or snapshots:"
-    grep -vxF -- "$main" "$summary" | sed 's/^dmmrec: /record:   /' >&2
+    printf '%s\n' "$ok_lines" | grep -vxF -- "$main" | sed 's/^dmmrec: /record:   /' >&2
 fi
 exit "$rc"

@@ -146,10 +146,28 @@ int dmm_trace_import_mtrace(dmm_trace *t, const char *text, size_t len, dmm_trac
 /* Loads any supported file, choosing the reader by content (binary magic,
  * text header, .rep, mtrace).  Returns 0 or -1 with *err. */
 int dmm_trace_load(dmm_trace *t, const char *path, dmm_trace_error *err);
-/* Saves binary unless path ends in ".txt".  Writes PATH.part first and
- * renames it over path only when every byte was written: a failed save
- * leaves no partial file (errno says why). */
+/* Saves binary unless path ends in ".txt", safe against partial files:
+ * writes a new temporary file beside path (PATH.tmp.<pid>.<n>) and renames
+ * it over path only after every byte was written and the file closed.
+ * Returns 0, or -1 with errno set to the cause (ENOSPC, EFBIG, EACCES,
+ * ENOENT, ...); then the temporary file is removed and path is left as it
+ * was (absent, or its previous contents).  The caller decides what to do
+ * about SIGXFSZ (a process over RLIMIT_FSIZE is killed by it unless it is
+ * ignored or handled; then the write fails with EFBIG). */
 int dmm_trace_save(const dmm_trace *t, const char *path);
+
+/* Renumbers a trace collected by its producer's own numbering (addresses,
+ * sequence numbers, OS thread ids): object ids become 1, 2, 3 ... in
+ * allocation order (every MALLOC/CALLOC/ALIGNED starts a new object; a FREE
+ * or a REALLOC to size 0 ends it), thread indices 0, 1, 2 ... in order of
+ * each thread's first kept operation, and t->threads is set.  Dropped (and
+ * counted in *dropped, which may be NULL): REALLOC and FREE of an id that is
+ * not live, operations of an unknown kind, and operations of threads beyond
+ * the first DMM_TRACE_MAX_THREADS.  SYNC operations are removed without
+ * being counted (their thread and count would be stale: run
+ * dmm_trace_add_syncs afterwards).  Returns 0, or -1 with errno = ENOMEM;
+ * then the operations are in an unspecified (but freeable) state. */
+int dmm_trace_compact(dmm_trace *t, uint64_t *dropped);
 
 /* 64-bit FNV-1a of the canonical binary encoding (identifies a trace). */
 uint64_t dmm_trace_hash(const dmm_trace *t);

@@ -1,7 +1,8 @@
 /*
  * src/port/freestanding.c - the port for bare-metal targets: no OS pages
  * (growth is refused), no mutex (DMM_LOCK_MUTEX is refused; spin and user
- * locks work), a trap for abort, word-wise copy loops.
+ * locks work), no clock (always 0), no scheduler to yield to, a trap for
+ * abort, word-wise copy loops.
  */
 #include "port.h"
 
@@ -63,3 +64,7 @@ void dmm_port_memset(void *dst, int c, size_t n)
 }
 
 void dmm_port_cpu_relax(void) {}
+
+void dmm_port_yield(void) {}
+
+uint64_t dmm_port_clock_ns(void) { return 0; }

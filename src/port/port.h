@@ -1,13 +1,20 @@
 /*
  * src/port/port.h - the only contract between dmmkit's portable core and a
  * platform.  Exactly one implementation is linked:
- *   src/port/posix.c        - Linux/POSIX: mmap pages, pthread mutexes, libc
- *   src/port/freestanding.c - no OS: no pages, no mutex, trap on abort
+ *   src/port/posix.c        - Linux/POSIX: mmap pages, pthread mutexes, libc,
+ *                             CLOCK_MONOTONIC, sched_yield
+ *   src/port/freestanding.c - no OS: no pages, no mutex, no clock, trap on abort
  * Platform #ifdefs live in src/port/ and nowhere else.
+ *
+ * Users: the heap (src/heap) uses pages, mutexes, abort/assert, bulk memory
+ * and cpu_relax; it must never use the clock or yield, so that a heap runs
+ * on a port that has neither.  The LD_PRELOAD recorder (src/recorder, hosted
+ * only) links src/port/posix.c and uses pages, the clock and the spin lock.
  */
 #ifndef DMM_PORT_H
 #define DMM_PORT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,5 +57,50 @@ void dmm_port_memset(void *dst, int c, size_t n);
 
 /* A pause hint for spin loops (may do nothing). */
 void dmm_port_cpu_relax(void);
+
+/* Gives the processor to another runnable thread (sched_yield); does nothing
+ * on a port without a scheduler. */
+void dmm_port_yield(void);
+
+/* A monotonic clock: nanoseconds since an arbitrary origin fixed for the
+ * process, never going back.  Always 0 on a port without a clock
+ * (freestanding), so callers must treat 0 as "no time".  Not used by the
+ * heap. */
+uint64_t dmm_port_clock_ns(void);
+
+/* A spin lock for short critical sections in code that must not block in the
+ * OS or allocate (the recorder's own tables): test-and-set on an atomic flag,
+ * a pause hint while it is held, and a yield every 64 failed looks so that a
+ * holder that was preempted can run.  Not recursive.  Zero-initialised
+ * storage is NOT a valid unlocked lock in C11: use DMM_PORT_SPINLOCK_INIT or
+ * dmm_port_spin_init (which may also reset a lock left held, e.g. in a
+ * child after fork). */
+typedef struct dmm_port_spinlock {
+    atomic_flag f;
+} dmm_port_spinlock;
+#define DMM_PORT_SPINLOCK_INIT {ATOMIC_FLAG_INIT}
+
+static inline void dmm_port_spin_init(dmm_port_spinlock *l)
+{
+    atomic_flag_clear_explicit(&l->f, memory_order_release);
+}
+
+static inline void dmm_port_spin_lock(dmm_port_spinlock *l)
+{
+    unsigned spins = 0;
+    while (atomic_flag_test_and_set_explicit(&l->f, memory_order_acquire)) {
+        if (++spins >= 64) {
+            dmm_port_yield();
+            spins = 0;
+        } else {
+            dmm_port_cpu_relax();
+        }
+    }
+}
+
+static inline void dmm_port_spin_unlock(dmm_port_spinlock *l)
+{
+    atomic_flag_clear_explicit(&l->f, memory_order_release);
+}
 
 #endif /* DMM_PORT_H */

@@ -1,6 +1,6 @@
 /*
  * src/port/posix.c - the hosted port: mmap'd pages, pthread mutexes, libc
- * memcpy/memset.  In DMM_ANNOTATE builds the bulk-memory helpers are plain
+ * memcpy/memset, CLOCK_MONOTONIC, sched_yield.  In DMM_ANNOTATE builds the bulk-memory helpers are plain
  * volatile loops, because libc's versions are intercepted by AddressSanitizer
  * and would report the heap's own (legitimate) touches of poisoned memory.
  */
@@ -8,10 +8,12 @@
 #include "port.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(pthread_mutex_t) <= DMM_PORT_MUTEX_BYTES, "DMM_PORT_MUTEX_BYTES too small for pthread_mutex_t");
@@ -76,4 +78,14 @@ void dmm_port_cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+void dmm_port_yield(void) { sched_yield(); }
+
+uint64_t dmm_port_clock_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

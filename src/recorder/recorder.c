@@ -27,9 +27,13 @@
  *    written.
  *  - Address -> id lives in a sharded open-addressing hash table (64
  *    shards, each with its own spin lock, backward-shift deletion) whose
- *    storage is mmap'd, never malloc'd.
+ *    storage comes from the port's page mapping, never from malloc.
+ *  - Platform services come from the port layer (src/port/port.h, the
+ *    posix port is compiled into this library): pages, the monotonic clock,
+ *    the spin lock.  The trace is built and written through the trace
+ *    component's public API only (include/dmm/trace.h).
  *  - Each thread appends fixed-size 40-byte records to its own chain of
- *    mmap'd chunks (64 KiB first, then 1 MiB) (no lock; the record count of a chunk is published
+ *    page-mapped chunks (64 KiB first, then 1 MiB) (no lock; the record count of a chunk is published
  *    with a release store).  The thread state pointer is an initial-exec
  *    thread-local.  The thread index is a dense number assigned at the
  *    thread's first recorded operation.
@@ -38,12 +42,16 @@
  *    interrupted it) every call goes straight to glibc and nothing is
  *    recorded.
  *  - Writing: the per-thread buffers are merged by sequence number into a
- *    dmm_trace (holes left by operations still in flight are dropped), ids
- *    and thread indices are renumbered densely, dmm_trace_add_syncs()
- *    derives the cross-thread synchronisation (skipped when only one thread
- *    allocated: it would add nothing), dmm_trace_validate() checks
- *    the result (its verdict goes into the metadata), and dmm_trace_save()
- *    writes OUT.tmp.<pid>, renamed to OUT.
+ *    dmm_trace (holes left by operations still in flight are dropped),
+ *    dmm_trace_compact() renumbers ids and thread indices densely,
+ *    dmm_trace_add_syncs() derives the cross-thread synchronisation (skipped
+ *    when only one thread allocated: it would add nothing),
+ *    dmm_trace_validate() checks the result (its verdict goes into the
+ *    metadata), and dmm_trace_save() writes a temporary file beside
+ *    OUT, renamed to OUT only when complete.  A failure is reported once,
+ *    with its cause, as a line ending in "(trace not written)": into the
+ *    DMM_TRACE_SUMMARY file when there is one (record.sh prints it), else on
+ *    stderr.
  *  - fork (pthread_atfork child handler): by default the child stops
  *    recording and never writes; with DMM_TRACE_FORK=follow it drops the
  *    parent's records and address map and records its own trace into
@@ -61,19 +69,17 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dmm/trace.h"
-#include "trace/idmap.h"
+#include "port/port.h"
 
 #define DMMREC_VERSION "1.0"
 #define API __attribute__((visibility("default")))
@@ -134,7 +140,7 @@ static rthread *_Atomic g_threads;
 static int g_time;    /* DMM_TRACE_TIME=1 */
 static int g_follow;  /* DMM_TRACE_FORK=follow */
 static int g_verbose; /* DMM_TRACE_VERBOSE=1 */
-static uint64_t g_t0; /* CLOCK_MONOTONIC ns at start */
+static uint64_t g_t0; /* port clock (monotonic ns) at start */
 static struct timespec g_wall0;
 static size_t g_page = 4096;
 static pid_t g_pid, g_forked_from;
@@ -152,49 +158,20 @@ static _Atomic uint64_t g_unknown_free, g_unknown_realloc, g_implicit_free, g_us
     g_lost, g_dropped_threads;
 static _Atomic int g_snap_req;
 static _Atomic unsigned g_snap_no;
-static _Atomic int g_write_lock;
+static dmm_port_spinlock g_write_lock = DMM_PORT_SPINLOCK_INIT;
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static uint64_t mono_ns(void)
+/* Wall-clock time (C11 timespec_get) for the start_time metadata. */
+static void wall_now(struct timespec *ts)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (timespec_get(ts, TIME_UTC) != TIME_UTC)
+        ts->tv_sec = 0, ts->tv_nsec = 0;
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-static void spin_lock(_Atomic int *l)
-{
-    unsigned spins = 0;
-    while (atomic_exchange_explicit(l, 1, memory_order_acquire)) {
-        while (atomic_load_explicit(l, memory_order_relaxed)) {
-            if (++spins >= 64) {
-                sched_yield();
-                spins = 0;
-            } else {
-                cpu_relax();
-            }
-        }
-    }
-}
-
-static void spin_unlock(_Atomic int *l) { atomic_store_explicit(l, 0, memory_order_release); }
-
-static void *map_pages(size_t n)
-{
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-/* Writes a whole string to fd (used for messages; no stdio, no malloc). */
-static void put_fd(int fd, const char *s)
+/* Writes a whole string to fd (used for messages; no stdio, no malloc).
+ * Returns 0 when all of it was written, -1 otherwise. */
+static int put_fd(int fd, const char *s)
 {
     size_t n = strlen(s);
     while (n) {
@@ -202,11 +179,12 @@ static void put_fd(int fd, const char *s)
         if (w <= 0) {
             if (w < 0 && errno == EINTR)
                 continue;
-            return;
+            return -1;
         }
         s += w;
         n -= (size_t)w;
     }
+    return 0;
 }
 
 static int env_true(const char *name)
@@ -216,7 +194,7 @@ static int env_true(const char *name)
 }
 
 /* ======================================================================
- * address -> id map: 64 shards of linear probing, storage from mmap
+ * address -> id map: 64 shards of linear probing, storage from port pages
  * ====================================================================== */
 
 #define NSHARD 64u
@@ -228,7 +206,7 @@ typedef struct slot {
 
 /* one cache line per shard: no false sharing between shard locks */
 typedef struct shard {
-    _Alignas(64) _Atomic int lock;
+    _Alignas(64) dmm_port_spinlock lock;
     slot *s;
     size_t cap, n;
 } shard;
@@ -263,18 +241,18 @@ static void rehash_into(slot *n, size_t ncap, const slot *old, size_t ocap)
 static int shard_reserve(shard *sh)
 {
     if (!sh->s) {
-        if (!(sh->s = map_pages(SHARD_INIT_CAP * sizeof(slot))))
+        if (!(sh->s = dmm_port_pages_map(SHARD_INIT_CAP * sizeof(slot))))
             return -1;
         sh->cap = SHARD_INIT_CAP;
         sh->n = 0;
     }
     if ((sh->n + 1) * 2 > sh->cap) {
         size_t ncap = sh->cap * 2;
-        slot *ns = map_pages(ncap * sizeof(slot));
+        slot *ns = dmm_port_pages_map(ncap * sizeof(slot));
         if (!ns)
             return -1;
         rehash_into(ns, ncap, sh->s, sh->cap);
-        munmap(sh->s, sh->cap * sizeof(slot));
+        dmm_port_pages_unmap(sh->s, sh->cap * sizeof(slot));
         sh->s = ns;
         sh->cap = ncap;
     }
@@ -287,7 +265,7 @@ static int map_put(uint64_t key, uint64_t val, uint64_t *old)
 {
     shard *sh = &g_map[mix(key) & (NSHARD - 1u)];
     int rc = 0;
-    spin_lock(&sh->lock);
+    dmm_port_spin_lock(&sh->lock);
     if (shard_reserve(sh)) {
         rc = -1;
     } else {
@@ -303,7 +281,7 @@ static int map_put(uint64_t key, uint64_t val, uint64_t *old)
         }
         sh->s[i].val = val;
     }
-    spin_unlock(&sh->lock);
+    dmm_port_spin_unlock(&sh->lock);
     return rc;
 }
 
@@ -312,7 +290,7 @@ static uint64_t map_del(uint64_t key)
 {
     shard *sh = &g_map[mix(key) & (NSHARD - 1u)];
     uint64_t val = 0;
-    spin_lock(&sh->lock);
+    dmm_port_spin_lock(&sh->lock);
     if (sh->s) {
         size_t mask = sh->cap - 1u, i = home_of(key, sh->cap);
         while (sh->s[i].key && sh->s[i].key != key)
@@ -338,7 +316,7 @@ static uint64_t map_del(uint64_t key)
             sh->n--;
         }
     }
-    spin_unlock(&sh->lock);
+    dmm_port_spin_unlock(&sh->lock);
     return val;
 }
 
@@ -346,10 +324,10 @@ static void map_reset(void)
 {
     for (unsigned i = 0; i < NSHARD; i++) {
         if (g_map[i].s)
-            munmap(g_map[i].s, g_map[i].cap * sizeof(slot));
+            dmm_port_pages_unmap(g_map[i].s, g_map[i].cap * sizeof(slot));
         g_map[i].s = NULL;
         g_map[i].cap = g_map[i].n = 0;
-        atomic_store(&g_map[i].lock, 0);
+        dmm_port_spin_init(&g_map[i].lock);
     }
 }
 
@@ -378,13 +356,13 @@ static rthread *get_thread(tstate *ts)
         return ts->t;
     if (ts->norec)
         return NULL;
-    if (!(mem = map_pages(FIRST_BYTES))) {
+    if (!(mem = dmm_port_pages_map(FIRST_BYTES))) {
         atomic_fetch_add_explicit(&g_lost, 1, memory_order_relaxed);
         return NULL;
     }
     tid = atomic_fetch_add(&g_ntids, 1);
     if (tid >= DMM_TRACE_MAX_THREADS) {
-        munmap(mem, FIRST_BYTES);
+        dmm_port_pages_unmap(mem, FIRST_BYTES);
         ts->norec = 1;
         atomic_fetch_add(&g_dropped_threads, 1);
         return NULL;
@@ -408,7 +386,7 @@ static int emit(rthread *t, uint64_t seq, unsigned kind, unsigned sub, uint64_t 
     uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
     rec *r;
     if (n == c->cap) {
-        void *mem = map_pages(CHUNK_BYTES);
+        void *mem = dmm_port_pages_map(CHUNK_BYTES);
         chunk *nc;
         if (!mem) {
             atomic_fetch_add_explicit(&g_lost, 1, memory_order_relaxed);
@@ -424,7 +402,7 @@ static int emit(rthread *t, uint64_t seq, unsigned kind, unsigned sub, uint64_t 
     r->id = id;
     r->size = size;
     r->arg = arg;
-    r->t_ns = g_time ? mono_ns() - g_t0 : 0;
+    r->t_ns = g_time ? dmm_port_clock_ns() - g_t0 : 0;
     atomic_store_explicit(&c->n, n + 1, memory_order_release);
     return 0;
 }
@@ -452,14 +430,13 @@ static void lazy_init(void)
     if (!atomic_compare_exchange_strong(&g_state, &expect, ST_INIT))
         return; /* someone else is initialising (or done): pass through meanwhile */
     tls.busy = 1;
+    for (unsigned i = 0; i < NSHARD; i++)
+        dmm_port_spin_init(&g_map[i].lock);
     g_pid = getpid();
-    g_t0 = mono_ns();
-    clock_gettime(CLOCK_REALTIME, &g_wall0);
-    {
-        long ps = sysconf(_SC_PAGESIZE);
-        if (ps > 0)
-            g_page = (size_t)ps;
-    }
+    g_t0 = dmm_port_clock_ns();
+    wall_now(&g_wall0);
+    if (dmm_port_page_size())
+        g_page = dmm_port_page_size();
     /* The environment may not be readable yet when the dynamic loader makes
      * the first call; the constructor reads it again. */
     read_env_options();
@@ -600,31 +577,18 @@ typedef struct counts {
     uint64_t dropped;
 } counts;
 
-/* Merges every thread buffer into t.  Returns 0 or -1 (memory). */
+/* Merges every thread buffer into t (in sequence order, holes dropped), then
+ * renumbers objects and threads densely (dmm_trace_compact).  Returns 0 or
+ * -1 (memory). */
 static int merge(dmm_trace *t, counts *cnt)
 {
-    uint64_t lim = atomic_load(&g_seq);
-    uint32_t ntids = atomic_load(&g_ntids);
+    uint64_t lim = atomic_load(&g_seq), dropped = 0;
     dmm_trace_op *ops;
-    uint32_t *tidmap, next_tid = 0;
-    dmm_idmap ids;
-    uint64_t next_id = 0;
     size_t k = 0;
-    if (ntids > DMM_TRACE_MAX_THREADS)
-        ntids = DMM_TRACE_MAX_THREADS;
     if (lim > SIZE_MAX / sizeof *ops)
         return -1;
     if (!(ops = calloc(lim ? (size_t)lim : 1, sizeof *ops)))
         return -1;
-    if (!(tidmap = calloc(ntids ? ntids : 1, sizeof *tidmap))) {
-        free(ops);
-        return -1;
-    }
-    if (dmm_idmap_init(&ids, 4096)) {
-        free(ops);
-        free(tidmap);
-        return -1;
-    }
     for (rthread *th = atomic_load(&g_threads); th; th = th->next)
         for (chunk *c = th->head; c; c = atomic_load_explicit(&c->next, memory_order_acquire)) {
             uint32_t n = atomic_load_explicit(&c->n, memory_order_acquire);
@@ -644,61 +608,75 @@ static int merge(dmm_trace *t, counts *cnt)
                 o->t_ns = r->t_ns;
             }
         }
-    /* compact holes, renumber objects (allocation order) and threads (first op) */
-    memset(cnt, 0, sizeof *cnt);
-    for (size_t i = 0; i < (size_t)lim; i++) {
-        dmm_trace_op o = ops[i];
-        uint64_t nid;
-        if (o.kind == 0)
-            continue;
-        if (o.tid >= ntids) {
-            cnt->dropped++;
-            continue;
-        }
-        if (o.kind == DMM_T_MALLOC || o.kind == DMM_T_CALLOC || o.kind == DMM_T_ALIGNED) {
-            nid = ++next_id;
-            if (dmm_idmap_put(&ids, o.id, nid))
-                goto oom;
-        } else if (dmm_idmap_get(&ids, o.id, &nid) != 0) {
-            cnt->dropped++; /* its allocation was not captured */
-            continue;
-        } else if (o.kind == DMM_T_FREE || o.size == 0) {
-            dmm_idmap_del(&ids, o.id);
-        }
-        o.id = nid;
-        if (!tidmap[o.tid])
-            tidmap[o.tid] = ++next_tid;
-        o.tid = tidmap[o.tid] - 1u;
-        cnt->k[o.kind]++;
-        ops[k++] = o;
-    }
-    dmm_idmap_free(&ids);
-    free(tidmap);
+    /* close the holes (sequence numbers taken by operations still in flight) */
+    for (size_t i = 0; i < (size_t)lim; i++)
+        if (ops[i].kind != 0)
+            ops[k++] = ops[i];
     dmm_trace_init(t);
     t->ops = ops;
     t->n = k;
     t->cap = lim ? (size_t)lim : 1;
-    t->threads = next_tid;
     t->has_time = g_time;
+    if (dmm_trace_compact(t, &dropped) != 0) {
+        dmm_trace_free(t);
+        return -1;
+    }
+    memset(cnt, 0, sizeof *cnt);
+    cnt->dropped = dropped;
+    for (size_t i = 0; i < t->n; i++)
+        cnt->k[t->ops[i].kind]++;
     return 0;
-oom:
-    dmm_idmap_free(&ids);
-    free(tidmap);
-    free(ops);
-    return -1;
 }
 
-static void append_summary(const char *line)
+/* Appends one line to the DMM_TRACE_SUMMARY file; returns 0 when the whole
+ * line is there, -1 when there is no such file or it cannot be written. */
+static int append_summary(const char *line)
 {
-    if (g_summary[0]) {
-        int fd = open(g_summary, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            put_fd(fd, line);
-            close(fd);
-        }
-    }
+    int fd, rc;
+    if (!g_summary[0])
+        return -1;
+    if ((fd = open(g_summary, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+        return -1;
+    rc = put_fd(fd, line);
+    if (close(fd) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* A trace was written: its summary line goes to the summary file, and to
+ * stderr in verbose mode. */
+static void report_written(const char *line)
+{
+    append_summary(line);
     if (g_verbose)
         put_fd(2, line);
+}
+
+/* A trace could not be written.  The line names the path and the cause and
+ * ends in "(trace not written)"; it is said once: into the summary file when
+ * there is one (whoever set DMM_TRACE_SUMMARY, record.sh, prints it), on
+ * stderr when there is none, when the summary file cannot take it (the same
+ * full disk), or in verbose mode. */
+static void report_failure(const char *line)
+{
+    if (append_summary(line) != 0 || g_verbose)
+        put_fd(2, line);
+}
+
+/* Writing past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the
+ * process: at exit that would turn "trace not written" into a program killed
+ * by a signal.  While the recorder writes, a default disposition is replaced
+ * by "ignore", so the write fails with EFBIG instead; a handler or "ignore"
+ * the program set is left alone.  Returns 1 when it changed the disposition. */
+static int xfsz_ignore(struct sigaction *old)
+{
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    if (sigaction(SIGXFSZ, NULL, old) != 0 || old->sa_handler != SIG_DFL || (old->sa_flags & SA_SIGINFO))
+        return 0;
+    return sigaction(SIGXFSZ, &ign, NULL) == 0;
 }
 
 /* Writes the trace to path; snapshot = 0 for the final trace, else its number.
@@ -708,28 +686,30 @@ static void write_trace(const char *path, unsigned snapshot)
     dmm_trace t;
     counts cnt;
     dmm_trace_error verr;
-    char *meta, cmd[1024], when[64], tmp[OUT_MAX + 96], line[OUT_MAX + 1024];
+    char *meta, cmd[1024], when[64], line[OUT_MAX + 1024];
     struct tm tm;
-    int valid, saved;
+    struct sigaction old_xfsz;
+    int valid, saved, xfsz;
     size_t mcap = 4096;
-    uint64_t w0 = mono_ns();
+    uint64_t w0 = dmm_port_clock_ns();
     tls.writing = 1;
-    spin_lock(&g_write_lock);
+    dmm_port_spin_lock(&g_write_lock);
+    /* from here to the end: the trace, and the summary file, may hit the file
+     * size limit */
+    xfsz = xfsz_ignore(&old_xfsz);
     if (merge(&t, &cnt)) {
-        spin_unlock(&g_write_lock);
-        tls.writing = 0;
-        snprintf(line, sizeof line, "dmmrec: out of memory merging the trace for %s\n", path);
-        put_fd(2, line);
-        return;
+        snprintf(line, sizeof line, "dmmrec: cannot write %s: out of memory merging the records (trace not written)\n",
+                 path);
+        report_failure(line);
+        goto out;
     }
     /* with one thread there is nothing to synchronise: skip the pass */
     if (t.threads > 1 && dmm_trace_add_syncs(&t)) {
         dmm_trace_free(&t);
-        spin_unlock(&g_write_lock);
-        tls.writing = 0;
-        snprintf(line, sizeof line, "dmmrec: out of memory adding syncs for %s\n", path);
-        put_fd(2, line);
-        return;
+        snprintf(line, sizeof line, "dmmrec: cannot write %s: out of memory adding syncs (trace not written)\n",
+                 path);
+        report_failure(line);
+        goto out;
     }
     for (size_t i = 0; i < t.n; i++)
         if (t.ops[i].kind == DMM_T_SYNC)
@@ -773,19 +753,11 @@ static void write_trace(const char *path, unsigned snapshot)
         dmm_trace_set_meta(&t, meta);
         free(meta);
     }
-    {
-        /* the temporary name keeps a ".txt" ending: it selects the text form */
-        size_t pl = strlen(path);
-        int txt = pl > 4 && strcmp(path + pl - 4, ".txt") == 0;
-        snprintf(tmp, sizeof tmp, "%.*s.tmp.%ld%s", (int)(txt ? pl - 4 : pl), path, (long)getpid(),
-                 txt ? ".txt" : "");
-    }
-    saved = dmm_trace_save(&t, tmp) == 0 && rename(tmp, path) == 0;
+    /* a temporary file beside path, renamed over it only when complete */
+    saved = dmm_trace_save(&t, path) == 0;
     if (!saved) {
-        int e = errno;
-        unlink(tmp);
-        snprintf(line, sizeof line, "dmmrec: cannot write trace %s: %s\n", path, strerror(e));
-        put_fd(2, line);
+        snprintf(line, sizeof line, "dmmrec: cannot write %s: %s (trace not written)\n", path, strerror(errno));
+        report_failure(line);
     } else {
         snprintf(line, sizeof line,
                  "dmmrec: %s: %zu ops (%" PRIu64 " malloc, %" PRIu64 " calloc, %" PRIu64
@@ -793,9 +765,9 @@ static void write_trace(const char *path, unsigned snapshot)
                  " sync), %" PRIu32 " threads, pid %ld, written in %.0f ms%s%s: %.200s\n",
                  path, t.n, cnt.k[DMM_T_MALLOC], cnt.k[DMM_T_CALLOC], cnt.k[DMM_T_REALLOC],
                  cnt.k[DMM_T_ALIGNED], cnt.k[DMM_T_FREE], cnt.k[DMM_T_SYNC], t.threads,
-                 (long)g_pid, (double)(mono_ns() - w0) / 1e6, snapshot ? ", snapshot" : "",
+                 (long)g_pid, (double)(dmm_port_clock_ns() - w0) / 1e6, snapshot ? ", snapshot" : "",
                  valid ? "" : ", INVALID", cmd);
-        append_summary(line);
+        report_written(line);
         if (!valid) {
             snprintf(line, sizeof line, "dmmrec: warning: trace %s does not validate at op %" PRIu64 ": %s\n",
                      path, verr.offset, verr.reason);
@@ -803,7 +775,10 @@ static void write_trace(const char *path, unsigned snapshot)
         }
     }
     dmm_trace_free(&t);
-    spin_unlock(&g_write_lock);
+out:
+    if (xfsz)
+        sigaction(SIGXFSZ, &old_xfsz, NULL);
+    dmm_port_spin_unlock(&g_write_lock);
     tls.writing = 0;
 }
 
@@ -853,10 +828,10 @@ static void atfork_child(void)
         chunk *c = atomic_load(&th->head->next);
         while (c) {
             chunk *cn = atomic_load(&c->next);
-            munmap(c, c->bytes);
+            dmm_port_pages_unmap(c, c->bytes);
             c = cn;
         }
-        munmap(th, th->head->bytes);
+        dmm_port_pages_unmap(th, th->head->bytes);
         th = nx;
     }
     atomic_store(&g_threads, NULL);
@@ -871,11 +846,11 @@ static void atfork_child(void)
     atomic_store(&g_dropped_threads, 0);
     atomic_store(&g_snap_req, 0);
     atomic_store(&g_snap_no, 0);
-    atomic_store(&g_write_lock, 0);
+    dmm_port_spin_init(&g_write_lock);
     g_forked_from = g_pid;
     g_pid = getpid();
-    g_t0 = mono_ns();
-    clock_gettime(CLOCK_REALTIME, &g_wall0);
+    g_t0 = dmm_port_clock_ns();
+    wall_now(&g_wall0);
     if (g_out_base[0])
         snprintf(g_out, sizeof g_out, "%s.%ld", g_out_base, (long)g_pid);
     else

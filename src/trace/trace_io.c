@@ -843,40 +843,4 @@ int dmm_trace_load(dmm_trace *t, const char *path, dmm_trace_error *err)
     return rc;
 }
 
-int dmm_trace_save(const dmm_trace *t, const char *path)
-{
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 6);
-    FILE *f;
-    int rc, saved;
-    if (!tmp) {
-        errno = ENOMEM;
-        return -1;
-    }
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".part", 6);
-    if (!(f = fopen(tmp, "wb"))) {
-        free(tmp);
-        return -1;
-    }
-    if (n > 4 && strcmp(path + n - 4, ".txt") == 0)
-        rc = dmm_trace_write_text(t, f);
-    else
-        rc = dmm_trace_write_binary(t, f);
-    if (fflush(f) != 0)
-        rc = -1;
-    saved = errno;
-    if (fclose(f) != 0 && rc == 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc == 0 && rename(tmp, path) != 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc != 0)
-        remove(tmp);
-    free(tmp);
-    errno = saved;
-    return rc;
-}
+/* dmm_trace_save: trace_finish.c (temporary file, then rename). */

@@ -251,7 +251,7 @@ static int run_spin(long n)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: rec_misc fork|exec|execchild|signal|errno|extras|threads N|spin N\n");
+        fprintf(stderr, "usage: rec_misc fork|exec|execchild|signal|errno|extras|threads N|spin N|exit N\n");
         return 2;
     }
     if (!strcmp(argv[1], "fork"))
@@ -270,6 +270,12 @@ int main(int argc, char **argv)
         return run_threads(atol(argv[2]));
     if (!strcmp(argv[1], "spin") && argc > 2)
         return run_spin(atol(argv[2]));
+    if (!strcmp(argv[1], "exit") && argc > 2) {
+        /* a few hundred operations (a trace of some KB), then exit status N */
+        for (int i = 0; i < 200; i++)
+            free(malloc((size_t)(16 + i)));
+        return atoi(argv[2]);
+    }
     fprintf(stderr, "rec_misc: unknown mode '%s'\n", argv[1]);
     return 2;
 }

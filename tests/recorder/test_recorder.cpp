@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,8 +104,11 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 
 // Runs argv in dir with the recorder preloaded (unless preload is false).
 // The environment is ours minus LD_PRELOAD and DMM_TRACE_*, plus env.
+// fsize_limit >= 0 runs it under RLIMIT_FSIZE = that many bytes (a full disk
+// without privileges); then stderr comes through a pipe (the limit would cut
+// a file short) and stdout goes to /dev/null.
 RunResult run(const std::vector<std::string> &argv, const Env &env, const TmpDir &dir,
-        const std::string &stdin_file = "", bool preload = true)
+        const std::string &stdin_file = "", bool preload = true, long fsize_limit = -1)
 {
     RunResult r;
     std::vector<std::string> envs;
@@ -126,28 +130,51 @@ RunResult run(const std::vector<std::string> &argv, const Env &env, const TmpDir
         ev.push_back(const_cast<char *>(s.c_str()));
     ev.push_back(nullptr);
     std::string out = dir / ".stdout", err = dir / ".stderr";
+    const bool limited = fsize_limit >= 0;
+    int errpipe[2] = {-1, -1};
+    if (limited && pipe(errpipe) != 0)
+        std::abort();
     std::fflush(nullptr);
     pid_t pid = fork();
     if (pid == 0) {
         int in = open(stdin_file.empty() ? "/dev/null" : stdin_file.c_str(), O_RDONLY);
-        int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int o = limited ? open("/dev/null", O_WRONLY) : open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = limited ? errpipe[1] : open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (in < 0 || o < 0 || e < 0 || chdir(dir.path.c_str()) != 0)
             _exit(126);
         dup2(in, 0);
         dup2(o, 1);
         dup2(e, 2);
+        if (limited) {
+            struct rlimit rl;
+            rl.rlim_cur = rl.rlim_max = (rlim_t)fsize_limit;
+            close(errpipe[0]);
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(126);
+        }
         execve(av[0], av.data(), ev.data());
         _exit(127);
     }
     r.pid = pid;
+    if (limited) {
+        // the child's stderr is small: read it all, then reap
+        char buf[4096];
+        ssize_t n;
+        close(errpipe[1]);
+        while ((n = read(errpipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+            if (n > 0)
+                r.err.append(buf, (size_t)n);
+        close(errpipe[0]);
+    }
     int st = 0;
     if (pid > 0 && waitpid(pid, &st, 0) == pid)
         r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    unlink(out.c_str());
-    unlink(err.c_str());
+    if (!limited) {
+        r.out = slurp(out);
+        r.err = slurp(err);
+        unlink(out.c_str());
+        unlink(err.c_str());
+    }
     return r;
 }
 
@@ -763,6 +790,133 @@ TEST(Recorder, RecordScript)
             "", false);
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.err.find("nonexistent"), std::string::npos) << r.err;
+}
+
+// ---- a trace that cannot be written: one message with the real cause ------------
+
+size_t count_of(const std::string &text, const std::string &what)
+{
+    size_t n = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
+        n++;
+    return n;
+}
+
+// The file size limit for the "full disk" cases: the recorder's one-line
+// failure report fits (about 60 bytes plus the path), a trace of rec_known
+// (its metadata alone is longer; checked below) does not.
+constexpr long kSmallDisk = 256;
+
+TEST(RecorderFailure, FullDiskOneMessageNoPartialFile)
+{
+    TmpDir d;
+    // control: without the limit the same run writes the trace, and it is
+    // bigger than the limit
+    RunResult r = run({REC_KNOWN}, {{"DMM_TRACE_OUT", "big.trace"}}, d);
+    ASSERT_EQ(r.status, 0) << r.err;
+    struct stat st;
+    ASSERT_EQ(stat((d / "big.trace").c_str(), &st), 0);
+    ASSERT_GT(st.st_size, kSmallDisk);
+    std::remove((d / "big.trace").c_str());
+
+    for (const char *name : {"known.trace", "known.txt"}) {
+        SCOPED_TRACE(name);
+        r = run({REC_KNOWN}, {{"DMM_TRACE_OUT", name}}, d, "", true, kSmallDisk);
+        // the program is not killed by SIGXFSZ and keeps its exit status
+        EXPECT_EQ(r.status, 0) << r.err;
+        EXPECT_EQ(r.err, "dmmrec: cannot write " + (d / name) + ": File too large (trace not written)\n");
+        EXPECT_TRUE(list_dir(d.path).empty()) << "partial or temporary file left";
+    }
+}
+
+TEST(RecorderFailure, UnwritableDestinationSaysWhy)
+{
+    TmpDir d;
+    RunResult r = run({REC_KNOWN}, {{"DMM_TRACE_OUT", "no/such/dir/k.trace"}}, d);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.err, "dmmrec: cannot write " + (d / "no/such/dir/k.trace") +
+                             ": No such file or directory (trace not written)\n");
+    EXPECT_TRUE(list_dir(d.path).empty());
+    // a directory where the trace should go: the temporary file is written,
+    // the rename fails, and the temporary file goes away
+    ASSERT_EQ(mkdir((d / "k.trace").c_str(), 0755), 0);
+    r = run({REC_KNOWN}, {{"DMM_TRACE_OUT", "k.trace"}}, d);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.err, "dmmrec: cannot write " + (d / "k.trace") + ": Is a directory (trace not written)\n");
+    EXPECT_EQ(list_dir(d.path), std::vector<std::string>{"k.trace"});
+    EXPECT_TRUE(list_dir(d / "k.trace").empty());
+}
+
+TEST(RecorderFailure, RecordScriptReportsTheRecordersCauseOnly)
+{
+    TmpDir d;
+    const Env env = {{"DMM_REC_LIB", DMMREC_LIB}, {"TMPDIR", d.path}};
+    RunResult r = run({"/bin/bash", RECORD_SH, "-o", "k.trace", "--", REC_KNOWN}, env, d, "", false, kSmallDisk);
+    // the program succeeded, the trace was not written: 1
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.err, "record: cannot write " + (d / "k.trace") + ": File too large (trace not written)\n");
+    EXPECT_EQ(count_of(r.err, "statically linked"), 0u);
+    EXPECT_TRUE(list_dir(d.path).empty()) << "partial, temporary or status file left";
+
+    // the program's own failure status is kept
+    r = run({"/bin/bash", RECORD_SH, "-o", "k.trace", "--", REC_MISC, "exit", "3"}, env, d, "", false, kSmallDisk);
+    EXPECT_EQ(r.status, 3) << r.err;
+    EXPECT_EQ(count_of(r.err, "(trace not written)"), 1u) << r.err;
+    EXPECT_EQ(count_of(r.err, "statically linked"), 0u) << r.err;
+    EXPECT_TRUE(list_dir(d.path).empty());
+}
+
+TEST(RecorderFailure, RecordScriptWhenEvenTheStatusFileIsFull)
+{
+    TmpDir d;
+    // limit 0: neither the trace nor record.sh's status file can take a byte;
+    // the recorder says why on stderr itself, record.sh only adds that it
+    // got no report, and blames nothing else
+    const Env env = {{"DMM_REC_LIB", DMMREC_LIB}, {"TMPDIR", d.path}};
+    RunResult r = run({"/bin/bash", RECORD_SH, "-o", "k.trace", "--", REC_KNOWN}, env, d, "", false, 0);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(count_of(r.err, "dmmrec: cannot write " + (d / "k.trace") + ": File too large (trace not written)\n"),
+              1u)
+        << r.err;
+    EXPECT_NE(r.err.find("record: no trace was reported: the status file"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot be written either (File too large)"), std::string::npos) << r.err;
+    EXPECT_EQ(count_of(r.err, "statically linked"), 0u) << r.err;
+    EXPECT_TRUE(list_dir(d.path).empty());
+}
+
+TEST(RecorderFailure, RealFullDiskInAPrivateTmpfs)
+{
+    // A real ENOSPC: a full 8 KB tmpfs mounted in a private mount namespace
+    // (needs unshare and the right to mount; SKIPPED otherwise).
+    TmpDir d;
+    std::string full = d / "full";
+    ASSERT_EQ(mkdir(full.c_str(), 0755), 0);
+    std::string unshare = find_program("unshare");
+    if (unshare.empty())
+        GTEST_SKIP() << "unshare not installed";
+    std::string script = "mount -t tmpfs -o size=8k tmpfs '" + full + "' || exit 99\n"
+                         "dd if=/dev/zero of='" + full + "/fill' bs=1k count=64 2>/dev/null\n"
+                         "/bin/bash '" RECORD_SH "' -o '" + full + "/k.trace' -- '" REC_KNOWN "'\n"
+                         "rc=$?\n"
+                         "ls -A '" + full + "'\n"
+                         "exit $rc\n";
+    RunResult r = run({unshare, "-m", "/bin/sh", "-c", script}, {{"DMM_REC_LIB", DMMREC_LIB}}, d, "", false);
+    if (r.status == 99 || r.err.find("unshare:") != std::string::npos)
+        GTEST_SKIP() << "cannot mount a private tmpfs here: " << r.err;
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.err, "record: cannot write " + full + "/k.trace: No space left on device (trace not written)\n");
+    EXPECT_EQ(r.out, "fill\n") << "partial or temporary file left";
+}
+
+TEST(RecorderFailure, RecordScriptNamesAKillingSignal)
+{
+    TmpDir d;
+    RunResult r = run({"/bin/bash", RECORD_SH, "-o", "k.trace", "--", "/bin/sh", "-c", "kill -KILL $$"},
+                      {{"DMM_REC_LIB", DMMREC_LIB}}, d, "", false);
+    EXPECT_EQ(r.status, 128 + SIGKILL);
+    EXPECT_NE(r.err.find("record: no trace was written: the program was ended by signal 9"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(count_of(r.err, "statically linked"), 0u) << r.err;
 }
 
 } // namespace

@@ -444,28 +444,3 @@ TEST(TraceSyncsCover, DirectSyncCoversCrossThreadFree)
     ASSERT_EQ(dmm_trace_add_syncs(missing.get()), 0);
     EXPECT_EQ(dmm_trace_syncs_cover(missing.get()), 1);
 }
-
-// ---- save ------------------------------------------------------------------------------
-
-TEST(TraceSave, FailedSaveLeavesTheOldFileAndNoPartialOne)
-{
-    std::string dir = ::testing::TempDir() + "/dmm_save_" + std::to_string(getpid());
-    std::string path = dir + "/t.trace";
-    ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
-    Trace t;
-    from_text(t.get(), "0 m 1 8\n0 f 1\n");
-    ASSERT_EQ(dmm_trace_save(t.get(), path.c_str()), 0);
-    // a destination that cannot be renamed over: a directory of that name
-    std::string blocked = dir + "/d.trace";
-    ASSERT_EQ(mkdir(blocked.c_str(), 0755), 0);
-    EXPECT_EQ(dmm_trace_save(t.get(), blocked.c_str()), -1);
-    EXPECT_NE(access((blocked + ".part").c_str(), F_OK), 0) << "partial file left behind";
-    // the good file is intact and loads
-    Trace back;
-    dmm_trace_error e;
-    EXPECT_EQ(dmm_trace_load(back.get(), path.c_str(), &e), 0) << err_str(e);
-    EXPECT_EQ(back->n, 2u);
-    rmdir(blocked.c_str());
-    std::remove(path.c_str());
-    rmdir(dir.c_str());
-}
