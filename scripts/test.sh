@@ -16,9 +16,12 @@
 #   fuzz      preset fuzz (clang): tests labelled "fuzz" (short libFuzzer runs)
 #   release   preset release: all tests at -O3 without assertions, and the
 #             benchmark smoke tests (label "bench"; too slow in Debug)
-#   install   cmake --install (release build) into a temporary prefix, then
-#             build and run a consumer (tests/install) through pkg-config and
-#             find_package
+#   install   cmake --install (release build) into a temporary prefix; check
+#             what it holds; build and run the README's pkg-config example and
+#             the consumers of tests/install (pkg-config and find_package);
+#             pip install the front end into the prefix and run record,
+#             analyse, compare, explore and generate from it, outside the
+#             source tree
 #   size      scripts/size_report.sh: Cortex-M4 freestanding build + size table
 #   python    python/run_tests.sh: the front end's pytest suite (venv at .venv)
 #
@@ -148,6 +151,116 @@ stage_annotate() { label_stage annotate annotate; }
 stage_fuzz() { label_stage fuzz fuzz; }
 stage_release() { preset_stage release; }
 
+# The fenced block that follows the line "<!-- scripts/test.sh install runs
+# this example: NAME -->" in README.md, with /opt/dmmkit replaced by $2.
+readme_example() {
+    local name=$1 prefix=$2
+    awk -v want="<!-- scripts/test.sh install runs this example: $name -->" '
+        $0 == want { armed = 1; next }
+        armed == 1 && /^```/ { armed = 2; next }
+        armed == 2 && /^```/ { found = 1; exit }
+        armed == 2 { print }
+        END { if (!found) exit 1 }' "$ROOT/README.md" | sed "s|/opt/dmmkit|$prefix|g"
+}
+
+# Installs the Python front end into the prefix as README.md says (a venv
+# made there, pip install ./python).  Its dependencies (click, rich,
+# matplotlib) come from the project's .venv when that has them for the same
+# Python, so only pip's build backend (setuptools) is fetched; otherwise pip
+# fetches them all.  Works on a copy of python/ so the source tree gets no
+# build/ or egg-info.
+install_frontend() {
+    local prefix=$1 work=$2 py=${PYTHON:-python3}
+    run "$py" -m venv "$prefix"
+    cp -r "$ROOT/python" "$work/python-src"
+    rm -rf "$work/python-src/build" "$work/python-src"/*.egg-info
+    local deps="" ver
+    ver=$("$prefix/bin/python" -c 'import sys; print(sys.version_info[:2])')
+    if [ -x "$ROOT/.venv/bin/python" ] \
+        && [ "$("$ROOT/.venv/bin/python" -c 'import sys; print(sys.version_info[:2])')" = "$ver" ] \
+        && "$ROOT/.venv/bin/python" -c 'import click, rich, matplotlib' 2>/dev/null; then
+        deps=$("$ROOT/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
+    fi
+    if [ -n "$deps" ]; then
+        echo "front end dependencies (click, rich, matplotlib): from $deps"
+        local site
+        site=$("$prefix/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+        # A .pth line only appends the directory to sys.path: the prefix's
+        # own site-packages (with the dmmkit installed here) comes first.
+        echo "$deps" >"$site/dmmkit-test-deps.pth"
+        run "$prefix/bin/python" -m pip install -q --disable-pip-version-check --no-deps "$work/python-src"
+    else
+        echo "front end dependencies: from the package index (no usable $ROOT/.venv)"
+        run "$prefix/bin/python" -m pip install -q --disable-pip-version-check "$work/python-src"
+    fi
+    local where
+    where=$("$prefix/bin/python" -c 'import dmmkit; print(dmmkit.__file__)')
+    case "$where" in
+        "$prefix"/*) echo "dmmkit package: $where" ;;
+        *) echo "the prefix's python imports dmmkit from $where, not from $prefix"; return 1 ;;
+    esac
+}
+
+# Every front end command from the prefix, in a directory outside the source
+# tree, with nothing pointing at the tree (no DMMKIT_ROOT / DMMKIT_TOOLS /
+# PYTHONPATH, a PATH of system directories only): the tools, the recorder
+# and share/dmmkit must all be found from the prefix.
+run_frontend() {
+    local prefix=$1 dir=$2
+    mkdir -p "$dir"
+    cat >"$dir/prog.c" <<'C'
+#include <stdlib.h>
+#include <string.h>
+int main(void)
+{
+    void *p[64];
+    int i, round;
+    for (round = 0; round < 8; round++) {
+        for (i = 0; i < 64; i++) {
+            p[i] = malloc(16 + 40 * (size_t)i);
+            if (p[i] == NULL)
+                return 1;
+            memset(p[i], i, 16);
+        }
+        for (i = 0; i < 64; i += 2)
+            free(p[i]);
+        for (i = 1; i < 64; i += 2)
+            p[i] = realloc(p[i], 100);
+        for (i = 1; i < 64; i += 2)
+            free(p[i]);
+    }
+    return 0;
+}
+C
+    (
+        cd "$dir" || exit 1
+        # shellcheck disable=SC2030  # the subshell's own environment
+        export PATH=/usr/local/bin:/usr/bin:/bin
+        unset DMMKIT_ROOT DMMKIT_TOOLS DMMKIT_CMAKE PYTHONPATH VIRTUAL_ENV DMM_REC_LIB LD_PRELOAD
+        local dmmkit="$prefix/bin/dmmkit"
+        run cc -std=c11 -O1 prog.c -o prog
+        run "$dmmkit" record -o prog.trace -- ./prog
+        [ -s prog.trace ] || { echo "dmmkit record wrote no prog.trace"; exit 1; }
+        run "$dmmkit" analyse prog.trace
+        run "$dmmkit" compare prog.trace -a dmm:tlsf,glibc --reps 1 --no-pictures --results compare.json
+        [ -s compare.json ] || { echo "dmmkit compare wrote no compare.json"; exit 1; }
+        # One configuration, one timing rep, re-measured on a dmm-replay built
+        # frozen from share/dmmkit/source (into the cache, never into the
+        # prefix).
+        run "$dmmkit" explore prog.trace --grid none --config tlsf --reference tlsf --reps 1 --frozen-max 1 \
+            --no-pictures --results explore.json --cache cache -j "$JOBS"
+        [ -s explore.json ] || { echo "dmmkit explore wrote no explore.json"; exit 1; }
+        ls -d cache/builds/frozen-*/tools/dmm-replay >/dev/null 2>&1 \
+            || { echo "dmmkit explore built no frozen dmm-replay under cache/builds"; exit 1; }
+        run "$dmmkit" generate tlsf -o gen --trace prog.trace -j "$JOBS"
+        [ -f gen/build/libdmmgen.a ] && [ -f gen/build/libdmmgen_malloc.so ] \
+            || { echo "dmmkit generate built no libdmmgen.a / libdmmgen_malloc.so"; exit 1; }
+        if [ -e "$prefix/share/dmmkit/source/build" ]; then
+            echo "a front end command built inside $prefix/share/dmmkit/source"; exit 1
+        fi
+    )
+}
+
 stage_install() {
     # The release build (already built by the release stage) is installed.
     run cmake --preset release >/dev/null
@@ -159,39 +272,74 @@ stage_install() {
     local prefix="$work/prefix"
     run cmake --install build/release --prefix "$prefix"
 
-    echo "installed files:"
-    (cd "$prefix" && find . -type f -o -type l | sort | sed 's/^\.\//  /')
+    echo "installed files (share/dmmkit/source: $(find "$prefix/share/dmmkit/source" -type f | wc -l) files):"
+    (cd "$prefix" && find . \( -type f -o -type l \) -not -path './share/dmmkit/source/*' | sort | sed 's/^\.\//  /')
     local f
-    for f in include/dmm/common.h include/dmm/heap.h; do
+    for f in include/dmm/common.h include/dmm/heap.h include/dmm/trace.h \
+             bin/dmm-replay bin/dmm-analyse bin/dmm-trace bin/dmm-config \
+             share/dmmkit/source/CMakeLists.txt share/dmmkit/source/include/dmm/heap.h \
+             share/dmmkit/source/scripts/record.sh; do
         [ -f "$prefix/$f" ] || { echo "missing $f"; return 1; }
     done
-    local pc cfg
+    local pc cfg libdir
     pc=$(find "$prefix" -name dmmkit.pc | head -n 1)
     cfg=$(find "$prefix" -name dmmkitConfig.cmake | head -n 1)
     [ -n "$pc" ] || { echo "dmmkit.pc not installed"; return 1; }
+    [ -f "$(dirname "$pc")/dmmkit-trace.pc" ] || { echo "dmmkit-trace.pc not installed"; return 1; }
     [ -n "$cfg" ] || { echo "dmmkitConfig.cmake not installed"; return 1; }
     [ -f "$(dirname "$cfg")/dmmkitConfigVersion.cmake" ] || { echo "dmmkitConfigVersion.cmake not installed"; return 1; }
+    libdir=$(dirname "$(dirname "$pc")")
+    for f in libdmm.a libdmm.so libdmm_trace.a libdmmrec.so; do
+        [ -e "$libdir/$f" ] || { echo "missing $libdir/$f"; return 1; }
+    done
+    # Every function dmm/trace.h declares is defined by the installed library.
+    local fn missing="" defined
+    defined=$(nm -g --defined-only "$libdir/libdmm_trace.a")
+    for fn in $(sed -n 's/^[a-z0-9_ ]*[ *]\(dmm_trace_[a-z0-9_]*\)(.*/\1/p' "$prefix/include/dmm/trace.h"); do
+        grep -qw "T $fn" <<<"$defined" || missing="$missing $fn"
+    done
+    [ -z "$missing" ] || { echo "declared in dmm/trace.h, not defined in libdmm_trace.a:$missing"; return 1; }
 
-    echo "--- consumer through pkg-config ($pc)"
-    cat "$pc"
+    echo "--- the README's pkg-config example, as printed"
+    mkdir -p "$work/readme"
+    readme_example app.c "$prefix" >"$work/readme/app.c" || { echo "README.md: app.c example not found"; return 1; }
+    readme_example build.sh "$prefix" >"$work/readme/build.sh" || { echo "README.md: build.sh example not found"; return 1; }
+    cat "$work/readme/build.sh"
+    (cd "$work/readme" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH bash -euo pipefail build.sh) \
+        >"$work/readme/out.txt" || { cat "$work/readme/out.txt"; echo "the README's example failed"; return 1; }
+    cat "$work/readme/out.txt"
+    [ "$(grep -c '^hello from a dmm heap$' "$work/readme/out.txt")" = 2 ] \
+        || { echo "the README's programs did not print their line"; return 1; }
+    ldd "$work/readme/app" | grep -F "$libdir/libdmm.so" \
+        || { echo "the README's app does not load $libdir/libdmm.so"; return 1; }
+
+    echo "--- consumers through pkg-config ($(dirname "$pc"))"
     export PKG_CONFIG_PATH
     PKG_CONFIG_PATH=$(dirname "$pc")
-    local cflags libs libdir
+    local cflags libs
     cflags=$(pkg-config --cflags dmmkit)
     libs=$(pkg-config --libs dmmkit)
-    libdir=$(pkg-config --variable=libdir dmmkit)
     # shellcheck disable=SC2086
-    run cc -std=c11 -Wall -Wextra -Werror $cflags tests/install/consumer.c $libs -o "$work/consumer_pkgconfig"
-    run env LD_LIBRARY_PATH="$libdir" "$work/consumer_pkgconfig"
+    run cc -std=c11 -Wall -Wextra -Werror $cflags tests/install/consumer.c $libs \
+        -Wl,-rpath,"$(pkg-config --variable=libdir dmmkit)" -o "$work/consumer_pkgconfig"
+    run env -u LD_LIBRARY_PATH "$work/consumer_pkgconfig"
     # The program must really use the installed shared library.
-    LD_LIBRARY_PATH="$libdir" ldd "$work/consumer_pkgconfig" | grep -F "$libdir/libdmm.so" \
+    ldd "$work/consumer_pkgconfig" | grep -F "$libdir/libdmm.so" \
         || { echo "consumer_pkgconfig does not load $libdir/libdmm.so"; return 1; }
+    # shellcheck disable=SC2046
+    run cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags dmmkit-trace) tests/install/trace_consumer.c \
+        $(pkg-config --libs dmmkit-trace) -o "$work/trace_consumer_pkgconfig"
+    run "$work/trace_consumer_pkgconfig" "$work/pkgconfig.trace"
 
-    echo "--- consumer through find_package(dmmkit)"
+    echo "--- consumers through find_package(dmmkit)"
     run cmake -S tests/install -B "$work/consumer-build" -G Ninja \
         -DCMAKE_BUILD_TYPE=Debug -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="-Werror"
     run cmake --build "$work/consumer-build" -j "$JOBS"
     run ctest --test-dir "$work/consumer-build" --output-on-failure --no-tests=error
+
+    echo "--- the front end from the prefix, outside the source tree"
+    install_frontend "$prefix" "$work"
+    run_frontend "$prefix" "$work/run"
 }
 
 stage_size() {

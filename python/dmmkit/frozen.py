@@ -13,7 +13,8 @@ can re-measure its candidates in the form it will generate:
      DMM_FROZEN_* header; dmm-config is found next to dmm-replay);
   2. a build directory keyed by the header's content hash,
      BASE/frozen-<sha256[:16]>, where BASE is build/ of the source tree when
-     running from a checkout, else <explore cache dir>/builds;
+     running from a checkout, else (also when running from an install, whose
+     sources are PREFIX/share/dmmkit/source) <explore cache dir>/builds;
   3. `cmake -S ROOT -B DIR [-G Ninja] -DCMAKE_BUILD_TYPE=Release
      -DDMM_BUILD_TESTS=OFF -DDMM_BUILD_BENCH=OFF -DDMM_BUILD_SHARED=OFF
      -DDMM_FROZEN_CONFIG=DIR/frozen_config.h` (once per directory), then
@@ -210,9 +211,10 @@ def config_tool(tools) -> Path:
 def build_base(tools, cache_dir: str | os.PathLike | None = None) -> Path:
     """Where frozen build directories go: build/ of the source tree when
     running from a checkout (and it is writable), else <cache_dir>/builds
-    (explore's cache directory, default .dmmkit-cache)."""
+    (explore's cache directory, default .dmmkit-cache).  The sources
+    installed under PREFIX/share/dmmkit are never built in place."""
     root = getattr(tools, "root", None)
-    if root is not None:
+    if root is not None and not getattr(tools, "installed", False):
         b = Path(root) / "build"
         if (b.is_dir() and os.access(b, os.W_OK)) or (not b.exists() and os.access(root, os.W_OK)):
             return b

@@ -219,8 +219,9 @@ def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, resu
              grow: int = 1 << 20, initial: int = 1 << 20, cc: str | None = None, jobs: int | None = None,
              build: bool = True) -> dict:
     if tools.root is None:
-        raise DmmkitError("generate needs the dmmkit source tree (the heap sources): run it inside the "
-                          "repository or pass --root / set DMMKIT_ROOT")
+        raise DmmkitError("generate needs the heap sources: install dmmkit (cmake --install puts them in "
+                          "PREFIX/share/dmmkit/source, found beside the tools in PREFIX/bin), run it inside the "
+                          "repository, or pass --root / set DMMKIT_ROOT")
     if grow <= 0 or initial <= 0:
         raise DmmkitError("--grow and --initial must be positive")
     if trace:

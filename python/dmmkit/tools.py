@@ -5,9 +5,26 @@ The front end never reimplements a measurement: every figure comes from
 (request patterns) or `dmm-trace` (validation), run as subprocesses and read
 back as JSON.  This module finds them and runs them.
 
-Search order for the tools directory: the `--tools-dir` option, the
-environment variable DMMKIT_TOOLS, `build/release/tools` under the source
-tree (see `find_root`), then `PATH`.
+Search order for the tools directory (docs/frontend.md, "Finding the
+tools"):
+
+  1. the `--tools-dir` option, else the environment variable DMMKIT_TOOLS
+     (only that directory is tried);
+  2. `build/release/tools`, `build/debug/tools` of the source tree named by
+     `--root` / DMMKIT_ROOT;
+  3. the directory of the running `dmmkit` command and the scripts
+     directory of its Python environment: the `bin/` of an install prefix
+     (`cmake --install` puts the tools there, `pip install` the command);
+  4. `build/release/tools`, `build/debug/tools` of the source tree found
+     from the current directory or from this package (see `find_root`);
+  5. `PATH`.
+
+Relative to the tools directory DIR (a build tree's `tools/` or a prefix's
+`bin/`), the recorder `libdmmrec.so` is looked for in DIR/../lib,
+DIR/../lib64, DIR/../lib/<multiarch> (the library directories CMake's
+GNUInstallDirs may choose), then DIR itself; and an installed copy of the
+sources (what `generate` and frozen builds need) in
+DIR/../share/dmmkit/source.
 """
 
 from __future__ import annotations
@@ -17,6 +34,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,47 +44,117 @@ from .errors import BAD_INPUT, RUNTIME, DmmkitError
 
 TOOL_NAMES = ("dmm-replay", "dmm-analyse", "dmm-trace")
 BUILD_SUBDIRS = ("build/release", "build/debug")
+RECORDER_NAME = "libdmmrec.so"
+# The installed copy of the sources, relative to an install prefix
+# (CMakeLists.txt installs it to <datadir>/dmmkit/source).
+INSTALLED_SOURCE = Path("share") / "dmmkit" / "source"
 
 
 def _is_root(d: Path) -> bool:
     return (d / "include" / "dmm" / "heap.h").is_file() and (d / "src" / "heap").is_dir()
 
 
+def _explicit_root(explicit: str | os.PathLike | None) -> Path | None:
+    """--root, else $DMMKIT_ROOT; an error when it is not a source tree."""
+    for what, val in (("--root", explicit), ("DMMKIT_ROOT=", os.environ.get("DMMKIT_ROOT"))):
+        if val:
+            p = Path(val).resolve()
+            if not _is_root(p):
+                sep = " " if what == "--root" else ""
+                raise DmmkitError(f"{what}{sep}{val}: not a dmmkit source tree (no include/dmm/heap.h)")
+            return p
+    return None
+
+
 def find_root(explicit: str | os.PathLike | None = None) -> Path | None:
     """The dmmkit source tree: --root, $DMMKIT_ROOT, the current directory or
     one of its parents, or the tree this package was installed from (an
     editable install)."""
-    cands: list[Path] = []
-    if explicit:
-        p = Path(explicit).resolve()
-        if not _is_root(p):
-            raise DmmkitError(f"--root {explicit}: not a dmmkit source tree (no include/dmm/heap.h)")
-        return p
-    env = os.environ.get("DMMKIT_ROOT")
-    if env:
-        p = Path(env).resolve()
-        if not _is_root(p):
-            raise DmmkitError(f"DMMKIT_ROOT={env}: not a dmmkit source tree (no include/dmm/heap.h)")
+    p = _explicit_root(explicit)
+    if p is not None:
         return p
     cwd = Path.cwd().resolve()
-    cands.extend([cwd, *cwd.parents])
     here = Path(__file__).resolve()
-    cands.extend(here.parents)
-    for c in cands:
+    for c in (cwd, *cwd.parents, *here.parents):
         if _is_root(c):
             return c
     return None
 
 
+def _is_tools_dir(d: Path) -> bool:
+    return all((d / n).is_file() and os.access(d / n, os.X_OK) for n in TOOL_NAMES)
+
+
+def _lib_dirs(prefix: Path) -> list[Path]:
+    """The library directories of an install prefix (or build tree), in the
+    order they are searched: lib, lib64, lib/<multiarch>, then any other
+    lib/<triplet> that holds the recorder."""
+    dirs = [prefix / "lib", prefix / "lib64"]
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if multiarch:
+        dirs.append(prefix / "lib" / multiarch)
+    try:
+        others = sorted(d for d in (prefix / "lib").iterdir() if d.is_dir() and d.name.count("-") >= 2)
+    except OSError:
+        others = []
+    dirs.extend(d for d in others if d not in dirs)
+    return dirs
+
+
+def find_recorder(tools_dir: Path) -> Path | None:
+    """libdmmrec.so for the tools in tools_dir: in a library directory of
+    the prefix (or build tree) above it, else beside the tools."""
+    for d in (*_lib_dirs(tools_dir.parent), tools_dir):
+        cand = d / RECORDER_NAME
+        if cand.is_file():
+            return cand.resolve()
+    return None
+
+
+def installed_source(tools_dir: Path) -> Path | None:
+    """The copy of the sources installed with the tools of tools_dir
+    (PREFIX/share/dmmkit/source when tools_dir is PREFIX/bin), or None."""
+    cand = tools_dir.parent / INSTALLED_SOURCE
+    return cand.resolve() if _is_root(cand) else None
+
+
+def _command_dirs() -> list[Path]:
+    """Where an installed `dmmkit` command lives: the directory of the
+    running script (sys.argv[0], symlinks resolved) and the scripts
+    directory of this Python environment (a venv's bin/)."""
+    dirs: list[Path] = []
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and Path(argv0).name == "dmmkit":
+        p = Path(argv0)
+        if not p.is_absolute() and os.sep not in argv0:
+            found = shutil.which(argv0)
+            p = Path(found) if found else p
+        try:
+            dirs.append(p.resolve().parent)
+        except OSError:
+            pass
+    scripts = sysconfig.get_path("scripts")
+    if scripts:
+        dirs.append(Path(scripts).resolve())
+    out: list[Path] = []
+    for d in dirs:
+        if d not in out:
+            out.append(d)
+    return out
+
+
 @dataclass
 class Tools:
-    """Paths of the native tools and of the source tree."""
+    """Paths of the native tools and of the source tree (a checkout, or the
+    copy installed under PREFIX/share/dmmkit/source: `installed` is then
+    True)."""
 
     replay: Path
     analyse: Path
     trace: Path
     recorder: Path | None
     root: Path | None
+    installed: bool = False
     _build_id: str | None = field(default=None, repr=False)
 
     @property
@@ -87,36 +176,63 @@ class Tools:
             "trace": str(self.trace),
             "recorder": str(self.recorder) if self.recorder else None,
             "root": str(self.root) if self.root else None,
+            "installed": self.installed,
             "build_id": self.build_id,
         }
 
 
+def _tools_in(d: Path, explicit_root: Path | None, checkout: Path | None) -> Tools:
+    """The Tools of directory d (which holds the three tools).  The source
+    tree is --root / DMMKIT_ROOT when given; else the checkout whose build
+    tree d is; else the copy installed with d's tools; else the checkout
+    found from the current directory (or None)."""
+    d = d.resolve()
+    root, installed = explicit_root, False
+    if root is None:
+        if checkout is not None and checkout in d.parents:
+            root = checkout
+        else:
+            inst = installed_source(d)
+            if inst is not None:
+                root, installed = inst, True
+            else:
+                root = checkout
+    return Tools(*(d / n for n in TOOL_NAMES), recorder=find_recorder(d), root=root, installed=installed)
+
+
 def find_tools(tools_dir: str | os.PathLike | None = None, root: str | os.PathLike | None = None) -> Tools:
     looked: list[str] = []
-    r = find_root(root)
+    explicit_root = _explicit_root(root)
+    checkout = explicit_root or find_root()
     dirs: list[Path] = []
-    if tools_dir:
-        dirs.append(Path(tools_dir))
-    elif os.environ.get("DMMKIT_TOOLS"):
-        dirs.append(Path(os.environ["DMMKIT_TOOLS"]))
+    explicit = tools_dir or os.environ.get("DMMKIT_TOOLS")
+    if explicit:
+        dirs.append(Path(explicit))
     else:
-        if r is not None:
-            dirs.extend(r / b / "tools" for b in BUILD_SUBDIRS)
+        if explicit_root is not None:
+            dirs.extend(explicit_root / b / "tools" for b in BUILD_SUBDIRS)
+        dirs.extend(_command_dirs())
+        if checkout is not None and checkout != explicit_root:
+            dirs.extend(checkout / b / "tools" for b in BUILD_SUBDIRS)
     for d in dirs:
+        if str(d) in looked:
+            continue
         looked.append(str(d))
-        if all((d / n).is_file() and os.access(d / n, os.X_OK) for n in TOOL_NAMES):
-            rec = None
-            for cand in (d.parent / "lib" / "libdmmrec.so", d / "libdmmrec.so"):
-                if cand.is_file():
-                    rec = cand.resolve()
-                    break
-            return Tools(*(Path(d / n).resolve() for n in TOOL_NAMES), recorder=rec, root=r)
-    if not tools_dir and not os.environ.get("DMMKIT_TOOLS"):
-        found = [shutil.which(n) for n in TOOL_NAMES]
+        if _is_tools_dir(d):
+            return _tools_in(d, explicit_root, checkout)
+    if not explicit:
         looked.append("PATH")
-        if all(found):
-            return Tools(*(Path(f).resolve() for f in found), recorder=None, root=r)
-    hint = "build them with: cmake --preset release && cmake --build --preset release -j2"
+        found = shutil.which(TOOL_NAMES[0])
+        if found:
+            d = Path(found).resolve().parent
+            if _is_tools_dir(d):
+                return _tools_in(d, explicit_root, checkout)
+            others = [shutil.which(n) for n in TOOL_NAMES[1:]]
+            if all(others):
+                return Tools(Path(found).resolve(), *(Path(f).resolve() for f in others), recorder=None,
+                             root=checkout)
+    hint = ("build them with: cmake --preset release && cmake --build --preset release -j2; or install them "
+            "(cmake --install build/release --prefix PREFIX) and put PREFIX/bin on PATH or pass --tools-dir")
     raise DmmkitError(
         "native tools dmm-replay/dmm-analyse/dmm-trace not found (looked in " + ", ".join(looked) + "); " + hint,
         BAD_INPUT,
