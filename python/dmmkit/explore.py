@@ -799,9 +799,9 @@ def print_explore(doc: dict, top: int = 12) -> None:
     nfeas = sum(1 for c in doc["configs"] if c["feasible"])
     console.print(f"{nfeas} of {len(doc['configs'])} configs feasible; front (D = instructions vs memory, "
                   + ("F = frozen instructions vs memory among the re-measured candidates, " if frozen else "")
-                  + f"T = cycles avg/max vs memory): {len(doc['front'])} / "
+                  + f"T = cycles avg/max vs memory): {len(doc.get('front') or [])} / "
                   + (f"{sum(1 for c in doc['configs'] if c.get('frozen_front'))} / " if frozen else "")
-                  + f"{len(doc['timing_front'])}")
+                  + f"{len(doc.get('timing_front') or [])}")
     if frozen:
         med = fz.get("runtime_over_frozen_median")
         sec = fz.get("seconds") or {}
