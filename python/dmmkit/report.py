@@ -639,7 +639,9 @@ def write_report(paths: list[str], outdir: str) -> Path:
             + "<h2>How to read this</h2><p class='note'>Instructions per operation come from callgrind and are "
               "exact; cycles come from the TSC on a shared machine and are medians over interleaved repetitions. "
               "Minimum arena = the smallest buffer that replays the trace with no failed allocation. Fragmentation "
-              "#3 = footprint / live at peak live, #4 = peak footprint / peak live (Johnstone &amp; Wilson). In heap "
+              "#3 = footprint / live at peak live, #4 = peak footprint / peak live (Johnstone &amp; Wilson); a memory "
+              "figure marked &#8776; is not exact (RSS growth, or what a system allocator exposes) and has no "
+              "fragmentation ratio. In heap "
               "maps red blocks are in use, green are free, orange are parked in quick lists, grey is the untouched "
               "top. See docs/frontend.md.</p></body></html>")
     (out / "index.html").write_text(page)
