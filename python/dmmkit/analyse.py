@@ -3,7 +3,6 @@ recorder)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -12,6 +11,8 @@ from pathlib import Path
 from rich.table import Table
 
 from .errors import RUNTIME, DmmkitError
+from .schemas import ANALYSE
+from .validate import load_document
 from .tools import Tools, first_error_line, run, validate_trace
 from .ui import console, fmt_kib
 
@@ -25,8 +26,7 @@ def analyse_json(tools: Tools, trace: str) -> dict:
         if res.returncode != 0:
             raise DmmkitError(f"dmm-analyse failed on {trace}: {first_error_line(res.stderr) or res.returncode}",
                               2 if res.returncode == 2 else RUNTIME)
-        with open(tmp) as f:
-            return json.load(f)
+        return load_document(tmp, ANALYSE, status=RUNTIME, where=f"dmm-analyse's JSON output for {trace}")[1]
     finally:
         try:
             os.unlink(tmp)

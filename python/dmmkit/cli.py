@@ -5,32 +5,26 @@ status: 2 for bad input, 1 for a run-time failure."""
 from __future__ import annotations
 
 import json
-import re
+import os
 import sys
 
 import click
 
 from . import __version__
-from .errors import DmmkitError
+from .errors import RUNTIME, DmmkitError
+from .sizes import parse_size
 from .tools import find_tools
 from .ui import err_console
 
-SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*$")
-
-
 class SizeType(click.ParamType):
+    """A byte count option, read by the one size parser (dmmkit.sizes)."""
     name = "BYTES"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        m = SIZE_RE.match(str(value))
-        if not m:
-            self.fail(f"{value!r} is not a size (e.g. 65536, 64k, 1m)", param, ctx)
-        n = int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
-        if n <= 0:
-            self.fail("must be positive", param, ctx)
-        return n
+        try:
+            return parse_size(value, what="size")
+        except DmmkitError as e:
+            self.fail(e.message.removeprefix("size: "), param, ctx)
 
 
 SIZE = SizeType()
@@ -204,10 +198,11 @@ def show(results, top):
     from .compare import print_compare
     from .explore import print_explore
     from .report import load_results
+    from .schemas import EXPLORE
     from .ui import console
-    for p, d in load_results(list(results)):
+    for p, kind, d in load_results(list(results)):
         console.rule(p)
-        if d["schema"] == "dmmkit-explore/1":
+        if kind == EXPLORE:
             print_explore(d, top=top)
         else:
             print_compare(d)
@@ -252,6 +247,14 @@ def main(argv=None):
     except KeyboardInterrupt:
         err_console.print("dmmkit: interrupted", markup=False)
         sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - the last resort: no traceback reaches a user
+        if os.environ.get("DMMKIT_DEBUG"):
+            raise
+        cmd = _command_name(argv)
+        what = f"{type(e).__name__}: {e}".splitlines()[0] if str(e) else type(e).__name__
+        err_console.print(f"dmmkit{(' ' + cmd) if cmd else ''}: internal error: {what} (a bug in dmmkit; "
+                          "DMMKIT_DEBUG=1 shows where)", markup=False, soft_wrap=True)
+        sys.exit(RUNTIME)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

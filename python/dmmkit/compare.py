@@ -17,7 +17,6 @@ glibc; a `--peer` library must be the object `malloc` resolves to.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -28,9 +27,12 @@ from .allocators import Allocator, parse_peers, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
 from .measure import TaskError, measure_timing
+from .memfig import Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
+from .schemas import HEAPMAP, TIMELINE
+from .validate import load_document
 from .stats import geomean, ratio_summary, summarize
 from .tools import Tools, check_configs, run, validate_trace
-from .ui import console, fmt_num, fmt_ratio, progress, trace_refs
+from .ui import console, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
 
 DEFAULT_ALLOCATORS = "dmm:tlsf,dmm:p2012,dmm:dlmalloc,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc"
 METRICS = ("warm_avg", "cold_avg", "warm_p99", "warm_max", "cold_max")
@@ -183,6 +185,7 @@ def summarise_compare(doc: dict) -> None:
     doc['ranking'] from doc['runs']; pure, tested on golden files."""
     base = doc["baseline"]
     labels = [a["label"] for a in doc["allocators"]]
+    kinds = {a["label"]: a.get("kind") for a in doc["allocators"]}
     summary: dict = {}
     for tl, per in doc["runs"].items():
         bruns = per.get(base) or []
@@ -207,7 +210,12 @@ def summarise_compare(doc: dict) -> None:
                 s[m + "_ratio"] = ratio_summary(vals, bvals)
             first = next((r for r in rr if r), None) or {}
             s["peak_footprint"] = first.get("peak_footprint")
-            s["frag4"] = first.get("frag4")
+            # memory figures that are not exact are marked, and carry no
+            # fragmentation ratio (dmmkit.memfig)
+            s["memory_exact"] = is_exact(first, kinds.get(lab)) if first else None
+            s["footprint_kind"] = footprint_kind(first) if first else None
+            s["rss_growth"] = first.get("rss_growth")
+            s["frag4"] = first.get("frag4") if s["memory_exact"] else None
             s["failed"] = first.get("failed")
             s["detected"] = first.get("detected")
             s["preemptions"] = sum((r or {}).get("preemptions") or 0 for r in rr)
@@ -265,12 +273,12 @@ def compare_pictures(tools: Tools, refs, allocs: list[Allocator]) -> dict:
                 args += ["--heapmap", hm]
             res = run(args, env=a.env(), timeout=1800)
             entry = {}
-            for key, f in (("timeline", tl), ("heapmap", hm)):
-                try:
-                    with open(f) as fh:
-                        entry[key] = json.load(fh)
-                except (OSError, ValueError):
-                    pass
+            for key, f, kind in (("timeline", tl, TIMELINE), ("heapmap", hm, HEAPMAP)):
+                if res.returncode == 0 and os.path.exists(f):
+                    try:
+                        entry[key] = load_document(f, kind, where=f"the {key} of {a.label} on {tr.label}")[1]
+                    except DmmkitError as e:
+                        console.print(f"[yellow]note[/]: picture left out: {e.message}")
                 try:
                     os.unlink(f)
                 except OSError:
@@ -283,6 +291,8 @@ def compare_pictures(tools: Tools, refs, allocs: list[Allocator]) -> dict:
 
 
 def print_compare(doc: dict) -> None:
+    """The ranking, the per-trace speed ratios and the memory figures of
+    (checked) compare results."""
     summary, overall, base = doc.get("summary") or {}, doc.get("overall") or {}, doc["baseline"]
     ranking = doc.get("ranking") or []
     t = Table(title=f"ranking: warm cycles/op relative to {base} (geometric mean over {len(summary)} trace(s); "
@@ -296,9 +306,11 @@ def print_compare(doc: dict) -> None:
     t.add_column("failed", justify="right")
     for n, lab in enumerate(ranking, 1):
         o = overall[lab]
-        rng = "-" if o["warm_avg_ratio_min"] is None else f"{o['warm_avg_ratio_min']:.2f}-{o['warm_avg_ratio_max']:.2f}"
-        t.add_row(str(n), lab, fmt_ratio(o["warm_avg_ratio_geomean"]), rng, fmt_ratio(o["cold_avg_ratio_geomean"]),
-                  f"{o['wins']}/{len(summary)}", str(o["failed"]))
+        lo, hi = o.get("warm_avg_ratio_min"), o.get("warm_avg_ratio_max")
+        rng = "-" if lo is None or hi is None else f"{lo:.2f}-{hi:.2f}"
+        t.add_row(str(n), lab, fmt_ratio(o.get("warm_avg_ratio_geomean")), rng,
+                  fmt_ratio(o.get("cold_avg_ratio_geomean")), f"{o.get('wins') or 0}/{len(summary)}",
+                  str(o.get("failed") if o.get("failed") is not None else "-"))
     console.print(t)
     m = Table(title=f"per trace: warm cycles/op of {base}, and each allocator's ratio to it "
                     "(median over paired repetitions)")
@@ -308,9 +320,38 @@ def print_compare(doc: dict) -> None:
         if lab != base:
             m.add_column(lab, justify="right")
     for tl, per in summary.items():
-        row = [tl, fmt_num((per.get(base) or {}).get("warm_avg", {}).get("median"))]
+        row = [tl, fmt_num(((per.get(base) or {}).get("warm_avg") or {}).get("median"))]
         for lab in ranking:
             if lab != base:
-                row.append(fmt_ratio(per[lab]["warm_avg_ratio"]["median"]))
+                row.append(fmt_ratio((per[lab].get("warm_avg_ratio") or {}).get("median")))
         m.add_row(*row)
     console.print(m)
+    print_compare_memory(doc)
+
+
+def print_compare_memory(doc: dict) -> None:
+    """Peak footprint and fragmentation #4 per trace and allocator; a figure
+    that is not exact is marked (memfig.APPROX) and has no fragmentation
+    ratio, and the legend says what it is."""
+    summary, ranking = doc.get("summary") or {}, doc.get("ranking") or []
+    kinds = {a["label"]: a.get("kind") for a in doc.get("allocators") or []}
+    if not summary or not ranking:
+        return
+    legend = Legend()
+    m = Table(title="per trace: peak footprint [fragmentation #4] (first repetition)")
+    m.add_column("trace")
+    for lab in ranking:
+        m.add_column(lab, justify="right")
+    for tl, per in summary.items():
+        row = [tl]
+        for lab in ranking:
+            s = per.get(lab) or {}
+            exact = legend.note(is_exact(s, kinds.get(lab)), footprint_kind(s))
+            fp = footprint_value(s)
+            cell = mark(fmt_kib(fp), exact)
+            fr = frag_text(s.get("frag4"), exact, fmt_ratio)
+            row.append(cell + (f" [{fr}]" if fr != "-" else ""))
+        m.add_row(*row)
+    console.print(m)
+    for line in legend.lines():
+        console.print(line, markup=False)

@@ -708,10 +708,14 @@ def dmm_pass_stats(runs: list[dict]) -> dict:
 
 
 def take_pictures(tools: Tools, refs: list[TraceRef], config_ids: list[str], det) -> dict:
-    """Timeline and heap map of each (trace, config): one untimed replay."""
-    import json
+    """Timeline and heap map of each (trace, config): one untimed replay.
+    Each file is read through the one loader (schemas.TIMELINE / HEAPMAP); a
+    picture that is missing or not valid is left out, with a note."""
     import os
     import tempfile
+
+    from .schemas import HEAPMAP, TIMELINE
+    from .validate import load_document
     out: dict = {}
     jobs = [(tr, cid) for tr in refs for cid in config_ids if det.get((tr.label, cid))]
     with progress() as prog:
@@ -724,12 +728,13 @@ def take_pictures(tools: Tools, refs: list[TraceRef], config_ids: list[str], det
                                                   "--arena", str(m.get("arena") or 1 << 20), "--no-timing",
                                                   "--no-warm", "--timeline", tl, "--heapmap", hm])
             entry = {}
-            for key, f in (("timeline", tl), ("heapmap", hm)):
-                try:
-                    with open(f) as fh:
-                        entry[key] = json.load(fh)
-                except (OSError, ValueError):
-                    entry[key] = None
+            for key, f, kind in (("timeline", tl, TIMELINE), ("heapmap", hm, HEAPMAP)):
+                entry[key] = None
+                if res.returncode == 0 and os.path.exists(f):
+                    try:
+                        entry[key] = load_document(f, kind, where=f"the {key} of {cid} on {tr.label}")[1]
+                    except DmmkitError as e:
+                        console.print(f"[yellow]note[/]: picture left out: {e.message}")
                 try:
                     os.unlink(f)
                 except OSError:
@@ -794,9 +799,9 @@ def print_explore(doc: dict, top: int = 12) -> None:
     nfeas = sum(1 for c in doc["configs"] if c["feasible"])
     console.print(f"{nfeas} of {len(doc['configs'])} configs feasible; front (D = instructions vs memory, "
                   + ("F = frozen instructions vs memory among the re-measured candidates, " if frozen else "")
-                  + f"T = cycles avg/max vs memory): {len(doc['front'])} / "
+                  + f"T = cycles avg/max vs memory): {len(doc.get('front') or [])} / "
                   + (f"{sum(1 for c in doc['configs'] if c.get('frozen_front'))} / " if frozen else "")
-                  + f"{len(doc['timing_front'])}")
+                  + f"{len(doc.get('timing_front') or [])}")
     if frozen:
         med = fz.get("runtime_over_frozen_median")
         sec = fz.get("seconds") or {}
@@ -804,9 +809,9 @@ def print_explore(doc: dict, top: int = 12) -> None:
         console.print(f"frozen: {len(fz.get('measured') or [])} of {len(fz.get('candidates') or [])} candidate(s) "
                       f"re-measured with dmm-replay built frozen to their config and ranked first, on these "
                       f"figures; runtime/frozen instr/op median {fmt_ratio(med)}; builds "
-                      f"{b.get('built', 0)} built, {b.get('up_to_date', 0)} up to date, {b.get('failed', 0)} failed "
-                      f"({sec.get('build', 0):.0f} s), {fz.get('callgrind_runs', 0)} callgrind run(s) + "
-                      f"{fz.get('cache_hits', 0)} from the cache ({sec.get('count', 0):.0f} s)")
+                      f"{b.get('built') or 0} built, {b.get('up_to_date') or 0} up to date, {b.get('failed') or 0} "
+                      f"failed ({sec.get('build') or 0:.0f} s), {fz.get('callgrind_runs') or 0} callgrind run(s) + "
+                      f"{fz.get('cache_hits') or 0} from the cache ({sec.get('count') or 0:.0f} s)")
         if fz.get("fallback"):
             console.print(f"[yellow]frozen figures missing for {', '.join(fz['fallback'])}: ranked on the runtime "
                           f"figure (see 'frozen' in the results)[/]")

@@ -25,6 +25,10 @@ from rich.table import Table
 from .allocators import PRESETS
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
 from .measure import timing_figures
+from .memfig import Legend, footprint_kind, footprint_value, frag_text, mark
+from .schemas import EXPLORE, REPLAY
+from .sizes import parse_size
+from .validate import check_document, load_document
 from .tools import Tools, check_configs, first_error_line, replay_json, run, validate_trace
 from .ui import console, fmt_num, fmt_ratio, progress
 
@@ -104,15 +108,11 @@ def resolve_config(tools: Tools, arg: str, results: str | None) -> tuple[str, st
             raise DmmkitError(f"CONFIG {arg!r} is not a preset ({', '.join(PRESETS)}), not a config (key=value,...), "
                               f"and there is no explore results file to look it up in ({results or 'none given'}; "
                               "use --results FILE)")
-        try:
-            with open(results) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            raise DmmkitError(f"results file {results}: not readable JSON ({e})")
-        if doc.get("schema") != "dmmkit-explore/1":
-            raise DmmkitError(f"results file {results}: not explore results")
+        _, doc = load_document(results, EXPLORE)
         want = doc.get("best") if arg == "best" else arg
-        by_id = {c["id"]: c for c in doc.get("configs") or []}
+        by_id = {c["id"]: c for c in doc["configs"]}
+        if arg == "best" and want is None:
+            raise DmmkitError(f"results file {results}: no best configuration (no configuration was feasible)")
         if want not in by_id:
             raise DmmkitError(f"no configuration {arg!r} in {results} (ids: "
                               + ", ".join(list(by_id)[:8]) + (", ..." if len(by_id) > 8 else "") + ")")
@@ -194,6 +194,8 @@ def check_on_trace(tools: Tools, so: Path, trace: str, config_malloc: str, initi
     rows = []
     env = {"LD_PRELOAD": str(so)}
     res, d = replay_json(tools, trace, ["--alloc", "system", "--verify", "--reps", "3"], env=env)
+    if d is not None:
+        check_document(d, REPLAY, f"dmm-replay's JSON output (LD_PRELOAD={so.name}, {trace})", RUNTIME)
     if d is None:
         raise DmmkitError(f"replay with LD_PRELOAD={so} failed: {first_error_line(res.stderr) or res.returncode}",
                           RUNTIME)
@@ -204,6 +206,8 @@ def check_on_trace(tools: Tools, so: Path, trace: str, config_malloc: str, initi
                  **f})
     res2, d2 = replay_json(tools, trace, ["--alloc", "dmm:" + config_malloc, "--arena", str(initial), "--verify",
                                           "--reps", "3"])
+    if d2 is not None:
+        check_document(d2, REPLAY, f"dmm-replay's JSON output (dmm:{config_malloc}, {trace})", RUNTIME)
     if d2 is None:
         raise DmmkitError(f"replay of dmm:{config_malloc} failed: {first_error_line(res2.stderr) or res2.returncode}",
                           RUNTIME)
@@ -216,14 +220,14 @@ def check_on_trace(tools: Tools, so: Path, trace: str, config_malloc: str, initi
 
 
 def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, results: str | None = None,
-             grow: int = 1 << 20, initial: int = 1 << 20, cc: str | None = None, jobs: int | None = None,
+             grow: int | str = "1m", initial: int | str = "1m", cc: str | None = None, jobs: int | None = None,
              build: bool = True) -> dict:
     if tools.root is None:
         raise DmmkitError("generate needs the heap sources: install dmmkit (cmake --install puts them in "
                           "PREFIX/share/dmmkit/source, found beside the tools in PREFIX/bin), run it inside the "
                           "repository, or pass --root / set DMMKIT_ROOT")
-    if grow <= 0 or initial <= 0:
-        raise DmmkitError("--grow and --initial must be positive")
+    grow = parse_size(grow, "--grow")
+    initial = parse_size(initial, "--initial")
     if trace:
         validate_trace(tools, trace)
     ident, name, config, entry = resolve_config(tools, arg, results)
@@ -286,12 +290,16 @@ def _print_check(rows, agree):
     for c in ("run", "preload ok", "verify", "failed", "peak footprint (B)", "baseline (B)", "frag #4",
               "warm cycles/op"):
         t.add_column(c, justify="right" if c not in ("run",) else "left")
+    legend = Legend()
     for r in rows:
         base = r.get("baseline_footprint") if r["run"].startswith("LD_PRELOAD") else None
+        exact = legend.note(bool(r.get("memory_exact", True)), footprint_kind(r))
         t.add_row(r["run"], "yes" if r["took_effect"] else "NO", str(r.get("verify")), str(r.get("failed")),
-                  fmt_num(r.get("peak_footprint")), fmt_num(base), fmt_ratio(r.get("frag4")),
-                  fmt_num(r.get("warm_avg")))
+                  mark(fmt_num(footprint_value(r)), exact), mark(fmt_num(base), exact),
+                  frag_text(r.get("frag4"), exact, fmt_ratio), fmt_num(r.get("warm_avg")))
     console.print(t)
+    for line in legend.lines():
+        console.print(line, markup=False)
     console.print("[green]match[/]: verify passes on both, same failed allocations" if agree
                   else "[red]MISMATCH[/]: see the table")
     console.print("  the .so's footprint is its heap's extent (mallinfo2) net of what was already carved when the "
@@ -301,9 +309,15 @@ def _print_check(rows, agree):
 def _check_markdown(trace, rows, agree) -> str:
     lines = [f"Replay of `{trace}` (`dmm-replay --verify`):", "",
              "| run | verify | failed | peak footprint (B) | frag #4 | warm cycles/op |", "|---|---|---:|---:|---:|---:|"]
+    legend = Legend()
     for r in rows:
-        lines.append(f"| {r['run']} | {r.get('verify')} | {r.get('failed')} | {r.get('peak_footprint')} | "
-                     f"{fmt_ratio(r.get('frag4'))} | {fmt_num(r.get('warm_avg'))} |")
+        exact = legend.note(bool(r.get("memory_exact", True)), footprint_kind(r))
+        fp = footprint_value(r)
+        lines.append(f"| {r['run']} | {r.get('verify')} | {r.get('failed')} | "
+                     f"{mark(str(fp) if fp is not None else '-', exact)} | "
+                     f"{frag_text(r.get('frag4'), exact, fmt_ratio)} | {fmt_num(r.get('warm_avg'))} |")
+    if legend.kinds:
+        lines += [""] + legend.lines()
     lines += ["", "Result: " + ("match" if agree else "MISMATCH") + ". The .so's footprint is its heap's extent "
               "(reported through mallinfo2) net of what the replayer itself had allocated before the replay."]
     return "\n".join(lines)

@@ -25,7 +25,11 @@ import re
 import shutil
 import subprocess
 import tempfile
-import json
+
+from .errors import DmmkitError
+from .memfig import replay_memory
+from .schemas import REPLAY
+from .validate import check_document, parse_json_text
 
 # The heap's dmm_allocator entry points (src/heap/heap.c: a_malloc & co.).
 # dmm_heap_malloc etc. are inlined into them in release builds, so these are
@@ -55,20 +59,35 @@ def _err(p) -> str:
     return lines[-1].strip() if lines else f"exit status {p.returncode}"
 
 
+def read_replay_json(path: str, trace: str, must: bool = True) -> dict | None:
+    """dmm-replay's --json output for trace, read and checked
+    (schemas.REPLAY).  None when the file is empty or missing; TaskError
+    when it holds something else than dmm-replay output (must=False: None)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if not data.strip():
+        return None
+    where = f"dmm-replay's JSON output for {trace}"
+    try:
+        doc = parse_json_text(data, where)
+        check_document(doc, REPLAY, where)
+    except DmmkitError as e:
+        if must:
+            raise TaskError(e.message) from None
+        return None
+    return doc
+
+
 def _replay(replay, trace, args, wrapper=(), timeout=3600):
     fd, tmp = tempfile.mkstemp(prefix="dmmkit-m-", suffix=".json")
     os.close(fd)
     try:
         p = _run([*wrapper, replay, trace, *args, "--json", tmp, "--quiet"], timeout=timeout)
-        data = None
-        try:
-            with open(tmp) as f:
-                txt = f.read()
-            if txt.strip():
-                data = json.loads(txt)
-        except (OSError, ValueError):
-            data = None
-        return p, data
+        # a failed run may leave a partial file: its exit status says why
+        return p, read_replay_json(tmp, trace, must=p.returncode == 0)
     finally:
         try:
             os.unlink(tmp)
@@ -242,13 +261,7 @@ def measure_timing(item: dict) -> dict:
                                capture_output=True, text=True, env=env, timeout=3600)
         except subprocess.TimeoutExpired as e:
             raise TaskError(f"timing run timed out: {e}") from e
-        d = None
-        try:
-            with open(tmp) as f:
-                txt = f.read()
-            d = json.loads(txt) if txt.strip() else None
-        except (OSError, ValueError):
-            d = None
+        d = read_replay_json(tmp, item["trace"], must=p.returncode == 0)
     finally:
         try:
             os.unlink(tmp)
@@ -260,7 +273,9 @@ def measure_timing(item: dict) -> dict:
 
 
 def timing_figures(d: dict) -> dict:
-    """The timing and memory figures of one dmm-replay JSON."""
+    """The timing and memory figures of one (checked) dmm-replay JSON.  A
+    memory figure that is not exact (memfig) carries memory_exact false, and
+    no fragmentation ratio."""
     t = d.get("timing") or {}
     cold, warm = t.get("cold") or {}, t.get("warm") or {}
     mem = d.get("memory") or {}
@@ -286,6 +301,9 @@ def timing_figures(d: dict) -> dict:
         "malloc_object": al.get("malloc_object"),
         "verify": d.get("verify"),
     }
+    out.update(replay_memory(d))
+    if not out["memory_exact"]:
+        out["frag3"] = out["frag4"] = None
     for k in ("malloc", "free", "realloc", "calloc", "aligned"):
         w = _kind(warm, k)
         if w.get("count"):

@@ -25,6 +25,9 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from .errors import DmmkitError  # noqa: E402
+from .memfig import APPROX, LEGEND, Legend, footprint_kind, footprint_value, is_exact  # noqa: E402
+from .schemas import EXPLORE, RESULTS  # noqa: E402
+from .validate import Schema, load_document  # noqa: E402
 from .ui import console, progress  # noqa: E402
 
 STATE_COLOURS = {"used": "#d62728", "free": "#2ca02c", "quick": "#ff7f0e", "top": "#c7c7c7"}
@@ -34,21 +37,10 @@ MAX_HEAPMAPS = 4  # panels per heap-map figure in a comparison
 
 # ---------------------------------------------------------------- loading --
 
-def load_results(paths: list[str]) -> list[tuple[str, dict]]:
-    out = []
-    for p in paths:
-        try:
-            with open(p) as f:
-                d = json.load(f)
-        except FileNotFoundError:
-            raise DmmkitError(f"results file {p}: no such file")
-        except (OSError, ValueError) as e:
-            raise DmmkitError(f"results file {p}: not readable JSON ({e})")
-        if not isinstance(d, dict) or d.get("schema") not in ("dmmkit-explore/1", "dmmkit-compare/1"):
-            raise DmmkitError(f"results file {p}: not dmmkit explore or compare results "
-                              f"(schema {d.get('schema') if isinstance(d, dict) else None!r})")
-        out.append((p, d))
-    return out
+def load_results(paths: list[str]) -> list[tuple[str, Schema, dict]]:
+    """Every results file, checked (dmmkit.validate): (path, kind, document).
+    A missing, damaged or foreign file is one DmmkitError naming it."""
+    return [(p, *load_document(p, RESULTS)) for p in paths]
 
 
 def _slug(s: str) -> str:
@@ -78,6 +70,19 @@ def td(v, digits: int = 1) -> str:
     dv = "" if v is None else f' data-value="{esc(json.dumps(v))}"'
     cls = ' class="n"' if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
     return f"<td{cls}{dv}>{esc(num(v, digits))}</td>"
+
+
+def td_mem(v, exact: bool, legend: Legend, kind: str) -> str:
+    """A memory figure's cell; one that is not exact is shown as APPROX n
+    (the data-value keeps the JSON value) and its kind goes to the legend."""
+    if legend.note(exact, kind) or v is None:
+        return td(v, 0)
+    return (f'<td class="n approx" data-value="{esc(json.dumps(v))}" title="{esc(LEGEND.get(kind, ""))}">'
+            f"{esc(APPROX)} {esc(num(v, 0))}</td>")
+
+
+def legend_html(legend: Legend) -> str:
+    return "".join(f"<p class='note'>{esc(line)}</p>" for line in legend.lines())
 
 
 def tdt(s) -> str:
@@ -124,17 +129,35 @@ def _save(fig, outdir: Path, name: str, tight: bool = False) -> str:
     return name
 
 
-def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
-    by_id = {c["id"]: c for c in doc["configs"]}
+def _points(doc: dict, key: str, mem_key: str) -> list:
+    """(speed, memory, config) of the configs that have both figures."""
+    pts = [(c["aggregate"].get(key), c["aggregate"].get(mem_key), c) for c in doc["configs"]]
+    return [(x, y, c) for x, y, c in pts if x is not None and y is not None]
+
+
+def pareto_panels(doc: dict) -> list[tuple[str, str, str]]:
+    """The speed axes that have points to plot: instructions (unless explore
+    ran with --no-instructions), cycles (when candidates were timed)."""
     mem_key = doc["settings"]["memory_metric"]
-    names = []
     panels = [("instr_per_op", "instructions per operation (geometric mean)", "front")]
     if doc.get("timed"):
         panels.append(("cycles_avg", "warm cycles per operation, average (geometric mean)", "timing_front"))
+    return [p for p in panels if _points(doc, p[0], mem_key)]
+
+
+def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
+    """The Pareto plot(s); none when no configuration has both a speed and a
+    memory figure (explore --no-instructions --no-timing measures memory
+    only: the caller says so instead of drawing empty axes)."""
+    by_id = {c["id"]: c for c in doc["configs"]}
+    mem_key = doc["settings"]["memory_metric"]
+    names = []
+    panels = pareto_panels(doc)
+    if not panels:
+        return names
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False)
     for ax, (key, xlabel, flag) in zip(axes[0], panels):
-        pts = [(c["aggregate"].get(key), c["aggregate"].get(mem_key), c) for c in doc["configs"]]
-        pts = [(x, y, c) for x, y, c in pts if x is not None and y is not None]
+        pts = _points(doc, key, mem_key)
         feas = [(x, y, c) for x, y, c in pts if c["feasible"]]
         infe = [(x, y, c) for x, y, c in pts if not c["feasible"]]
         if infe:
@@ -157,7 +180,7 @@ def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
                 ax.annotate(c["name"], (x, y / 1024), textcoords="offset points", xytext=(5, 4), fontsize=8)
                 ax.scatter([x], [y / 1024], facecolors="none", edgecolors="k", s=60)
         best = by_id.get(doc.get("best"))
-        if best and best["aggregate"].get(key) is not None:
+        if best and best["aggregate"].get(key) is not None and best["aggregate"].get(mem_key) is not None:
             ax.scatter([best["aggregate"][key]], [best["aggregate"][mem_key] / 1024], marker="*", s=220,
                        c="#2ca02c", zorder=5, label=f"best: {best['name']}")
         xs_all = [p[0] for p in pts if p[0] and p[0] > 0]
@@ -167,13 +190,21 @@ def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
         ax.set_xlabel(xlabel)
         ax.set_ylabel(("minimum arena" if mem_key == "min_arena" else "peak footprint") + " (KiB, geometric mean)")
         ax.grid(alpha=.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.suptitle(f"speed vs memory over {len(doc['traces'])} trace(s) (lower-left is better)")
     names.append(_save(fig, outdir, f"{prefix}_pareto.png", tight=True))
 
     # per-trace small multiples
     traces = [t["label"] for t in doc["traces"]]
-    if 1 < len(traces) <= 20:
+
+    def trace_point(c, tl):
+        m = (c.get("per_trace") or {}).get(tl)
+        if not m or m.get("instr_per_op") is None or m.get(mem_key) is None:
+            return None
+        return m["instr_per_op"], m[mem_key] / 1024
+
+    if 1 < len(traces) <= 20 and any(trace_point(c, tl) for c in doc["configs"] for tl in traces):
         cols = min(4, len(traces))
         rows = math.ceil(len(traces) / cols)
         fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.8 * rows), squeeze=False)
@@ -181,11 +212,11 @@ def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
             ax = axes[k // cols][k % cols]
             xs, ys, cs = [], [], []
             for c in doc["configs"]:
-                m = (c["per_trace"] or {}).get(tl)
-                if not m or m.get("instr_per_op") is None or m.get(mem_key) is None:
+                pt = trace_point(c, tl)
+                if pt is None:
                     continue
-                xs.append(m["instr_per_op"])
-                ys.append(m[mem_key] / 1024)
+                xs.append(pt[0])
+                ys.append(pt[1])
                 cs.append("#d62728" if c["id"] == doc.get("best") else ("#333333" if c["preset"] else "#1f77b4"))
             order = sorted(range(len(xs)), key=lambda i: {"#1f77b4": 0, "#333333": 1}.get(cs[i], 2))
             ax.scatter([xs[i] for i in order], [ys[i] for i in order], c=[cs[i] for i in order],
@@ -205,7 +236,12 @@ def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
     return names
 
 
-def plot_timeline(trace: str, entries: dict[str, dict], outdir: Path, name: str) -> str | None:
+def plot_timeline(trace: str, entries: dict[str, dict], outdir: Path, name: str,
+                  approx: dict[str, str] | None = None) -> str | None:
+    """Live bytes and each allocator's footprint over the operations.
+    approx: label -> footprint kind of the allocators whose footprint is not
+    exact (dashed, labelled with APPROX and what it is)."""
+    approx = approx or {}
     fig, ax = plt.subplots(figsize=(7, 3.6))
     live_done = False
     any_line = False
@@ -218,7 +254,12 @@ def plot_timeline(trace: str, entries: dict[str, dict], outdir: Path, name: str)
         if not live_done:
             ax.plot(ops, [p[1] / 1024 for p in pts], c="k", lw=1.2, label="live bytes (requested)")
             live_done = True
-        ax.plot(ops, [p[2] / 1024 for p in pts], lw=1, label=f"footprint: {label}")
+        if label in approx:
+            what = "RSS growth" if approx[label] == "rss_growth" else "as the allocator exposes it"
+            ax.plot(ops, [p[2] / 1024 for p in pts], lw=1, ls="--",
+                    label=f"footprint {APPROX} ({what}, not exact): {label}")
+        else:
+            ax.plot(ops, [p[2] / 1024 for p in pts], lw=1, label=f"footprint: {label}")
         any_line = True
     if not any_line:
         plt.close(fig)
@@ -365,8 +406,8 @@ def plot_compare_ranking(doc: dict, outdir: Path, name: str) -> str | None:
         return None
     fig, ax = plt.subplots(figsize=(7, 0.5 + 0.35 * len(labs)))
     vals = [ov[l]["warm_avg_ratio_geomean"] for l in labs]
-    lo = [v - (ov[l]["warm_avg_ratio_min"] or v) for v, l in zip(vals, labs)]
-    hi = [(ov[l]["warm_avg_ratio_max"] or v) - v for v, l in zip(vals, labs)]
+    lo = [max(0.0, v - (ov[l].get("warm_avg_ratio_min") or v)) for v, l in zip(vals, labs)]
+    hi = [max(0.0, (ov[l].get("warm_avg_ratio_max") or v) - v) for v, l in zip(vals, labs)]
     ax.barh(labs[::-1], vals[::-1], xerr=[lo[::-1], hi[::-1]], color="#1f77b4", alpha=.8, capsize=3)
     ax.axvline(1.0, c="k", lw=.8)
     ax.set_xlabel(f"warm cycles/op relative to {doc['baseline']} (geometric mean; bars: range over traces)")
@@ -384,15 +425,20 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
     parts = [f"<h2>Design-space exploration: {esc(Path(path).name)}</h2>",
              f"<p class='note'>{len(doc['traces'])} trace(s): "
              + ", ".join(esc(t['label']) for t in doc["traces"])
-             + f". Grid <b>{esc(st['grid'])}</b>, {len(doc['configs'])} valid configs "
+             + f". Grid <b>{esc(st.get('grid'))}</b>, {len(doc['configs'])} valid configs "
              f"({len(doc.get('skipped') or [])} invalid combinations skipped by the heap's check); objective "
              f"<b>{esc(st['objective'])}</b>; memory metric <b>{esc(mem_key)}</b>; reference "
              f"<b>{esc(doc.get('reference'))}</b>; constraints: arena {esc(st.get('arena') or '-')}, "
              f"max cycles {esc(st.get('max_cycles') or '-')}. Aggregates are geometric means over the traces; "
              "ratios are relative to the reference.</p>"]
-    for n in plot_pareto(doc, outdir, prefix):
+    plots = plot_pareto(doc, outdir, prefix)
+    for n in plots:
         parts.append(img(n, "Pareto front: speed vs memory" if n.endswith("_pareto.png") else "per-trace points"))
         tick()
+    if not plots:
+        parts.append("<p class='note'>No Pareto plot: no configuration has a speed figure (this exploration ran "
+                     "without instruction counts and without timing), so only the memory figures below are "
+                     "known.</p>")
     best = by_id.get(doc.get("best"))
     if best:
         parts.append(f"<p><b>Best ({esc(st['objective'])})</b>: <code>{esc(best['id'])}</code> = "
@@ -426,7 +472,7 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
             r += [td(a.get("cycles_avg")), td(a.get("cycles_ratio"), 3), td(a.get("cycles_max"), 0)]
         r += [td(a.get("min_arena"), 0), td(a.get("peak_footprint"), 0), td(a.get("frag3"), 3), td(a.get("frag4"), 3),
               tdt("yes" if c["front"] else ""), tdt("yes" if c.get("timing_front") else ""),
-              tdt("yes" if c["feasible"] else "; ".join(c["infeasible_reasons"][:2]))]
+              tdt("yes" if c["feasible"] else "; ".join((c.get("infeasible_reasons") or [])[:2]))]
         rows.append(("best" if cid == doc.get("best") else "front" if c["front"] else "", r))
     parts.append("<h3>Ranking (feasible configs first; green: best, orange: on the Pareto front)</h3>")
     if frozen:
@@ -446,7 +492,7 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
             hdr += ["cycles/op avg (median)", "[min", "max]", "cycles/op max (median)", "clean passes", "passes"]
         rows = []
         for t in doc["traces"]:
-            m = (c["per_trace"] or {}).get(t["label"]) or {}
+            m = (c.get("per_trace") or {}).get(t["label"]) or {}
             r = [tdt(t["label"]), td(m.get("ops")), td(m.get("instr_per_op")), td(m.get("min_arena"), 0),
                  td(m.get("peak_footprint"), 0), td(m.get("frag3"), 3), td(m.get("frag4"), 3),
                  td(m.get("internal_waste"), 0), td(m.get("external_waste"), 0), td(m.get("failed"))]
@@ -506,19 +552,26 @@ def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
                         f"cold x {base} (geomean)", "fastest on", "failed"], rows, "ranking"))
     labs = doc.get("ranking") or []
     rows = []
+    kinds = {a["label"]: a.get("kind") for a in doc["allocators"]}
+    legend = Legend()
+    approx: dict[str, dict[str, str]] = {}  # trace -> label -> footprint kind, of the figures not exact
     for tl, per in summ.items():
         for lab in labs:
             s = per.get(lab) or {}
+            exact, fk = is_exact(s, kinds.get(lab)), footprint_kind(s)
+            if not exact:
+                approx.setdefault(tl, {})[lab] = fk
             wa, r = s.get("warm_avg") or {}, s.get("warm_avg_ratio") or {}
             rows.append([tdt(tl), tdt(lab), td(wa.get("median")), td(r.get("median"), 3), td(r.get("min"), 3),
                          td(r.get("max"), 3), td(r.get("q1"), 3), td(r.get("q3"), 3),
                          td((s.get("warm_p99") or {}).get("median"), 0), td((s.get("warm_max") or {}).get("median"), 0),
-                         td((s.get("cold_avg") or {}).get("median")), td(s.get("peak_footprint"), 0),
-                         td(s.get("frag4"), 3), td(s.get("failed")), td(s.get("preemptions"))])
+                         td((s.get("cold_avg") or {}).get("median")), td_mem(footprint_value(s), exact, legend, fk),
+                         td(s.get("frag4") if exact else None, 3), td(s.get("failed")), td(s.get("preemptions"))])
     parts.append("<h3>Per trace and allocator</h3>")
     parts.append(table(["trace", "allocator", "warm cyc/op", f"x {base}", "min", "max", "q1", "q3", "warm p99",
                         "warm max", "cold cyc/op", "peak footprint (B)", "frag #4", "failed", "preemptions"],
                        rows, "detail"))
+    parts.append(legend_html(legend))
     hists = doc.get("histograms") or {}
     pics = doc.get("pictures") or {}
     parts.append("<h3>Latency distributions, timelines, heap maps</h3>")
@@ -530,7 +583,7 @@ def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
             if n:
                 parts.append(img(n, f"{tl}: latency distributions"))
         if tl in pics:
-            n = plot_timeline(tl, pics[tl], outdir, f"{prefix}_timeline_{_slug(tl)}.png")
+            n = plot_timeline(tl, pics[tl], outdir, f"{prefix}_timeline_{_slug(tl)}.png", approx.get(tl))
             tick()
             if n:
                 parts.append(img(n, f"{tl}: live bytes and footprint"))
@@ -543,8 +596,8 @@ def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> st
     return "\n".join(parts)
 
 
-def _steps(doc: dict) -> int:
-    if doc["schema"] == "dmmkit-explore/1":
+def _steps(kind: Schema, doc: dict) -> int:
+    if kind == EXPLORE:
         return 2 + 2 * len(doc.get("pictures") or {})
     n = len(doc.get("traces") or [])
     return 1 + 3 * n
@@ -560,33 +613,35 @@ def write_report(paths: list[str], outdir: str) -> Path:
     sections = []
     used: dict[str, int] = {}
     with progress() as prog:
-        task = prog.add_task("report: plots and tables", total=sum(_steps(d) for _, d in results))
+        task = prog.add_task("report: plots and tables", total=sum(_steps(k, d) for _, k, d in results))
 
         def tick():
             prog.advance(task)
 
-        for p, d in results:
+        for p, kind, d in results:
             stem = _slug(Path(p).stem)
             used[stem] = used.get(stem, 0) + 1
             prefix = stem if used[stem] == 1 else f"{stem}{used[stem]}"
-            if d["schema"] == "dmmkit-explore/1":
+            if kind == EXPLORE:
                 sections.append(explore_section(p, d, out, prefix, tick))
             else:
                 sections.append(compare_section(p, d, out, prefix, tick))
     ctx = ""
-    for _, d in results:
+    for _, _, d in results:
         m = (d.get("context") or {}).get("machine")
         if m:
             ctx = f"{m.get('cpu_model')}, {m.get('cores')} cores, {m.get('kernel')}"
             break
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>dmmkit report</title>"
             f"<style>{CSS}</style></head><body><h1>dmmkit report</h1>"
-            f"<p class='note'>Inputs: {', '.join(esc(p) for p, _ in results)}. {esc(ctx)}</p>"
+            f"<p class='note'>Inputs: {', '.join(esc(p) for p, _, _ in results)}. {esc(ctx)}</p>"
             + "\n".join(sections)
             + "<h2>How to read this</h2><p class='note'>Instructions per operation come from callgrind and are "
               "exact; cycles come from the TSC on a shared machine and are medians over interleaved repetitions. "
               "Minimum arena = the smallest buffer that replays the trace with no failed allocation. Fragmentation "
-              "#3 = footprint / live at peak live, #4 = peak footprint / peak live (Johnstone &amp; Wilson). In heap "
+              "#3 = footprint / live at peak live, #4 = peak footprint / peak live (Johnstone &amp; Wilson); a memory "
+              "figure marked &#8776; is not exact (RSS growth, or what a system allocator exposes) and has no "
+              "fragmentation ratio. In heap "
               "maps red blocks are in use, green are free, orange are parked in quick lists, grey is the untouched "
               "top. See docs/frontend.md.</p></body></html>")
     (out / "index.html").write_text(page)

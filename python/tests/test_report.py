@@ -57,6 +57,6 @@ def test_report_bad_input(work):
     bad = work / "not-results.json"
     bad.write_text('{"schema": "something/1"}')
     p = run_cli(["report", str(bad), "-o", str(work / "r2")])
-    assert p.returncode == 2 and "not dmmkit explore or compare results" in p.stderr
+    assert p.returncode == 2 and "is not dmmkit explore results (schema dmmkit-explore/1) or dmmkit compare results" in p.stderr
     p = run_cli(["report", str(work / "missing.json"), "-o", str(work / "r2")])
     assert p.returncode == 2 and "no such file" in p.stderr
