@@ -4,6 +4,7 @@ recorder)."""
 from __future__ import annotations
 
 import os
+import sys
 import subprocess
 import tempfile
 from pathlib import Path
@@ -115,6 +116,32 @@ def record(tools: Tools, out: str | None, program: list[str], time: bool = False
         env["DMM_TRACE_FORK"] = "follow"
     if signal:
         env["DMM_TRACE_SIGNAL"] = signal
-    env["DMM_TRACE_VERBOSE"] = "1"
-    p = subprocess.run(program, env=env)
+    # The recorder appends one status line per trace it tried to write; a
+    # line ending in "(trace not written)" carries the real cause (a full
+    # disk, a missing directory), which is then the one message shown.
+    fd, summary = tempfile.mkstemp(prefix="dmmkit-rec-", suffix=".status")
+    os.close(fd)
+    env["DMM_TRACE_SUMMARY"] = summary
+    try:
+        p = subprocess.run(program, env=env)
+        try:
+            with open(summary, errors="replace") as f:
+                lines = [ln.strip() for ln in f if ln.strip()]
+        except OSError:
+            lines = []
+    finally:
+        try:
+            os.unlink(summary)
+        except OSError:
+            pass
+    failed = [ln for ln in lines if ln.endswith("(trace not written)")]
+    for ln in lines:
+        print(("record: " + ln.split(": ", 1)[1]) if ln.startswith("dmmrec: ") else ln,
+              file=sys.stderr if ln in failed else sys.stdout)
+    if not lines:
+        print("record: no trace was written (statically linked program, _exit/abort/kill before exit, "
+              "or DMM_TRACE_DISABLE set)", file=sys.stderr)
+        return p.returncode or 1
+    if failed and p.returncode == 0:
+        return 1
     return p.returncode

@@ -1,6 +1,6 @@
 """The front end's one size parser: "65536", "64k", "1m", "2G", "64KiB",
 "1mb" -- the grammar of the native tools' option parser
-(tools/common/tcommon.c, tc_parse_size): decimal digits, then optionally
+(dmm_parse_size in src/core/text.c, declared in dmm/common.h): decimal digits, then optionally
 k, m or g (any case; powers of 1024), optionally followed by "i" and then
 "b".  No sign, no spaces, no fractions; the value fits in 64 bits."""
 
