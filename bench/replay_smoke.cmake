@@ -6,7 +6,9 @@
 #
 #   cmake -DGEN=<gen-workloads> -DREPLAY=<dmm-replay> -DDIR=<scratch dir>
 #         -DWORKLOADS=a,b,...|all -DALLOCS=dmm:tlsf,dmm:p2012,... [-DARENA=64m]
-#         -P replay_smoke.cmake
+#         [-DPYTHON=<python3> -DREPORT=<bench/report.py>] -P replay_smoke.cmake
+# With PYTHON and REPORT, bench/report.py then turns the documents into the
+# results files (collect, markdown, table, headline), as scripts/bench.sh does.
 # ARENA (dmm-replay --arena) defaults to 64m, the arena scripts/bench.sh
 # gives every preset: the default (4 x peak live) is too small for presets
 # that never split or coalesce (p2012 on `mixed`), and a failed allocation
@@ -48,8 +50,10 @@ foreach(_w IN LISTS _workloads)
         message(FATAL_ERROR "replay_smoke: gen-workloads wrote no ${_trace}")
     endif()
     foreach(_a IN LISTS _allocs)
-        string(REGEX REPLACE "[^A-Za-z0-9_.-]" "_" _tag "${_a}")
-        set(_json "${DIR}/${_w}.${_tag}.json")
+        # named as scripts/bench.sh names its runs (bench/report.py reads them)
+        string(REGEX REPLACE "^dmm:" "" _tag "${_a}")
+        string(REGEX REPLACE "[^A-Za-z0-9_.+-]" "_" _tag "${_tag}")
+        set(_json "${DIR}/r1__${_tag}__${_w}.json")
         execute_process(COMMAND "${REPLAY}" "${_trace}" --alloc "${_a}" --arena "${ARENA}" --reps 1 --json "${_json}" --quiet
                         RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
         if(NOT _rc EQUAL 0)
@@ -81,3 +85,38 @@ foreach(_w IN LISTS _workloads)
     endforeach()
 endforeach()
 message(STATUS "replay_smoke: ${_runs} replays, every JSON parsed, no failed allocation")
+
+if(DEFINED PYTHON AND DEFINED REPORT AND NOT PYTHON STREQUAL "" AND NOT REPORT STREQUAL "")
+    execute_process(COMMAND "${GEN}" --list OUTPUT_FILE "${DIR}/workloads.list" RESULT_VARIABLE _rc)
+    set(_steps
+        "collect --runs ${DIR} --list ${DIR}/workloads.list --out ${DIR}/workloads.json --arena ${ARENA}"
+        "table --timing ${DIR}/workloads.json"
+        "markdown --timing ${DIR}/workloads.json --out ${DIR}/workloads.md --script replay_smoke.cmake"
+        "headline --timing ${DIR}/workloads.json")
+    foreach(_s IN LISTS _steps)
+        separate_arguments(_args UNIX_COMMAND "${_s}")
+        execute_process(COMMAND "${PYTHON}" "${REPORT}" ${_args}
+                        RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+        if(NOT _rc EQUAL 0)
+            message(FATAL_ERROR "replay_smoke: report.py ${_s} exited ${_rc}: ${_err}")
+        endif()
+    endforeach()
+    file(READ "${DIR}/workloads.md" _md)
+    if(NOT _md MATCHES "# Workload benchmark results")
+        message(FATAL_ERROR "replay_smoke: ${DIR}/workloads.md has no title")
+    endif()
+    # A damaged results file gets one sentence, not a traceback.
+    file(WRITE "${DIR}/damaged.json" "{\"schema\": \"dmmkit.workloads\", \"results\": ")
+    execute_process(COMMAND "${PYTHON}" "${REPORT}" table --timing "${DIR}/damaged.json"
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+    if(NOT _rc EQUAL 2 OR NOT _err MATCHES "damaged.json: not valid JSON" OR _err MATCHES "Traceback")
+        message(FATAL_ERROR "replay_smoke: report.py on a damaged file: exit ${_rc}, '${_err}'")
+    endif()
+    file(WRITE "${DIR}/foreign.json" "{\"schema\": \"dmmkit-compare/1\"}")
+    execute_process(COMMAND "${PYTHON}" "${REPORT}" table --timing "${DIR}/foreign.json"
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+    if(NOT _rc EQUAL 2 OR NOT _err MATCHES "foreign.json: schema is 'dmmkit-compare/1', expected dmmkit.workloads")
+        message(FATAL_ERROR "replay_smoke: report.py on a foreign file: exit ${_rc}, '${_err}'")
+    endif()
+    message(STATUS "replay_smoke: report.py wrote ${DIR}/workloads.json and workloads.md; refused a damaged and a foreign file")
+endif()
