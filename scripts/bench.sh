@@ -40,7 +40,7 @@ ARENA_BYTES=67108864   # 64 MiB: every preset runs every workload without a fail
 OVR="lock=none,stats=counters,harden=off,poison=off"
 SCRIPT_LINE="scripts/bench.sh"
 
-die() { echo "bench.sh: $*" >&2; exit "${2:-1}"; }
+die() { echo "bench.sh: $1" >&2; exit "${2:-1}"; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --reps) [ $# -ge 2 ] || die "--reps needs a value" 2
