@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# scripts/demo.sh - the README's main job (for now): install what is needed,
-# build the release configuration, and compare the heap presets on the
-# bundled synthetic workloads.
+# scripts/demo.sh - a quick comparison of the heap presets on the bundled
+# synthetic workloads: install what is needed, build the release
+# configuration, write the workloads as traces (gen-workloads) and replay them
+# with dmm-replay.
 #
-#   scripts/demo.sh [heap_bench options...]     e.g. --workload fragment
+#   scripts/demo.sh [--workloads A,B,..] [--presets A,B,..] [--reps N] [--no-system]
 #
-# Prints, per workload and per preset (plus glibc malloc as a reference):
-# average / p99 / maximum cost of malloc and free, the footprint ratio
-# (peak footprint / peak live bytes) and the ratios to the dlmalloc-like
-# preset; then a summary matrix.  Takes well under 2 minutes on 2 cores.
-# The full measurement (more repetitions, callgrind instruction counts,
-# frozen vs runtime configurations) is scripts/bench.sh.
+# Prints, per workload and per allocator (the five presets, plus the system
+# allocator as a reference): average / p50 / p99 / maximum cost of malloc and
+# free, the footprint ratio (J&W #4: peak footprint / peak live bytes) and the
+# ratio to the dlmalloc-like preset.  3 repetitions, no callgrind, no frozen
+# builds: about a minute on 2 cores once built.  The full measurement is
+# scripts/bench.sh (method: bench/README.md).  Results: build/release/demo/.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,27 +19,25 @@ cd "$ROOT"
 T0=$(date +%s)
 say() { printf '[demo %3ds] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 
+ARGS=(--reps 3)
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --workloads|--presets|--reps)
+            [ $# -ge 2 ] || { echo "demo: $1 needs a value" >&2; exit 2; }
+            ARGS+=("$1" "$2"); shift 2 ;;
+        --no-system) ARGS+=("$1"); shift ;;
+        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
 if [ -x scripts/setup.sh ]; then
     say "scripts/setup.sh (installs missing packages; a no-op when all are present)"
     scripts/setup.sh
 fi
 
-BUILD="$ROOT/build/release"
-if [ -f CMakePresets.json ] && grep -q '"name": "release"' CMakePresets.json; then
-    say "configure: cmake --preset release"
-    cmake --preset release >/dev/null
-else
-    GEN=()
-    if command -v ninja >/dev/null; then GEN=(-G Ninja); fi
-    say "configure: cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release"
-    cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-say "build: cmake --build build/release --target heap_bench"
-cmake --build "$BUILD" --target heap_bench -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
-
-HB="$(find "$BUILD" -type f -name heap_bench -perm -u+x | head -n 1)"
-[ -n "$HB" ] || { echo "demo: heap_bench was not built" >&2; exit 1; }
-
-say "run: ${HB#$ROOT/} --quick --json build/release/demo.json $*"
-"$HB" --quick --json "$BUILD/demo.json" "$@"
-say "done (full results with callgrind: scripts/bench.sh; method: bench/README.md)"
+OUT="$ROOT/build/release/demo"
+say "scripts/bench.sh ${ARGS[*]} --no-callgrind --out build/release/demo"
+scripts/bench.sh "${ARGS[@]}" --no-callgrind --out "$OUT"
+python3 bench/report.py table --timing "$OUT/workloads.json"
+say "done: build/release/demo/workloads.md (full results with callgrind: scripts/bench.sh; method: bench/README.md)"
