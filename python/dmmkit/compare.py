@@ -346,8 +346,10 @@ def print_compare_memory(doc: dict) -> None:
         row = [tl]
         for lab in ranking:
             s = per.get(lab) or {}
-            exact = legend.note(is_exact(s, kinds.get(lab)), footprint_kind(s))
             fp = footprint_value(s)
+            exact = is_exact(s, kinds.get(lab))
+            if fp is not None:  # a legend only for figures actually shown
+                legend.note(exact, footprint_kind(s))
             cell = mark(fmt_kib(fp), exact)
             fr = frag_text(s.get("frag4"), exact, fmt_ratio)
             row.append(cell + (f" [{fr}]" if fr != "-" else ""))

@@ -1,12 +1,13 @@
 """Honest memory figures: which ones are exact, and how the others are shown.
 
 dmm-replay's `memory` object says whether its figures are the allocator's
-own exact count (`exact: true`, a dmm heap) or something else
-(`exact: false`): for `footprint_kind: "rss_growth"` the footprint is the
-growth of the process's resident set over the pass, and for
-`footprint_kind: "allocator"` it is what the allocator exposes, net of the
-replayer's own memory.  When a figure is not exact, `fragmentation` is null:
-a ratio of RSS growth to live bytes is not fragmentation.
+own exact count (`exact: true`: a dmm heap, glibc, jemalloc, tcmalloc) or
+something else (`exact: false`): for `footprint_kind: "rss_growth"` the
+footprint is the growth of the process's resident set over the pass, for
+`"commit_growth"` the growth of the allocator's committed memory (mimalloc
+2.0, which has no count of allocated bytes).  When a figure is not exact,
+`fragmentation` is null: a ratio of RSS growth to live bytes is not
+fragmentation.
 
 Files written before these fields existed lack them: a missing `exact` means
 exact for a dmm heap and not exact for any other allocator.
@@ -23,6 +24,8 @@ APPROX = "\u2248"  # ≈
 LEGEND = {
     "rss_growth": f"{APPROX} = RSS growth over the pass, not the allocator's own count (not exact; no fragmentation "
                   "ratio is given for it)",
+    "commit_growth": f"{APPROX} = growth of the allocator's committed memory over the pass, not a count of the "
+                     "memory it holds for the program (not exact; no fragmentation ratio is given for it)",
     "allocator": f"{APPROX} = the figure the allocator itself exposes, net of the replayer's own memory (not exact; "
                  "no fragmentation ratio is given for it)",
 }

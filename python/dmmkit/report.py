@@ -255,7 +255,8 @@ def plot_timeline(trace: str, entries: dict[str, dict], outdir: Path, name: str,
             ax.plot(ops, [p[1] / 1024 for p in pts], c="k", lw=1.2, label="live bytes (requested)")
             live_done = True
         if label in approx:
-            what = "RSS growth" if approx[label] == "rss_growth" else "as the allocator exposes it"
+            what = {"rss_growth": "RSS growth", "commit_growth": "commit growth"}.get(approx[label],
+                                                                                     "as the allocator exposes it")
             ax.plot(ops, [p[2] / 1024 for p in pts], lw=1, ls="--",
                     label=f"footprint {APPROX} ({what}, not exact): {label}")
         else:

@@ -41,7 +41,7 @@ MEMORY_FIELDS = {
     # the honest-memory fields (dmm-replay's memory.exact / footprint_kind /
     # rss_growth, copied into the front end's results)
     "memory_exact": OBOOL,
-    "footprint_kind": Opt(Enum("allocator", "rss_growth")),
+    "footprint_kind": Opt(Enum("allocator", "rss_growth", "commit_growth")),
     "rss_growth": Opt(SIZE),
 }
 
@@ -163,7 +163,7 @@ REPLAY_SHAPE = Obj(
                                  "histograms": Opt(Obj(optional={"cold": Opt(Map(BUCKETS)),
                                                                  "warm": Opt(Map(BUCKETS))}))})),
      "memory": Opt(Obj(optional={"peak_footprint": Opt(SIZE), "exact": OBOOL,
-                                 "footprint_kind": Opt(Enum("allocator", "rss_growth")), "rss_growth": Opt(SIZE),
+                                 "footprint_kind": Opt(Enum("allocator", "rss_growth", "commit_growth")), "rss_growth": Opt(SIZE),
                                  "rss": Opt(Obj(optional={"peak_pass": Opt(SIZE)})),
                                  "baseline": Opt(Obj(optional={"footprint": Opt(SIZE)})),
                                  "heap_stats": Opt(Obj(optional={"search_steps": ONUM, "search_max": ONUM}))})),
