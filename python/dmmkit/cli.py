@@ -42,8 +42,9 @@ def _argv():
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dmmkit")
 @click.option("--tools-dir", type=click.Path(file_okay=False), envvar="DMMKIT_TOOLS",
-              help="Directory with dmm-replay, dmm-analyse, dmm-trace (default: build/release/tools of the "
-                   "source tree, then PATH).")
+              help="Directory with dmm-replay, dmm-analyse, dmm-trace (default: the --root tree's build, the "
+                   "install prefix this dmmkit runs from, the checkout around the current directory, then "
+                   "PATH; see docs/frontend.md).")
 @click.option("--root", type=click.Path(file_okay=False), envvar="DMMKIT_ROOT",
               help="The dmmkit source tree (default: the current directory or a parent).")
 @click.pass_context
