@@ -329,6 +329,13 @@ void sysb_setup(sys_backend *b)
             snprintf(b->note, sizeof b->note, "%s symbols are present but malloc resolves to %s", name,
                      di.dli_fname);
             name = "glibc";
+        } else if (!strcmp(name, "glibc") && !obj_is_libc(di.dli_fname)) {
+            /* malloc comes from an object no probe recognises (a generated
+             * dmm .so, a custom allocator): glibc's counters say nothing
+             * about it */
+            snprintf(b->note, sizeof b->note, "malloc resolves to %s, an allocator without known statistics",
+                     di.dli_fname);
+            name = "other";
         }
     }
     snprintf(b->detected, sizeof b->detected, "%s", name);
