@@ -302,8 +302,8 @@ def _print_check(rows, agree):
         console.print(line, markup=False)
     console.print("[green]match[/]: verify passes on both, same failed allocations" if agree
                   else "[red]MISMATCH[/]: see the table")
-    console.print("  the .so's footprint is its heap's extent (mallinfo2) net of what was already carved when the "
-                  "replay started (baseline: the replayer's own allocations, e.g. the loaded trace)")
+    console.print("  the .so's footprint is its heap's extent (its mallinfo2), for the whole process: it includes "
+                  "what the replayer had carved before the replay (baseline column)")
 
 
 def _check_markdown(trace, rows, agree) -> str:
@@ -319,5 +319,6 @@ def _check_markdown(trace, rows, agree) -> str:
     if legend.kinds:
         lines += [""] + legend.lines()
     lines += ["", "Result: " + ("match" if agree else "MISMATCH") + ". The .so's footprint is its heap's extent "
-              "(reported through mallinfo2) net of what the replayer itself had allocated before the replay."]
+              "(reported through its mallinfo2) for the whole process, including what the replayer itself had "
+              "carved before the replay."]
     return "\n".join(lines)

@@ -266,7 +266,7 @@ static int sysb_sample(rp_backend *rb, rp_mem *m)
         f(&el, &us, &sy, &crss, &prss, &commit, &pcommit, &pf);
         m->footprint = commit;
         return 0;
-    } else if (!strcmp(b->detected, "glibc") && b->fn_mallinfo2) {
+    } else if ((!strcmp(b->detected, "glibc") || !strcmp(b->detected, "dmmgen")) && b->fn_mallinfo2) {
         mallinfo2_fn f;
         struct mallinfo2 mi;
         *(void **)&f = b->fn_mallinfo2;
@@ -317,6 +317,8 @@ void sysb_setup(sys_backend *b)
         name = "tcmalloc";
     else if (dlsym(RTLD_DEFAULT, "scalable_malloc"))
         name = "tbbmalloc";
+    else if (dlsym(RTLD_DEFAULT, "dmmgen_config"))
+        name = "dmmgen"; /* a `dmmkit generate` malloc library: mallinfo2 answers from its heap */
 
     snprintf(b->malloc_object, sizeof b->malloc_object, "unknown");
     mal = dlsym(RTLD_DEFAULT, "malloc");
@@ -362,6 +364,9 @@ void sysb_setup(sys_backend *b)
         b->rb.mem.footprint_source = "glibc mallinfo2 arena + hblkhd (every arena)";
         b->rb.mem.used_source = "glibc mallinfo2 uordblks + hblkhd";
         b->fn_release = dlsym(RTLD_DEFAULT, "malloc_trim");
+    } else if (!strcmp(name, "dmmgen") && b->fn_mallinfo2) {
+        b->rb.mem.footprint_source = "the generated library's mallinfo2: arena = its heap's extent";
+        b->rb.mem.used_source = "the generated library's mallinfo2: uordblks = its used block bytes";
     } else if (!strcmp(name, "mimalloc") && b->fn_mi_info) {
         /* mimalloc 2.0 has no count of allocated bytes: its committed memory
          * grows with the replay, but how much of it is free is unknown. */

@@ -127,7 +127,7 @@ void dmmb_unmap(dmm_backend *b);
 /* ---- system malloc --------------------------------------------------------- */
 typedef struct sys_backend {
     rp_backend rb;          /* must stay first */
-    char detected[32];      /* glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc, asan, tsan, other */
+    char detected[32];      /* glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc, dmmgen, asan, tsan, other */
     char malloc_object[512];/* the shared object malloc resolves to */
     char note[256];         /* detection remark, may be empty */
     uint64_t rss_base;      /* VmRSS when the backend was set up */
