@@ -68,3 +68,51 @@ void dmm_port_cpu_relax(void) {}
 void dmm_port_yield(void) {}
 
 uint64_t dmm_port_clock_ns(void) { return 0; }
+
+/* ---- for the malloc: nothing here ------------------------------------------------ */
+
+void *dmm_port_pages_map_aligned(size_t bytes, size_t align)
+{
+    (void)bytes;
+    (void)align;
+    return NULL;
+}
+
+void dmm_port_pages_discard(void *p, size_t bytes)
+{
+    (void)p;
+    (void)bytes;
+}
+
+bool dmm_port_tkey_create(dmm_port_tkey *k, void (*destructor)(void *))
+{
+    (void)k;
+    (void)destructor;
+    return false;
+}
+
+void dmm_port_tkey_set(dmm_port_tkey k, void *value)
+{
+    (void)k;
+    (void)value;
+}
+
+bool dmm_port_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+    (void)prepare;
+    (void)parent;
+    (void)child;
+    return false;
+}
+
+const char *dmm_port_getenv(const char *name)
+{
+    (void)name;
+    return NULL;
+}
+
+void dmm_port_write_err(const char *s, size_t n)
+{
+    (void)s;
+    (void)n;
+}

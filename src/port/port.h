@@ -10,6 +10,9 @@
  * and cpu_relax; it must never use the clock or yield, so that a heap runs
  * on a port that has neither.  The LD_PRELOAD recorder (src/recorder, hosted
  * only) links src/port/posix.c and uses pages, the clock and the spin lock.
+ * The malloc (src/malloc, hosted only) also uses aligned mappings, page
+ * discarding, thread-exit keys, fork handlers, the environment and raw
+ * error output (the section at the end).
  */
 #ifndef DMM_PORT_H
 #define DMM_PORT_H
@@ -102,5 +105,40 @@ static inline void dmm_port_spin_unlock(dmm_port_spinlock *l)
 {
     atomic_flag_clear_explicit(&l->f, memory_order_release);
 }
+
+/* ---- for the malloc (src/malloc) -------------------------------------------
+ * The heap never uses these.  On the freestanding port they fail (NULL,
+ * false) or do nothing. */
+
+/* Maps bytes (a multiple of the page size) of fresh zeroed memory at an
+ * address that is a multiple of align (a power of two, at least the page
+ * size).  NULL on failure.  Unmapped with dmm_port_pages_unmap. */
+void *dmm_port_pages_map_aligned(size_t bytes, size_t align);
+
+/* The pages [p, p+bytes) (page-aligned) stay mapped, but their contents
+ * are no longer needed: the OS may take the memory back (madvise).  They
+ * read as zero or as their old contents afterwards. */
+void dmm_port_pages_discard(void *p, size_t bytes);
+
+/* A per-thread slot whose destructor runs when a thread that set it to a
+ * non-NULL value exits (pthread keys).  create: false when the port has
+ * no threads.  set: no allocation (safe inside malloc). */
+typedef struct dmm_port_tkey {
+    unsigned v;
+} dmm_port_tkey;
+bool dmm_port_tkey_create(dmm_port_tkey *k, void (*destructor)(void *));
+void dmm_port_tkey_set(dmm_port_tkey k, void *value);
+
+/* Handlers around fork(): prepare runs in the parent before, parent and
+ * child after.  false when the port has no fork. */
+bool dmm_port_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+
+/* The value of an environment variable, NULL when unset (or no environment).
+ * Never allocates. */
+const char *dmm_port_getenv(const char *name);
+
+/* Writes n bytes to the error stream without buffering or allocating (a
+ * malloc cannot use stdio).  Does nothing when there is none. */
+void dmm_port_write_err(const char *s, size_t n);
 
 #endif /* DMM_PORT_H */

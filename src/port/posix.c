@@ -89,3 +89,55 @@ uint64_t dmm_port_clock_ns(void)
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* ---- for the malloc ------------------------------------------------------------ */
+
+void *dmm_port_pages_map_aligned(size_t bytes, size_t align)
+{
+    size_t over = bytes + align;
+    unsigned char *p, *a;
+    if (over < bytes)
+        return NULL;
+    p = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    a = (unsigned char *)(((uintptr_t)p + align - 1u) & ~(uintptr_t)(align - 1u));
+    if (a > p)
+        munmap(p, (size_t)(a - p));
+    if (a + bytes < p + over)
+        munmap(a + bytes, (size_t)(p + over - (a + bytes)));
+    return a;
+}
+
+void dmm_port_pages_discard(void *p, size_t bytes) { (void)madvise(p, bytes, MADV_DONTNEED); }
+
+_Static_assert(sizeof(pthread_key_t) <= sizeof(unsigned), "pthread_key_t does not fit dmm_port_tkey");
+
+bool dmm_port_tkey_create(dmm_port_tkey *k, void (*destructor)(void *))
+{
+    pthread_key_t key;
+    if (pthread_key_create(&key, destructor) != 0)
+        return false;
+    k->v = (unsigned)key;
+    return true;
+}
+
+void dmm_port_tkey_set(dmm_port_tkey k, void *value) { (void)pthread_setspecific((pthread_key_t)k.v, value); }
+
+bool dmm_port_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+    return pthread_atfork(prepare, parent, child) == 0;
+}
+
+const char *dmm_port_getenv(const char *name) { return getenv(name); }
+
+void dmm_port_write_err(const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(2, s, n);
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}

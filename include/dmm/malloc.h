@@ -1,0 +1,69 @@
+/*
+ * dmm/malloc.h - libdmm, dmmkit's general-purpose multi-threaded malloc
+ * (docs/malloc.md).  Hosted only.
+ *
+ * Every thread allocates from its own heap: small requests from size-class
+ * pages with a thread-local free list and no lock, large ones straight from
+ * the OS.  A block freed by another thread goes to its page's atomic
+ * remote-free list, which the owner collects; the owner's state is never
+ * locked.  When a thread exits its heap is emptied of what it can give back
+ * and parked, and the next new thread adopts it.
+ *
+ * The dmm_* functions below are the library's API; linked as libdmm.so (or
+ * preloaded), the same functions also answer the C library's malloc, free,
+ * calloc, realloc, reallocarray, posix_memalign, aligned_alloc, memalign,
+ * valloc, pvalloc and malloc_usable_size, and so C++ new/delete.
+ */
+#ifndef DMM_MALLOC_H
+#define DMM_MALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every block is aligned to at least this many bytes. */
+#define DMM_MALLOC_ALIGN 16u
+
+void *dmm_malloc(size_t size);
+void dmm_free(void *p);
+void *dmm_calloc(size_t nmemb, size_t size);
+void *dmm_realloc(void *p, size_t size);
+void *dmm_reallocarray(void *p, size_t nmemb, size_t size);
+/* 0, EINVAL (alignment not a power of two multiple of sizeof(void *)) or
+ * ENOMEM; *out untouched on failure. */
+int dmm_posix_memalign(void **out, size_t alignment, size_t size);
+/* NULL with errno EINVAL when alignment is not a power of two. */
+void *dmm_aligned_alloc(size_t alignment, size_t size);
+void *dmm_memalign(size_t alignment, size_t size);
+void *dmm_valloc(size_t size);
+void *dmm_pvalloc(size_t size);
+size_t dmm_malloc_usable_size(const void *p);
+
+/* What the whole process holds and hands out, from every thread's heap
+ * (counters kept with relaxed atomics: exact when no thread allocates). */
+typedef struct dmm_malloc_stats {
+    uint64_t mapped;      /* bytes of OS memory held (segments and large blocks) */
+    uint64_t segments;    /* small-page segments mapped */
+    uint64_t large_bytes; /* bytes mapped for large blocks */
+    uint64_t large_count;
+    uint64_t heaps;       /* thread heaps created */
+    uint64_t heaps_adopted;
+    uint64_t errors;      /* invalid or double frees reported */
+} dmm_malloc_stats;
+
+dmm_malloc_stats dmm_malloc_get_stats(void);
+
+/* Hardening: 1 (the default, environment DMM_HARDEN=0 turns it off)
+ * validates every free in O(1) (inside a dmm segment, on a block boundary,
+ * currently allocated) and reports a bad one on stderr instead of
+ * corrupting anything; 0 trusts the caller.  Set before the first
+ * allocation. */
+void dmm_malloc_set_harden(int on);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

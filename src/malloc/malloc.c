@@ -1,0 +1,752 @@
+/*
+ * src/malloc/malloc.c - libdmm: per-thread heaps of size-class pages with
+ * atomic remote frees, large blocks from the OS (docs/malloc.md).
+ *
+ * Memory comes in segments: SEG_SIZE-aligned mappings whose first bytes are
+ * a header, so the segment of any block is its address rounded down.  A
+ * small segment is cut into PAGES pages of PAGE_SIZE bytes; page 0 holds
+ * the header (page descriptors and the hardening bitmaps), the others hold
+ * blocks of one size class each.  A large block is a segment of its own,
+ * as big as it needs, with the block after the header.
+ *
+ * A thread heap (theap) owns pages.  Only the thread bound to it touches
+ * its pages' local free lists and counts; any other thread frees into the
+ * page's xfree list with a compare-and-swap, and the owner takes that list
+ * whole when it runs out of local blocks.  A thread that exits gives back
+ * what it can, then parks its heap on the abandoned list; a new thread
+ * adopts a parked heap before making one.  A heap is never destroyed, so a
+ * late remote free always finds its page.
+ *
+ * Platform services come from the port (src/port/port.h): aligned pages,
+ * discarding, thread keys, fork handlers, the environment, error output.
+ */
+#include "dmm/malloc.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../port/port.h"
+
+#define SEG_SHIFT 22u
+#define SEG_SIZE ((size_t)1 << SEG_SHIFT) /* 4 MiB */
+#define PAGE_SHIFT 16u
+#define PAGE_SIZE ((size_t)1 << PAGE_SHIFT) /* 64 KiB */
+#define PAGES (SEG_SIZE / PAGE_SIZE)      /* 64, page 0 = header */
+#define MIN_BLOCK 16u
+#define BITS_WORDS (PAGE_SIZE / MIN_BLOCK / 64u) /* 64 words: one bit per 16-byte slot */
+#define SMALL_MAX 8192u
+#define LARGE_HDR 64u
+#define SEG_MAGIC 0x444d4d5345474d31ull /* "DMMSEGM1" */
+#define FRESH_BATCH 64u
+
+enum { SEG_SMALL = 1, SEG_LARGE = 2 };
+
+typedef struct mblock {
+    struct mblock *next;
+} mblock;
+
+struct theap;
+
+typedef struct mpage {
+    mblock *free;              /* owner only */
+    _Atomic(mblock *) xfree;   /* frees from other threads */
+    struct theap *heap;        /* owner heap; NULL = page unused */
+    struct mpage *next, *prev; /* the owner's list for this class */
+    uint32_t block_size;
+    uint32_t capacity;         /* blocks in the page */
+    uint32_t bump;             /* blocks never handed out start here */
+    uint32_t used;             /* blocks out (owner's count) */
+    uint8_t cls;
+} mpage;
+
+typedef struct segment {
+    uint64_t magic;
+    uint32_t kind;
+    uint32_t pages_used;       /* small: pages in use (owner only) */
+    size_t map_bytes;          /* large: whole mapping */
+    struct theap *heap;        /* small: owner */
+    struct segment *next;      /* small: the owner's segments */
+    mpage page[PAGES];
+    _Atomic uint64_t bits[PAGES][BITS_WORDS]; /* hardening: slot allocated */
+} segment;
+
+_Static_assert(sizeof(segment) <= PAGE_SIZE, "segment header must fit page 0");
+
+/* ---- size classes: 16..128 by 16, then 4 per power of two up to 8 KiB ---- */
+#define NCLASS 32u
+static const uint32_t class_size[NCLASS] = {
+    16,   32,   48,   64,   80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,
+    640,  768,  896,  1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+
+static unsigned size_class(size_t n)
+{
+    unsigned lg, step;
+    if (n <= 128)
+        return n == 0 ? 0u : (unsigned)((n + 15u) >> 4) - 1u;
+    lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1u)); /* 2^lg < n <= 2^(lg+1) */
+    step = (unsigned)(((n - 1u) >> (lg - 2u)) & 3u);                    /* quarter of that power */
+    return 8u + (lg - 7u) * 4u + step;
+}
+
+typedef struct theap {
+    mpage *pages[NCLASS];      /* per class: list of pages, head first */
+    segment *segs;             /* small segments owned */
+    struct theap *next_parked; /* abandoned list */
+} theap;
+
+/* ---- process state ---- */
+static struct {
+    _Atomic int state; /* 0 none, 1 initialising, 2 ready */
+    int harden;
+    int abort_on_error;
+    dmm_port_tkey key;
+    bool have_key;
+    dmm_port_spinlock parked_lock;
+    theap *parked;
+    dmm_port_spinlock map_lock; /* registry second levels */
+    _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
+} G = {.parked_lock = DMM_PORT_SPINLOCK_INIT, .map_lock = DMM_PORT_SPINLOCK_INIT, .harden = 1};
+
+static _Thread_local theap *tl_heap;
+
+/* ---- the segment registry: which SEG_SIZE units are dmm's ---- */
+#define REG_TOP_SHIFT 36u /* 48-bit addresses: 4096 top entries of 2^14 units */
+#define REG_TOP (1u << (48u - REG_TOP_SHIFT))
+#define REG_LEAF_BITS (1u << (REG_TOP_SHIFT - SEG_SHIFT))
+static _Atomic(_Atomic uint64_t *) reg_top[REG_TOP];
+
+static _Atomic uint64_t *reg_leaf(uintptr_t a, bool create)
+{
+    size_t t = (size_t)(a >> REG_TOP_SHIFT);
+    _Atomic uint64_t *leaf;
+    if (t >= REG_TOP)
+        return NULL;
+    leaf = atomic_load_explicit(&reg_top[t], memory_order_acquire);
+    if (leaf || !create)
+        return leaf;
+    dmm_port_spin_lock(&G.map_lock);
+    leaf = atomic_load_explicit(&reg_top[t], memory_order_acquire);
+    if (!leaf) {
+        leaf = dmm_port_pages_map(REG_LEAF_BITS / 8u);
+        if (leaf)
+            atomic_store_explicit(&reg_top[t], leaf, memory_order_release);
+    }
+    dmm_port_spin_unlock(&G.map_lock);
+    return leaf;
+}
+
+static bool reg_set(uintptr_t seg, bool on)
+{
+    _Atomic uint64_t *leaf = reg_leaf(seg, on);
+    size_t u = (size_t)((seg >> SEG_SHIFT) & (REG_LEAF_BITS - 1u));
+    if (!leaf)
+        return !on;
+    if (on)
+        atomic_fetch_or_explicit(&leaf[u / 64u], (uint64_t)1 << (u % 64u), memory_order_release);
+    else
+        atomic_fetch_and_explicit(&leaf[u / 64u], ~((uint64_t)1 << (u % 64u)), memory_order_release);
+    return true;
+}
+
+static bool reg_has(uintptr_t seg)
+{
+    _Atomic uint64_t *leaf = reg_leaf(seg, false);
+    size_t u = (size_t)((seg >> SEG_SHIFT) & (REG_LEAF_BITS - 1u));
+    return leaf && (atomic_load_explicit(&leaf[u / 64u], memory_order_acquire) >> (u % 64u) & 1u);
+}
+
+/* ---- errors ---- */
+static void put_hex(char *b, size_t *n, uintptr_t v)
+{
+    static const char hx[] = "0123456789abcdef";
+    char t[2 * sizeof v];
+    int k = 0;
+    do {
+        t[k++] = hx[v & 15u];
+        v >>= 4;
+    } while (v);
+    b[(*n)++] = '0';
+    b[(*n)++] = 'x';
+    while (k)
+        b[(*n)++] = t[--k];
+}
+
+static void report(const char *what, const void *p)
+{
+    char b[160];
+    size_t n = 0, l = strlen(what);
+    atomic_fetch_add_explicit(&G.errors, 1, memory_order_relaxed);
+    memcpy(b, "libdmm: ", 8);
+    n = 8;
+    if (l > 100)
+        l = 100;
+    memcpy(b + n, what, l);
+    n += l;
+    b[n++] = ' ';
+    put_hex(b, &n, (uintptr_t)p);
+    memcpy(b + n, " (ignored)\n", 11);
+    n += 11;
+    dmm_port_write_err(b, n);
+    if (G.abort_on_error)
+        dmm_port_abort();
+}
+
+/* ---- init, thread exit, fork ---- */
+static void heap_abandon(void *h);
+
+static void fork_prepare(void)
+{
+    dmm_port_spin_lock(&G.parked_lock);
+    dmm_port_spin_lock(&G.map_lock);
+}
+static void fork_parent(void)
+{
+    dmm_port_spin_unlock(&G.map_lock);
+    dmm_port_spin_unlock(&G.parked_lock);
+}
+static void fork_child(void)
+{
+    dmm_port_spin_init(&G.map_lock);
+    dmm_port_spin_init(&G.parked_lock);
+}
+
+static void global_init(void)
+{
+    int s = 0;
+    if (atomic_load_explicit(&G.state, memory_order_acquire) == 2)
+        return;
+    if (atomic_compare_exchange_strong(&G.state, &s, 1)) {
+        const char *e = dmm_port_getenv("DMM_HARDEN");
+        if (e && e[0] == '0')
+            G.harden = 0;
+        e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
+        G.abort_on_error = e && e[0] == '1';
+        G.have_key = dmm_port_tkey_create(&G.key, heap_abandon);
+        (void)dmm_port_atfork(fork_prepare, fork_parent, fork_child);
+        atomic_store_explicit(&G.state, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&G.state, memory_order_acquire) != 2)
+        dmm_port_cpu_relax();
+}
+
+void dmm_malloc_set_harden(int on) { G.harden = on != 0; }
+
+/* ---- segments and pages ---- */
+static segment *segment_new(theap *h)
+{
+    segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
+    if (!s)
+        return NULL;
+    if (!reg_set((uintptr_t)s, true)) {
+        dmm_port_pages_unmap(s, SEG_SIZE);
+        return NULL;
+    }
+    s->magic = SEG_MAGIC;
+    s->kind = SEG_SMALL;
+    s->heap = h;
+    s->next = h->segs;
+    h->segs = s;
+    atomic_fetch_add_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
+    atomic_fetch_add_explicit(&G.segments, 1, memory_order_relaxed);
+    return s;
+}
+
+static void segment_free(theap *h, segment *s)
+{
+    segment **pp = &h->segs;
+    while (*pp && *pp != s)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = s->next;
+    reg_set((uintptr_t)s, false);
+    s->magic = 0;
+    dmm_port_pages_unmap(s, SEG_SIZE);
+    atomic_fetch_sub_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&G.segments, 1, memory_order_relaxed);
+}
+
+static inline unsigned char *page_start(segment *s, size_t i) { return (unsigned char *)s + i * PAGE_SIZE; }
+
+static mpage *page_new(theap *h, unsigned cls)
+{
+    segment *s;
+    for (s = h->segs; s; s = s->next)
+        if (s->pages_used < PAGES - 1u)
+            break;
+    if (!s && !(s = segment_new(h)))
+        return NULL;
+    for (size_t i = 1; i < PAGES; i++) {
+        mpage *pg = &s->page[i];
+        if (pg->heap)
+            continue;
+        pg->heap = h;
+        pg->block_size = class_size[cls];
+        pg->capacity = (uint32_t)(PAGE_SIZE / class_size[cls]);
+        pg->bump = 0;
+        pg->used = 0;
+        pg->cls = (uint8_t)cls;
+        pg->free = NULL;
+        atomic_store_explicit(&pg->xfree, NULL, memory_order_relaxed);
+        pg->prev = NULL;
+        pg->next = h->pages[cls];
+        if (pg->next)
+            pg->next->prev = pg;
+        h->pages[cls] = pg;
+        s->pages_used++;
+        return pg;
+    }
+    return NULL; /* not reached: pages_used said there was room */
+}
+
+static inline segment *seg_of(const void *p) { return (segment *)((uintptr_t)p & ~(uintptr_t)(SEG_SIZE - 1u)); }
+static inline size_t page_index(segment *s, const void *p) { return ((uintptr_t)p - (uintptr_t)s) >> PAGE_SHIFT; }
+
+/* Gives an empty page back to its segment (and the segment to the OS when
+ * it has no page left).  The page's memory is discarded. */
+static void page_retire(theap *h, mpage *pg)
+{
+    segment *s = seg_of(pg);
+    size_t i = (size_t)(pg - s->page);
+    if (pg->prev)
+        pg->prev->next = pg->next;
+    else
+        h->pages[pg->cls] = pg->next;
+    if (pg->next)
+        pg->next->prev = pg->prev;
+    pg->heap = NULL;
+    pg->block_size = 0;
+    if (G.harden)
+        memset((void *)s->bits[i], 0, sizeof s->bits[i]);
+    if (--s->pages_used == 0)
+        segment_free(h, s);
+    else
+        dmm_port_pages_discard(page_start(s, i), PAGE_SIZE);
+}
+
+/* Takes the page's remote frees into its local list.  Returns how many. */
+static uint32_t page_collect(mpage *pg)
+{
+    mblock *x = atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire);
+    uint32_t n = 0;
+    while (x) {
+        mblock *nx = x->next;
+        x->next = pg->free;
+        pg->free = x;
+        x = nx;
+        n++;
+    }
+    pg->used -= n;
+    return n;
+}
+
+/* Threads up to FRESH_BATCH never-used blocks onto the free list. */
+static bool page_extend(mpage *pg)
+{
+    segment *s = seg_of(pg);
+    unsigned char *base = page_start(s, (size_t)(pg - s->page));
+    uint32_t k = 0;
+    while (pg->bump < pg->capacity && k < FRESH_BATCH) {
+        mblock *b = (mblock *)(base + (size_t)pg->bump * pg->block_size);
+        b->next = pg->free;
+        pg->free = b;
+        pg->bump++;
+        k++;
+    }
+    return k != 0;
+}
+
+/* Sets or clears the block's "allocated" bit; returns whether it was set. */
+static inline bool mark(segment *s, size_t pi, const void *p, bool on)
+{
+    size_t slot = ((uintptr_t)p & (PAGE_SIZE - 1u)) / MIN_BLOCK;
+    uint64_t bit = (uint64_t)1 << (slot % 64u), old;
+    if (on)
+        old = atomic_fetch_or_explicit(&s->bits[pi][slot / 64u], bit, memory_order_relaxed);
+    else
+        old = atomic_fetch_and_explicit(&s->bits[pi][slot / 64u], ~bit, memory_order_relaxed);
+    return (old & bit) != 0;
+}
+
+/* ---- thread heaps ---- */
+static theap *heap_get(void)
+{
+    theap *h = tl_heap;
+    if (h)
+        return h;
+    global_init();
+    dmm_port_spin_lock(&G.parked_lock);
+    h = G.parked;
+    if (h)
+        G.parked = h->next_parked;
+    dmm_port_spin_unlock(&G.parked_lock);
+    if (h) {
+        atomic_fetch_add_explicit(&G.adopted, 1, memory_order_relaxed);
+    } else {
+        size_t pg = dmm_port_page_size();
+        size_t bytes = (sizeof(theap) + pg - 1u) / pg * pg;
+        if (!(h = dmm_port_pages_map(bytes)))
+            return NULL;
+        atomic_fetch_add_explicit(&G.heaps, 1, memory_order_relaxed);
+    }
+    h->next_parked = NULL;
+    tl_heap = h;
+    if (G.have_key)
+        dmm_port_tkey_set(G.key, h);
+    return h;
+}
+
+/* Thread exit: give back every page that is empty once remote frees are
+ * in, then park the heap for the next new thread. */
+static void heap_abandon(void *arg)
+{
+    theap *h = arg;
+    if (!h)
+        return;
+    for (unsigned c = 0; c < NCLASS; c++) {
+        mpage *pg = h->pages[c];
+        while (pg) {
+            mpage *nx = pg->next;
+            page_collect(pg);
+            if (pg->used == 0)
+                page_retire(h, pg);
+            pg = nx;
+        }
+    }
+    if (tl_heap == h)
+        tl_heap = NULL;
+    dmm_port_spin_lock(&G.parked_lock);
+    h->next_parked = G.parked;
+    G.parked = h;
+    dmm_port_spin_unlock(&G.parked_lock);
+}
+
+/* ---- small blocks ---- */
+static void *small_slow(theap *h, unsigned cls)
+{
+    mpage *pg = h->pages[cls];
+    /* the head first, then the others: remote frees, then fresh blocks */
+    for (mpage *q = pg; q; q = q->next) {
+        page_collect(q);
+        if (q->free || page_extend(q)) {
+            if (q != h->pages[cls]) { /* move to the head */
+                q->prev->next = q->next;
+                if (q->next)
+                    q->next->prev = q->prev;
+                q->prev = NULL;
+                q->next = h->pages[cls];
+                h->pages[cls]->prev = q;
+                h->pages[cls] = q;
+            }
+            return q;
+        }
+    }
+    pg = page_new(h, cls);
+    if (pg && !page_extend(pg))
+        return NULL;
+    return pg;
+}
+
+static void *small_alloc(theap *h, unsigned cls)
+{
+    mpage *pg = h->pages[cls];
+    mblock *b;
+    if (!pg || !pg->free) {
+        if (!(pg = small_slow(h, cls)))
+            return NULL;
+    }
+    b = pg->free;
+    pg->free = b->next;
+    pg->used++;
+    if (G.harden) {
+        segment *s = seg_of(b);
+        (void)mark(s, page_index(s, b), b, true);
+    }
+    return b;
+}
+
+/* ---- large blocks ---- */
+static void *large_alloc(size_t n, size_t align)
+{
+    size_t off = LARGE_HDR, pgsz = dmm_port_page_size(), bytes;
+    segment *s;
+    if (align > LARGE_HDR)
+        off = align;
+    if (off >= SEG_SIZE || n > SIZE_MAX - off - pgsz) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    bytes = (off + n + pgsz - 1u) / pgsz * pgsz;
+    if (!(s = dmm_port_pages_map_aligned(bytes, SEG_SIZE))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!reg_set((uintptr_t)s, true)) {
+        dmm_port_pages_unmap(s, bytes);
+        errno = ENOMEM;
+        return NULL;
+    }
+    s->magic = SEG_MAGIC;
+    s->kind = SEG_LARGE;
+    s->map_bytes = bytes;
+    atomic_fetch_add_explicit(&G.mapped, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&G.large_bytes, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&G.large_count, 1, memory_order_relaxed);
+    return (unsigned char *)s + off;
+}
+
+static void large_free(segment *s)
+{
+    size_t bytes = s->map_bytes;
+    reg_set((uintptr_t)s, false);
+    s->magic = 0;
+    atomic_fetch_sub_explicit(&G.mapped, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&G.large_bytes, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&G.large_count, 1, memory_order_relaxed);
+    dmm_port_pages_unmap(s, bytes);
+}
+
+/* ---- the API ---- */
+static void *alloc_aligned(size_t n, size_t align)
+{
+    theap *h;
+    if (n <= SMALL_MAX && align <= PAGE_SIZE) {
+        size_t want = n < align ? align : n;
+        unsigned c = size_class(want);
+        while (c < NCLASS && class_size[c] % align)
+            c++;
+        if (c < NCLASS) {
+            void *p;
+            if (!(h = heap_get())) {
+                errno = ENOMEM;
+                return NULL;
+            }
+            if ((p = small_alloc(h, c)))
+                return p;
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    global_init();
+    return large_alloc(n, align);
+}
+
+void *dmm_malloc(size_t n)
+{
+    theap *h = tl_heap;
+    if (n <= SMALL_MAX) {
+        unsigned c = size_class(n);
+        mpage *pg;
+        if (h && (pg = h->pages[c]) && pg->free && !G.harden) { /* the fast path */
+            mblock *b = pg->free;
+            pg->free = b->next;
+            pg->used++;
+            return b;
+        }
+        if (!h && !(h = heap_get())) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        {
+            void *p = small_alloc(h, c);
+            if (!p)
+                errno = ENOMEM;
+            return p;
+        }
+    }
+    global_init();
+    return large_alloc(n, DMM_MALLOC_ALIGN);
+}
+
+/* Validates p (hardening) and finds its segment: a dmm segment, a block
+ * boundary of a page in use, and (when check_live) a block currently
+ * allocated.  NULL: report made. */
+static segment *check_free(const void *p, const char *what, bool check_live)
+{
+    segment *s = seg_of(p);
+    if (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC) {
+        report(what, p);
+        return NULL;
+    }
+    if (s->kind == SEG_LARGE) {
+        uintptr_t off = (uintptr_t)p - (uintptr_t)s;
+        if (off < LARGE_HDR || (off & (off - 1u)) || off >= s->map_bytes) {
+            report(what, p);
+            return NULL;
+        }
+        return s;
+    }
+    {
+        size_t pi = page_index(s, p);
+        mpage *pg = &s->page[pi];
+        size_t slot, off;
+        if (pi == 0 || !pg->heap || !pg->block_size) {
+            report(what, p);
+            return NULL;
+        }
+        off = (uintptr_t)p & (PAGE_SIZE - 1u);
+        if (off % pg->block_size || off / pg->block_size >= pg->capacity) {
+            report(what, p);
+            return NULL;
+        }
+        slot = off / MIN_BLOCK;
+        if (check_live &&
+            !(atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u)) {
+            report("use of a freed block:", p);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+void dmm_free(void *p)
+{
+    segment *s;
+    mpage *pg;
+    mblock *b = p;
+    if (!p)
+        return;
+    if (G.harden) {
+        if (!(s = check_free(p, "free of a pointer libdmm never gave out:", false)))
+            return;
+    } else {
+        s = seg_of(p);
+    }
+    if (s->kind == SEG_LARGE) {
+        large_free(s);
+        return;
+    }
+    {
+        size_t pi = page_index(s, p);
+        pg = &s->page[pi];
+        /* clearing the bit is the test: of two racing frees only one wins */
+        if (G.harden && !mark(s, pi, p, false)) {
+            report("double free of", p);
+            return;
+        }
+    }
+    if (pg->heap == tl_heap) {
+        b->next = pg->free;
+        pg->free = b;
+        if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
+            page_retire(pg->heap, pg);
+        return;
+    }
+    {
+        mblock *head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+        do
+            b->next = head;
+        while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_release,
+                                                      memory_order_relaxed));
+    }
+}
+
+size_t dmm_malloc_usable_size(const void *p)
+{
+    segment *s;
+    if (!p)
+        return 0;
+    s = seg_of(p);
+    if (G.harden && (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC))
+        return 0;
+    if (s->kind == SEG_LARGE)
+        return s->map_bytes - (size_t)((uintptr_t)p - (uintptr_t)s);
+    return s->page[page_index(s, p)].block_size;
+}
+
+void *dmm_calloc(size_t nmemb, size_t size)
+{
+    void *p;
+    if (size && nmemb > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    p = dmm_malloc(nmemb * size);
+    if (p && nmemb * size <= SMALL_MAX)
+        memset(p, 0, nmemb * size); /* large blocks are fresh mappings: zero already */
+    return p;
+}
+
+void *dmm_realloc(void *p, size_t n)
+{
+    size_t have;
+    void *q;
+    if (!p)
+        return dmm_malloc(n);
+    if (n == 0) {
+        dmm_free(p);
+        return NULL;
+    }
+    if (G.harden && !check_free(p, "realloc of a pointer libdmm never gave out:", true)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    have = dmm_malloc_usable_size(p);
+    if (n <= have && (n > SMALL_MAX || n >= have / 2))
+        return p; /* fits, and not wastefully */
+    if (!(q = dmm_malloc(n)))
+        return NULL;
+    memcpy(q, p, n < have ? n : have);
+    dmm_free(p);
+    return q;
+}
+
+void *dmm_reallocarray(void *p, size_t nmemb, size_t size)
+{
+    if (size && nmemb > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return dmm_realloc(p, nmemb * size);
+}
+
+int dmm_posix_memalign(void **out, size_t align, size_t n)
+{
+    void *p;
+    if (align < sizeof(void *) || (align & (align - 1u)))
+        return EINVAL;
+    p = alloc_aligned(n, align < DMM_MALLOC_ALIGN ? DMM_MALLOC_ALIGN : align);
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+void *dmm_aligned_alloc(size_t align, size_t n)
+{
+    if (align == 0 || (align & (align - 1u))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return alloc_aligned(n, align < DMM_MALLOC_ALIGN ? DMM_MALLOC_ALIGN : align);
+}
+
+void *dmm_memalign(size_t align, size_t n) { return dmm_aligned_alloc(align, n); }
+
+void *dmm_valloc(size_t n) { return alloc_aligned(n, dmm_port_page_size()); }
+
+void *dmm_pvalloc(size_t n)
+{
+    size_t pg = dmm_port_page_size();
+    if (n > SIZE_MAX - pg) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return alloc_aligned(n ? (n + pg - 1u) / pg * pg : pg, pg);
+}
+
+dmm_malloc_stats dmm_malloc_get_stats(void)
+{
+    dmm_malloc_stats st;
+    st.mapped = atomic_load_explicit(&G.mapped, memory_order_relaxed);
+    st.segments = atomic_load_explicit(&G.segments, memory_order_relaxed);
+    st.large_bytes = atomic_load_explicit(&G.large_bytes, memory_order_relaxed);
+    st.large_count = atomic_load_explicit(&G.large_count, memory_order_relaxed);
+    st.heaps = atomic_load_explicit(&G.heaps, memory_order_relaxed);
+    st.heaps_adopted = atomic_load_explicit(&G.adopted, memory_order_relaxed);
+    st.errors = atomic_load_explicit(&G.errors, memory_order_relaxed);
+    return st;
+}

@@ -1,0 +1,21 @@
+/*
+ * src/malloc/preload.c - libdmm as the C library's malloc: the standard
+ * names, each calling its dmm_* function (include/dmm/malloc.h).  Linked
+ * only into libdmm.so and the static libdmm_malloc_std.a meant to replace
+ * malloc at link time; the dmm_* library alone never claims these names.
+ */
+#include <stddef.h>
+
+#include "dmm/malloc.h"
+
+void *malloc(size_t n) { return dmm_malloc(n); }
+void free(void *p) { dmm_free(p); }
+void *calloc(size_t nmemb, size_t size) { return dmm_calloc(nmemb, size); }
+void *realloc(void *p, size_t n) { return dmm_realloc(p, n); }
+void *reallocarray(void *p, size_t nmemb, size_t size) { return dmm_reallocarray(p, nmemb, size); }
+int posix_memalign(void **out, size_t align, size_t n) { return dmm_posix_memalign(out, align, n); }
+void *aligned_alloc(size_t align, size_t n) { return dmm_aligned_alloc(align, n); }
+void *memalign(size_t align, size_t n) { return dmm_memalign(align, n); }
+void *valloc(size_t n) { return dmm_valloc(n); }
+void *pvalloc(size_t n) { return dmm_pvalloc(n); }
+size_t malloc_usable_size(void *p) { return dmm_malloc_usable_size(p); }

@@ -1,0 +1,293 @@
+// tests/malloc/test_malloc.cpp - libdmm's dmm_* API (include/dmm/malloc.h):
+// every size class and the large path with contents checked, alignment,
+// POSIX errors and overflow, hardening reports, cross-thread frees, thread
+// exit and heap adoption, fork.  Label "malloc"; the threaded cases also
+// carry "threads" so the TSan stage runs them.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "dmm/malloc.h"
+
+namespace {
+
+uint64_t seed()
+{
+    const char *s = std::getenv("DMM_TEST_SEED");
+    return s ? std::strtoull(s, nullptr, 0) : 20261124u;
+}
+
+void fill(void *p, size_t n, uint8_t tag)
+{
+    auto *b = static_cast<uint8_t *>(p);
+    for (size_t i = 0; i < n; i++)
+        b[i] = static_cast<uint8_t>(tag + i * 7u);
+}
+
+bool intact(const void *p, size_t n, uint8_t tag)
+{
+    auto *b = static_cast<const uint8_t *>(p);
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != static_cast<uint8_t>(tag + i * 7u))
+            return false;
+    return true;
+}
+
+struct Obj {
+    void *p;
+    size_t n;
+    uint8_t tag;
+};
+
+} // namespace
+
+TEST(Malloc, RandomSequenceKeepsContentsAndAlignment)
+{
+    std::mt19937_64 rng(seed());
+    std::vector<Obj> live;
+    for (int step = 0; step < 60000; step++) {
+        unsigned r = rng() % 100;
+        if (r < 55 || live.empty()) {
+            size_t n = (rng() % 8 == 0) ? rng() % 200000 : rng() % 2048;
+            void *p = dmm_malloc(n);
+            ASSERT_NE(p, nullptr) << n;
+            ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % DMM_MALLOC_ALIGN, 0u);
+            ASSERT_GE(dmm_malloc_usable_size(p), n);
+            uint8_t tag = static_cast<uint8_t>(rng());
+            fill(p, n, tag);
+            live.push_back({p, n, tag});
+        } else if (r < 70) {
+            Obj &o = live[rng() % live.size()];
+            size_t n = rng() % 20000;
+            ASSERT_TRUE(intact(o.p, o.n, o.tag));
+            void *q = dmm_realloc(o.p, n);
+            if (n == 0) {
+                ASSERT_EQ(q, nullptr);
+                o = live.back();
+                live.pop_back();
+                continue;
+            }
+            ASSERT_NE(q, nullptr);
+            ASSERT_TRUE(intact(q, std::min(n, o.n), o.tag)) << "realloc lost contents";
+            fill(q, n, o.tag);
+            o.p = q;
+            o.n = n;
+        } else {
+            size_t k = rng() % live.size();
+            ASSERT_TRUE(intact(live[k].p, live[k].n, live[k].tag)) << "block overwritten";
+            dmm_free(live[k].p);
+            live[k] = live.back();
+            live.pop_back();
+        }
+    }
+    for (Obj &o : live) {
+        ASSERT_TRUE(intact(o.p, o.n, o.tag));
+        dmm_free(o.p);
+    }
+}
+
+TEST(Malloc, EveryClassBoundary)
+{
+    for (size_t n = 0; n <= 9000; n++) {
+        void *p = dmm_malloc(n);
+        ASSERT_NE(p, nullptr);
+        size_t u = dmm_malloc_usable_size(p);
+        ASSERT_GE(u, n);
+        size_t bound = n <= 8192 ? (n < 16 ? 16 : n + n / 4 + 16) : n + 64 + 4096; // classes; large: a page
+        ASSERT_LE(u, bound) << "too coarse for " << n;
+        std::memset(p, 0xa5, n);
+        dmm_free(p);
+    }
+}
+
+TEST(Malloc, CallocZeroesAndChecksOverflow)
+{
+    for (int round = 0; round < 2; round++) {
+        for (size_t n : {1u, 17u, 1000u, 8192u, 100000u}) {
+            auto *p = static_cast<unsigned char *>(dmm_malloc(n));
+            std::memset(p, 0xff, n);
+            dmm_free(p); // the next calloc of that class may reuse it
+            auto *q = static_cast<unsigned char *>(dmm_calloc(n, 1));
+            ASSERT_NE(q, nullptr);
+            for (size_t i = 0; i < n; i++)
+                ASSERT_EQ(q[i], 0) << n << " at " << i;
+            dmm_free(q);
+        }
+    }
+    errno = 0;
+    EXPECT_EQ(dmm_calloc(SIZE_MAX / 2, 4), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(dmm_malloc(SIZE_MAX), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    errno = 0;
+    EXPECT_EQ(dmm_malloc(SIZE_MAX - 4096), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    void *p = dmm_malloc(10);
+    errno = 0;
+    EXPECT_EQ(dmm_reallocarray(p, SIZE_MAX / 8, 16), nullptr);
+    EXPECT_EQ(errno, ENOMEM);
+    dmm_free(p); // untouched by the failed reallocarray
+}
+
+TEST(Malloc, AlignedFamily)
+{
+    for (size_t a = sizeof(void *); a <= ((size_t)1 << 21); a <<= 1) {
+        for (size_t n : {1u, 24u, 100u, 5000u, 70000u}) {
+            void *p = nullptr;
+            ASSERT_EQ(dmm_posix_memalign(&p, a, n), 0) << a << " " << n;
+            ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % a, 0u) << a << " " << n;
+            ASSERT_GE(dmm_malloc_usable_size(p), n);
+            std::memset(p, 1, n);
+            dmm_free(p);
+        }
+    }
+    void *p = reinterpret_cast<void *>(0x1);
+    EXPECT_EQ(dmm_posix_memalign(&p, 24, 10), EINVAL);
+    EXPECT_EQ(dmm_posix_memalign(&p, 2, 10), EINVAL);
+    EXPECT_EQ(p, reinterpret_cast<void *>(0x1)) << "out written on failure";
+    EXPECT_EQ(dmm_posix_memalign(&p, (size_t)1 << 40, 10), ENOMEM);
+    errno = 0;
+    EXPECT_EQ(dmm_aligned_alloc(48, 96), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    void *v = dmm_valloc(100), *pv = dmm_pvalloc(5000);
+    long pg = sysconf(_SC_PAGESIZE);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v) % pg, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pv) % pg, 0u);
+    EXPECT_GE(dmm_malloc_usable_size(pv), 2u * pg);
+    dmm_free(v);
+    dmm_free(pv);
+}
+
+TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
+{
+    dmm_malloc_stats before = dmm_malloc_get_stats();
+    void *a = dmm_malloc(40), *b = dmm_malloc(40), *big = dmm_malloc(1 << 20);
+    fill(b, 40, 9);
+    int on_stack = 0;
+    dmm_free(a);
+    dmm_free(a);                                   // double free (small)
+    dmm_free(&on_stack);                           // never ours
+    dmm_free(static_cast<char *>(b) + 8);          // inside a block
+    dmm_free(static_cast<char *>(big) + 4096);     // inside a large block
+    errno = 0;
+    EXPECT_EQ(dmm_realloc(a, 100), nullptr);       // realloc of a freed block
+    EXPECT_EQ(errno, EINVAL);
+    dmm_malloc_stats after = dmm_malloc_get_stats();
+    EXPECT_EQ(after.errors - before.errors, 5u);
+    // nothing corrupted: b intact, the class still hands out distinct blocks
+    EXPECT_TRUE(intact(b, 40, 9));
+    void *c = dmm_malloc(40), *d = dmm_malloc(40);
+    EXPECT_NE(c, d);
+    EXPECT_NE(c, b);
+    EXPECT_NE(d, b);
+    dmm_free(b);
+    dmm_free(c);
+    dmm_free(d);
+    dmm_free(big);
+    dmm_free(big); // double free of a large block: its segment is gone
+    EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 1u);
+}
+
+TEST(MallocThreads, CrossThreadFreesAndAdoption)
+{
+    constexpr int kThreads = 4, kPer = 20000;
+    std::vector<std::atomic<void *>> slots(kThreads * 64);
+    for (auto &s : slots)
+        s.store(nullptr);
+    std::atomic<int> done{0};
+    std::atomic<bool> bad{false};
+    uint64_t errors0 = dmm_malloc_get_stats().errors;
+    auto worker = [&](int t) {
+        std::mt19937_64 rng(seed() + t);
+        for (int i = 0; i < kPer; i++) {
+            size_t n = 16 + rng() % (rng() % 16 == 0 ? 30000 : 600);
+            auto *p = static_cast<uint8_t *>(dmm_malloc(n));
+            if (!p) {
+                bad = true;
+                return;
+            }
+            std::memcpy(p, &n, sizeof n); // size first, then two check bytes
+            p[8] = static_cast<uint8_t>(n);
+            p[n - 1] = static_cast<uint8_t>(n >> 3);
+            // swap into a shared slot: whatever was there is freed by this thread
+            void *old = slots[rng() % slots.size()].exchange(p);
+            if (old) {
+                auto *o = static_cast<uint8_t *>(old);
+                size_t on;
+                std::memcpy(&on, o, sizeof on);
+                if (on < 16 || on > 16 + 30000 || o[8] != static_cast<uint8_t>(on) ||
+                    o[on - 1] != static_cast<uint8_t>(on >> 3))
+                    bad = true;
+                dmm_free(old);
+            }
+        }
+        done++;
+    };
+    for (int round = 0; round < 3; round++) { // threads come and go: later ones adopt parked heaps
+        std::vector<std::thread> th;
+        for (int t = 0; t < kThreads; t++)
+            th.emplace_back(worker, round * kThreads + t);
+        for (auto &x : th)
+            x.join();
+    }
+    EXPECT_FALSE(bad.load());
+    EXPECT_EQ(done.load(), 3 * kThreads);
+    for (auto &s : slots)
+        dmm_free(s.exchange(nullptr));
+    dmm_malloc_stats st = dmm_malloc_get_stats();
+    EXPECT_GT(st.heaps_adopted, 0u);
+    EXPECT_EQ(st.errors, errors0) << "every free in this test is a good one";
+}
+
+TEST(MallocThreads, MemoryGoesBackWhenThreadsExit)
+{
+    uint64_t base = dmm_malloc_get_stats().mapped;
+    std::thread t([] {
+        std::vector<void *> v;
+        for (int i = 0; i < 200000; i++)
+            v.push_back(dmm_malloc(48));
+        for (void *p : v)
+            dmm_free(p);
+    });
+    t.join();
+    uint64_t after = dmm_malloc_get_stats().mapped;
+    // 200,000 x 48 B took ~10 MB; an exited thread keeps none of it
+    EXPECT_LE(after, base + (4u << 20)) << "base " << base << " after " << after;
+}
+
+TEST(MallocThreads, ForkChildAllocates)
+{
+    std::atomic<bool> stop{false};
+    std::thread t([&] {
+        while (!stop)
+            dmm_free(dmm_malloc(64));
+    });
+    for (int i = 0; i < 5; i++) {
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            void *p[100];
+            for (int k = 0; k < 100; k++)
+                if (!(p[k] = dmm_malloc(16 * k + 1)))
+                    _exit(1);
+            for (int k = 0; k < 100; k++)
+                dmm_free(p[k]);
+            _exit(0);
+        }
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    stop = true;
+    t.join();
+}
