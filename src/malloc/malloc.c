@@ -9,6 +9,12 @@
  * blocks of one size class each.  A large block is a segment of its own,
  * as big as it needs, with the block after the header.
  *
+ * Medium requests (up to MEDIUM_MAX) go to the thread heap's dmm policy
+ * heap (include/dmm/heap.h; TLSF unless DMM_MEDIUM says otherwise), which
+ * lives in medium segments: the first one holds its control block, more are
+ * added as regions.  Another thread's free of a medium block goes onto the
+ * owner's atomic mxfree list, drained by the owner on its next medium call.
+ *
  * A thread heap (theap) owns pages.  Only the thread bound to it touches
  * its pages' local free lists and counts; any other thread frees into the
  * page's xfree list with a compare-and-swap, and the owner takes that list
@@ -21,6 +27,8 @@
  * discarding, thread keys, fork handlers, the environment, error output.
  */
 #include "dmm/malloc.h"
+
+#include "dmm/heap.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -38,11 +46,12 @@
 #define MIN_BLOCK 16u
 #define BITS_WORDS (PAGE_SIZE / MIN_BLOCK / 64u) /* 64 words: one bit per 16-byte slot */
 #define SMALL_MAX 8192u
+#define MEDIUM_MAX ((size_t)1 << 20)
 #define LARGE_HDR 64u
 #define SEG_MAGIC 0x444d4d5345474d31ull /* "DMMSEGM1" */
 #define FRESH_BATCH 64u
 
-enum { SEG_SMALL = 1, SEG_LARGE = 2 };
+enum { SEG_SMALL = 1, SEG_LARGE = 2, SEG_MEDIUM = 3 };
 
 typedef struct mblock {
     struct mblock *next;
@@ -67,8 +76,8 @@ typedef struct segment {
     uint32_t kind;
     uint32_t pages_used;       /* small: pages in use (owner only) */
     size_t map_bytes;          /* large: whole mapping */
-    struct theap *heap;        /* small: owner */
-    struct segment *next;      /* small: the owner's segments */
+    struct theap *heap;        /* small, medium: owner */
+    struct segment *next;      /* small, medium: the owner's segments */
     mpage page[PAGES];
     _Atomic uint64_t bits[PAGES][BITS_WORDS]; /* hardening: slot allocated */
 } segment;
@@ -94,6 +103,9 @@ static unsigned size_class(size_t n)
 typedef struct theap {
     mpage *pages[NCLASS];      /* per class: list of pages, head first */
     segment *segs;             /* small segments owned */
+    dmm_heap *mheap;           /* medium requests; NULL until the first */
+    segment *msegs;            /* its segments */
+    _Atomic(mblock *) mxfree;  /* medium blocks freed by other threads */
     struct theap *next_parked; /* abandoned list */
 } theap;
 
@@ -107,6 +119,7 @@ static struct {
     dmm_port_spinlock parked_lock;
     theap *parked;
     dmm_port_spinlock map_lock; /* registry second levels */
+    dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
 } G = {.parked_lock = DMM_PORT_SPINLOCK_INIT, .map_lock = DMM_PORT_SPINLOCK_INIT, .harden = 1};
 
@@ -196,6 +209,7 @@ static void report(const char *what, const void *p)
 
 /* ---- init, thread exit, fork ---- */
 static void heap_abandon(void *h);
+static void medium_release_if_empty(struct theap *h);
 
 static void fork_prepare(void)
 {
@@ -213,6 +227,51 @@ static void fork_child(void)
     dmm_port_spin_init(&G.parked_lock);
 }
 
+static void on_heap_error(void *ctx, const dmm_error *e)
+{
+    (void)ctx;
+    report(e->message, e->ptr);
+}
+
+/* The medium heaps: DMM_MEDIUM names a preset or gives key=value pairs
+ * (dmm_heap_config_parse); TLSF otherwise.  Lock, growth and error
+ * handling are the malloc's: no lock (one owner), regions added here,
+ * reports through report(). */
+static void medium_config(const char *spec)
+{
+    dmm_heap_preset pr;
+    dmm_heap_config c = dmm_heap_preset_config(DMM_PRESET_TLSF);
+    const char *why = NULL;
+    if (spec && *spec) {
+        dmm_heap_config t;
+        if (dmm_heap_preset_from_name(spec, &pr) == DMM_OK)
+            c = dmm_heap_preset_config(pr);
+        else if (dmm_heap_config_parse(spec, &t, &why) == DMM_OK)
+            c = t;
+        else
+            dmm_port_write_err("libdmm: DMM_MEDIUM not understood, using tlsf\n", 46);
+    }
+    c.lock = DMM_LOCK_NONE;
+    if (c.stats == DMM_STATS_OFF)
+        c.stats = DMM_STATS_COUNTERS; /* thread exit asks whether it is empty */
+    c.grow_granularity = 0;
+    c.release_empty = false;
+    c.on_error = G.abort_on_error ? DMM_ON_ERROR_ABORT : DMM_ON_ERROR_REPORT;
+    c.error_fn = on_heap_error;
+    c.error_ctx = NULL;
+    if (!G.harden)
+        c.harden = DMM_HARDEN_OFF;
+    else if (c.harden == DMM_HARDEN_OFF)
+        c.harden = DMM_HARDEN_CHECKED;
+    if (dmm_heap_config_check(&c, &why) != DMM_OK) {
+        dmm_port_write_err("libdmm: DMM_MEDIUM refused by the heap, using tlsf\n", 51);
+        c = dmm_heap_preset_config(DMM_PRESET_TLSF);
+        c.lock = DMM_LOCK_NONE;
+        c.error_fn = on_heap_error;
+    }
+    G.mcfg = c;
+}
+
 static void global_init(void)
 {
     int s = 0;
@@ -224,6 +283,7 @@ static void global_init(void)
             G.harden = 0;
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
         G.abort_on_error = e && e[0] == '1';
+        medium_config(dmm_port_getenv("DMM_MEDIUM"));
         G.have_key = dmm_port_tkey_create(&G.key, heap_abandon);
         (void)dmm_port_atfork(fork_prepare, fork_parent, fork_child);
         atomic_store_explicit(&G.state, 2, memory_order_release);
@@ -416,6 +476,7 @@ static void heap_abandon(void *arg)
             pg = nx;
         }
     }
+    medium_release_if_empty(h);
     if (tl_heap == h)
         tl_heap = NULL;
     dmm_port_spin_lock(&G.parked_lock);
@@ -509,6 +570,98 @@ static void large_free(segment *s)
     dmm_port_pages_unmap(s, bytes);
 }
 
+/* ---- medium blocks ---- */
+#define MEDIUM_OFF PAGE_SIZE /* the heap's memory starts after the segment header */
+
+static segment *medium_segment(theap *h)
+{
+    segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
+    if (!s)
+        return NULL;
+    if (!reg_set((uintptr_t)s, true)) {
+        dmm_port_pages_unmap(s, SEG_SIZE);
+        return NULL;
+    }
+    s->magic = SEG_MAGIC;
+    s->kind = SEG_MEDIUM;
+    s->heap = h;
+    s->next = h->msegs;
+    h->msegs = s;
+    atomic_fetch_add_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
+    atomic_fetch_add_explicit(&G.segments, 1, memory_order_relaxed);
+    return s;
+}
+
+/* Frees what other threads handed back. */
+static void medium_drain(theap *h)
+{
+    mblock *x = atomic_exchange_explicit(&h->mxfree, NULL, memory_order_acquire);
+    while (x) {
+        mblock *nx = x->next;
+        dmm_heap_free(h->mheap, x);
+        x = nx;
+    }
+}
+
+static void *medium_alloc(theap *h, size_t n, size_t align)
+{
+    void *p;
+    segment *s;
+    if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
+        medium_drain(h);
+    if (!h->mheap) {
+        if (!(s = medium_segment(h)))
+            return NULL;
+        if (dmm_heap_init(&h->mheap, (unsigned char *)s + MEDIUM_OFF, SEG_SIZE - MEDIUM_OFF, &G.mcfg) != DMM_OK) {
+            h->mheap = NULL;
+            return NULL;
+        }
+    }
+    for (int tries = 0; tries < 2; tries++) {
+        p = align > DMM_MALLOC_ALIGN ? dmm_heap_aligned_alloc(h->mheap, align, n) : dmm_heap_malloc(h->mheap, n);
+        if (p || !(s = medium_segment(h)))
+            return p;
+        if (dmm_heap_add_region(h->mheap, (unsigned char *)s + MEDIUM_OFF, SEG_SIZE - MEDIUM_OFF) != DMM_OK)
+            return NULL;
+    }
+    return NULL;
+}
+
+static void medium_free(segment *s, void *p)
+{
+    theap *h = s->heap;
+    mblock *b = p, *head;
+    if (h == tl_heap) {
+        dmm_heap_free(h->mheap, p);
+        return;
+    }
+    head = atomic_load_explicit(&h->mxfree, memory_order_relaxed);
+    do
+        b->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&h->mxfree, &head, b, memory_order_release, memory_order_relaxed));
+}
+
+/* Thread exit: an empty medium heap goes back to the OS with its segments. */
+static void medium_release_if_empty(theap *h)
+{
+    if (!h->mheap)
+        return;
+    medium_drain(h);
+    if (dmm_heap_get_counters(h->mheap).live_block_bytes != 0)
+        return;
+    dmm_heap_destroy(h->mheap);
+    h->mheap = NULL;
+    while (h->msegs) {
+        segment *s = h->msegs;
+        h->msegs = s->next;
+        reg_set((uintptr_t)s, false);
+        s->magic = 0;
+        dmm_port_pages_unmap(s, SEG_SIZE);
+        atomic_fetch_sub_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&G.segments, 1, memory_order_relaxed);
+    }
+}
+
 /* ---- the API ---- */
 static void *alloc_aligned(size_t n, size_t align)
 {
@@ -529,6 +682,14 @@ static void *alloc_aligned(size_t n, size_t align)
             errno = ENOMEM;
             return NULL;
         }
+    }
+    if (n <= MEDIUM_MAX && align <= PAGE_SIZE) {
+        void *p;
+        if (!(h = heap_get()) || !(p = medium_alloc(h, n, align))) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        return p;
     }
     global_init();
     return large_alloc(n, align);
@@ -557,6 +718,14 @@ void *dmm_malloc(size_t n)
             return p;
         }
     }
+    if (n <= MEDIUM_MAX) {
+        void *p;
+        if (!(h = heap_get()) || !(p = medium_alloc(h, n, DMM_MALLOC_ALIGN))) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        return p;
+    }
     global_init();
     return large_alloc(n, DMM_MALLOC_ALIGN);
 }
@@ -571,6 +740,8 @@ static segment *check_free(const void *p, const char *what, bool check_live)
         report(what, p);
         return NULL;
     }
+    if (s->kind == SEG_MEDIUM)
+        return s; /* the medium heap validates its own blocks */
     if (s->kind == SEG_LARGE) {
         uintptr_t off = (uintptr_t)p - (uintptr_t)s;
         if (off < LARGE_HDR || (off & (off - 1u)) || off >= s->map_bytes) {
@@ -619,6 +790,10 @@ void dmm_free(void *p)
         large_free(s);
         return;
     }
+    if (s->kind == SEG_MEDIUM) {
+        medium_free(s, p);
+        return;
+    }
     {
         size_t pi = page_index(s, p);
         pg = &s->page[pi];
@@ -654,6 +829,8 @@ size_t dmm_malloc_usable_size(const void *p)
         return 0;
     if (s->kind == SEG_LARGE)
         return s->map_bytes - (size_t)((uintptr_t)p - (uintptr_t)s);
+    if (s->kind == SEG_MEDIUM)
+        return dmm_heap_usable_size(s->heap->mheap, p);
     return s->page[page_index(s, p)].block_size;
 }
 
@@ -665,7 +842,7 @@ void *dmm_calloc(size_t nmemb, size_t size)
         return NULL;
     }
     p = dmm_malloc(nmemb * size);
-    if (p && nmemb * size <= SMALL_MAX)
+    if (p && nmemb * size <= MEDIUM_MAX)
         memset(p, 0, nmemb * size); /* large blocks are fresh mappings: zero already */
     return p;
 }
@@ -685,8 +862,16 @@ void *dmm_realloc(void *p, size_t n)
         return NULL;
     }
     have = dmm_malloc_usable_size(p);
-    if (n <= have && (n > SMALL_MAX || n >= have / 2))
+    if (n <= have && (n > MEDIUM_MAX || n >= have / 2))
         return p; /* fits, and not wastefully */
+    {
+        segment *s = seg_of(p);
+        if (s->kind == SEG_MEDIUM && s->heap == tl_heap && n > SMALL_MAX && n <= MEDIUM_MAX) {
+            medium_drain(s->heap);
+            if ((q = dmm_heap_realloc(s->heap->mheap, p, n))) /* in place when it can */
+                return q;
+        }
+    }
     if (!(q = dmm_malloc(n)))
         return NULL;
     memcpy(q, p, n < have ? n : have);

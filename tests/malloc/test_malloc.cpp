@@ -196,6 +196,15 @@ TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
     dmm_free(big);
     dmm_free(big); // double free of a large block: its segment is gone
     EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 1u);
+    // a medium block (the thread's dmm heap validates it)
+    void *m = dmm_malloc(20000), *m2 = dmm_malloc(20000);
+    fill(m2, 20000, 3);
+    dmm_free(m);
+    dmm_free(m);
+    dmm_free(static_cast<char *>(m2) + 16);
+    EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 3u);
+    EXPECT_TRUE(intact(m2, 20000, 3));
+    dmm_free(m2);
 }
 
 TEST(MallocThreads, CrossThreadFreesAndAdoption)
@@ -256,12 +265,14 @@ TEST(MallocThreads, MemoryGoesBackWhenThreadsExit)
         std::vector<void *> v;
         for (int i = 0; i < 200000; i++)
             v.push_back(dmm_malloc(48));
+        for (int i = 0; i < 2000; i++)
+            v.push_back(dmm_malloc(9000 + 37 * i)); // medium: ~90 MB in the thread's dmm heap
         for (void *p : v)
             dmm_free(p);
     });
     t.join();
     uint64_t after = dmm_malloc_get_stats().mapped;
-    // 200,000 x 48 B took ~10 MB; an exited thread keeps none of it
+    // ~100 MB went through the thread's heap; an exited thread keeps none of it
     EXPECT_LE(after, base + (4u << 20)) << "base " << base << " after " << after;
 }
 
