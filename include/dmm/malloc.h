@@ -56,6 +56,10 @@ typedef struct dmm_malloc_stats {
 
 dmm_malloc_stats dmm_malloc_get_stats(void);
 
+/* One line of those figures on stderr (no allocation).  Preloaded or
+ * linked as libdmm_malloc.so, it runs at exit when DMM_SHOW_STATS=1. */
+void dmm_malloc_print_stats(void);
+
 /* Hardening: 1 (the default, environment DMM_HARDEN=0 turns it off)
  * validates every free in O(1) (inside a dmm segment, on a block boundary,
  * currently allocated) and reports a bad one on stderr instead of

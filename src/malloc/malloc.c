@@ -935,3 +935,46 @@ dmm_malloc_stats dmm_malloc_get_stats(void)
     st.errors = atomic_load_explicit(&G.errors, memory_order_relaxed);
     return st;
 }
+
+/* ---- statistics on stderr (DMM_SHOW_STATS=1 at exit, preload.c) ---- */
+static void put_u64(char *b, size_t *n, uint64_t v)
+{
+    char t[24];
+    int k = 0;
+    do {
+        t[k++] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v);
+    while (k)
+        b[(*n)++] = t[--k];
+}
+
+static void put_str(char *b, size_t *n, const char *s)
+{
+    size_t l = strlen(s);
+    memcpy(b + *n, s, l);
+    *n += l;
+}
+
+void dmm_malloc_print_stats(void)
+{
+    dmm_malloc_stats st = dmm_malloc_get_stats();
+    char b[256];
+    size_t n = 0;
+    put_str(b, &n, "libdmm statistics: mapped ");
+    put_u64(b, &n, st.mapped);
+    put_str(b, &n, " B in ");
+    put_u64(b, &n, st.segments);
+    put_str(b, &n, " segments + ");
+    put_u64(b, &n, st.large_count);
+    put_str(b, &n, " large blocks (");
+    put_u64(b, &n, st.large_bytes);
+    put_str(b, &n, " B); thread heaps ");
+    put_u64(b, &n, st.heaps);
+    put_str(b, &n, " (adopted ");
+    put_u64(b, &n, st.heaps_adopted);
+    put_str(b, &n, " times); bad frees reported ");
+    put_u64(b, &n, st.errors);
+    put_str(b, &n, "\n");
+    dmm_port_write_err(b, n);
+}

@@ -5,6 +5,7 @@
  * malloc at link time; the dmm_* library alone never claims these names.
  */
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "dmm/malloc.h"
 
@@ -19,3 +20,11 @@ void *memalign(size_t align, size_t n) { return dmm_memalign(align, n); }
 void *valloc(size_t n) { return dmm_valloc(n); }
 void *pvalloc(size_t n) { return dmm_pvalloc(n); }
 size_t malloc_usable_size(void *p) { return dmm_malloc_usable_size(p); }
+
+/* DMM_SHOW_STATS=1: the statistics line when the program ends. */
+__attribute__((destructor)) static void dmm_show_stats_at_exit(void)
+{
+    const char *e = getenv("DMM_SHOW_STATS");
+    if (e && e[0] == '1')
+        dmm_malloc_print_stats();
+}
