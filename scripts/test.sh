@@ -342,6 +342,9 @@ stage_install() {
         -DCMAKE_BUILD_TYPE=Debug -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="-Werror"
     run cmake --build "$work/consumer-build" -j "$JOBS"
     run ctest --test-dir "$work/consumer-build" --output-on-failure --no-tests=error
+    # dmmkit::dmm_heap_shared is the installed libdmm_heap.so.
+    ldd "$work/consumer-build/consumer_shared" | grep -F "$libdir/libdmm_heap.so" \
+        || { echo "consumer_shared (dmmkit::dmm_heap_shared) does not load $libdir/libdmm_heap.so"; return 1; }
 
     echo "--- the front end from the prefix, outside the source tree"
     install_frontend "$prefix" "$work"
