@@ -11,10 +11,11 @@
 #                                      Debug and 0 otherwise
 #       [EXPORT_NAME <name>])
 #
-# The top-level CMakeLists.txt builds `dmm` and `dmm_shared` with it; tests and
-# benchmarks may call it for extra variants in the same build tree (for
-# example one static library per frozen preset, to compare runtime and
-# compile-time configurations).  Every variant compiles the same sources:
+# The top-level CMakeLists.txt builds `dmm_heap` and `dmm_heap_shared` (the
+# files libdmm_heap.a and libdmm_heap.so) with it; tests and benchmarks may
+# call it for extra variants in the same build tree (for example one static
+# library per frozen preset, to compare runtime and compile-time
+# configurations).  Every variant compiles the same sources:
 # src/core/*.c, src/heap/*.c and src/port/<port>.c.
 #
 # Compile definitions a variant gets (all PRIVATE: the public headers do not

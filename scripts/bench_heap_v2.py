@@ -295,7 +295,7 @@ def markdown(doc):
     for t in targets:
         L.append(f"| `{t['name']}` | `{t['binary']}` | {t['compiler']} | `{t['cflags']}` | {t['describe']} |")
     L.append("")
-    L.append("dmm forms: `runtime` = library `dmm`, config `preset=X` (as shipped: stats=counters, "
+    L.append("dmm forms: `runtime` = library `dmm_heap`, config `preset=X` (as shipped: stats=counters, "
              "harden=checked); `runtime-lean` = `preset=X,stats=off,harden=off`; `frozen` = library compiled "
              "with `configs/frozen/X.h`; `frozen-checked` = frozen with stats off and hardening as shipped (checked), so `frozen-checked` minus `frozen-lean` is the cost of hardening; `frozen-lean` = library frozen to a copy of that header with "
              "`DMM_FROZEN_STATS DMM_STATS_OFF` and `DMM_FROZEN_HARDEN DMM_HARDEN_OFF`, generated into "

@@ -289,16 +289,22 @@ stage_install() {
     [ -n "$cfg" ] || { echo "dmmkitConfig.cmake not installed"; return 1; }
     [ -f "$(dirname "$cfg")/dmmkitConfigVersion.cmake" ] || { echo "dmmkitConfigVersion.cmake not installed"; return 1; }
     libdir=$(dirname "$(dirname "$pc")")
-    for f in libdmm.a libdmm.so libdmm_trace.a libdmmrec.so; do
+    for f in libdmm_heap.a libdmm_heap.so libdmm_trace.a libdmmrec.so; do
         [ -e "$libdir/$f" ] || { echo "missing $libdir/$f"; return 1; }
     done
-    # Every function dmm/trace.h declares is defined by the installed library.
-    local fn missing="" defined
-    defined=$(nm -g --defined-only "$libdir/libdmm_trace.a")
-    for fn in $(sed -n 's/^[a-z0-9_ ]*[ *]\(dmm_trace_[a-z0-9_]*\)(.*/\1/p' "$prefix/include/dmm/trace.h"); do
-        grep -qw "T $fn" <<<"$defined" || missing="$missing $fn"
+    # Every function a public header declares is defined by the installed
+    # library that carries it: dmm/heap.h by both heap libraries (the name
+    # libdmm is the drop-in malloc's), dmm/trace.h by the trace library.
+    local lib hdr nmopt fn missing defined
+    for lib in libdmm_heap.a:heap libdmm_heap.so:heap libdmm_trace.a:trace; do
+        hdr=${lib#*:} lib=${lib%%:*} missing=""
+        case $lib in *.so) nmopt=-D ;; *) nmopt=-g ;; esac
+        defined=$(nm "$nmopt" --defined-only "$libdir/$lib")
+        for fn in $(sed -n "s/^[a-z0-9_ ]*[ *]\\(dmm_${hdr}_[a-z0-9_]*\\)(.*/\\1/p" "$prefix/include/dmm/$hdr.h"); do
+            grep -qw "T $fn" <<<"$defined" || missing="$missing $fn"
+        done
+        [ -z "$missing" ] || { echo "declared in dmm/$hdr.h, not defined in $lib:$missing"; return 1; }
     done
-    [ -z "$missing" ] || { echo "declared in dmm/trace.h, not defined in libdmm_trace.a:$missing"; return 1; }
 
     echo "--- the README's pkg-config example, as printed"
     mkdir -p "$work/readme"
@@ -310,8 +316,8 @@ stage_install() {
     cat "$work/readme/out.txt"
     [ "$(grep -c '^hello from a dmm heap$' "$work/readme/out.txt")" = 2 ] \
         || { echo "the README's programs did not print their line"; return 1; }
-    ldd "$work/readme/app" | grep -F "$libdir/libdmm.so" \
-        || { echo "the README's app does not load $libdir/libdmm.so"; return 1; }
+    ldd "$work/readme/app" | grep -F "$libdir/libdmm_heap.so" \
+        || { echo "the README's app does not load $libdir/libdmm_heap.so"; return 1; }
 
     echo "--- consumers through pkg-config ($(dirname "$pc"))"
     export PKG_CONFIG_PATH
@@ -324,8 +330,8 @@ stage_install() {
         -Wl,-rpath,"$(pkg-config --variable=libdir dmmkit)" -o "$work/consumer_pkgconfig"
     run env -u LD_LIBRARY_PATH "$work/consumer_pkgconfig"
     # The program must really use the installed shared library.
-    ldd "$work/consumer_pkgconfig" | grep -F "$libdir/libdmm.so" \
-        || { echo "consumer_pkgconfig does not load $libdir/libdmm.so"; return 1; }
+    ldd "$work/consumer_pkgconfig" | grep -F "$libdir/libdmm_heap.so" \
+        || { echo "consumer_pkgconfig does not load $libdir/libdmm_heap.so"; return 1; }
     # shellcheck disable=SC2046
     run cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags dmmkit-trace) tests/install/trace_consumer.c \
         $(pkg-config --libs dmmkit-trace) -o "$work/trace_consumer_pkgconfig"
@@ -336,6 +342,9 @@ stage_install() {
         -DCMAKE_BUILD_TYPE=Debug -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="-Werror"
     run cmake --build "$work/consumer-build" -j "$JOBS"
     run ctest --test-dir "$work/consumer-build" --output-on-failure --no-tests=error
+    # dmmkit::dmm_heap_shared is the installed libdmm_heap.so.
+    ldd "$work/consumer-build/consumer_shared" | grep -F "$libdir/libdmm_heap.so" \
+        || { echo "consumer_shared (dmmkit::dmm_heap_shared) does not load $libdir/libdmm_heap.so"; return 1; }
 
     echo "--- the front end from the prefix, outside the source tree"
     install_frontend "$prefix" "$work"

@@ -2,7 +2,7 @@
  * bench/anchors/adapter_dmm.c - anchor.h over a dmm_heap.
  *
  * Built by bench/anchors/CMakeLists.txt once per preset and form:
- *   runtime forms: linked against the runtime library `dmm`, configured
+ *   runtime forms: linked against the runtime library `dmm_heap`, configured
  *     from ANCHOR_DMM_CONFIG ("preset=X" as shipped, or
  *     "preset=X,stats=off,harden=off" lean) with dmm_heap_config_parse;
  *   frozen forms: linked against a library compiled with
