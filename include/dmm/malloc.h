@@ -57,7 +57,7 @@ typedef struct dmm_malloc_stats {
 dmm_malloc_stats dmm_malloc_get_stats(void);
 
 /* One line of those figures on stderr (no allocation).  Preloaded or
- * linked as libdmm_malloc.so, it runs at exit when DMM_SHOW_STATS=1. */
+ * linked as libdmm.so, it runs at exit when DMM_SHOW_STATS=1. */
 void dmm_malloc_print_stats(void);
 
 /* Hardening: 1 (the default, environment DMM_HARDEN=0 turns it off)

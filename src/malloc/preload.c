@@ -1,8 +1,8 @@
 /*
  * src/malloc/preload.c - libdmm as the C library's malloc: the standard
  * names, each calling its dmm_* function (include/dmm/malloc.h).  Linked
- * only into libdmm.so and the static libdmm_malloc_std.a meant to replace
- * malloc at link time; the dmm_* library alone never claims these names.
+ * only into libdmm.so; the static dmm_* library (libdmm_malloc.a) never
+ * claims these names.
  */
 #include <stddef.h>
 #include <stdlib.h>
