@@ -52,6 +52,10 @@ typedef struct dmm_malloc_stats {
     uint64_t heaps;       /* thread heaps created */
     uint64_t heaps_adopted;
     uint64_t errors;      /* invalid or double frees reported */
+    uint64_t live_bytes;  /* bytes of small and medium blocks handed out and
+                             not freed (block sizes with the medium heap's
+                             headers, not requests; a remote medium free
+                             counts when its owner collects it) */
 } dmm_malloc_stats;
 
 dmm_malloc_stats dmm_malloc_get_stats(void);

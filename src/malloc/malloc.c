@@ -107,6 +107,10 @@ typedef struct theap {
     segment *msegs;            /* its segments */
     _Atomic(mblock *) mxfree;  /* medium blocks freed by other threads */
     struct theap *next_parked; /* abandoned list */
+    struct theap *next_all;    /* every heap ever made (statistics) */
+    _Atomic int64_t live;      /* small + medium block bytes allocated minus
+                                  freed by the thread bound to this heap;
+                                  written by that thread only */
 } theap;
 
 /* ---- process state ---- */
@@ -121,9 +125,24 @@ static struct {
     dmm_port_spinlock map_lock; /* registry second levels */
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
+    _Atomic(struct theap *) all;  /* every heap, newest first */
+    _Atomic int64_t live_orphan;  /* bytes freed by threads without a heap */
 } G = {.parked_lock = DMM_PORT_SPINLOCK_INIT, .map_lock = DMM_PORT_SPINLOCK_INIT, .harden = 1};
 
 static _Thread_local theap *tl_heap;
+
+/* Books block bytes on the calling thread's heap (owner-only counter: a
+ * relaxed load and store, no read-modify-write), or globally for a thread
+ * that has none. */
+static inline void book(int64_t delta)
+{
+    theap *h = tl_heap;
+    if (h)
+        atomic_store_explicit(&h->live, atomic_load_explicit(&h->live, memory_order_relaxed) + delta,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&G.live_orphan, delta, memory_order_relaxed);
+}
 
 /* ---- the segment registry: which SEG_SIZE units are dmm's ---- */
 #define REG_TOP_SHIFT 36u /* 48-bit addresses: 4096 top entries of 2^14 units */
@@ -451,6 +470,10 @@ static theap *heap_get(void)
         if (!(h = dmm_port_pages_map(bytes)))
             return NULL;
         atomic_fetch_add_explicit(&G.heaps, 1, memory_order_relaxed);
+        h->next_all = atomic_load_explicit(&G.all, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&G.all, &h->next_all, h, memory_order_release,
+                                                      memory_order_relaxed))
+            ;
     }
     h->next_parked = NULL;
     tl_heap = h;
@@ -522,6 +545,7 @@ static void *small_alloc(theap *h, unsigned cls)
     b = pg->free;
     pg->free = b->next;
     pg->used++;
+    book(pg->block_size);
     if (G.harden) {
         segment *s = seg_of(b);
         (void)mark(s, page_index(s, b), b, true);
@@ -592,15 +616,25 @@ static segment *medium_segment(theap *h)
     return s;
 }
 
+/* Block bytes the medium heap has handed out (its own O(1) counter): the
+ * medium booking is the change of this around each call, so a bad pointer
+ * is validated (and reported) by the heap once, never by a size query. */
+static inline int64_t mlive(theap *h) { return (int64_t)dmm_heap_get_counters(h->mheap).live_block_bytes; }
+
 /* Frees what other threads handed back. */
 static void medium_drain(theap *h)
 {
     mblock *x = atomic_exchange_explicit(&h->mxfree, NULL, memory_order_acquire);
+    int64_t before;
+    if (!x)
+        return;
+    before = mlive(h); /* booked here: the freeing threads did not know the sizes */
     while (x) {
         mblock *nx = x->next;
         dmm_heap_free(h->mheap, x);
         x = nx;
     }
+    book(mlive(h) - before);
 }
 
 static void *medium_alloc(theap *h, size_t n, size_t align)
@@ -618,7 +652,10 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
         }
     }
     for (int tries = 0; tries < 2; tries++) {
+        int64_t before = mlive(h);
         p = align > DMM_MALLOC_ALIGN ? dmm_heap_aligned_alloc(h->mheap, align, n) : dmm_heap_malloc(h->mheap, n);
+        if (p)
+            book(mlive(h) - before);
         if (p || !(s = medium_segment(h)))
             return p;
         if (dmm_heap_add_region(h->mheap, (unsigned char *)s + MEDIUM_OFF, SEG_SIZE - MEDIUM_OFF) != DMM_OK)
@@ -632,7 +669,9 @@ static void medium_free(segment *s, void *p)
     theap *h = s->heap;
     mblock *b = p, *head;
     if (h == tl_heap) {
+        int64_t before = mlive(h);
         dmm_heap_free(h->mheap, p);
+        book(mlive(h) - before);
         return;
     }
     head = atomic_load_explicit(&h->mxfree, memory_order_relaxed);
@@ -705,6 +744,7 @@ void *dmm_malloc(size_t n)
             mblock *b = pg->free;
             pg->free = b->next;
             pg->used++;
+            book(pg->block_size);
             return b;
         }
         if (!h && !(h = heap_get())) {
@@ -802,6 +842,7 @@ void dmm_free(void *p)
             report("double free of", p);
             return;
         }
+        book(-(int64_t)pg->block_size);
     }
     if (pg->heap == tl_heap) {
         b->next = pg->free;
@@ -867,9 +908,13 @@ void *dmm_realloc(void *p, size_t n)
     {
         segment *s = seg_of(p);
         if (s->kind == SEG_MEDIUM && s->heap == tl_heap && n > SMALL_MAX && n <= MEDIUM_MAX) {
+            int64_t before;
             medium_drain(s->heap);
-            if ((q = dmm_heap_realloc(s->heap->mheap, p, n))) /* in place when it can */
+            before = mlive(s->heap);
+            if ((q = dmm_heap_realloc(s->heap->mheap, p, n))) { /* in place when it can */
+                book(mlive(s->heap) - before);
                 return q;
+            }
         }
     }
     if (!(q = dmm_malloc(n)))
@@ -933,6 +978,12 @@ dmm_malloc_stats dmm_malloc_get_stats(void)
     st.heaps = atomic_load_explicit(&G.heaps, memory_order_relaxed);
     st.heaps_adopted = atomic_load_explicit(&G.adopted, memory_order_relaxed);
     st.errors = atomic_load_explicit(&G.errors, memory_order_relaxed);
+    {
+        int64_t live = atomic_load_explicit(&G.live_orphan, memory_order_relaxed);
+        for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all)
+            live += atomic_load_explicit(&h->live, memory_order_relaxed);
+        st.live_bytes = live > 0 ? (uint64_t)live : 0;
+    }
     return st;
 }
 
@@ -959,7 +1010,7 @@ static void put_str(char *b, size_t *n, const char *s)
 void dmm_malloc_print_stats(void)
 {
     dmm_malloc_stats st = dmm_malloc_get_stats();
-    char b[256];
+    char b[320];
     size_t n = 0;
     put_str(b, &n, "libdmm statistics: mapped ");
     put_u64(b, &n, st.mapped);
@@ -969,7 +1020,9 @@ void dmm_malloc_print_stats(void)
     put_u64(b, &n, st.large_count);
     put_str(b, &n, " large blocks (");
     put_u64(b, &n, st.large_bytes);
-    put_str(b, &n, " B); thread heaps ");
+    put_str(b, &n, " B); small+medium blocks in use ");
+    put_u64(b, &n, st.live_bytes);
+    put_str(b, &n, " B; thread heaps ");
     put_u64(b, &n, st.heaps);
     put_str(b, &n, " (adopted ");
     put_u64(b, &n, st.heaps_adopted);

@@ -4,8 +4,10 @@
  * only into libdmm.so; the static dmm_* library (libdmm_malloc.a) never
  * claims these names.
  */
+#include <malloc.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dmm/malloc.h"
 
@@ -20,6 +22,25 @@ void *memalign(size_t align, size_t n) { return dmm_memalign(align, n); }
 void *valloc(size_t n) { return dmm_valloc(n); }
 void *pvalloc(size_t n) { return dmm_pvalloc(n); }
 size_t malloc_usable_size(void *p) { return dmm_malloc_usable_size(p); }
+
+/* glibc's statistics calls, answered from libdmm's counters:
+ * arena = segment bytes mapped, hblkhd = large-block mappings,
+ * uordblks = small and medium block bytes in use, fordblks = the rest of
+ * the segments (mapped, not necessarily touched). */
+struct mallinfo2 mallinfo2(void)
+{
+    struct mallinfo2 mi;
+    dmm_malloc_stats st = dmm_malloc_get_stats();
+    memset(&mi, 0, sizeof mi);
+    mi.arena = st.mapped - st.large_bytes;
+    mi.hblks = st.large_count;
+    mi.hblkhd = st.large_bytes;
+    mi.uordblks = st.live_bytes;
+    mi.fordblks = mi.arena > mi.uordblks ? mi.arena - mi.uordblks : 0;
+    return mi;
+}
+
+void malloc_stats(void) { dmm_malloc_print_stats(); }
 
 /* DMM_SHOW_STATS=1: the statistics line when the program ends. */
 __attribute__((destructor)) static void dmm_show_stats_at_exit(void)

@@ -95,6 +95,29 @@ TEST(Malloc, RandomSequenceKeepsContentsAndAlignment)
     }
 }
 
+TEST(Malloc, StatisticsCountLiveBlockBytes)
+{
+    dmm_malloc_stats a = dmm_malloc_get_stats();
+    void *s = dmm_malloc(100), *m = dmm_malloc(50000), *l = dmm_malloc(3u << 20);
+    dmm_malloc_stats b = dmm_malloc_get_stats();
+    // block bytes: the small block's size, the medium block's with its header word(s)
+    size_t want = dmm_malloc_usable_size(s) + dmm_malloc_usable_size(m);
+    EXPECT_GE(b.live_bytes - a.live_bytes, want);
+    EXPECT_LE(b.live_bytes - a.live_bytes, want + 64);
+    EXPECT_EQ(b.large_count - a.large_count, 1u);
+    EXPECT_GE(b.large_bytes - a.large_bytes, 3u << 20);
+    m = dmm_realloc(m, 90000); // medium, in place or moved: still counted once
+    want = dmm_malloc_usable_size(s) + dmm_malloc_usable_size(m);
+    EXPECT_GE(dmm_malloc_get_stats().live_bytes - a.live_bytes, want);
+    EXPECT_LE(dmm_malloc_get_stats().live_bytes - a.live_bytes, want + 64);
+    dmm_free(s);
+    dmm_free(m);
+    dmm_free(l);
+    dmm_malloc_stats c = dmm_malloc_get_stats();
+    EXPECT_EQ(c.live_bytes, a.live_bytes);
+    EXPECT_EQ(c.large_bytes, a.large_bytes);
+}
+
 TEST(Malloc, EveryClassBoundary)
 {
     for (size_t n = 0; n <= 9000; n++) {
@@ -171,7 +194,7 @@ TEST(Malloc, AlignedFamily)
 TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
 {
     dmm_malloc_stats before = dmm_malloc_get_stats();
-    void *a = dmm_malloc(40), *b = dmm_malloc(40), *big = dmm_malloc(1 << 20);
+    void *a = dmm_malloc(40), *b = dmm_malloc(40), *big = dmm_malloc(2 << 20);
     fill(b, 40, 9);
     int on_stack = 0;
     dmm_free(a);
