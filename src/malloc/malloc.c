@@ -315,7 +315,9 @@ static void global_init(void)
 void dmm_malloc_set_harden(int on) { G.harden = on != 0; }
 
 /* ---- segments and pages ---- */
-static segment *segment_new(theap *h)
+/* Maps and registers a segment of kind owned by h, pushed on *list (the
+ * heap's small or medium segments). */
+static segment *segment_map(theap *h, uint32_t kind, segment **list)
 {
     segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
     if (!s)
@@ -325,14 +327,26 @@ static segment *segment_new(theap *h)
         return NULL;
     }
     s->magic = SEG_MAGIC;
-    s->kind = SEG_SMALL;
+    s->kind = kind;
     s->heap = h;
-    s->next = h->segs;
-    h->segs = s;
+    s->next = *list;
+    *list = s;
     atomic_fetch_add_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
     atomic_fetch_add_explicit(&G.segments, 1, memory_order_relaxed);
     return s;
 }
+
+/* Unregisters and unmaps a segment already unlinked from its list. */
+static void segment_unmap(segment *s)
+{
+    reg_set((uintptr_t)s, false);
+    s->magic = 0;
+    dmm_port_pages_unmap(s, SEG_SIZE);
+    atomic_fetch_sub_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&G.segments, 1, memory_order_relaxed);
+}
+
+static segment *segment_new(theap *h) { return segment_map(h, SEG_SMALL, &h->segs); }
 
 static void segment_free(theap *h, segment *s)
 {
@@ -341,11 +355,7 @@ static void segment_free(theap *h, segment *s)
         pp = &(*pp)->next;
     if (*pp)
         *pp = s->next;
-    reg_set((uintptr_t)s, false);
-    s->magic = 0;
-    dmm_port_pages_unmap(s, SEG_SIZE);
-    atomic_fetch_sub_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&G.segments, 1, memory_order_relaxed);
+    segment_unmap(s);
 }
 
 static inline unsigned char *page_start(segment *s, size_t i) { return (unsigned char *)s + i * PAGE_SIZE; }
@@ -597,24 +607,7 @@ static void large_free(segment *s)
 /* ---- medium blocks ---- */
 #define MEDIUM_OFF PAGE_SIZE /* the heap's memory starts after the segment header */
 
-static segment *medium_segment(theap *h)
-{
-    segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
-    if (!s)
-        return NULL;
-    if (!reg_set((uintptr_t)s, true)) {
-        dmm_port_pages_unmap(s, SEG_SIZE);
-        return NULL;
-    }
-    s->magic = SEG_MAGIC;
-    s->kind = SEG_MEDIUM;
-    s->heap = h;
-    s->next = h->msegs;
-    h->msegs = s;
-    atomic_fetch_add_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
-    atomic_fetch_add_explicit(&G.segments, 1, memory_order_relaxed);
-    return s;
-}
+static segment *medium_segment(theap *h) { return segment_map(h, SEG_MEDIUM, &h->msegs); }
 
 /* Block bytes the medium heap has handed out (its own O(1) counter): the
  * medium booking is the change of this around each call, so a bad pointer
@@ -693,11 +686,7 @@ static void medium_release_if_empty(theap *h)
     while (h->msegs) {
         segment *s = h->msegs;
         h->msegs = s->next;
-        reg_set((uintptr_t)s, false);
-        s->magic = 0;
-        dmm_port_pages_unmap(s, SEG_SIZE);
-        atomic_fetch_sub_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&G.segments, 1, memory_order_relaxed);
+        segment_unmap(s);
     }
 }
 
