@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../core/text.h"
 #include "../port/port.h"
 
 #define SEG_SHIFT 22u
@@ -191,37 +192,37 @@ static bool reg_has(uintptr_t seg)
 }
 
 /* ---- errors ---- */
-static void put_hex(char *b, size_t *n, uintptr_t v)
+/* Error and statistics lines go through the core's text builder
+ * (src/core/text.h): no stdio, no allocation, truncated to the buffer. */
+static void text_hex(dmm_text *t, uintptr_t v)
 {
     static const char hx[] = "0123456789abcdef";
-    char t[2 * sizeof v];
-    int k = 0;
-    do {
-        t[k++] = hx[v & 15u];
-        v >>= 4;
-    } while (v);
-    b[(*n)++] = '0';
-    b[(*n)++] = 'x';
-    while (k)
-        b[(*n)++] = t[--k];
+    int shift = (int)(sizeof v * 8u) - 4;
+    dmm_text_str(t, "0x");
+    while (shift > 0 && !((v >> shift) & 15u))
+        shift -= 4;
+    for (; shift >= 0; shift -= 4)
+        dmm_text_char(t, hx[(v >> shift) & 15u]);
 }
 
+static void write_text(const dmm_text *t)
+{
+    dmm_port_write_err(t->buf, t->len < t->cap ? t->len : t->cap - 1u);
+}
+
+/* what: a static message of libdmm's or the medium heap's (short). */
 static void report(const char *what, const void *p)
 {
-    char b[160];
-    size_t n = 0, l = strlen(what);
+    char b[200];
+    dmm_text t;
     atomic_fetch_add_explicit(&G.errors, 1, memory_order_relaxed);
-    memcpy(b, "libdmm: ", 8);
-    n = 8;
-    if (l > 100)
-        l = 100;
-    memcpy(b + n, what, l);
-    n += l;
-    b[n++] = ' ';
-    put_hex(b, &n, (uintptr_t)p);
-    memcpy(b + n, " (ignored)\n", 11);
-    n += 11;
-    dmm_port_write_err(b, n);
+    dmm_text_init(&t, b, sizeof b);
+    dmm_text_str(&t, "libdmm: ");
+    dmm_text_str(&t, what);
+    dmm_text_char(&t, ' ');
+    text_hex(&t, (uintptr_t)p);
+    dmm_text_str(&t, " (ignored)\n");
+    write_text(&t);
     if (G.abort_on_error)
         dmm_port_abort();
 }
@@ -691,32 +692,22 @@ static void medium_release_if_empty(theap *h)
 }
 
 /* ---- the API ---- */
+/* Every allocation but the fast path: a size class whose blocks the
+ * alignment divides (pages are PAGE_SIZE-aligned), else the medium heap,
+ * else the OS. */
 static void *alloc_aligned(size_t n, size_t align)
 {
     theap *h;
-    if (n <= SMALL_MAX && align <= PAGE_SIZE) {
-        size_t want = n < align ? align : n;
-        unsigned c = size_class(want);
-        while (c < NCLASS && class_size[c] % align)
-            c++;
-        if (c < NCLASS) {
-            void *p;
-            if (!(h = heap_get())) {
-                errno = ENOMEM;
-                return NULL;
-            }
-            if ((p = small_alloc(h, c)))
-                return p;
-            errno = ENOMEM;
-            return NULL;
-        }
-    }
+    void *p = NULL;
     if (n <= MEDIUM_MAX && align <= PAGE_SIZE) {
-        void *p;
-        if (!(h = heap_get()) || !(p = medium_alloc(h, n, align))) {
+        unsigned c = NCLASS;
+        if (n <= SMALL_MAX)
+            for (c = size_class(n < align ? align : n); c < NCLASS && class_size[c] % align; c++)
+                ;
+        if ((h = heap_get()))
+            p = c < NCLASS ? small_alloc(h, c) : medium_alloc(h, n, align);
+        if (!p)
             errno = ENOMEM;
-            return NULL;
-        }
         return p;
     }
     global_init();
@@ -726,37 +717,15 @@ static void *alloc_aligned(size_t n, size_t align)
 void *dmm_malloc(size_t n)
 {
     theap *h = tl_heap;
-    if (n <= SMALL_MAX) {
-        unsigned c = size_class(n);
-        mpage *pg;
-        if (h && (pg = h->pages[c]) && pg->free && !G.harden) { /* the fast path */
-            mblock *b = pg->free;
-            pg->free = b->next;
-            pg->used++;
-            book(pg->block_size);
-            return b;
-        }
-        if (!h && !(h = heap_get())) {
-            errno = ENOMEM;
-            return NULL;
-        }
-        {
-            void *p = small_alloc(h, c);
-            if (!p)
-                errno = ENOMEM;
-            return p;
-        }
+    mpage *pg;
+    if (n <= SMALL_MAX && h && (pg = h->pages[size_class(n)]) && pg->free && !G.harden) { /* the fast path */
+        mblock *b = pg->free;
+        pg->free = b->next;
+        pg->used++;
+        book(pg->block_size);
+        return b;
     }
-    if (n <= MEDIUM_MAX) {
-        void *p;
-        if (!(h = heap_get()) || !(p = medium_alloc(h, n, DMM_MALLOC_ALIGN))) {
-            errno = ENOMEM;
-            return NULL;
-        }
-        return p;
-    }
-    global_init();
-    return large_alloc(n, DMM_MALLOC_ALIGN);
+    return alloc_aligned(n, DMM_MALLOC_ALIGN);
 }
 
 /* Validates p (hardening) and finds its segment: a dmm segment, a block
@@ -977,46 +946,28 @@ dmm_malloc_stats dmm_malloc_get_stats(void)
 }
 
 /* ---- statistics on stderr (DMM_SHOW_STATS=1 at exit, preload.c) ---- */
-static void put_u64(char *b, size_t *n, uint64_t v)
-{
-    char t[24];
-    int k = 0;
-    do {
-        t[k++] = (char)('0' + v % 10u);
-        v /= 10u;
-    } while (v);
-    while (k)
-        b[(*n)++] = t[--k];
-}
-
-static void put_str(char *b, size_t *n, const char *s)
-{
-    size_t l = strlen(s);
-    memcpy(b + *n, s, l);
-    *n += l;
-}
-
 void dmm_malloc_print_stats(void)
 {
     dmm_malloc_stats st = dmm_malloc_get_stats();
     char b[320];
-    size_t n = 0;
-    put_str(b, &n, "libdmm statistics: mapped ");
-    put_u64(b, &n, st.mapped);
-    put_str(b, &n, " B in ");
-    put_u64(b, &n, st.segments);
-    put_str(b, &n, " segments + ");
-    put_u64(b, &n, st.large_count);
-    put_str(b, &n, " large blocks (");
-    put_u64(b, &n, st.large_bytes);
-    put_str(b, &n, " B); small+medium blocks in use ");
-    put_u64(b, &n, st.live_bytes);
-    put_str(b, &n, " B; thread heaps ");
-    put_u64(b, &n, st.heaps);
-    put_str(b, &n, " (adopted ");
-    put_u64(b, &n, st.heaps_adopted);
-    put_str(b, &n, " times); bad frees reported ");
-    put_u64(b, &n, st.errors);
-    put_str(b, &n, "\n");
-    dmm_port_write_err(b, n);
+    dmm_text t;
+    dmm_text_init(&t, b, sizeof b);
+    dmm_text_str(&t, "libdmm statistics: mapped ");
+    dmm_text_u64(&t, st.mapped);
+    dmm_text_str(&t, " B in ");
+    dmm_text_u64(&t, st.segments);
+    dmm_text_str(&t, " segments + ");
+    dmm_text_u64(&t, st.large_count);
+    dmm_text_str(&t, " large blocks (");
+    dmm_text_u64(&t, st.large_bytes);
+    dmm_text_str(&t, " B); small+medium blocks in use ");
+    dmm_text_u64(&t, st.live_bytes);
+    dmm_text_str(&t, " B; thread heaps ");
+    dmm_text_u64(&t, st.heaps);
+    dmm_text_str(&t, " (adopted ");
+    dmm_text_u64(&t, st.heaps_adopted);
+    dmm_text_str(&t, " times); bad frees reported ");
+    dmm_text_u64(&t, st.errors);
+    dmm_text_char(&t, '\n');
+    write_text(&t);
 }

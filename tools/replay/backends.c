@@ -100,7 +100,6 @@ int dmmb_setup(dmm_backend *b, const char *spec, const dmm_heap_config *cfg, uin
         return -1;
     }
     b->rb.sample = dmmb_sample;
-    b->rb.bctx = b;
     return 0;
 }
 
@@ -124,7 +123,6 @@ int dmmb_map(dmm_backend *b, size_t map, int prefault, char *err, size_t cap)
             ((volatile unsigned char *)p)[off] = 0;
     b->arena = p;
     b->map_size = map;
-    b->rb.base = (uintptr_t)p;
     return 0;
 }
 
@@ -303,7 +301,6 @@ void sysb_setup(sys_backend *b)
     b->rb.a.aligned_alloc = s_aligned;
     b->rb.a.usable_size = s_usable;
     b->rb.sample = sysb_sample;
-    b->rb.bctx = b;
 
     if (dlsym(RTLD_DEFAULT, "__asan_init"))
         name = "asan";
@@ -348,7 +345,6 @@ void sysb_setup(sys_backend *b)
     b->fn_mallinfo2 = dlsym(RTLD_DEFAULT, "mallinfo2");
     if (strcmp(name, "jemalloc") != 0)
         b->fn_mallctl = NULL;
-    b->rss_base = rp_rss_bytes();
 
     b->rb.mem.kind = "allocator";
     b->rb.mem.exact = 1;

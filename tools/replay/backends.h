@@ -130,7 +130,6 @@ typedef struct sys_backend {
     char detected[32];      /* glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc, dmmgen, asan, tsan, other */
     char malloc_object[512];/* the shared object malloc resolves to */
     char note[256];         /* detection remark, may be empty */
-    uint64_t rss_base;      /* VmRSS when the backend was set up */
     void *fn_mallctl, *fn_tc_prop, *fn_mi_info, *fn_mallinfo2;
     void *fn_release;       /* gives free memory back before the baseline */
     const char *expect;     /* --expect NAME */

@@ -28,9 +28,8 @@ int main(int argc, char **argv)
     }
     rc = rp_run_measure(&r);
     if (!o.count_sweep && (rc == RP_EXIT_OK || rc == RP_EXIT_VERIFY)) {
-        if (!o.quiet)
-            rp_report_text(&r, o.json && !strcmp(o.json, "-") ? stderr : stdout);
-        if (rp_report_files(&r) && rc == RP_EXIT_OK)
+        FILE *console = o.quiet ? NULL : o.json && !strcmp(o.json, "-") ? stderr : stdout;
+        if (rp_report(&r, console) && rc == RP_EXIT_OK)
             rc = RP_EXIT_RUNTIME;
     }
     rp_run_free(&r);

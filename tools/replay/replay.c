@@ -239,12 +239,6 @@ int rp_plan_build(const dmm_trace *t, rp_plan *p, char *err, size_t cap)
 {
     int cover;
     memset(p, 0, sizeof *p);
-    if (t->threads > RP_MAX_THREADS) {
-        snprintf(err, cap,
-                 "the trace has %u threads; a replay runs one thread per trace thread, at most %u",
-                 t->threads, RP_MAX_THREADS);
-        return -1;
-    }
     if ((cover = dmm_trace_syncs_cover(t)) < 0)
         return plan_err(err, cap, "out of memory checking synchronisation");
     if (cover) {

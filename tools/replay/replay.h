@@ -75,9 +75,10 @@ typedef struct rp_plan {
                                use, so dmm_trace_add_syncs was applied */
 } rp_plan;
 
-/* A replay runs one OS thread per trace thread; traces with more threads
- * are refused with a clear message (thread ids are dense after loading, so
- * this counts threads that do something). */
+/* A replay runs one OS thread per trace thread: the most --max-threads
+ * allows.  run.c refuses a trace with more threads before planning it
+ * (thread ids are dense after loading, so this counts threads that do
+ * something). */
 #define RP_MAX_THREADS 1024u
 
 /* Builds the plan.  The trace must have passed dmm_trace_validate.  Returns 0,
@@ -131,8 +132,6 @@ typedef struct rp_backend {
     /* Memory snapshot (may be NULL).  Must be safe to call from a replay
      * thread while others allocate. */
     int (*sample)(struct rp_backend *b, rp_mem *m);
-    void *bctx;
-    uintptr_t base;
     /* Samples are reported as growth over a baseline taken just before the
      * replay starts: only for backends whose figure is process-wide and not
      * the allocator's own count (rp_mem_info.exact == 0: RSS, committed

@@ -88,13 +88,12 @@ static void print_pass(FILE *f, const char *name, const pass_set *ps)
     }
 }
 
-void rp_report_text(const rp_run *r, FILE *f)
+static void report_text(const rp_run *r, const figures *gp, FILE *f)
 {
     const rp_options *o = r->o;
     const rp_plan *p = &r->plan;
     const rp_min_result *mr = &r->mr;
-    figures g;
-    work_out(r, &g);
+    const figures g = *gp;
     fprintf(f, "trace      %s  (hash %016" PRIx64 ", %" PRIu64 " ops + %" PRIu64 " syncs, %u thread%s%s)\n", o->trace,
             r->hash, p->ops, p->syncs, p->threads, p->threads == 1 ? "" : "s",
             p->syncs_derived ? ", syncs derived" : "");
@@ -388,12 +387,11 @@ static void json_fragmentation(tj *j, const figures *g, int meta_in)
     tj_obj_end(j);
 }
 
-static int write_json(const rp_run *r, FILE *f)
+static int write_json(const rp_run *r, const figures *gp, FILE *f)
 {
     const rp_options *o = r->o;
-    figures g;
+    const figures g = *gp;
     tj j;
-    work_out(r, &g);
     tj_init(&j, f);
     tj_obj(&j, NULL);
     tj_str(&j, "schema", DMM_SCHEMA_REPLAY);
@@ -429,11 +427,15 @@ static int write_json(const rp_run *r, FILE *f)
     return tj_finish(&j);
 }
 
-int rp_report_files(const rp_run *r)
+int rp_report(const rp_run *r, FILE *console)
 {
     const rp_options *o = r->o;
     tc_out out;
+    figures g;
     int rc = 0;
+    work_out(r, &g); /* once, for the console and the JSON alike */
+    if (console)
+        report_text(r, &g, console);
     if (o->timeline && !o->min_arena) {
         if (tc_out_open(&out, PROG, o->timeline))
             rc = -1;
@@ -454,7 +456,7 @@ int rp_report_files(const rp_run *r)
     if (o->json) {
         if (tc_out_open(&out, PROG, o->json))
             rc = -1;
-        else if (tc_out_close(&out, PROG, write_json(r, out.f) == 0))
+        else if (tc_out_close(&out, PROG, write_json(r, &g, out.f) == 0))
             rc = -1;
     }
     return rc;

@@ -103,9 +103,10 @@ int rp_run_measure(rp_run *r);
 void rp_run_free(rp_run *r);
 
 /* ---- report ---- */
-void rp_report_text(const rp_run *r, FILE *f);
-/* Writes --json, --timeline and --heapmap (each complete or not at all).
- * Returns 0, or -1 after printing why. */
-int rp_report_files(const rp_run *r);
+/* Prints the console summary on console (unless NULL), then writes --json,
+ * --timeline and --heapmap (each complete or not at all); the memory
+ * figures are worked out once for both.  Returns 0, or -1 after printing
+ * why a file could not be written. */
+int rp_report(const rp_run *r, FILE *console);
 
 #endif
