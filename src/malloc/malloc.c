@@ -50,7 +50,7 @@
 #define MEDIUM_MAX ((size_t)1 << 20)
 #define LARGE_HDR 64u
 #define SEG_MAGIC 0x444d4d5345474d31ull /* "DMMSEGM1" */
-#define FRESH_BATCH 64u
+#define FRESH_BYTES 4096u /* fresh blocks threaded per refill: about one OS page */
 
 enum { SEG_SMALL = 1, SEG_LARGE = 2, SEG_MEDIUM = 3 };
 
@@ -433,13 +433,17 @@ static uint32_t page_collect(mpage *pg)
     return n;
 }
 
-/* Threads up to FRESH_BATCH never-used blocks onto the free list. */
+/* Threads never-used blocks onto the free list, about FRESH_BYTES of them
+ * (at least one block): threading writes into every block, so a bigger
+ * batch would make a page of a large class resident all at once, and a
+ * thread that uses a few blocks of many classes would pay a whole page per
+ * class in resident memory. */
 static bool page_extend(mpage *pg)
 {
     segment *s = seg_of(pg);
     unsigned char *base = page_start(s, (size_t)(pg - s->page));
-    uint32_t k = 0;
-    while (pg->bump < pg->capacity && k < FRESH_BATCH) {
+    uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
+    while (pg->bump < pg->capacity && k < batch) {
         mblock *b = (mblock *)(base + (size_t)pg->bump * pg->block_size);
         b->next = pg->free;
         pg->free = b;
@@ -675,13 +679,39 @@ static void medium_free(segment *s, void *p)
 }
 
 /* Thread exit: an empty medium heap goes back to the OS with its segments. */
+/* Walk callback: the whole OS pages inside a free block are discarded.
+ * The block's first and last words (free-list links, boundary tag) are
+ * kept: the bytes discarded start past MIN_KEEP of the payload and end
+ * before the last MIN_KEEP bytes of the block. */
+#define MIN_KEEP 64u
+static int medium_discard_free(void *ctx, const dmm_heap_block_info *b)
+{
+    size_t pg = *(const size_t *)ctx;
+    uintptr_t lo, hi;
+    if (b->state != DMM_BLOCK_FREE && b->state != DMM_BLOCK_TOP)
+        return 0;
+    if (b->block_size < 2u * MIN_KEEP + pg)
+        return 0;
+    lo = ((uintptr_t)b->payload + MIN_KEEP + pg - 1u) & ~(uintptr_t)(pg - 1u);
+    hi = ((uintptr_t)b->block + b->block_size - MIN_KEEP) & ~(uintptr_t)(pg - 1u);
+    if (hi > lo)
+        dmm_port_pages_discard((void *)lo, hi - lo);
+    return 0;
+}
+
+/* Thread exit: the medium heap is given back whole when it is empty, else
+ * the memory of its free blocks goes back to the OS (the heap stays parked
+ * until a new thread adopts it, possibly for a long time). */
 static void medium_release_if_empty(theap *h)
 {
+    size_t pg = dmm_port_page_size();
     if (!h->mheap)
         return;
     medium_drain(h);
-    if (dmm_heap_get_counters(h->mheap).live_block_bytes != 0)
+    if (dmm_heap_get_counters(h->mheap).live_block_bytes != 0) {
+        (void)dmm_heap_walk(h->mheap, medium_discard_free, &pg);
         return;
+    }
     dmm_heap_destroy(h->mheap);
     h->mheap = NULL;
     while (h->msegs) {

@@ -299,6 +299,60 @@ TEST(MallocThreads, MemoryGoesBackWhenThreadsExit)
     EXPECT_LE(after, base + (4u << 20)) << "base " << base << " after " << after;
 }
 
+// A thread that exits with medium blocks still live keeps its heap, but the
+// pages inside its free medium blocks are given back (discarded): the live
+// blocks must be untouched, and the heap that a new thread adopts must hand
+// out the discarded space again, whole and zeroed by calloc.
+TEST(MallocThreads, ExitDiscardsFreeMediumMemoryAndKeepsLiveBlocks)
+{
+    uint64_t errors = dmm_malloc_get_stats().errors;
+    std::vector<Obj> kept;
+    std::thread t([&kept] {
+        std::vector<Obj> all;
+        for (int i = 0; i < 40; i++) {
+            size_t n = 20000 + 7919u * static_cast<size_t>(i);
+            Obj o{dmm_malloc(n), n, static_cast<uint8_t>(i)};
+            ASSERT_NE(o.p, nullptr);
+            fill(o.p, o.n, o.tag);
+            all.push_back(o);
+        }
+        for (size_t i = 0; i < all.size(); i++) {
+            if (i % 3 == 0)
+                kept.push_back(all[i]);
+            else
+                dmm_free(all[i].p);
+        }
+    });
+    t.join();
+    for (const Obj &o : kept)
+        EXPECT_TRUE(intact(o.p, o.n, o.tag)) << "live medium block of " << o.n << " B changed at thread exit";
+    std::thread u([] {
+        std::vector<Obj> again;
+        for (int i = 0; i < 40; i++) {
+            size_t n = 15000 + 6007u * static_cast<size_t>(i);
+            void *p = (i % 2) ? dmm_calloc(1, n) : dmm_malloc(n);
+            ASSERT_NE(p, nullptr);
+            if (i % 2) {
+                const auto *b = static_cast<const uint8_t *>(p);
+                for (size_t k = 0; k < n; k++)
+                    ASSERT_EQ(b[k], 0u) << "calloc block not zero at " << k;
+            }
+            fill(p, n, static_cast<uint8_t>(100 + i));
+            again.push_back({p, n, static_cast<uint8_t>(100 + i)});
+        }
+        for (const Obj &o : again) {
+            EXPECT_TRUE(intact(o.p, o.n, o.tag));
+            dmm_free(o.p);
+        }
+    });
+    u.join();
+    for (const Obj &o : kept) {
+        EXPECT_TRUE(intact(o.p, o.n, o.tag));
+        dmm_free(o.p);
+    }
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors);
+}
+
 TEST(MallocThreads, ForkChildAllocates)
 {
     std::atomic<bool> stop{false};
