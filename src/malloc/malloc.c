@@ -609,6 +609,37 @@ static void large_free(segment *s)
     dmm_port_pages_unmap(s, bytes);
 }
 
+/* A large block grown by moving its pages into a bigger mapping: no copy,
+ * and no fault on the pages already written (a buffer grown by realloc
+ * would otherwise be copied, and made resident afresh, at every step).
+ * NULL when the port cannot move pages: the caller copies. */
+static void *large_grow(segment *s, void *p, size_t n)
+{
+    size_t off = (size_t)((unsigned char *)p - (unsigned char *)s), pgsz = dmm_port_page_size(), bytes, old;
+    segment *t;
+    if (n > SIZE_MAX - off - pgsz)
+        return NULL;
+    bytes = (off + n + pgsz - 1u) / pgsz * pgsz;
+    old = s->map_bytes;
+    if (!(t = dmm_port_pages_map_aligned(bytes, SEG_SIZE)))
+        return NULL;
+    if (!reg_set((uintptr_t)t, true)) {
+        dmm_port_pages_unmap(t, bytes);
+        return NULL;
+    }
+    reg_set((uintptr_t)s, false);
+    if (!dmm_port_pages_move(s, old, t, bytes)) {
+        reg_set((uintptr_t)s, true);
+        reg_set((uintptr_t)t, false);
+        dmm_port_pages_unmap(t, bytes);
+        return NULL;
+    }
+    t->map_bytes = bytes;
+    atomic_fetch_add_explicit(&G.mapped, bytes - old, memory_order_relaxed);
+    atomic_fetch_add_explicit(&G.large_bytes, bytes - old, memory_order_relaxed);
+    return (unsigned char *)t + off;
+}
+
 /* ---- medium blocks ---- */
 #define MEDIUM_OFF PAGE_SIZE /* the heap's memory starts after the segment header */
 
@@ -895,6 +926,8 @@ void *dmm_realloc(void *p, size_t n)
         return p; /* fits, and not wastefully */
     {
         segment *s = seg_of(p);
+        if (s->kind == SEG_LARGE && n > MEDIUM_MAX && (q = large_grow(s, p, n)))
+            return q;
         if (s->kind == SEG_MEDIUM && s->heap == tl_heap && n > SMALL_MAX && n <= MEDIUM_MAX) {
             int64_t before;
             medium_drain(s->heap);

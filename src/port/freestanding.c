@@ -84,6 +84,15 @@ void dmm_port_pages_discard(void *p, size_t bytes)
     (void)bytes;
 }
 
+bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes)
+{
+    (void)from;
+    (void)from_bytes;
+    (void)to;
+    (void)to_bytes;
+    return false;
+}
+
 bool dmm_port_tkey_create(dmm_port_tkey *k, void (*destructor)(void *))
 {
     (void)k;

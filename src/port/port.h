@@ -120,6 +120,14 @@ void *dmm_port_pages_map_aligned(size_t bytes, size_t align);
  * read as zero or as their old contents afterwards. */
 void dmm_port_pages_discard(void *p, size_t bytes);
 
+/* Moves the pages of the mapping [from, from+from_bytes) to `to`, the start
+ * of a mapping of to_bytes >= from_bytes (page multiples) made by
+ * dmm_port_pages_map*, which they replace, without copying: the contents
+ * are at `to` afterwards, the rest of `to` reads as zero, and `from` is
+ * unmapped.  false, with nothing changed, when the OS cannot (the caller
+ * copies instead). */
+bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes);
+
 /* A per-thread slot whose destructor runs when a thread that set it to a
  * non-NULL value exits (pthread keys).  create: false when the port has
  * no threads.  set: no allocation (safe inside malloc). */

@@ -5,6 +5,7 @@
  * and would report the heap's own (legitimate) touches of poisoned memory.
  */
 #define _DEFAULT_SOURCE
+#define _GNU_SOURCE /* mremap */
 #include "port.h"
 
 #include <pthread.h>
@@ -110,6 +111,20 @@ void *dmm_port_pages_map_aligned(size_t bytes, size_t align)
 }
 
 void dmm_port_pages_discard(void *p, size_t bytes) { (void)madvise(p, bytes, MADV_DONTNEED); }
+
+bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes)
+{
+#if defined(__linux__) && defined(MREMAP_FIXED)
+    /* the page tables move; the old range is unmapped by the call */
+    return mremap(from, from_bytes, to_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED;
+#else
+    (void)from;
+    (void)from_bytes;
+    (void)to;
+    (void)to_bytes;
+    return false;
+#endif
+}
 
 _Static_assert(sizeof(pthread_key_t) <= sizeof(unsigned), "pthread_key_t does not fit dmm_port_tkey");
 

@@ -162,6 +162,33 @@ TEST(Malloc, CallocZeroesAndChecksOverflow)
     dmm_free(p); // untouched by the failed reallocarray
 }
 
+// A large block grown step by step by realloc (its pages are moved, not
+// copied, where the port can) keeps every byte written so far, whatever the
+// path; shrinking it below the large limit copies into a medium block.
+TEST(Malloc, LargeReallocGrowthKeepsContents)
+{
+    size_t n = (1u << 20) + 4096u;
+    auto *p = static_cast<uint8_t *>(dmm_malloc(n));
+    ASSERT_NE(p, nullptr);
+    fill(p, n, 11);
+    for (int step = 0; step < 12; step++) {
+        size_t m = n + n / 3u + 123u;
+        auto *q = static_cast<uint8_t *>(dmm_realloc(p, m));
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % DMM_MALLOC_ALIGN, 0u);
+        ASSERT_TRUE(intact(q, n, 11)) << "contents lost growing " << n << " -> " << m;
+        EXPECT_GE(dmm_malloc_usable_size(q), m);
+        fill(q + n, m - n, static_cast<uint8_t>(11 + n * 7u)); // continues the pattern
+        ASSERT_TRUE(intact(q, m, 11));
+        p = q;
+        n = m;
+    }
+    auto *r = static_cast<uint8_t *>(dmm_realloc(p, 300000));
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(intact(r, 300000, 11));
+    dmm_free(r);
+}
+
 TEST(Malloc, AlignedFamily)
 {
     for (size_t a = sizeof(void *); a <= ((size_t)1 << 21); a <<= 1) {
