@@ -67,6 +67,8 @@ typedef struct mpage {
     struct mpage *next, *prev; /* the owner's list for this class */
     uint32_t block_size;
     uint32_t capacity;         /* blocks in the page */
+    uint32_t recip;            /* ceil(2^32 / block_size): offset / block_size
+                                  as a multiply (exact for offsets < 2^16) */
     uint32_t bump;             /* blocks never handed out start here */
     uint32_t used;             /* blocks out (owner's count) */
     uint8_t cls;
@@ -184,10 +186,10 @@ static bool reg_set(uintptr_t seg, bool on)
     return true;
 }
 
-static bool reg_has(uintptr_t seg)
+static inline bool reg_has(uintptr_t seg)
 {
-    _Atomic uint64_t *leaf = reg_leaf(seg, false);
-    size_t u = (size_t)((seg >> SEG_SHIFT) & (REG_LEAF_BITS - 1u));
+    size_t t = (size_t)(seg >> REG_TOP_SHIFT), u = (size_t)((seg >> SEG_SHIFT) & (REG_LEAF_BITS - 1u));
+    _Atomic uint64_t *leaf = t < REG_TOP ? atomic_load_explicit(&reg_top[t], memory_order_acquire) : NULL;
     return leaf && (atomic_load_explicit(&leaf[u / 64u], memory_order_acquire) >> (u % 64u) & 1u);
 }
 
@@ -376,6 +378,7 @@ static mpage *page_new(theap *h, unsigned cls)
         pg->heap = h;
         pg->block_size = class_size[cls];
         pg->capacity = (uint32_t)(PAGE_SIZE / class_size[cls]);
+        pg->recip = (uint32_t)((((uint64_t)1 << 32) + class_size[cls] - 1u) / class_size[cls]);
         pg->bump = 0;
         pg->used = 0;
         pg->cls = (uint8_t)cls;
@@ -779,11 +782,16 @@ void *dmm_malloc(size_t n)
 {
     theap *h = tl_heap;
     mpage *pg;
-    if (n <= SMALL_MAX && h && (pg = h->pages[size_class(n)]) && pg->free && !G.harden) { /* the fast path */
+    if (n <= SMALL_MAX && h && (pg = h->pages[size_class(n)]) && pg->free) { /* the fast path */
         mblock *b = pg->free;
         pg->free = b->next;
         pg->used++;
-        book(pg->block_size);
+        atomic_store_explicit(&h->live, atomic_load_explicit(&h->live, memory_order_relaxed) + pg->block_size,
+                              memory_order_relaxed);
+        if (G.harden) {
+            segment *s = seg_of(b);
+            (void)mark(s, page_index(s, b), b, true);
+        }
         return b;
     }
     return alloc_aligned(n, DMM_MALLOC_ALIGN);
@@ -792,7 +800,7 @@ void *dmm_malloc(size_t n)
 /* Validates p (hardening) and finds its segment: a dmm segment, a block
  * boundary of a page in use, and (when check_live) a block currently
  * allocated.  NULL: report made. */
-static segment *check_free(const void *p, const char *what, bool check_live)
+static inline segment *check_free(const void *p, const char *what, bool check_live)
 {
     segment *s = seg_of(p);
     if (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC) {
@@ -818,7 +826,8 @@ static segment *check_free(const void *p, const char *what, bool check_live)
             return NULL;
         }
         off = (uintptr_t)p & (PAGE_SIZE - 1u);
-        if (off % pg->block_size || off / pg->block_size >= pg->capacity) {
+        slot = (size_t)(((uint64_t)off * pg->recip) >> 32); /* block index */
+        if (off != slot * pg->block_size || slot >= pg->capacity) {
             report(what, p);
             return NULL;
         }
@@ -837,6 +846,7 @@ void dmm_free(void *p)
     segment *s;
     mpage *pg;
     mblock *b = p;
+    theap *h = tl_heap;
     if (!p)
         return;
     if (G.harden) {
@@ -861,9 +871,13 @@ void dmm_free(void *p)
             report("double free of", p);
             return;
         }
-        book(-(int64_t)pg->block_size);
     }
-    if (pg->heap == tl_heap) {
+    if (h)
+        atomic_store_explicit(&h->live, atomic_load_explicit(&h->live, memory_order_relaxed) - pg->block_size,
+                              memory_order_relaxed);
+    else
+        book(-(int64_t)pg->block_size);
+    if (pg->heap == h) {
         b->next = pg->free;
         pg->free = b;
         if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */

@@ -5,7 +5,9 @@
  * and would report the heap's own (legitimate) touches of poisoned memory.
  */
 #define _DEFAULT_SOURCE
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mremap */
+#endif
 #include "port.h"
 
 #include <pthread.h>
