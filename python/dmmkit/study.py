@@ -54,10 +54,12 @@ from pathlib import Path
 from .allocators import LIBDMM, SYSTEM_ALLOCATORS, Allocator, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
+from .schemas import STUDY
 from .stats import geomean, paired_ratios
+from .validate import check_document
 from .tools import Tools, file_sha256, find_root, first_error_line
 
-SCHEMA = "dmm-study/1"
+SCHEMA = STUDY.id  # "dmm-study/1"
 DEFAULT_ALLOCATORS = ("glibc", "jemalloc", "mimalloc", "tcmalloc", "tbbmalloc", LIBDMM)
 DEFAULT_THREADS = (1, 2, 4, 8)
 DEFAULT_REPS = 5
@@ -723,6 +725,8 @@ def plan(tools: Tools | None, opts: StudyOptions) -> tuple[list[Allocator], list
 
 def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
     from .ui import console, progress
+    if opts.reps < 1:
+        raise DmmkitError("--reps must be at least 1")
     if opts.quick:
         opts.reps = 1
         opts.threads = [t for t in opts.threads if t in QUICK_THREADS] or list(QUICK_THREADS)
@@ -772,7 +776,11 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
     def save(final: bool = False):
         judge(doc["runs"])
         summarise(doc)
-        write_json_atomic(json_path, clean_nans(doc))
+        clean = clean_nans(doc)
+        if final:
+            # what is written is what `load_document(..., STUDY)` accepts
+            check_document(clean, STUDY, "the study results about to be written", RUNTIME)
+        write_json_atomic(json_path, clean)
         if final:
             write_outputs(doc, outdir)
 
@@ -1072,9 +1080,12 @@ def _sweep_plot(doc: dict, outdir: Path, name: str, key: str, scale: float, ylab
                 if lb not in labs:
                     handles.append(h)
                     labs.append(lb)
-    fig.legend(handles, labs, loc="upper center", ncol=min(6, len(labs)), fontsize=8, frameon=False)
-    fig.suptitle(f"{title} ({doc['machine'].get('cores')} cores; error bars: 95% CI)", fontsize=10, y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    height = fig.get_figheight()
+    fig.suptitle(f"{title} ({doc['machine'].get('cores')} cores; error bars: 95% CI)", fontsize=10,
+                 y=1 - 0.12 / height, va="top")
+    fig.legend(handles, labs, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.42 / height), ncol=min(6, len(labs)),
+               fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / height))
     fig.savefig(outdir / name, dpi=90)
     plt.close(fig)
     return name
@@ -1103,7 +1114,7 @@ def _heatmap(doc: dict, outdir: Path, name: str) -> str | None:
         return None
     fig, ax = plt.subplots(figsize=(1.1 * len(labels) + 2.6, 0.32 * len(rows) + 1.4))
     hi = max([x for line in data for x in line if not math.isnan(x)] + [1.5])
-    im = ax.imshow(data, aspect="auto", cmap="RdYlGn_r", norm=LogNorm(vmin=1.0, vmax=max(hi, 1.01)))
+    im = ax.imshow(data, aspect="auto", cmap="RdYlGn_r", norm=LogNorm(vmin=1.0, vmax=hi))
     for i, line in enumerate(data):
         for j, x in enumerate(line):
             txt = "fail" if math.isnan(x) and bad[i][j] else ("-" if math.isnan(x) else f"{x:.2f}")
@@ -1115,7 +1126,11 @@ def _heatmap(doc: dict, outdir: Path, name: str) -> str | None:
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows, fontsize=7)
     ax.set_title("time / best allocator of the row (1.00 = fastest; ! = some runs failed)", fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
+    cb = fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
+    ticks = [t for t in (1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100) if t <= hi]
+    cb.ax.minorticks_off()
+    cb.set_ticks(ticks)
+    cb.set_ticklabels([f"{t:g}x" for t in ticks])
     fig.tight_layout()
     fig.savefig(outdir / name, dpi=90)
     plt.close(fig)
