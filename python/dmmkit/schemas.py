@@ -212,7 +212,7 @@ STUDY_SHAPE = Check(Obj(
                             "worst_ratio_overall": ONUM,
                             "worst_ratio_to_best": Opt(Map(Opt(Obj({"ratio": Num, "threads": Int(lo=1)}))))}),
      "analysis": Map(Obj(optional={"threads": Opt(COUNT), "error": OSTR, "trace": OSTR, "figures": Opt(Map(Any()))})),
-     "skipped": Map(Str), "notes": Arr(Str), "interrupted": OBOOL}), _study_refs)
+     "skipped": Map(Str), "notes": Arr(Str), "interrupted": OBOOL, "script": OSTR}), _study_refs)
 
 # ---- native tool output ----------------------------------------------------
 

@@ -750,6 +750,8 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
         "schema": SCHEMA,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": list(opts.argv) or ["dmmkit", "study"],
+        # scripts/study.sh says how it was run
+        "script": os.environ.get("DMMKIT_STUDY_SCRIPT") or None,
         "complete": False,
         "machine": mach,
         "settings": {"threads": opts.threads, "reps": opts.reps, "scale": opts.scale, "real_scale": opts.real_scale,
@@ -897,6 +899,8 @@ def markdown(doc: dict, plots: list[str]) -> str:
     L = ["# Many-core heap study (dmmkit study)", ""]
     if not doc.get("complete"):
         L += ["**Partial results: the study was interrupted.**", ""]
+    if doc.get("script"):
+        L.append(f"- run by: `{doc['script']}`")
     L += [f"- command: `{shlex.join(doc['command'])}`",
           f"- machine: {m.get('cpu_model')}, {m.get('cores')} cores, Linux {m.get('kernel')}; "
           f"load average at start {', '.join(f'{x:.2f}' for x in m.get('load_at_start') or [])}",
