@@ -233,3 +233,17 @@ def test_mean_ci_and_judge():
     runs[0]["status"], runs[0]["error"] = "failed", "exit status 1"
     judge(runs)  # without a good glibc run, the majority decides
     assert [r["status"] for r in runs] == ["failed", "ok", "ok"]
+
+
+def test_compare_runs_libdmm(tiny_trace, tmp_path):
+    """`dmmkit compare -a libdmm` preloads the built libdmm.so and checks
+    that malloc resolves to it (as for a --peer library)."""
+    _need_builds()
+    res = tmp_path / "cmp.json"
+    p = run_cli(["compare", str(tiny_trace), "-a", "glibc,libdmm", "--reps", "1", "--no-pictures",
+                 "--results", str(res)], timeout=120)
+    assert p.returncode == 0, p.stderr + p.stdout
+    doc = json.loads(res.read_text())
+    libdmm = [a for a in doc["allocators"] if a["label"] == "libdmm"]
+    assert libdmm and libdmm[0]["lib"] == str(LIBDMM.resolve())
+    assert doc["summary"]["tiny"]["libdmm"]["failed"] == 0
