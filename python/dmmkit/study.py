@@ -77,8 +77,8 @@ NOT_INSTALLED = 77  # real.sh: the program is not installed
 
 # Failures known from elsewhere, shown beside the run's own error line.
 KNOWN_FAILURES = {
-    ("mimalloc", "rptest"): "known mimalloc 2.0.9 bug: posix_memalign with a large alignment returns a "
-                            "misaligned or overlapping block (microsoft/mimalloc issue #700)",
+    ("mimalloc", "rptest"): "known mimalloc 2.0.9 bug: posix_memalign can return a block that is not aligned "
+                            "as asked (microsoft/mimalloc issue #700)",
 }
 
 # Student t, two-sided 95%, by degrees of freedom (1..30); beyond, 1.96.
