@@ -8,7 +8,8 @@
 # tries to install ray for the Ray executor test (the test is skipped, with
 # the reason, when ray cannot be installed for this Python), makes sure the
 # release build of the native tools exists (dmm-replay, dmm-analyse,
-# dmm-trace, libdmmrec.so), then runs pytest.
+# dmm-trace, libdmmrec.so; and for `dmmkit study`'s tests libdmm.so and the
+# mt-* programs), then runs pytest.
 # Exit status: pytest's; "no tests collected" (pytest status 5) is a failure.
 # Environment: PYTHON (default python3), DMM_JOBS (build jobs, default 2),
 # DMMKIT_SKIP_RAY=1 (do not try to install ray).
@@ -37,7 +38,7 @@ fi
 
 need_build=0
 for f in build/release/tools/dmm-replay build/release/tools/dmm-analyse build/release/tools/dmm-trace \
-         build/release/lib/libdmmrec.so; do
+         build/release/lib/libdmmrec.so build/release/lib/libdmm.so build/release/bench/workloads/mt/mt-larson; do
     [ -e "$f" ] || need_build=1
 done
 # rebuild when a tool source is newer than dmm-replay (the front end relies on its options)
@@ -47,7 +48,8 @@ fi
 if [ "$need_build" = 1 ]; then
     say "building the native tools (release preset)"
     cmake --preset release >/dev/null && \
-        cmake --build --preset release -j "$JOBS" --target dmm-replay dmm-analyse dmm-trace dmmrec >/dev/null || {
+        cmake --build --preset release -j "$JOBS" --target dmm-replay dmm-analyse dmm-trace dmmrec \
+            dmm_malloc_shared mt_programs >/dev/null || {
         say "native build failed"; exit 1; }
 fi
 

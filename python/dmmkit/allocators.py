@@ -25,6 +25,11 @@ SYSTEM_ALLOCATORS: dict[str, tuple[tuple[str, ...], str]] = {
 
 PRESETS = ("dlmalloc", "tlsf", "halffit", "firstfit", "p2012")
 
+# dmmkit's own drop-in malloc (src/malloc/, docs/malloc.md): not a Debian
+# package but a library built (or installed) with the native tools.
+LIBDMM = "libdmm"
+LIBDMM_FILE = "libdmm.so"
+
 
 def library_dirs() -> list[Path]:
     """Directories searched for system allocators: only those of
@@ -75,6 +80,46 @@ def find_system_library(name: str) -> tuple[Path | None, list[str]]:
         looked.append(f"ldconfig -p ({lib})")
         if p:
             return p, looked
+    return None, looked
+
+
+def libdmm_candidates(tools_dir: str | os.PathLike | None = None) -> list[Path]:
+    """Where libdmm.so is looked for, in order: $DMMKIT_LIBDMM (only that
+    file when set); else the library directories beside the native tools
+    (TOOLS/../lib, ../lib64, ../lib/<multiarch>: a build tree's lib/ or an
+    install prefix's), then TOOLS itself; then the release and debug build
+    trees of the source checkout.  tools_dir None: the tools are found as
+    every command finds them (dmmkit.tools.find_tools)."""
+    env = os.environ.get("DMMKIT_LIBDMM")
+    if env:
+        return [Path(env)]
+    from .tools import BUILD_SUBDIRS, _lib_dirs, find_root, find_tools
+    out: list[Path] = []
+    d: Path | None = Path(tools_dir) if tools_dir else None
+    if d is None:
+        try:
+            d = find_tools().replay.parent
+        except DmmkitError:
+            d = None
+    if d is not None:
+        out.extend(x / LIBDMM_FILE for x in (*_lib_dirs(d.parent), d))
+    root = find_root()
+    if root is not None:
+        out.extend(root / b / "lib" / LIBDMM_FILE for b in BUILD_SUBDIRS)
+    uniq: list[Path] = []
+    for p in out:
+        if p not in uniq:
+            uniq.append(p)
+    return uniq
+
+
+def find_libdmm(tools_dir: str | os.PathLike | None = None) -> tuple[Path | None, list[str]]:
+    """(path of libdmm.so, every place looked at)."""
+    looked: list[str] = []
+    for p in libdmm_candidates(tools_dir):
+        looked.append(str(p))
+        if p.is_file():
+            return p.resolve(), looked
     return None, looked
 
 
@@ -130,7 +175,7 @@ def parse_peers(values: list[str]) -> dict[str, Path]:
             raise DmmkitError(f"--peer {v!r}: expected NAME=/path/to/lib.so")
         name, path = v.split("=", 1)
         name = name.strip()
-        if not name or name.startswith("dmm:") or name in SYSTEM_ALLOCATORS:
+        if not name or name.startswith("dmm:") or name in SYSTEM_ALLOCATORS or name == LIBDMM:
             raise DmmkitError(f"--peer {v!r}: choose a name that is not a built-in allocator")
         p = Path(path).expanduser()
         if not p.is_file():
@@ -139,8 +184,8 @@ def parse_peers(values: list[str]) -> dict[str, Path]:
     return peers
 
 
-def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing: list[str] | None = None) \
-        -> list[Allocator]:
+def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing: list[str] | None = None,
+            tools_dir: str | os.PathLike | None = None) -> list[Allocator]:
     """Turns allocator names into Allocators; the first unknown or missing
     one raises DmmkitError naming what was looked for.  With skip_missing (a
     list), a system allocator whose library is not installed is left out
@@ -174,11 +219,25 @@ def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing
                     f"{'' if os.environ.get('DMMKIT_LIB_PATH') is not None else ' and the ldconfig cache'} "
                     f"(install the Debian package {pkg}, or pass --peer {item}2=/path/lib.so)")
             out.append(Allocator(item, "system", lib=path, expect=item))
+        elif item == LIBDMM and item not in peers:
+            path, looked = find_libdmm(tools_dir)
+            if path is None:
+                if skip_missing is not None:
+                    skip_missing.append(f"{item} left out: {LIBDMM_FILE} not built (looked in "
+                                        f"{', '.join(looked) or '(nowhere)'})")
+                    continue
+                raise DmmkitError(
+                    f"allocator {item}: {LIBDMM_FILE} not found (looked in {', '.join(looked) or '(nowhere)'}); "
+                    "build it: cmake --preset release && cmake --build --preset release -j2 --target "
+                    "dmm_malloc_shared, or set DMMKIT_LIBDMM=/path/libdmm.so")
+            # a preloaded library dmm-replay does not name: checked like a
+            # --peer (malloc must resolve to this very file)
+            out.append(Allocator(item, "peer", lib=path, expect=None))
         elif item in peers:
             out.append(Allocator(item, "peer", lib=peers[item], expect=None))
         elif item in PRESETS:
             out.append(Allocator("dmm:" + item, "dmm", spec=item))
         else:
-            known = ", ".join(["dmm:PRESET", "dmm:KEY=VALUE,...", *SYSTEM_ALLOCATORS, *peers])
+            known = ", ".join(["dmm:PRESET", "dmm:KEY=VALUE,...", *SYSTEM_ALLOCATORS, LIBDMM, *peers])
             raise DmmkitError(f"unknown allocator {item!r} (known: {known}; add others with --peer NAME=/path/lib.so)")
     return out

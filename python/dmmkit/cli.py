@@ -230,6 +230,50 @@ def generate(ctx, config, outdir, trace, results, grow, initial, cc, jobs, no_bu
                 jobs=jobs, build=not no_build)
 
 
+@cli.command()
+@click.option("-o", "--output", "outdir", required=True, metavar="DIR",
+              help="Output directory: study.json (schema dmm-study/1), study.md, PNG plots.")
+@click.option("--threads", "threads", default="1,2,4,8", show_default=True, metavar="LIST",
+              help="Thread counts of the sweep (comma-separated).")
+@click.option("--reps", default=5, show_default=True, type=int, help="Interleaved repetitions.")
+@click.option("--alloc", "allocators", multiple=True, metavar="LIST",
+              help="Comma-separated: glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc, libdmm. Default: all six "
+                   "(those not installed or not built are left out, with a note).")
+@click.option("--workloads", multiple=True, metavar="LIST",
+              help="Comma-separated workload names (default: every mt-* program and every real workload).")
+@click.option("--scale", default=200, show_default=True, type=int, help="--scale of the mt programs.")
+@click.option("--real-scale", type=int, help="--scale passed to real.sh (default: its own).")
+@click.option("--mt-dir", metavar="DIR", help="Directory of the mt-* programs (default: the build tree's "
+                                             "bench/workloads/mt).")
+@click.option("--real", metavar="PATH", help="The real-program driver (default: bench/workloads/real/real.sh).")
+@click.option("--no-real", is_flag=True, help="Leave the real programs out.")
+@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds before one run is killed (and counted as failed).")
+@click.option("--no-analyse", is_flag=True, help="Skip the recorded request-pattern analysis.")
+@click.option("--seed", default=1, show_default=True, type=int, help="Seed of the allocator order shuffles.")
+@click.option("--quick", is_flag=True, help="1 repetition, 1 and 2 threads, small scale (tests, CI).")
+@click.pass_context
+def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, mt_dir, real, no_real, timeout,
+          no_analyse, seed, quick):
+    """The many-core heap study: a thread sweep of multi-threaded programs and
+    real programs under glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc and
+    libdmm (LD_PRELOAD); time and peak RSS with confidence intervals, each
+    workload's request patterns beside them (docs/study.md)."""
+    from .study import StudyOptions, parse_threads, run_study
+    opts = StudyOptions(outdir=outdir, threads=parse_threads(threads), reps=reps, allocators=list(allocators),
+                        workloads=list(workloads), scale=scale, real_scale=real_scale, mt_dir=mt_dir, real=real,
+                        no_real=no_real, timeout=timeout, analyse=not no_analyse, seed=seed, quick=quick,
+                        argv=_argv())
+    try:
+        tools = _tools(ctx)
+    except DmmkitError as e:
+        if no_analyse:
+            tools = None  # the tools only serve the analysis (and finding the build tree)
+        else:
+            raise e
+    run_study(tools, opts)
+
+
 def main(argv=None):
     try:
         rv = cli.main(args=argv, prog_name="dmmkit", standalone_mode=False)

@@ -3,7 +3,7 @@
 
 The native tools write dmm-replay/1, dmm-analyse/1, dmm-timeline/1 and
 dmm-heapmap/1 (the C side defines the same strings in one header); the front
-end writes dmmkit-compare/1 and dmmkit-explore/1.  A reader gets a document
+end writes dmmkit-compare/1, dmmkit-explore/1 and dmm-study/1.  A reader gets a document
 through dmmkit.validate.load_document / check_document with one of the
 kinds below, which checks the name, the version and the shape here, so the
 shapes list every field a reader uses, with its type.  Fields a reader does
@@ -12,7 +12,7 @@ not use are not checked (they may hold anything).
 
 from __future__ import annotations
 
-from .validate import (Arr, Bool, Check, Doc, Enum, Int, Map, Num, Obj, Opt, Schema, Str, Tup)
+from .validate import (Any, Arr, Bool, Check, Doc, Enum, Int, Map, Num, Obj, Opt, Schema, Str, Tup)
 
 # ------------------------------------------------------------ the names ---
 
@@ -22,6 +22,7 @@ TIMELINE = Schema("dmm-timeline", 1, "a dmm-replay timeline")
 HEAPMAP = Schema("dmm-heapmap", 1, "a dmm-replay heap map")
 COMPARE = Schema("dmmkit-compare", 1, "dmmkit compare results")
 EXPLORE = Schema("dmmkit-explore", 1, "dmmkit explore results")
+STUDY = Schema("dmm-study", 1, "dmmkit study results")
 
 RESULTS = (EXPLORE, COMPARE)  # what show and report read
 
@@ -149,6 +150,70 @@ COMPARE_SHAPE = Check(Obj(
     {"histograms": Opt(HISTOGRAMS), "pictures": Opt(PICTURES), "complete": OBOOL, "error": OSTR,
      "context": Opt(CONTEXT)}), _compare_refs)
 
+# ---- study results (dmmkit study) -----------------------------------------
+
+MEAN_CI = Obj(optional={"n": Opt(COUNT), "mean": ONUM, "ci95": ONUM, "sd": ONUM, "min": ONUM, "max": ONUM},
+              what="a mean with its confidence interval (n, mean, ci95, ...)")
+STUDY_RUN = Obj({"workload": Str, "threads": Int(lo=1), "allocator": Str, "rep": COUNT,
+                 "status": Enum("ok", "failed", "wrong")},
+                {"time_s": Opt(Num(lo=0)), "rss_kb": Opt(SIZE), "wall_ns": Opt(SIZE), "checksum": OSTR,
+                 "out_sha": OSTR, "error": OSTR})
+STUDY_FIGURES = Obj({"time": MEAN_CI, "rss_kb": MEAN_CI, "runs": COUNT, "bad": COUNT},
+                    {"wall_ns": MEAN_CI, "ratio": Opt(MEAN_CI), "rss_ratio": ONUM, "errors": Arr(Str),
+                     "known_failure": OSTR})
+STUDY_GOAL = Obj(optional={"value": ONUM, "cells": Opt(COUNT), "goal": OSTR})
+
+
+def _study_refs(doc: dict):
+    """Every run, summary and order names a listed workload and allocator;
+    a run's status agrees with its error line; thread counts are the
+    settings' (or 1 for a single-threaded workload)."""
+    allocs = {a["label"] for a in doc["allocators"]}
+    wls = {w["name"]: w for w in doc["workloads"]}
+    threads = set(doc["settings"]["threads"])
+    for i, r in enumerate(doc["runs"]):
+        if r["workload"] not in wls:
+            return f"runs[{i}].workload", f"\"{r['workload']}\" is not in \"workloads\""
+        if r["allocator"] not in allocs:
+            return f"runs[{i}].allocator", f"\"{r['allocator']}\" is not in \"allocators\""
+        if r["threads"] not in threads and r["threads"] != 1:
+            return f"runs[{i}].threads", f"{r['threads']} is not one of the settings' thread counts"
+        if r["rep"] >= doc["settings"]["reps"]:
+            return f"runs[{i}].rep", f"{r['rep']} is not below the settings' reps ({doc['settings']['reps']})"
+        if r["status"] == "ok" and r.get("time_s") is None:
+            return f"runs[{i}]", "a run with status \"ok\" has no time_s"
+        if r["status"] != "ok" and not r.get("error"):
+            return f"runs[{i}]", f"a run with status \"{r['status']}\" has no error line"
+    for wl, per_t in doc["summary"].items():
+        if wl not in wls:
+            return f"summary.{wl}", f"\"{wl}\" is not in \"workloads\""
+        for t, figs in per_t.items():
+            for a in figs:
+                if a not in allocs:
+                    return f"summary.{wl}.{t}.{a}", f"\"{a}\" is not in \"allocators\""
+    return None
+
+
+STUDY_SHAPE = Check(Obj(
+    {"command": Arr(Str),
+     "complete": Bool,
+     "machine": Obj({"cores": Opt(COUNT)}, {"cpu_model": OSTR, "kernel": OSTR, "note": OSTR,
+                                           "cores_available": Opt(COUNT)}),
+     "settings": Obj({"threads": Arr(Int(lo=1, hi=256), min_len=1), "reps": Int(lo=1), "scale": Int(lo=1)},
+                     {"real_scale": Opt(Int(lo=1)), "order_seed": Opt(Int), "timeout": ONUM, "quick": OBOOL,
+                      "rss_method": Opt(Enum("gnu-time", "wait4"))}),
+     "allocators": Arr(Obj({"label": Str}, {"kind": OSTR, "lib": OSTR, "version": OSTR, "package": OSTR})),
+     "workloads": Arr(Obj({"name": Str, "kind": Enum("mt", "real")}, {"path": OSTR, "threaded": OBOOL})),
+     "runs": Arr(STUDY_RUN),
+     "summary": Map(Map(Map(STUDY_FIGURES)))},
+    {"orders": Arr(Obj({"rep": COUNT, "workload": Str, "threads": Int(lo=1), "order": Arr(Str)})),
+     "best": Map(Map(Obj(optional={"time": OSTR, "rss": OSTR}))),
+     "goals": Obj(optional={"time_geomean_vs_mimalloc": Opt(STUDY_GOAL), "rss_geomean_vs_glibc": Opt(STUDY_GOAL),
+                            "worst_ratio_overall": ONUM,
+                            "worst_ratio_to_best": Opt(Map(Opt(Obj({"ratio": Num, "threads": Int(lo=1)}))))}),
+     "analysis": Map(Obj(optional={"threads": Opt(COUNT), "error": OSTR, "trace": OSTR, "figures": Opt(Map(Any()))})),
+     "skipped": Map(Str), "notes": Arr(Str), "interrupted": OBOOL, "script": OSTR}), _study_refs)
+
 # ---- native tool output ----------------------------------------------------
 
 PASS_KIND = Obj(optional={k: ONUM for k in ("avg", "p50", "p99", "max", "count")})
@@ -191,4 +256,5 @@ SHAPES = {
     HEAPMAP: HEAPMAP_SHAPE,
     COMPARE: COMPARE_SHAPE,
     EXPLORE: EXPLORE_SHAPE,
+    STUDY: STUDY_SHAPE,
 }

@@ -10,6 +10,7 @@ without further checks.
 Shapes are small objects with a `check(value, path)` method:
 
   Int, Num, Str, Bool       a JSON integer / number / string / boolean
+  Any()                     any JSON value (figures a reader only displays)
   Enum(a, b, ...)           one of these strings
   Opt(s)                    null or s
   Arr(s, min_len=0)         an array whose items are s
@@ -134,6 +135,14 @@ class _Bool(Shape):
 
 
 Int, Num, Str, Bool = _Int(), _Num(), _Str(), _Bool()
+
+
+class Any(Shape):
+    what = "any JSON value"
+
+    def check(self, v, path):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise Invalid(path, f"{v} is not a finite number")
 
 
 class Enum(Shape):
