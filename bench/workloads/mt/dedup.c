@@ -102,6 +102,7 @@ typedef struct item {
     uint64_t coarse, offset; /* position in the stream */
     uint64_t hash;           /* content hash of the (uncompressed) chunk */
     uint64_t data_owner, item_owner; /* stage threads that made data and item */
+    uint64_t stage;          /* the stage that passed it on last (1..4) */
     int dup;
 } item;
 
@@ -230,12 +231,14 @@ static uint64_t item_seal(const item *it)
     s = mt_sum(s, it->hash);
     s = mt_sum(s, it->data_owner);
     s = mt_sum(s, it->item_owner);
+    s = mt_sum(s, it->stage);
     return mt_sum(s, (uint64_t)it->dup);
 }
 
-/* Seals the item and hands it to the next stage. */
-static void pass(queue *q, item *it)
+/* Seals the item and hands it from stage to the next one. */
+static void pass(queue *q, item *it, uint64_t stage)
 {
+    it->stage = stage;
     it->seal = item_seal(it);
     q_push(q, it);
 }
@@ -252,20 +255,23 @@ static item *item_new(thr *t)
 
 /* A stage works on a checked copy of the item: a broken allocator that hands
  * the item to someone else as well makes the check fail, never a crash. */
-static item item_take(const item *p, const char *stage)
+static item item_take(const item *p, const char *stage, uint64_t from)
 {
     item w;
     memcpy(&w, p, sizeof w);
     if (w.magic != IMAGIC || w.key != item_key(&w) || w.seal != item_seal(&w))
         mt_fail("dedup %s: work item %p was overwritten (magic %016" PRIx64 ")", stage, (const void *)p, w.magic);
+    if (w.stage != from)
+        mt_fail("dedup %s: work item %p comes from stage %" PRIu64 ", not %" PRIu64 " (handed out twice?)", stage,
+                (const void *)p, w.stage, from);
     return w;
 }
 
 /* Writes the stage's copy back and hands the item on. */
-static void pass_on(queue *q, item *p, const item *w)
+static void pass_on(queue *q, item *p, const item *w, uint64_t stage)
 {
     memcpy(p, w, sizeof *p);
-    pass(q, p);
+    pass(q, p, stage);
 }
 
 static void data_free(thr *t, item *it)
@@ -302,7 +308,7 @@ static void *fragment(void *arg)
         it->coarse = c;
         it->hash = hash_bytes(it->data, n);
         it->key = item_key(it);
-        pass(t->out, it);
+        pass(t->out, it, 1);
     }
     q_done(t->out);
     return NULL;
@@ -313,7 +319,7 @@ static void *refine(void *arg)
     thr *t = arg;
     item *p;
     while ((p = q_pop(t->in)) != NULL) {
-        item w = item_take(p, "refine"), *c = &w;
+        item w = item_take(p, "refine", 1), *c = &w;
         if (hash_bytes(c->data, c->len) != c->hash)
             mt_fail("dedup refine: coarse chunk %" PRIu64 " (%zu bytes at %p) changed in the queue", c->coarse, c->len,
                     (void *)c->data);
@@ -333,7 +339,7 @@ static void *refine(void *arg)
                 f->offset = start;
                 f->hash = hash_bytes(f->data, n);
                 f->key = item_key(f);
-                pass(t->out, f);
+                pass(t->out, f, 2);
                 start = i + 1;
                 roll = 0;
             }
@@ -350,7 +356,7 @@ static void *dedup(void *arg)
     thr *t = arg;
     item *p;
     while ((p = q_pop(t->in)) != NULL) {
-        item w = item_take(p, "dedup"), *f = &w;
+        item w = item_take(p, "dedup", 2), *f = &w;
         if (hash_bytes(f->data, f->len) != f->hash)
             mt_fail("dedup dedup: chunk %" PRIu64 "+%" PRIu64 " (%zu bytes at %p) changed in the queue", f->coarse,
                     f->offset, f->len, (void *)f->data);
@@ -358,7 +364,7 @@ static void *dedup(void *arg)
             f->dup = 1;
             data_free(t, f);
         }
-        pass_on(t->out, p, f);
+        pass_on(t->out, p, f, 3);
     }
     q_done(t->out);
     return NULL;
@@ -384,7 +390,7 @@ static void *compress(void *arg)
     thr *t = arg;
     item *p;
     while ((p = q_pop(t->in)) != NULL) {
-        item w = item_take(p, "compress"), *f = &w;
+        item w = item_take(p, "compress", 3), *f = &w;
         if (!f->dup) {
             if (hash_bytes(f->data, f->len) != f->hash)
                 mt_fail("dedup compress: chunk %" PRIu64 "+%" PRIu64 " (%zu bytes at %p) changed in the queue",
@@ -401,7 +407,7 @@ static void *compress(void *arg)
             f->clen = zn;
             f->data_owner = t->id;
         }
-        pass_on(t->out, p, f);
+        pass_on(t->out, p, f, 4);
     }
     q_done(t->out);
     return NULL;
@@ -412,7 +418,7 @@ static void *output(void *arg)
     thr *t = arg;
     item *p;
     while ((p = q_pop(t->in)) != NULL) {
-        item w = item_take(p, "output"), *f = &w;
+        item w = item_take(p, "output", 4), *f = &w;
         t->chunks++;
         t->bytes += f->len;
         t->sum += mt_term(mt_sum(f->key, f->hash));
