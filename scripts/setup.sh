@@ -21,8 +21,10 @@ PACKAGES=(
     libgoogle-perftools4 libtcmalloc-minimal4 libtbbmalloc2
     # Python front end
     python3 python3-venv
-    # the LD_PRELOAD recorder's tests run a real sqlite3 under it
-    sqlite3
+    # real programs under LD_PRELOAD (the recorder's tests, libdmm's preload
+    # tests and the study: bench/workloads/real/real.sh); redis-server's
+    # packaged service is never used, real.sh starts a private server
+    sqlite3 redis-server redis-tools
 )
 
 check_only=0
