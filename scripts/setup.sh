@@ -25,6 +25,9 @@ PACKAGES=(
     # tests and the study: bench/workloads/real/real.sh); redis-server's
     # packaged service is never used, real.sh starts a private server
     sqlite3 redis-server redis-tools
+    # the study's peak-RSS measurement (GNU time as the parent of each run,
+    # so a run does not inherit the Python front end's resident set)
+    time
 )
 
 check_only=0
