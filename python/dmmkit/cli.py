@@ -215,19 +215,20 @@ def show(results, top):
 @click.option("--trace", metavar="TRACE", help="Replay it on the generated .so and on the same config; compare.")
 @click.option("--results", default="dmmkit-explore.json", show_default=True, metavar="FILE",
               help="Explore results where CONFIG may be a result id (or 'best').")
-@click.option("--grow", type=SIZE, default="1m", show_default=True, help="Growth step of the malloc library.")
-@click.option("--initial", type=SIZE, default="1m", show_default=True, help="First region of the malloc library.")
+@click.option("--whole", is_flag=True,
+              help="The policy serves every request up to 1 MiB (no size-class pages): single-threaded use.")
 @click.option("--cc", metavar="CC", help="C compiler for the build.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 4096), help="Parallel compile jobs.")
 @click.option("--no-build", is_flag=True, help="Write the files only.")
 @click.pass_context
-def generate(ctx, config, outdir, trace, results, grow, initial, cc, jobs, no_build):
+def generate(ctx, config, outdir, trace, results, whole, cc, jobs, no_build):
     """Emit CONFIG (a preset, key=value,... or an explore result id / 'best')
     as a specialised allocator: frozen header, static library, LD_PRELOAD
-    .so, README; build it; with --trace check it on the trace."""
+    .so (libdmm with CONFIG as its medium heap), README; build it; with
+    --trace check it on the trace."""
     from .generate import generate as do_generate
-    do_generate(_tools(ctx), config, outdir, trace=trace, results=results, grow=grow, initial=initial, cc=cc,
-                jobs=jobs, build=not no_build)
+    do_generate(_tools(ctx), config, outdir, trace=trace, results=results, whole=whole, cc=cc, jobs=jobs,
+                build=not no_build)
 
 
 @cli.command()

@@ -2,12 +2,15 @@
 
 Writes DIR/dmm_config.h (the configuration frozen with DMM_FROZEN_* macros,
 written by the C library itself through `dmm-config header`, so this module
-keeps no table of fields or macros), DIR/dmm_config_malloc.h
-(the same policies plus growth, for the malloc library), the malloc shim, a
-copy of the heap sources, a CMakeLists.txt and a README; builds
-libdmmgen.a and libdmmgen_malloc.so; and, with --trace, replays the trace on
-the generated .so (LD_PRELOAD, --verify) and on the same configuration
-through dmm-replay, so the two can be compared.
+keeps no table of fields or macros), DIR/dmm_config_malloc.h (the same
+policies with the fields libdmm imposes on its medium heaps, frozen, plus
+libdmm's compile-time hooks), a copy of the heap and libdmm sources
+(src/malloc: the malloc is libdmm, docs/malloc.md), a CMakeLists.txt and a
+README; builds libdmmgen.a (the heap API) and libdmmgen_malloc.so (libdmm
+with the configuration as its medium heap, or with --whole as the whole
+allocator); and, with --trace, replays the trace on the generated .so
+(LD_PRELOAD, --verify) and on the same configuration through dmm-replay, so
+the two can be compared.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from .errors import BAD_INPUT, RUNTIME, DmmkitError
 from .measure import timing_figures
 from .memfig import Legend, footprint_kind, footprint_value, frag_text, mark
 from .schemas import EXPLORE, REPLAY
-from .sizes import parse_size
 from .validate import check_document, load_document
 from .tools import Tools, check_configs, first_error_line, replay_json, run, validate_trace
 from .ui import console, fmt_num, fmt_ratio, progress
@@ -72,20 +74,39 @@ def frozen_header(tools: Tools, config: str, ident: str, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def malloc_header(config_malloc: str, grow: int, initial: int) -> str:
-    return "\n".join([
-        "/* dmm_config_malloc.h - written by `dmmkit generate`: the policies of",
-        " * dmm_config.h plus growth, for libdmmgen_malloc.so.  The shim serialises",
-        " * every call with its own mutex, so the heap runs with lock=none. */",
-        "#ifndef DMMGEN_CONFIG_MALLOC_H", "#define DMMGEN_CONFIG_MALLOC_H",
-        '#include "dmm_config.h"',
-        "#undef DMM_FROZEN_GROW_GRANULARITY",
-        f"#define DMM_FROZEN_GROW_GRANULARITY {grow}",
-        "#undef DMM_FROZEN_LOCK",
-        "#define DMM_FROZEN_LOCK DMM_LOCK_NONE",
-        f'#define DMMGEN_MALLOC_CONFIG "{config_malloc}"',
-        f"#define DMMGEN_INITIAL_BYTES {initial}",
-        "#endif", ""])
+# libdmm's medium heaps run with these fields whatever the configuration
+# says (src/malloc/malloc.c, medium_try): one owner thread, regions added by
+# libdmm, reports through libdmm; counters at least, hardening at least
+# checked.  Frozen into the .so's heap, they must match, or libdmm refuses
+# its own default.
+def medium_fields(config: str) -> dict:
+    kv = parse_config_text(config)
+    f = {"lock": "none", "grow": 0, "release_empty": "off", "on_error": "report"}
+    if kv.get("stats") == "off":
+        f["stats"] = "counters"
+    if kv.get("harden") == "off":
+        f["harden"] = "checked"
+    return f
+
+
+def malloc_header(tools: Tools, config: str, config_malloc: str, ident: str, whole: bool) -> str:
+    """dmm_config_malloc.h: the medium heap's configuration frozen (read by
+    the heap sources as DMM_HEAP_CONFIG_HEADER) and libdmm's compile-time
+    hooks (read by malloc.c and preload.c as DMM_MALLOC_CONFIG_HEADER)."""
+    res = run([str(config_tool(tools)), "header", config_malloc, "--name",
+               f"dmm_config_malloc.h: configuration {ident} as libdmm's medium heap,\n"
+               "written by `dmmkit generate`"], timeout=60)
+    if res.returncode != 0 or "#define DMM_FROZEN_ORG" not in res.stdout:
+        raise DmmkitError(f"{CONFIG_TOOL} header refused the config {config_malloc!r}: "
+                          f"{first_error_line(res.stderr) or res.returncode}", RUNTIME)
+    lines = ["#ifndef DMMGEN_CONFIG_MALLOC_H", "#define DMMGEN_CONFIG_MALLOC_H", res.stdout.rstrip("\n"), "",
+             "/* libdmm's hooks (src/malloc/malloc.c, docs/malloc.md \"Generated allocators\") */",
+             f'#define DMM_MALLOC_MEDIUM_DEFAULT "{config_malloc}"',
+             f'#define DMM_MALLOC_GENERATED "{config}"']
+    if whole:
+        lines.append("#define DMM_MALLOC_SMALL_MAX 0 /* --whole: no size-class pages */")
+    lines += ["#endif", ""]
+    return "\n".join(lines)
 
 
 def with_fields(config: str, **fields) -> str:
@@ -133,7 +154,7 @@ def _copy_sources(root: Path, dst: Path) -> None:
         shutil.rmtree(d)
     (d / "include").mkdir(parents=True)
     shutil.copytree(root / "include" / "dmm", d / "include" / "dmm")
-    for sub in ("core", "heap", "port"):
+    for sub in ("core", "heap", "port", "malloc"):
         shutil.copytree(root / "src" / sub, d / "src" / sub,
                         ignore=shutil.ignore_patterns("CMakeLists.txt", "*.o", "*.a"))
 
@@ -186,13 +207,18 @@ def _build(outdir: Path, cc: str | None, jobs: int | None) -> tuple[Path, Path]:
     return lib, so
 
 
-def check_on_trace(tools: Tools, so: Path, trace: str, config_malloc: str, initial: int) -> tuple[list[dict], bool]:
-    """Replays the trace on the generated .so (LD_PRELOAD, --verify) and on
-    the same configuration through dmm-replay (--verify); returns the two
-    rows and whether they agree."""
+STATS_LINE = "libdmm statistics:"
+REPLAY_GROW = 4 << 20  # dmm-replay's side grows by libdmm's segment size
+
+
+def check_on_trace(tools: Tools, so: Path, trace: str, config_replay: str) -> tuple[list[dict], bool]:
+    """Replays the trace on the generated .so (LD_PRELOAD, --verify,
+    DMM_SHOW_STATS=1 so that libdmm proves it ran) and on the same policies
+    through dmm-replay (--verify); returns the two rows and whether they
+    agree."""
     validate_trace(tools, trace)
     rows = []
-    env = {"LD_PRELOAD": str(so)}
+    env = {"LD_PRELOAD": str(so), "DMM_SHOW_STATS": "1"}
     res, d = replay_json(tools, trace, ["--alloc", "system", "--verify", "--reps", "3"], env=env)
     if d is not None:
         check_document(d, REPLAY, f"dmm-replay's JSON output (LD_PRELOAD={so.name}, {trace})", RUNTIME)
@@ -201,17 +227,20 @@ def check_on_trace(tools: Tools, so: Path, trace: str, config_malloc: str, initi
                           RUNTIME)
     f = timing_figures(d)
     obj = f.get("malloc_object") or ""
-    took = bool(obj) and os.path.realpath(obj) == os.path.realpath(str(so))
+    detected = (d.get("allocator") or {}).get("detected")
+    stats_line = next((ln for ln in (res.stderr or "").splitlines() if ln.startswith(STATS_LINE)), None)
+    took = (bool(obj) and os.path.realpath(obj) == os.path.realpath(str(so)) and detected == "dmmgen"
+            and stats_line is not None)
     rows.append({"run": f"LD_PRELOAD={so.name} (--alloc system)", "status": res.returncode, "took_effect": took,
-                 **f})
-    res2, d2 = replay_json(tools, trace, ["--alloc", "dmm:" + config_malloc, "--arena", str(initial), "--verify",
-                                          "--reps", "3"])
+                 "detected": detected, "stats_line": stats_line, **f})
+    res2, d2 = replay_json(tools, trace, ["--alloc", "dmm:" + config_replay, "--arena", str(REPLAY_GROW),
+                                          "--verify", "--reps", "3"])
     if d2 is not None:
-        check_document(d2, REPLAY, f"dmm-replay's JSON output (dmm:{config_malloc}, {trace})", RUNTIME)
+        check_document(d2, REPLAY, f"dmm-replay's JSON output (dmm:{config_replay}, {trace})", RUNTIME)
     if d2 is None:
-        raise DmmkitError(f"replay of dmm:{config_malloc} failed: {first_error_line(res2.stderr) or res2.returncode}",
+        raise DmmkitError(f"replay of dmm:{config_replay} failed: {first_error_line(res2.stderr) or res2.returncode}",
                           RUNTIME)
-    rows.append({"run": "dmm-replay --alloc dmm:CONFIG (same policies, same growth)", "status": res2.returncode,
+    rows.append({"run": "dmm-replay --alloc dmm:CONFIG (same policies, one heap)", "status": res2.returncode,
                  "took_effect": True, **timing_figures(d2)})
     a, b = rows
     agree = (took and a["status"] == 0 and b["status"] == 0 and a.get("verify") == "pass"
@@ -220,42 +249,45 @@ def check_on_trace(tools: Tools, so: Path, trace: str, config_malloc: str, initi
 
 
 def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, results: str | None = None,
-             grow: int | str = "1m", initial: int | str = "1m", cc: str | None = None, jobs: int | None = None,
-             build: bool = True) -> dict:
+             whole: bool = False, cc: str | None = None, jobs: int | None = None, build: bool = True) -> dict:
     if tools.root is None:
         raise DmmkitError("generate needs the heap sources: install dmmkit (cmake --install puts them in "
                           "PREFIX/share/dmmkit/source, found beside the tools in PREFIX/bin), run it inside the "
                           "repository, or pass --root / set DMMKIT_ROOT")
-    grow = parse_size(grow, "--grow")
-    initial = parse_size(initial, "--initial")
     if trace:
         validate_trace(tools, trace)
     ident, name, config, entry = resolve_config(tools, arg, results)
-    config_malloc = with_fields(config, grow=grow, lock="none")
-    ok, text = check_configs(tools, [config_malloc])[0]
-    if not ok:
-        raise DmmkitError(f"the malloc variant of {ident} is refused by the heap: {text}")
-    config_malloc = text
+    config_malloc = with_fields(config, **medium_fields(config))
+    config_replay = with_fields(config_malloc, grow=REPLAY_GROW)
+    for i, (ok, text) in enumerate(check_configs(tools, [config_malloc, config_replay])):
+        if not ok:
+            raise DmmkitError(f"the malloc variant of {ident} is refused by the heap: {text}", RUNTIME)
+        if i == 0:
+            config_malloc = text
+        else:
+            config_replay = text
     out = Path(outdir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise DmmkitError(f"cannot create {outdir}: {e.strerror}")
     (out / "dmm_config.h").write_text(frozen_header(tools, config, ident, name))
-    (out / "dmm_config_malloc.h").write_text(malloc_header(config_malloc, grow, initial))
-    (out / "dmm_malloc_shim.c").write_text(_template("dmm_malloc_shim.c"))
+    (out / "dmm_config_malloc.h").write_text(malloc_header(tools, config, config_malloc, ident, whole))
+    stale = out / "dmm_malloc_shim.c"  # written by generate before it built on libdmm
+    if stale.exists():
+        stale.unlink()
     (out / "CMakeLists.txt").write_text(_template("CMakeLists.txt.in").replace("@ID@", ident).replace("@NAME@", name))
     _copy_sources(tools.root, out)
     console.print(f"[bold]generate[/] {ident} ({name}) -> {out}\n  config {config}")
     info = {"id": ident, "name": name, "config": config, "config_malloc": config_malloc, "dir": str(out),
-            "grow": grow, "initial": initial}
+            "whole": whole}
     check_md = "Run `dmmkit generate ... --trace TRACE` to replay a trace on the generated library."
     if build:
         lib, so = _build(out, cc, jobs)
         info.update({"static_library": str(lib), "preload_library": str(so)})
         console.print(f"built {lib}\nbuilt {so}")
         if trace:
-            rows, agree = check_on_trace(tools, so, trace, config_malloc, initial)
+            rows, agree = check_on_trace(tools, so, trace, config_replay)
             info["check"] = {"trace": trace, "rows": rows, "agree": agree}
             _print_check(rows, agree)
             check_md = _check_markdown(trace, rows, agree)
@@ -273,7 +305,8 @@ def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, resu
             arena_note = (f"\n\nExploration measured a minimum arena of {max(ma)} bytes (largest over its traces) "
                           "for this configuration.")
     for k, v in {"@ID@": ident, "@NAME@": name, "@ARG@": arg, "@ROOT@": str(tools.root), "@COMMIT@": commit,
-                 "@CONFIG@": config, "@GROW@": str(grow), "@INITIAL@": str(initial), "@CHECK@": check_md,
+                 "@CONFIG@": config, "@CONFIG_MALLOC@": config_malloc, "@MODE@": _mode_text(whole),
+                 "@CHECK@": check_md,
                  "@ARENA_NOTE@": arena_note}.items():
         readme = readme.replace(k, v)
     (out / "README.md").write_text(readme)
@@ -283,6 +316,17 @@ def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, resu
         raise DmmkitError("the generated allocator does not match the replayed configuration on "
                           f"{trace} (see the table above and {out / 'generate.json'})", RUNTIME)
     return info
+
+
+def _mode_text(whole: bool) -> str:
+    if whole:
+        return ("Built with `--whole`: every request up to 1 MiB goes to this policy (one heap per thread, no "
+                "size-class pages), larger ones straight to the OS. This is the policy's own behaviour on the "
+                "whole program: meant for single-threaded programs and for studying the policy.")
+    return ("Requests up to 8 KiB come from libdmm's per-thread size-class pages, those up to 1 MiB from this "
+            "policy (one heap per thread), larger ones straight from the OS: a scalable multi-threaded malloc "
+            "whose medium heap is the generated policy. Build with `dmmkit generate --whole` to have the policy "
+            "serve every request up to 1 MiB.")
 
 
 def _print_check(rows, agree):
@@ -302,8 +346,10 @@ def _print_check(rows, agree):
         console.print(line, markup=False)
     console.print("[green]match[/]: verify passes on both, same failed allocations" if agree
                   else "[red]MISMATCH[/]: see the table")
-    console.print("  the .so's footprint is its heap's extent (its mallinfo2), for the whole process: it includes "
-                  "what the replayer had carved before the replay (baseline column)")
+    console.print("  the .so is libdmm: its footprint is the growth of the resident set over the pass (libdmm "
+                  "maps segments of address space, so its own mapped count is not a footprint)")
+    if rows and rows[0].get("stats_line"):
+        console.print("  " + rows[0]["stats_line"], markup=False)
 
 
 def _check_markdown(trace, rows, agree) -> str:
@@ -318,7 +364,10 @@ def _check_markdown(trace, rows, agree) -> str:
                      f"{frag_text(r.get('frag4'), exact, fmt_ratio)} | {fmt_num(r.get('warm_avg'))} |")
     if legend.kinds:
         lines += [""] + legend.lines()
-    lines += ["", "Result: " + ("match" if agree else "MISMATCH") + ". The .so's footprint is its heap's extent "
-              "(reported through its mallinfo2) for the whole process, including what the replayer itself had "
-              "carved before the replay."]
+    lines += ["", "Result: " + ("match" if agree else "MISMATCH") + ". The .so is libdmm: its footprint is the "
+              "growth of the resident set over the pass, not an allocator count (libdmm maps segments of address "
+              "space and touches what it uses)."]
+    if rows and rows[0].get("stats_line"):
+        lines += ["", "libdmm's statistics at the end of the replay (`DMM_SHOW_STATS=1`):", "",
+                  "    " + rows[0]["stats_line"]]
     return "\n".join(lines)

@@ -7,7 +7,7 @@ import pytest
 from dmmkit import allocators, executors, stats
 from dmmkit.cache import Cache
 from dmmkit.errors import DmmkitError
-from dmmkit.generate import malloc_header, parse_config_text, with_fields
+from dmmkit.generate import medium_fields, parse_config_text, with_fields
 from dmmkit.grid import default_points, full_points, short_config
 
 P2012 = ("org=single,sl_bits=4,exact_max=256,links=singly,order=lifo,fit=first,split=off,split_min=0,coalesce=off,"
@@ -46,12 +46,16 @@ def test_parse_peers(tmp_path):
         allocators.parse_peers(["nolib"])
 
 
-def test_malloc_header_and_fields():
-    cm = with_fields(P2012, grow="1048576", lock="none")
-    kv = parse_config_text(cm)
-    assert kv["grow"] == "1048576" and kv["org"] == "single"
-    h = malloc_header(cm, 1 << 20, 1 << 20)
-    assert "#define DMM_FROZEN_GROW_GRANULARITY 1048576" in h and '#include "dmm_config.h"' in h
+def test_medium_fields():
+    """The fields libdmm imposes on its medium heap, as generate freezes
+    them: no lock, no growth, counters and hardening at least."""
+    off = with_fields(P2012, stats="off", harden="off", lock="mutex", grow="65536")
+    kv = parse_config_text(with_fields(off, **medium_fields(off)))
+    assert kv["org"] == "single" and kv["lock"] == "none" and kv["grow"] == "0"
+    assert kv["stats"] == "counters" and kv["harden"] == "checked" and kv["release_empty"] == "off"
+    full = with_fields(P2012, stats="full", harden="full")
+    f = medium_fields(full)
+    assert "stats" not in f and "harden" not in f  # more than libdmm needs: kept
 
 
 def test_grids():

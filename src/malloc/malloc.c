@@ -25,10 +25,35 @@
  *
  * Platform services come from the port (src/port/port.h): aligned pages,
  * discarding, thread keys, fork handlers, the environment, error output.
+ *
+ * Compile-time hooks (`dmmkit generate` sets them in the header named by
+ * DMM_MALLOC_CONFIG_HEADER; docs/malloc.md, "Generated allocators"):
+ *   DMM_MALLOC_MEDIUM_DEFAULT  string: the medium heaps' configuration when
+ *                              DMM_MEDIUM is unset (a preset name or a
+ *                              key=value config); "tlsf" by default.
+ *   DMM_MALLOC_SMALL_MAX       the largest size served from size-class pages
+ *                              (8192 by default, at most 8192); 0 = "whole"
+ *                              mode: every request up to MEDIUM_MAX goes to
+ *                              the thread's medium (policy) heap.
+ *   DMM_HEAP_CONFIG_HEADER     (read by the heap, src/heap/heap_internal.h)
+ *                              the heap compiled into libdmm frozen to one
+ *                              configuration; its lock/stats/harden/grow
+ *                              fields must be what medium_config() asks for
+ *                              (lock none, stats counters or more, harden as
+ *                              the configuration's but at least checked,
+ *                              grow 0), else the default is refused.
+ *   DMM_MALLOC_GENERATED       string (preload.c): the generated library's
+ *                              configuration, exported as dmmgen_config.
  */
 #include "dmm/malloc.h"
 
 #include "dmm/heap.h"
+
+/* DMM_MALLOC_CONFIG_HEADER: a header that sets the compile-time hooks
+ * (written by `dmmkit generate`, see malloc.c's opening comment). */
+#ifdef DMM_MALLOC_CONFIG_HEADER
+#include DMM_MALLOC_CONFIG_HEADER
+#endif
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -37,6 +62,7 @@
 #include <string.h>
 
 #include "../core/text.h"
+#include "family.h"
 #include "../port/port.h"
 
 #define SEG_SHIFT 22u
@@ -46,7 +72,13 @@
 #define PAGES (SEG_SIZE / PAGE_SIZE)      /* 64, page 0 = header */
 #define MIN_BLOCK 16u
 #define BITS_WORDS (PAGE_SIZE / MIN_BLOCK / 64u) /* 64 words: one bit per 16-byte slot */
-#define SMALL_MAX 8192u
+#ifndef DMM_MALLOC_SMALL_MAX
+#define DMM_MALLOC_SMALL_MAX 8192u
+#endif
+#define SMALL_MAX ((size_t)DMM_MALLOC_SMALL_MAX)
+#ifndef DMM_MALLOC_MEDIUM_DEFAULT
+#define DMM_MALLOC_MEDIUM_DEFAULT "tlsf"
+#endif
 #define MEDIUM_MAX ((size_t)1 << 20)
 #define LARGE_HDR 64u
 #define SEG_MAGIC 0x444d4d5345474d31ull /* "DMMSEGM1" */
@@ -92,6 +124,11 @@ _Static_assert(sizeof(segment) <= PAGE_SIZE, "segment header must fit page 0");
 static const uint32_t class_size[NCLASS] = {
     16,   32,   48,   64,   80,   96,   112,  128,  160,  192,  224,  256,  320,  384,  448,  512,
     640,  768,  896,  1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+
+_Static_assert(DMM_MALLOC_SMALL_MAX <= 8192u, "DMM_MALLOC_SMALL_MAX: at most the largest size class");
+
+/* Served from size-class pages (never, in whole mode: SMALL_MAX 0). */
+static inline bool small_size(size_t n) { return SMALL_MAX != 0 && n <= SMALL_MAX; }
 
 static unsigned size_class(size_t n)
 {
@@ -255,43 +292,58 @@ static void on_heap_error(void *ctx, const dmm_error *e)
     report(e->message, e->ptr);
 }
 
-/* The medium heaps: DMM_MEDIUM names a preset or gives key=value pairs
- * (dmm_heap_config_parse); TLSF otherwise.  Lock, growth and error
- * handling are the malloc's: no lock (one owner), regions added here,
- * reports through report(). */
-static void medium_config(const char *spec)
+/* One candidate for the medium heaps' configuration: a preset name or
+ * key=value pairs (dmm_heap_config_parse), with libdmm's fields imposed:
+ * no lock (one owner), counters at least (thread exit asks whether the
+ * heap is empty), regions added here (grow 0), reports through report(),
+ * hardening at least checked, or off with DMM_HARDEN=0 (not in a frozen
+ * build: its hardening is compiled in).  false: not understood, or refused
+ * by the heap (a frozen heap refuses other policies). */
+static bool medium_try(const char *spec, dmm_heap_config *out)
 {
     dmm_heap_preset pr;
-    dmm_heap_config c = dmm_heap_preset_config(DMM_PRESET_TLSF);
+    dmm_heap_config c;
     const char *why = NULL;
-    if (spec && *spec) {
-        dmm_heap_config t;
-        if (dmm_heap_preset_from_name(spec, &pr) == DMM_OK)
-            c = dmm_heap_preset_config(pr);
-        else if (dmm_heap_config_parse(spec, &t, &why) == DMM_OK)
-            c = t;
-        else
-            dmm_port_write_err("libdmm: DMM_MEDIUM not understood, using tlsf\n", 46);
-    }
+    if (dmm_heap_preset_from_name(spec, &pr) == DMM_OK)
+        c = dmm_heap_preset_config(pr);
+    else if ((c = dmm_heap_default_config(), dmm_heap_config_parse(spec, &c, &why)) != DMM_OK)
+        return false;
     c.lock = DMM_LOCK_NONE;
     if (c.stats == DMM_STATS_OFF)
-        c.stats = DMM_STATS_COUNTERS; /* thread exit asks whether it is empty */
+        c.stats = DMM_STATS_COUNTERS;
     c.grow_granularity = 0;
     c.release_empty = false;
     c.on_error = G.abort_on_error ? DMM_ON_ERROR_ABORT : DMM_ON_ERROR_REPORT;
     c.error_fn = on_heap_error;
     c.error_ctx = NULL;
-    if (!G.harden)
+    if (!G.harden && !dmm_heap_is_frozen())
         c.harden = DMM_HARDEN_OFF;
     else if (c.harden == DMM_HARDEN_OFF)
         c.harden = DMM_HARDEN_CHECKED;
-    if (dmm_heap_config_check(&c, &why) != DMM_OK) {
-        dmm_port_write_err("libdmm: DMM_MEDIUM refused by the heap, using tlsf\n", 51);
-        c = dmm_heap_preset_config(DMM_PRESET_TLSF);
-        c.lock = DMM_LOCK_NONE;
-        c.error_fn = on_heap_error;
+    if (dmm_heap_config_check(&c, &why) != DMM_OK)
+        return false;
+    *out = c;
+    return true;
+}
+
+/* The medium heaps: DMM_MEDIUM, else DMM_MALLOC_MEDIUM_DEFAULT (the
+ * compiled-in choice), else TLSF. */
+static void medium_config(const char *spec)
+{
+    static const char bad[] = "libdmm: DMM_MEDIUM not understood or refused by the heap, using the default\n";
+    static const char bad_default[] = "libdmm: the built-in medium configuration is refused, using tlsf\n";
+    if (spec && *spec) {
+        if (medium_try(spec, &G.mcfg))
+            return;
+        dmm_port_write_err(bad, sizeof bad - 1u);
     }
-    G.mcfg = c;
+    if (medium_try(DMM_MALLOC_MEDIUM_DEFAULT, &G.mcfg))
+        return;
+    dmm_port_write_err(bad_default, sizeof bad_default - 1u);
+    if (!medium_try("tlsf", &G.mcfg)) { /* a heap frozen to something else: its own default */
+        G.mcfg = dmm_heap_default_config();
+        G.mcfg.error_fn = on_heap_error;
+    }
 }
 
 static void global_init(void)
@@ -765,7 +817,7 @@ static void *alloc_aligned(size_t n, size_t align)
     void *p = NULL;
     if (n <= MEDIUM_MAX && align <= PAGE_SIZE) {
         unsigned c = NCLASS;
-        if (n <= SMALL_MAX)
+        if (small_size(n))
             for (c = size_class(n < align ? align : n); c < NCLASS && class_size[c] % align; c++)
                 ;
         if ((h = heap_get()))
@@ -782,7 +834,7 @@ void *dmm_malloc(size_t n)
 {
     theap *h = tl_heap;
     mpage *pg;
-    if (n <= SMALL_MAX && h && (pg = h->pages[size_class(n)]) && pg->free) { /* the fast path */
+    if (small_size(n) && h && (pg = h->pages[size_class(n)]) && pg->free) { /* the fast path */
         mblock *b = pg->free;
         pg->free = b->next;
         pg->used++;
@@ -911,13 +963,14 @@ size_t dmm_malloc_usable_size(const void *p)
 void *dmm_calloc(size_t nmemb, size_t size)
 {
     void *p;
-    if (size && nmemb > SIZE_MAX / size) {
+    size_t n;
+    if (!dmm_family_mul(nmemb, size, &n)) {
         errno = ENOMEM;
         return NULL;
     }
-    p = dmm_malloc(nmemb * size);
-    if (p && nmemb * size <= MEDIUM_MAX)
-        memset(p, 0, nmemb * size); /* large blocks are fresh mappings: zero already */
+    p = dmm_malloc(n);
+    if (p && n <= MEDIUM_MAX)
+        memset(p, 0, n); /* large blocks are fresh mappings: zero already */
     return p;
 }
 
@@ -942,7 +995,7 @@ void *dmm_realloc(void *p, size_t n)
         segment *s = seg_of(p);
         if (s->kind == SEG_LARGE && n > MEDIUM_MAX && (q = large_grow(s, p, n)))
             return q;
-        if (s->kind == SEG_MEDIUM && s->heap == tl_heap && n > SMALL_MAX && n <= MEDIUM_MAX) {
+        if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= MEDIUM_MAX) {
             int64_t before;
             medium_drain(s->heap);
             before = mlive(s->heap);
@@ -961,17 +1014,18 @@ void *dmm_realloc(void *p, size_t n)
 
 void *dmm_reallocarray(void *p, size_t nmemb, size_t size)
 {
-    if (size && nmemb > SIZE_MAX / size) {
+    size_t n;
+    if (!dmm_family_mul(nmemb, size, &n)) {
         errno = ENOMEM;
         return NULL;
     }
-    return dmm_realloc(p, nmemb * size);
+    return dmm_realloc(p, n);
 }
 
 int dmm_posix_memalign(void **out, size_t align, size_t n)
 {
     void *p;
-    if (align < sizeof(void *) || (align & (align - 1u)))
+    if (!dmm_family_posix_align_ok(align))
         return EINVAL;
     p = alloc_aligned(n, align < DMM_MALLOC_ALIGN ? DMM_MALLOC_ALIGN : align);
     if (!p)
@@ -982,14 +1036,15 @@ int dmm_posix_memalign(void **out, size_t align, size_t n)
 
 void *dmm_aligned_alloc(size_t align, size_t n)
 {
-    if (align == 0 || (align & (align - 1u))) {
+    if (!dmm_family_pow2(align)) {
         errno = EINVAL;
         return NULL;
     }
     return alloc_aligned(n, align < DMM_MALLOC_ALIGN ? DMM_MALLOC_ALIGN : align);
 }
 
-void *dmm_memalign(size_t align, size_t n) { return dmm_aligned_alloc(align, n); }
+/* glibc's memalign: any alignment, rounded up to a power of two. */
+void *dmm_memalign(size_t align, size_t n) { return dmm_aligned_alloc(dmm_family_norm_align(align), n); }
 
 void *dmm_valloc(size_t n) { return alloc_aligned(n, dmm_port_page_size()); }
 

@@ -1,8 +1,11 @@
 /*
  * src/malloc/preload.c - libdmm as the C library's malloc: the standard
  * names, each calling its dmm_* function (include/dmm/malloc.h).  Linked
- * only into libdmm.so; the static dmm_* library (libdmm_malloc.a) never
- * claims these names.
+ * only into libdmm.so (and the .so `dmmkit generate` builds); the static
+ * dmm_* library (libdmm_malloc.a) never claims these names.  The list of
+ * names and their argument rules are shared with the recorder
+ * (src/malloc/family.h).  Names are exported explicitly, so a library
+ * built with hidden visibility (the generated one) exports only these.
  */
 #include <malloc.h>
 #include <stddef.h>
@@ -10,24 +13,59 @@
 #include <string.h>
 
 #include "dmm/malloc.h"
+#include "family.h"
 
-void *malloc(size_t n) { return dmm_malloc(n); }
-void free(void *p) { dmm_free(p); }
-void *calloc(size_t nmemb, size_t size) { return dmm_calloc(nmemb, size); }
-void *realloc(void *p, size_t n) { return dmm_realloc(p, n); }
-void *reallocarray(void *p, size_t nmemb, size_t size) { return dmm_reallocarray(p, nmemb, size); }
-int posix_memalign(void **out, size_t align, size_t n) { return dmm_posix_memalign(out, align, n); }
-void *aligned_alloc(size_t align, size_t n) { return dmm_aligned_alloc(align, n); }
-void *memalign(size_t align, size_t n) { return dmm_memalign(align, n); }
-void *valloc(size_t n) { return dmm_valloc(n); }
-void *pvalloc(size_t n) { return dmm_pvalloc(n); }
-size_t malloc_usable_size(void *p) { return dmm_malloc_usable_size(p); }
+/* DMM_MALLOC_CONFIG_HEADER: a header that sets the compile-time hooks
+ * (written by `dmmkit generate`, see malloc.c's opening comment). */
+#ifdef DMM_MALLOC_CONFIG_HEADER
+#include DMM_MALLOC_CONFIG_HEADER
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* DMM_MALLOC_GENERATED: the configuration text of a library written by
+ * `dmmkit generate`, exported as dmmgen_config so tools (dmm-replay)
+ * recognise the library and name its policy. */
+#ifdef DMM_MALLOC_GENERATED
+EXPORT const char dmmgen_config[] = DMM_MALLOC_GENERATED;
+#endif
+
+/* not declared by every C library's headers */
+void cfree(void *p);
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t align, size_t size);
+
+EXPORT void *malloc(size_t n) { return dmm_malloc(n); }
+EXPORT void free(void *p) { dmm_free(p); }
+EXPORT void *calloc(size_t nmemb, size_t size) { return dmm_calloc(nmemb, size); }
+EXPORT void *realloc(void *p, size_t n) { return dmm_realloc(p, n); }
+EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) { return dmm_reallocarray(p, nmemb, size); }
+EXPORT int posix_memalign(void **out, size_t align, size_t n) { return dmm_posix_memalign(out, align, n); }
+EXPORT void *aligned_alloc(size_t align, size_t n) { return dmm_aligned_alloc(align, n); }
+EXPORT void *memalign(size_t align, size_t n) { return dmm_memalign(align, n); }
+EXPORT void *valloc(size_t n) { return dmm_valloc(n); }
+EXPORT void *pvalloc(size_t n) { return dmm_pvalloc(n); }
+EXPORT size_t malloc_usable_size(void *p) { return dmm_malloc_usable_size(p); }
+/* glibc's compatibility name for free, and C23's frees with size hints
+ * (the hints are not needed: every block knows its size). */
+EXPORT void cfree(void *p) { dmm_free(p); }
+EXPORT void free_sized(void *p, size_t size)
+{
+    (void)size;
+    dmm_free(p);
+}
+EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
+{
+    (void)align;
+    (void)size;
+    dmm_free(p);
+}
 
 /* glibc's statistics calls, answered from libdmm's counters:
  * arena = segment bytes mapped, hblkhd = large-block mappings,
  * uordblks = small and medium block bytes in use, fordblks = the rest of
  * the segments (mapped, not necessarily touched). */
-struct mallinfo2 mallinfo2(void)
+EXPORT struct mallinfo2 mallinfo2(void)
 {
     struct mallinfo2 mi;
     dmm_malloc_stats st = dmm_malloc_get_stats();
@@ -40,7 +78,7 @@ struct mallinfo2 mallinfo2(void)
     return mi;
 }
 
-void malloc_stats(void) { dmm_malloc_print_stats(); }
+EXPORT void malloc_stats(void) { dmm_malloc_print_stats(); }
 
 /* DMM_SHOW_STATS=1: the statistics line when the program ends. */
 __attribute__((destructor)) static void dmm_show_stats_at_exit(void)

@@ -79,6 +79,7 @@
 #include <unistd.h>
 
 #include "dmm/trace.h"
+#include "malloc/family.h" /* the argument rules, shared with libdmm */
 #include "port/port.h"
 
 #define DMMREC_VERSION "1.0"
@@ -1011,14 +1012,9 @@ static void *do_realloc(void *p, size_t n)
     return q;
 }
 
-/* Alignment as the allocator will honour it: a power of two, at least 1. */
-static size_t norm_align(size_t a)
-{
-    size_t p = 1;
-    while (p < a && p <= SIZE_MAX / 2)
-        p <<= 1;
-    return p;
-}
+/* Alignment as the allocator will honour it: a power of two, at least 1
+ * (src/malloc/family.h). */
+static size_t norm_align(size_t a) { return dmm_family_norm_align(a); }
 
 /* ======================================================================
  * the interposed API
@@ -1066,7 +1062,7 @@ API void free_aligned_sized(void *p, size_t align, size_t size)
 API void *reallocarray(void *p, size_t nmemb, size_t size)
 {
     size_t n;
-    if (__builtin_mul_overflow(nmemb, size, &n)) {
+    if (!dmm_family_mul(nmemb, size, &n)) {
         errno = ENOMEM;
         return NULL;
     }
@@ -1077,7 +1073,7 @@ API int posix_memalign(void **out, size_t align, size_t size)
 {
     int e = errno;
     void *p;
-    if (align == 0 || (align & (align - 1u)) || align % sizeof(void *))
+    if (!dmm_family_posix_align_ok(align))
         return EINVAL;
     p = __libc_memalign(align, size);
     errno = e;

@@ -264,7 +264,19 @@ static int sysb_sample(rp_backend *rb, rp_mem *m)
         f(&el, &us, &sy, &crss, &prss, &commit, &pcommit, &pf);
         m->footprint = commit;
         return 0;
-    } else if ((!strcmp(b->detected, "glibc") || !strcmp(b->detected, "dmmgen")) && b->fn_mallinfo2) {
+    } else if ((!strcmp(b->detected, "dmmgen") || !strcmp(b->detected, "libdmm")) && b->fn_mallinfo2) {
+        /* libdmm's mallinfo2: uordblks + hblkhd are the bytes of the blocks
+         * in use (exact); arena is mapped segment address space, mostly
+         * untouched, so the footprint is the resident set (its growth) */
+        mallinfo2_fn f;
+        struct mallinfo2 mi;
+        *(void **)&f = b->fn_mallinfo2;
+        mi = f();
+        m->footprint = rss;
+        m->used = mi.uordblks + mi.hblkhd;
+        m->used_known = 1;
+        return 0;
+    } else if (!strcmp(b->detected, "glibc") && b->fn_mallinfo2) {
         mallinfo2_fn f;
         struct mallinfo2 mi;
         *(void **)&f = b->fn_mallinfo2;
@@ -315,7 +327,9 @@ void sysb_setup(sys_backend *b)
     else if (dlsym(RTLD_DEFAULT, "scalable_malloc"))
         name = "tbbmalloc";
     else if (dlsym(RTLD_DEFAULT, "dmmgen_config"))
-        name = "dmmgen"; /* a `dmmkit generate` malloc library: mallinfo2 answers from its heap */
+        name = "dmmgen"; /* a `dmmkit generate` malloc library (libdmm with a generated policy) */
+    else if (dlsym(RTLD_DEFAULT, "dmm_malloc_get_stats"))
+        name = "libdmm"; /* dmmkit's malloc (src/malloc) */
 
     snprintf(b->malloc_object, sizeof b->malloc_object, "unknown");
     mal = dlsym(RTLD_DEFAULT, "malloc");
@@ -360,9 +374,17 @@ void sysb_setup(sys_backend *b)
         b->rb.mem.footprint_source = "glibc mallinfo2 arena + hblkhd (every arena)";
         b->rb.mem.used_source = "glibc mallinfo2 uordblks + hblkhd";
         b->fn_release = dlsym(RTLD_DEFAULT, "malloc_trim");
-    } else if (!strcmp(name, "dmmgen") && b->fn_mallinfo2) {
-        b->rb.mem.footprint_source = "the generated library's mallinfo2: arena = its heap's extent";
-        b->rb.mem.used_source = "the generated library's mallinfo2: uordblks = its used block bytes";
+    } else if ((!strcmp(name, "dmmgen") || !strcmp(name, "libdmm")) && b->fn_mallinfo2) {
+        /* The used bytes are libdmm's own exact count, but its mapped bytes
+         * are address space, so the footprint is the resident set's growth.
+         * The report has one exactness flag per allocator (fragmentation
+         * needs an exact footprint and used bytes together): both figures
+         * are growth over the baseline and marked not exact. */
+        b->rb.mem.footprint_source = "growth of the process's resident set (VmRSS) over the pass";
+        b->rb.mem.used_source = "libdmm's mallinfo2 uordblks + hblkhd (bytes of blocks in use), growth over the pass";
+        b->rb.mem.exact = 0;
+        b->rb.subtract_baseline = 1;
+        b->rb.mem.kind = "rss_growth";
     } else if (!strcmp(name, "mimalloc") && b->fn_mi_info) {
         /* mimalloc 2.0 has no count of allocated bytes: its committed memory
          * grows with the replay, but how much of it is free is unknown. */

@@ -127,7 +127,7 @@ void dmmb_unmap(dmm_backend *b);
 /* ---- system malloc --------------------------------------------------------- */
 typedef struct sys_backend {
     rp_backend rb;          /* must stay first */
-    char detected[32];      /* glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc, dmmgen, asan, tsan, other */
+    char detected[32];      /* glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc, dmmgen, libdmm, asan, tsan, other */
     char malloc_object[512];/* the shared object malloc resolves to */
     char note[256];         /* detection remark, may be empty */
     void *fn_mallctl, *fn_tc_prop, *fn_mi_info, *fn_mallinfo2;
