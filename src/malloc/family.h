@@ -4,7 +4,7 @@
  * preload layer (src/malloc/malloc.c, preload.c) and the recorder
  * (src/recorder/recorder.c).  Static inline, C11, no platform code.
  *
- * The names both interpose (DMM_FAMILY_NAMES lists them):
+ * The names both interpose:
  *   malloc free calloc realloc reallocarray posix_memalign aligned_alloc
  *   memalign valloc pvalloc malloc_usable_size
  *   cfree (glibc's compatibility free), free_sized, free_aligned_sized (C23)
@@ -29,12 +29,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* X(name) for every interposed name, in one place for both libraries'
- * tests and documentation. */
-#define DMM_FAMILY_NAMES(X)                                                                                  \
-    X(malloc) X(free) X(calloc) X(realloc) X(reallocarray) X(posix_memalign) X(aligned_alloc) X(memalign)     \
-    X(valloc) X(pvalloc) X(malloc_usable_size) X(cfree) X(free_sized) X(free_aligned_sized)
 
 /* true and *out = a * b, or false when the product overflows size_t. */
 static inline bool dmm_family_mul(size_t a, size_t b, size_t *out)
