@@ -67,6 +67,12 @@ class Cache:
             raise
 
 
+def _umask() -> int:
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
 def write_json_atomic(path: str | os.PathLike, doc: dict) -> None:
     p = Path(path)
     if p.parent and not p.parent.exists():
@@ -76,6 +82,7 @@ def write_json_atomic(path: str | os.PathLike, doc: dict) -> None:
         with os.fdopen(fd, "w") as f:
             json.dump(doc, f, indent=1, allow_nan=False, default=_json_default)
             f.write("\n")
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a result file is read by others
         os.replace(tmp, p)
     except BaseException:
         try:

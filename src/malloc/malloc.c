@@ -158,6 +158,7 @@ static struct {
     _Atomic int state; /* 0 none, 1 initialising, 2 ready */
     int harden;
     int abort_on_error;
+    int verbose;
     dmm_port_tkey key;
     bool have_key;
     dmm_port_spinlock parked_lock;
@@ -346,6 +347,32 @@ static void medium_config(const char *spec)
     }
 }
 
+/* DMM_VERBOSE=1: what this process's libdmm runs with, once, at start. */
+static void say_config(void)
+{
+    char b[768], cfg[512];
+    dmm_text t;
+    dmm_text_init(&t, b, sizeof b);
+    dmm_text_str(&t, "libdmm: hardening ");
+    dmm_text_str(&t, G.harden ? "on" : "off");
+    dmm_text_str(&t, G.abort_on_error ? " (abort on error)" : "");
+    if (small_size(1)) {
+        dmm_text_str(&t, "; small blocks up to ");
+        dmm_text_u64(&t, SMALL_MAX);
+        dmm_text_str(&t, " B in size classes");
+    } else {
+        dmm_text_str(&t, "; no size classes (whole mode)");
+    }
+    dmm_text_str(&t, "; medium up to ");
+    dmm_text_u64(&t, MEDIUM_MAX);
+    dmm_text_str(&t, " B from a per-thread heap [");
+    (void)dmm_heap_config_format(&G.mcfg, cfg, sizeof cfg);
+    dmm_text_str(&t, cfg);
+    dmm_text_str(&t, dmm_heap_is_frozen() ? "] (frozen at compile time)" : "]");
+    dmm_text_str(&t, "; larger blocks mapped from the OS\n");
+    write_text(&t);
+}
+
 static void global_init(void)
 {
     int s = 0;
@@ -357,7 +384,11 @@ static void global_init(void)
             G.harden = 0;
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
         G.abort_on_error = e && e[0] == '1';
+        e = dmm_port_getenv("DMM_VERBOSE");
+        G.verbose = e && e[0] == '1';
         medium_config(dmm_port_getenv("DMM_MEDIUM"));
+        if (G.verbose)
+            say_config();
         G.have_key = dmm_port_tkey_create(&G.key, heap_abandon);
         (void)dmm_port_atfork(fork_prepare, fork_parent, fork_child);
         atomic_store_explicit(&G.state, 2, memory_order_release);

@@ -80,10 +80,11 @@ EXPORT struct mallinfo2 mallinfo2(void)
 
 EXPORT void malloc_stats(void) { dmm_malloc_print_stats(); }
 
-/* DMM_SHOW_STATS=1: the statistics line when the program ends. */
+/* DMM_SHOW_STATS=1 (or DMM_VERBOSE=1): the statistics line when the
+ * program ends. */
 __attribute__((destructor)) static void dmm_show_stats_at_exit(void)
 {
-    const char *e = getenv("DMM_SHOW_STATS");
-    if (e && e[0] == '1')
+    const char *e = getenv("DMM_SHOW_STATS"), *v = getenv("DMM_VERBOSE");
+    if ((e && e[0] == '1') || (v && v[0] == '1'))
         dmm_malloc_print_stats();
 }

@@ -280,6 +280,19 @@ static inline uint64_t mt_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Starts n threads, thread i running fn(args + i * arg_size), waits for all
+ * of them, and returns the wall time from the first start to the last join
+ * (the timed part of most programs). */
+static inline uint64_t mt_run_all(pthread_t *th, size_t n, void *(*fn)(void *), void *args, size_t arg_size)
+{
+    uint64_t t0 = mt_now_ns();
+    for (size_t i = 0; i < n; i++)
+        mt_spawn(&th[i], fn, (unsigned char *)args + i * arg_size);
+    for (size_t i = 0; i < n; i++)
+        mt_join(th[i]);
+    return mt_now_ns() - t0;
+}
+
 /* Peak resident set of the process in KiB (getrusage; Linux reports KiB). */
 static inline long mt_peak_rss_kb(void)
 {

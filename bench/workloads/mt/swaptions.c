@@ -209,12 +209,7 @@ int main(int argc, char **argv)
         ts[i].trials = o.scale * 64;
         ts[i].prices = prices;
     }
-    uint64_t t0 = mt_now_ns();
-    for (size_t i = 0; i < nt; i++)
-        mt_spawn(&th[i], run, &ts[i]);
-    for (size_t i = 0; i < nt; i++)
-        mt_join(th[i]);
-    uint64_t wall = mt_now_ns() - t0;
+    uint64_t wall = mt_run_all(th, nt, run, ts, sizeof ts[0]);
 
     uint64_t allocs = 0, frees = 0, sum = 0;
     for (size_t i = 0; i < nt; i++) {

@@ -160,12 +160,7 @@ int main(int argc, char **argv)
             ts[i].in = &qs[(i + np - 1) % np];
         }
     }
-    uint64_t t0 = mt_now_ns();
-    for (size_t i = 0; i < nt; i++)
-        mt_spawn(&th[i], run, &ts[i]);
-    for (size_t i = 0; i < nt; i++)
-        mt_join(th[i]);
-    uint64_t wall = mt_now_ns() - t0;
+    uint64_t wall = mt_run_all(th, nt, run, ts, sizeof ts[0]);
 
     uint64_t made = 0, freed = 0, cross = 0, batches = 0, sum = 0;
     for (size_t i = 0; i < nt; i++) {
