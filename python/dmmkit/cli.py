@@ -253,9 +253,12 @@ def generate(ctx, config, outdir, trace, results, whole, cc, jobs, no_build):
 @click.option("--no-analyse", is_flag=True, help="Skip the recorded request-pattern analysis.")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the allocator order shuffles.")
 @click.option("--quick", is_flag=True, help="1 repetition, 1 and 2 threads, small scale (tests, CI).")
+@click.option("--peer", multiple=True, metavar="NAME=LIB.so",
+              help="Another malloc library to preload (a `dmmkit generate` build, a variant of libdmm); studied "
+                   "beside the --alloc list.")
 @click.pass_context
 def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, mt_dir, real, no_real, timeout,
-          no_analyse, seed, quick):
+          no_analyse, seed, quick, peer):
     """The many-core heap study: a thread sweep of multi-threaded programs and
     real programs under glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc and
     libdmm (LD_PRELOAD); time and peak RSS with confidence intervals, each
@@ -264,7 +267,7 @@ def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, 
     opts = StudyOptions(outdir=outdir, threads=parse_threads(threads), reps=reps, allocators=list(allocators),
                         workloads=list(workloads), scale=scale, real_scale=real_scale, mt_dir=mt_dir, real=real,
                         no_real=no_real, timeout=timeout, analyse=not no_analyse, seed=seed, quick=quick,
-                        argv=_argv())
+                        peers=list(peer), argv=_argv())
     try:
         tools = _tools(ctx)
     except DmmkitError as e:

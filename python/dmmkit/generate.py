@@ -323,7 +323,7 @@ def _mode_text(whole: bool) -> str:
         return ("Built with `--whole`: every request up to 1 MiB goes to this policy (one heap per thread, no "
                 "size-class pages), larger ones straight to the OS. This is the policy's own behaviour on the "
                 "whole program: meant for single-threaded programs and for studying the policy.")
-    return ("Requests up to 8 KiB come from libdmm's per-thread size-class pages, those up to 1 MiB from this "
+    return ("Requests up to 2 KiB come from libdmm's per-thread size-class pages, those up to 1 MiB from this "
             "policy (one heap per thread), larger ones straight from the OS: a scalable multi-threaded malloc "
             "whose medium heap is the generated policy. Build with `dmmkit generate --whole` to have the policy "
             "serve every request up to 1 MiB.")

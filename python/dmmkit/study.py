@@ -51,7 +51,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .allocators import LIBDMM, SYSTEM_ALLOCATORS, Allocator, resolve, split_allocator_list
+from .allocators import LIBDMM, SYSTEM_ALLOCATORS, Allocator, parse_peers, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
 from .schemas import STUDY
@@ -657,6 +657,7 @@ class StudyOptions:
     seed: int = 1
     quick: bool = False
     no_real: bool = False
+    peers: list[str] = field(default_factory=list)       # NAME=/path/lib.so, studied beside the list
     argv: list[str] = field(default_factory=list)
 
 
@@ -674,8 +675,10 @@ def plan(tools: Tools | None, opts: StudyOptions) -> tuple[list[Allocator], list
             raise DmmkitError(f"allocator {it!r}: the study runs whole programs under LD_PRELOAD and a dmm heap "
                               "configuration is not a malloc library: use libdmm, or build one with dmmkit generate "
                               "and pass it with --peer NAME=/path/lib.so")
+    peers = parse_peers(opts.peers)
+    items += [name for name in peers if name not in items]
     tdir = tools.replay.parent if tools is not None else None
-    allocs = resolve(items, skip_missing=notes if not opts.allocators else None, tools_dir=tdir)
+    allocs = resolve(items, peers=peers, skip_missing=notes if not opts.allocators else None, tools_dir=tdir)
     if not allocs:
         raise DmmkitError("no allocator to study")
 

@@ -172,6 +172,8 @@ def test_wrong_and_failed_runs_are_flagged_not_averaged(tmp_path):
     (["--workloads", "nosuch"], ["unknown workload 'nosuch'"]),
     (["--reps", "0"], ["--reps must be at least 1"]),
     (["--real", "/no/such/real.sh"], ["--real /no/such/real.sh: no such file"]),
+    (["--peer", "v2"], ["--peer 'v2'", "NAME=/path/to/lib.so"]),
+    (["--peer", "v2=/no/such/lib.so"], ["--peer v2", "not found"]),
 ])
 def test_bad_input(tmp_path, args, needles):
     _need_builds()
@@ -184,6 +186,22 @@ def test_bad_input(tmp_path, args, needles):
     assert p.returncode == 2, p.stderr + p.stdout
     _one_error_line(p, *needles)
     assert not (tmp_path / "o" / "study.json").exists()
+
+
+def test_peer_library_is_studied_beside_the_list(tmp_path):
+    """--peer NAME=LIB: a malloc library of the user's (here libdmm under
+    another name) joins the allocators, runs under its own label, and is
+    judged like the others."""
+    _need_builds()
+    out = tmp_path / "study"
+    p = run_cli(["study", "--quick", "--no-analyse", "--alloc", "glibc", "--peer", f"mine={LIBDMM}", "--workloads",
+                 "larson", "--threads", "2", "--mt-dir", str(MT_DIR), "--no-real", "-o", str(out)], timeout=120)
+    assert p.returncode == 0, p.stderr + p.stdout
+    doc = _load(out)
+    assert [a["label"] for a in doc["allocators"]] == ["glibc", "mine"]
+    assert doc["allocators"][1]["lib"] == str(LIBDMM.resolve())
+    assert {r["allocator"] for r in doc["runs"]} == {"glibc", "mine"}
+    assert {r["status"] for r in doc["runs"]} == {"ok"}
 
 
 def test_missing_libdmm_is_one_line(tmp_path):

@@ -32,7 +32,7 @@
  *                              DMM_MEDIUM is unset (a preset name or a
  *                              key=value config); "tlsf" by default.
  *   DMM_MALLOC_SMALL_MAX       the largest size served from size-class pages
- *                              (8192 by default, at most 8192); 0 = "whole"
+ *                              (2048 by default, at most 8192); 0 = "whole"
  *                              mode: every request up to MEDIUM_MAX goes to
  *                              the thread's medium (policy) heap.
  *   DMM_HEAP_CONFIG_HEADER     (read by the heap, src/heap/heap_internal.h)
@@ -73,7 +73,9 @@
 #define MIN_BLOCK 16u
 #define BITS_WORDS (PAGE_SIZE / MIN_BLOCK / 64u) /* 64 words: one bit per 16-byte slot */
 #ifndef DMM_MALLOC_SMALL_MAX
-#define DMM_MALLOC_SMALL_MAX 8192u
+/* 2048: above it, the medium heap's exact-fit blocks cost less resident
+ * memory than pages of 25 %-wide classes do (bench/results/study_mt). */
+#define DMM_MALLOC_SMALL_MAX 2048u
 #endif
 #define SMALL_MAX ((size_t)DMM_MALLOC_SMALL_MAX)
 #ifndef DMM_MALLOC_MEDIUM_DEFAULT
