@@ -211,7 +211,7 @@ STUDY_SHAPE = Check(Obj(
      "goals": Obj(optional={"time_geomean_vs_mimalloc": Opt(STUDY_GOAL), "rss_geomean_vs_glibc": Opt(STUDY_GOAL),
                             "worst_ratio_overall": ONUM,
                             "worst_ratio_to_best": Opt(Map(Opt(Obj({"ratio": Num, "threads": Int(lo=1)}))))}),
-     "analysis": Map(Obj(optional={"threads": Opt(COUNT), "error": OSTR, "trace": OSTR, "figures": Opt(Map(Any()))})),
+     "analysis": Map(Obj(optional={"threads": Opt(COUNT), "error": OSTR, "trace": OSTR, "process": OSTR, "figures": Opt(Map(Any()))})),
      "skipped": Map(Str), "notes": Arr(Str), "interrupted": OBOOL, "script": OSTR}), _study_refs)
 
 # ---- native tool output ----------------------------------------------------

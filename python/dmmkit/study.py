@@ -553,12 +553,14 @@ def record_quietly(tools: Tools, trace: Path, cmd: list[str], log: Path) -> int:
 def analyse_workload(tools: Tools, w: Workload, scale: int, outdir: Path, real_scale: int | None,
                      timeout: float) -> dict:
     """Records one run at 2 threads (a single-threaded real workload: its
-    one run) and returns {"threads", "trace", "figures"} or {"error"}."""
+    one run) and returns {"threads", "command", "process", "figures"} or {"error"}: "process" is the recorded process analysed (for a real workload, its largest trace)."""
     from .analyse import analyse_json
     adir = outdir / "analysis"
     adir.mkdir(parents=True, exist_ok=True)
-    trace = adir / f"{w.name}.trace"
+    rec = Path(tempfile.mkdtemp(prefix=f"rec-{w.name}-traces-"))
+    trace = rec / f"{w.name}.trace"
     log = adir / f"{w.name}.log"
+    log.unlink(missing_ok=True)
     threads = ANALYSE_THREADS if w.threaded else 1
     work = None
     if w.kind == "mt":
@@ -573,15 +575,35 @@ def analyse_workload(tools: Tools, w: Workload, scale: int, outdir: Path, real_s
         rc = record_quietly(tools, trace, cmd, log)
         if rc != 0 or not trace.is_file():
             return {"threads": threads, "error": f"recording failed (exit status {rc}; see {log})"}
-        d = analyse_json(tools, str(trace))
-        return {"threads": threads, "trace": str(trace), "command": cmd, "figures": analysis_figures(d)}
+        # A real workload is a driver script starting the program (and
+        # helpers): the recorder writes one trace per process.  The one
+        # that allocated the most is the program's.
+        main = max(rec.glob(f"{w.name}.trace*"), key=lambda p: p.stat().st_size)
+        d = analyse_json(tools, str(main))
+        return {"threads": threads, "command": cmd, "process": _recorded_command(log, main),
+                "figures": analysis_figures(d)}
     except DmmkitError as e:
         return {"threads": threads, "error": e.message}
     except OSError as e:
         return {"threads": threads, "error": f"recording failed: {e}"}
     finally:
+        shutil.rmtree(rec, ignore_errors=True)
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _recorded_command(log: Path, trace: Path) -> str | None:
+    """The command line the recorder's report gives for this trace file
+    ("record: FILE: N ops (...), pid P, written in T ms: COMMAND")."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    for ln in text.splitlines():
+        ln = ln.strip()
+        if ln.startswith("record:") and f"{trace}:" in ln and " ms: " in ln:
+            return ln.split(" ms: ", 1)[1].strip() or None
+    return None
 
 
 # ---------------------------------------------------------------- facts ---
@@ -975,11 +997,16 @@ def markdown(doc: dict, plots: list[str]) -> str:
         size = "-" if f.get("size_mean") is None else f"{f['size_mean']:.0f}"
         life = "-" if f.get("lifetime_mean") is None else f"{f['lifetime_mean']:.0f}"
         live = "-" if pl is None else f"{pl / 1024:.0f} KiB"
-        L.append(f"| {wl} | {an['threads']} | {f.get('ops')} | {size} | {pct(f.get('share_le_64'))} | "
+        name = wl
+        if an.get("process") and not an["process"].startswith(("bash ", "sh ")):
+            name += f" (`{an['process'].split()[0].rsplit('/', 1)[-1]}`)"  # the real program's own process
+        L.append(f"| {name} | {an['threads']} | {f.get('ops')} | {size} | {pct(f.get('share_le_64'))} | "
                  f"{pct(f.get('share_65_4096'))} | {pct(f.get('cross_thread_free_share'))} | "
                  f"{pct(f.get('realloc_share'))} | {live} | {life} | {bests} |")
     L += ["", "The mt programs are recorded at a smaller scale than they are timed (the request pattern per thread "
-          "does not depend on the scale; the trace stays small).", ""]
+          "does not depend on the scale; the trace stays small). A real workload is a script that starts the "
+          "program: the recorder follows it into every process, and the process that allocated the most (named "
+          "in brackets) is the one analysed.", ""]
     if plots:
         L += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
     return "\n".join(L)

@@ -1116,6 +1116,25 @@ API void *pvalloc(size_t size)
     return p;
 }
 
+/* The C library's own malloc_usable_size: the blocks come from
+ * __libc_malloc, so only libc can size them.  dlsym(RTLD_NEXT) is not
+ * enough: a program linked with another allocator (redis with jemalloc)
+ * has that allocator's malloc_usable_size next in line, which would be
+ * handed a pointer it never made. */
+static void *libc_usable_size(void)
+{
+    Dl_info di;
+    void *h, *sym = NULL, *addr;
+    void *(*lm)(size_t) = __libc_malloc;
+    memcpy(&addr, &lm, sizeof addr); /* a function's address as data (POSIX) */
+    if (dladdr(addr, &di) && di.dli_fname &&
+        (h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD))) {
+        sym = dlsym(h, "malloc_usable_size");
+        dlclose(h);
+    }
+    return sym;
+}
+
 typedef size_t (*usable_fn)(void *);
 static usable_fn g_usable;
 
@@ -1130,7 +1149,7 @@ API size_t malloc_usable_size(void *p)
         int busy = tls.busy;
         void *sym;
         tls.busy = 1; /* dlsym may allocate */
-        sym = dlsym(RTLD_NEXT, "malloc_usable_size");
+        sym = libc_usable_size();
         tls.busy = busy;
         memcpy(&f, &sym, sizeof f);
         if (f == malloc_usable_size)
