@@ -22,12 +22,18 @@ typedef struct batch {
     size_t n[BATCH];
 } batch;
 
-/* An unbounded FIFO of batches (the program's lock, not the allocator's).
- * Pushing never waits, so the ring cannot deadlock; each ring member drains
- * its input after every batch it makes, which keeps the queues short. */
+/* A FIFO of at most QMAX batches (the program's lock, not the
+ * allocator's).  Bounded, so the blocks in flight, and with them the peak
+ * resident set, depend on the allocator and not on how far the scheduler
+ * lets a producer run ahead of its consumer (on an oversubscribed machine
+ * an unbounded queue grew to tens of MiB in some runs and not in others).
+ * A producer facing a full queue drains its own input while it waits, so
+ * the ring cannot deadlock. */
+#define QMAX 8u
 typedef struct queue {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;    /* a batch came, or the queue was closed */
+    pthread_cond_t space; /* a batch left */
     batch *head, *tail;
     unsigned count;
     int done;
@@ -41,10 +47,26 @@ typedef struct thr {
     uint64_t made, freed, cross, batches_in, sum;
 } thr;
 
-static void q_push(queue *q, batch *b)
+/* Pushes b when the queue has room; false (nothing done) when it is full
+ * and stays full for a short wait. */
+static int q_try_push(queue *q, batch *b)
 {
     b->next = NULL;
     pthread_mutex_lock(&q->mu);
+    if (q->count >= QMAX) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200000; /* 0.2 ms */
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        (void)pthread_cond_timedwait(&q->space, &q->mu, &until);
+        if (q->count >= QMAX) {
+            pthread_mutex_unlock(&q->mu);
+            return 0;
+        }
+    }
     if (q->tail)
         q->tail->next = b;
     else
@@ -53,6 +75,7 @@ static void q_push(queue *q, batch *b)
     q->count++;
     pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
+    return 1;
 }
 
 static void q_close(queue *q)
@@ -77,6 +100,7 @@ static batch *q_pop(queue *q, int wait)
         if (!q->head)
             q->tail = NULL;
         q->count--;
+        pthread_cond_signal(&q->space);
     }
     pthread_mutex_unlock(&q->mu);
     return b;
@@ -115,8 +139,12 @@ static void *run(void *arg)
 {
     thr *t = arg;
     for (uint64_t k = 0; k < t->nbatches; k++) {
-        if (t->out)
-            q_push(t->out, produce(t));
+        if (t->out) {
+            batch *b = produce(t), *c;
+            while (!q_try_push(t->out, b)) /* full: make room upstream meanwhile */
+                while (t->in && (c = q_pop(t->in, 0)) != NULL)
+                    consume(t, c);
+        }
         if (t->in) {
             batch *b;
             /* a consumer-only thread waits; a ring member takes what is there */
@@ -147,6 +175,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < np; i++) {
         pthread_mutex_init(&qs[i].mu, NULL);
         pthread_cond_init(&qs[i].cv, NULL);
+        pthread_cond_init(&qs[i].space, NULL);
     }
     for (size_t i = 0; i < nt; i++) {
         ts[i].id = i + 1;
@@ -185,6 +214,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < np; i++) {
         pthread_mutex_destroy(&qs[i].mu);
         pthread_cond_destroy(&qs[i].cv);
+        pthread_cond_destroy(&qs[i].space);
     }
     mt_free(th);
     mt_free(ts);
