@@ -877,27 +877,22 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
 
 # -------------------------------------------------------------- outputs ---
 
-def _fmt_time(f: dict) -> str:
-    m = f["time"]["mean"]
+def _fmt_figure(stat: dict, ratio: float | None, scale: float, digits: int) -> str:
+    """mean ± CI half-width (scaled, to `digits` places), then (ratio x)."""
+    m = stat["mean"]
     if m is None:
         return "-"
-    ci = f["time"]["ci95"]
-    s = f"{m:.3f}" + (f" ± {ci:.3f}" if ci is not None else "")
-    r = f.get("ratio")
-    if r and r.get("mean") is not None:
-        s += f" ({r['mean']:.2f}x)"
-    return s
+    ci = stat["ci95"]
+    s = f"{m / scale:.{digits}f}" + (f" ± {ci / scale:.{digits}f}" if ci is not None else "")
+    return s + (f" ({ratio:.2f}x)" if ratio is not None else "")
+
+
+def _fmt_time(f: dict) -> str:
+    return _fmt_figure(f["time"], (f.get("ratio") or {}).get("mean"), 1.0, 3)
 
 
 def _fmt_rss(f: dict) -> str:
-    m = f["rss_kb"]["mean"]
-    if m is None:
-        return "-"
-    ci = f["rss_kb"]["ci95"]
-    s = f"{m / 1024:.1f}" + (f" ± {ci / 1024:.1f}" if ci is not None else "")
-    if f.get("rss_ratio") is not None:
-        s += f" ({f['rss_ratio']:.2f}x)"
-    return s
+    return _fmt_figure(f["rss_kb"], f.get("rss_ratio"), 1024.0, 1)
 
 
 def _cell_text(f: dict | None, fmt) -> str:
