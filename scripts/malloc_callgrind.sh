@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# scripts/malloc_callgrind.sh - instructions per malloc/free pair, exact
+# (valgrind --tool=callgrind), for glibc, jemalloc, mimalloc, tcmalloc and
+# libdmm with and without hardening, on bench/malloc/pairs.c.  Writes
+# bench/results/libdmm_callgrind.{json,md} (or to DIR given as $1).
+#
+# The loop's own instructions are taken off by running it twice, with N
+# and 2N pairs: (Ir(2N) - Ir(N)) / N is the cost of one pair (malloc + free
+# + the loop's few instructions, the same for every allocator).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT=${1:-$ROOT/bench/results}
+N=${N:-100000}
+command -v valgrind >/dev/null || { echo "malloc_callgrind: valgrind not installed (scripts/setup.sh)" >&2; exit 2; }
+cmake --preset release >/dev/null
+cmake --build --preset release --target dmm_malloc_shared >/dev/null
+LIBDMM="$ROOT/build/release/lib/libdmm.so"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/pairs" "$ROOT/bench/malloc/pairs.c"
+L=/usr/lib/$(uname -m)-linux-gnu
+declare -a NAMES=(glibc jemalloc mimalloc tcmalloc libdmm libdmm-unhardened)
+declare -A LIB=([glibc]="" [jemalloc]=$L/libjemalloc.so.2 [mimalloc]=$L/libmimalloc.so.2
+                [tcmalloc]=$L/libtcmalloc_minimal.so.4 [libdmm]=$LIBDMM [libdmm-unhardened]=$LIBDMM)
+ir() { # ir LIB HARDEN COUNT -> instructions of the whole run
+    DMM_HARDEN=$2 LD_PRELOAD=$1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/pairs" "$3" \
+        2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+json="{\"schema\":\"dmm-malloc-callgrind/1\",\"command\":\"scripts/malloc_callgrind.sh\",\"pairs\":$N,"
+json+="\"program\":\"bench/malloc/pairs.c\",\"valgrind\":\"$(valgrind --version)\",\"results\":["
+md="# Instructions per malloc/free pair (callgrind)\n\nMade by \`scripts/malloc_callgrind.sh\` on \`bench/malloc/pairs.c\`"
+md+=" (1024 slots, random sizes 16..515 B): (Ir(2N) - Ir(N)) / N with N = $N, so start-up and the loop's set-up cancel.\n\n"
+md+="| allocator | instructions per pair |\n|---|---:|\n"
+sep=""
+for a in "${NAMES[@]}"; do
+    lib=${LIB[$a]}
+    if [ -n "$lib" ] && [ ! -f "$lib" ]; then echo "skip $a: $lib missing"; continue; fi
+    h=1; [ "$a" = libdmm-unhardened ] && h=0
+    i1=$(ir "$lib" $h "$N"); i2=$(ir "$lib" $h $((2 * N)))
+    per=$(( (i2 - i1) / N ))
+    echo "$a: $per instructions per pair"
+    json+="$sep{\"allocator\":\"$a\",\"lib\":\"$lib\",\"harden\":$h,\"ir_n\":$i1,\"ir_2n\":$i2,\"per_pair\":$per}"
+    sep=","
+    md+="| $a | $per |\n"
+done
+json+="]}"
+mkdir -p "$OUT"
+printf '%s\n' "$json" > "$OUT/libdmm_callgrind.json"
+printf '%b' "$md" > "$OUT/libdmm_callgrind.md"
+echo "wrote $OUT/libdmm_callgrind.json and .md"
