@@ -29,7 +29,9 @@ ir() { # ir LIB HARDEN COUNT -> instructions of the whole run
 json="{\"schema\":\"dmm-malloc-callgrind/1\",\"command\":\"scripts/malloc_callgrind.sh\",\"pairs\":$N,"
 json+="\"program\":\"bench/malloc/pairs.c\",\"valgrind\":\"$(valgrind --version)\",\"results\":["
 md="# Instructions per malloc/free pair (callgrind)\n\nMade by \`scripts/malloc_callgrind.sh\` on \`bench/malloc/pairs.c\`"
-md+=" (1024 slots, random sizes 16..515 B): (Ir(2N) - Ir(N)) / N with N = $N, so start-up and the loop's set-up cancel.\n\n"
+md+=" (1024 slots, random sizes 16..515 B): (Ir(2N) - Ir(N)) / N with N = $N, so start-up and the loop's set-up cancel."
+md+=" Each figure still holds the loop's own work per step (a random number, a slot, a store: the same few dozen"
+md+=" instructions for every allocator), so differences between rows are the allocators' own.\n\n"
 md+="| allocator | instructions per pair |\n|---|---:|\n"
 sep=""
 for a in "${NAMES[@]}"; do
