@@ -174,18 +174,19 @@ static struct {
 
 static _Thread_local theap *tl_heap;
 
-/* Books block bytes on the calling thread's heap (owner-only counter: a
- * relaxed load and store, no read-modify-write), or globally for a thread
- * that has none. */
-static inline void book(int64_t delta)
+/* Books block bytes on h, the calling thread's heap (owner-only counter:
+ * a relaxed load and store, no read-modify-write), or globally when the
+ * thread has none (h NULL). */
+static inline void book_on(theap *h, int64_t delta)
 {
-    theap *h = tl_heap;
     if (h)
         atomic_store_explicit(&h->live, atomic_load_explicit(&h->live, memory_order_relaxed) + delta,
                               memory_order_relaxed);
     else
         atomic_fetch_add_explicit(&G.live_orphan, delta, memory_order_relaxed);
 }
+
+static inline void book(int64_t delta) { book_on(tl_heap, delta); }
 
 /* ---- the segment registry: which SEG_SIZE units are dmm's ---- */
 #define REG_TOP_SHIFT 36u /* 48-bit addresses: 4096 top entries of 2^14 units */
@@ -637,23 +638,29 @@ static void *small_slow(theap *h, unsigned cls)
     return pg;
 }
 
-static void *small_alloc(theap *h, unsigned cls)
+/* Takes the first block of pg's local free list (not empty), h being the
+ * calling thread's heap and pg's owner: the fast path and the slow one. */
+static inline void *page_pop(theap *h, mpage *pg)
 {
-    mpage *pg = h->pages[cls];
-    mblock *b;
-    if (!pg || !pg->free) {
-        if (!(pg = small_slow(h, cls)))
-            return NULL;
-    }
-    b = pg->free;
+    mblock *b = pg->free;
     pg->free = b->next;
     pg->used++;
-    book(pg->block_size);
+    book_on(h, pg->block_size);
     if (G.harden) {
         segment *s = seg_of(b);
         (void)mark(s, page_index(s, b), b, true);
     }
     return b;
+}
+
+static void *small_alloc(theap *h, unsigned cls)
+{
+    mpage *pg = h->pages[cls];
+    if (!pg || !pg->free) {
+        if (!(pg = small_slow(h, cls)))
+            return NULL;
+    }
+    return page_pop(h, pg);
 }
 
 /* ---- large blocks ---- */
@@ -867,18 +874,8 @@ void *dmm_malloc(size_t n)
 {
     theap *h = tl_heap;
     mpage *pg;
-    if (small_size(n) && h && (pg = h->pages[size_class(n)]) && pg->free) { /* the fast path */
-        mblock *b = pg->free;
-        pg->free = b->next;
-        pg->used++;
-        atomic_store_explicit(&h->live, atomic_load_explicit(&h->live, memory_order_relaxed) + pg->block_size,
-                              memory_order_relaxed);
-        if (G.harden) {
-            segment *s = seg_of(b);
-            (void)mark(s, page_index(s, b), b, true);
-        }
-        return b;
-    }
+    if (small_size(n) && h && (pg = h->pages[size_class(n)]) && pg->free) /* the fast path */
+        return page_pop(h, pg);
     return alloc_aligned(n, DMM_MALLOC_ALIGN);
 }
 
@@ -957,11 +954,7 @@ void dmm_free(void *p)
             return;
         }
     }
-    if (h)
-        atomic_store_explicit(&h->live, atomic_load_explicit(&h->live, memory_order_relaxed) - pg->block_size,
-                              memory_order_relaxed);
-    else
-        book(-(int64_t)pg->block_size);
+    book_on(h, -(int64_t)pg->block_size);
     if (pg->heap == h) {
         b->next = pg->free;
         pg->free = b;

@@ -1012,9 +1012,6 @@ static void *do_realloc(void *p, size_t n)
     return q;
 }
 
-/* Alignment as the allocator will honour it: a power of two, at least 1
- * (src/malloc/family.h). */
-static size_t norm_align(size_t a) { return dmm_family_norm_align(a); }
 
 /* ======================================================================
  * the interposed API
@@ -1088,7 +1085,7 @@ API void *aligned_alloc(size_t align, size_t size)
 {
     void *p = __libc_memalign(align, size);
     if (p)
-        record_alloc(p, DMM_T_ALIGNED, DMM_TA_ALIGNED_ALLOC, size, norm_align(align));
+        record_alloc(p, DMM_T_ALIGNED, DMM_TA_ALIGNED_ALLOC, size, dmm_family_norm_align(align));
     return p;
 }
 
@@ -1096,7 +1093,7 @@ API void *memalign(size_t align, size_t size)
 {
     void *p = __libc_memalign(align, size);
     if (p)
-        record_alloc(p, DMM_T_ALIGNED, DMM_TA_MEMALIGN, size, norm_align(align));
+        record_alloc(p, DMM_T_ALIGNED, DMM_TA_MEMALIGN, size, dmm_family_norm_align(align));
     return p;
 }
 
