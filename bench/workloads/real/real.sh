@@ -57,7 +57,9 @@ done
 case $threads in '' | *[!0-9]*) usage ;; esac
 case $scale in '' | *[!0-9]*) usage ;; esac
 { [ "$threads" -ge 1 ] && [ "$threads" -le 64 ] && [ "$scale" -ge 1 ] && [ "$scale" -le 100 ]; } || usage
-printf '%s\n' "$WORKLOADS" | grep -q "^$name " || { echo "real.sh: unknown workload '$name' (try --list)" >&2; exit 2; }
+# a here-string, not a pipe: under pipefail, grep -q quitting at its match
+# could kill printf with SIGPIPE and fail the pipeline (seen once in CI)
+grep -q "^$name " <<<"$WORKLOADS" || { echo "real.sh: unknown workload '$name' (try --list)" >&2; exit 2; }
 
 need() {
     for p in "$@"; do
