@@ -4,6 +4,8 @@
 #       [PORT posix|freestanding]      default: DMM_PORT
 #       [FROZEN <header>]              freeze the heap config (abs. or relative
 #                                      to the source root); empty = runtime
+#       [POOL_FROZEN <header>]         freeze the pool config (dmm-config
+#                                      pool-header writes one)
 #       [ANNOTATE ON|OFF]              default: DMM_ANNOTATE
 #       [VARIANTS ON|OFF]              default: DMM_HEAP_VARIANTS (compile the
 #                                      preset variants of the hot paths)
@@ -16,7 +18,8 @@
 # call it for extra variants in the same build tree (for example one static
 # library per frozen preset, to compare runtime and compile-time
 # configurations).  Every variant compiles the same sources:
-# src/core/*.c, src/heap/*.c and src/port/<port>.c.
+# src/core/*.c, src/heap/*.c, src/pool/*.c, src/port/vec/ (the vector
+# routines for the target's architecture) and src/port/<port>.c.
 #
 # Compile definitions a variant gets (all PRIVATE: the public headers do not
 # depend on them):
@@ -36,7 +39,7 @@ get_filename_component(DMM_SOURCE_ROOT "${DMM_SOURCE_ROOT}" ABSOLUTE)
 
 function(dmm_add_heap_library name)
     cmake_parse_arguments(PARSE_ARGV 1 A "STATIC;SHARED;OBJECT"
-                          "PORT;FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME;VARIANTS" "")
+                          "PORT;FROZEN;POOL_FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME;VARIANTS" "")
     if(A_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "dmm_add_heap_library(${name}): unknown arguments ${A_UNPARSED_ARGUMENTS}")
     endif()
@@ -68,7 +71,33 @@ function(dmm_add_heap_library name)
         message(WARNING "dmm_add_heap_library(${name}): src/heap/*.c is empty")
     endif()
 
-    add_library(${name} ${kind} ${core_srcs} ${heap_srcs} "${port_src}")
+    file(GLOB pool_srcs CONFIGURE_DEPENDS "${root}/src/pool/*.c")
+    # The vector routines (dmm/vec.h): the portable dispatcher everywhere,
+    # plus the SIMD implementations of the target's architecture on a hosted
+    # port (src/port/vec/README: which file builds where).
+    set(vec_srcs "${root}/src/port/vec/vec.c")
+    if(A_PORT STREQUAL "posix")
+        if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+            list(APPEND vec_srcs "${root}/src/port/vec/vec_x86.c")
+        elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+            list(APPEND vec_srcs "${root}/src/port/vec/vec_neon.c")
+        endif()
+    endif()
+    foreach(_v IN LISTS vec_srcs)
+        if(NOT EXISTS "${_v}")
+            list(REMOVE_ITEM vec_srcs "${_v}")
+        endif()
+    endforeach()
+    if(vec_srcs MATCHES "vec_x86|vec_neon")
+        set(vec_arch ON)
+    else()
+        set(vec_arch OFF)
+    endif()
+
+    add_library(${name} ${kind} ${core_srcs} ${heap_srcs} ${pool_srcs} ${vec_srcs} "${port_src}")
+    if(vec_arch)
+        target_compile_definitions(${name} PRIVATE DMM_VEC_ARCH=1)
+    endif()
     target_include_directories(${name}
         PUBLIC "$<BUILD_INTERFACE:${root}/include>"
                "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>"
@@ -109,6 +138,15 @@ function(dmm_add_heap_library name)
         endif()
         target_compile_definitions(${name} PRIVATE "DMM_HEAP_CONFIG_HEADER=\"${frozen}\"")
         set_property(TARGET ${name} APPEND PROPERTY OBJECT_DEPENDS "${frozen}")
+    endif()
+
+    if(A_POOL_FROZEN)
+        get_filename_component(pfrozen "${A_POOL_FROZEN}" ABSOLUTE BASE_DIR "${root}")
+        if(NOT EXISTS "${pfrozen}")
+            message(FATAL_ERROR "dmm_add_heap_library(${name}): no frozen pool config ${pfrozen}")
+        endif()
+        target_compile_definitions(${name} PRIVATE "DMM_POOL_CONFIG_HEADER=\"${pfrozen}\"")
+        set_property(TARGET ${name} APPEND PROPERTY OBJECT_DEPENDS "${pfrozen}")
     endif()
 
     # Sanitizer / Valgrind annotations

@@ -30,6 +30,21 @@ void dmm_port_mutex_lock(dmm_port_mutex *m) { (void)m; }
 void dmm_port_mutex_unlock(dmm_port_mutex *m) { (void)m; }
 void dmm_port_mutex_destroy(dmm_port_mutex *m) { (void)m; }
 
+bool dmm_port_has_wait(void) { return false; }
+bool dmm_port_event_init(dmm_port_event *e)
+{
+    (void)e;
+    return false;
+}
+bool dmm_port_event_wait(dmm_port_event *e, int64_t timeout_ns)
+{
+    (void)e;
+    (void)timeout_ns;
+    return false;
+}
+void dmm_port_event_signal(dmm_port_event *e) { (void)e; }
+void dmm_port_event_destroy(dmm_port_event *e) { (void)e; }
+
 /* No console: the expression, file and line are visible to a debugger in
  * this frame's arguments before the trap. */
 _Noreturn void dmm_port_assert_fail(const char *expr, const char *file, int line)

@@ -7,7 +7,7 @@
  * Platform #ifdefs live in src/port/ and nowhere else.
  *
  * Users: the heap (src/heap) uses pages, mutexes, abort/assert, bulk memory
- * and cpu_relax; it must never use the clock or yield, so that a heap runs
+ * and cpu_relax; the pool (src/pool) the same plus events; it must never use the clock or yield, so that a heap runs
  * on a port that has neither.  The LD_PRELOAD recorder (src/recorder, hosted
  * only) links src/port/posix.c and uses pages, the clock and the spin lock.
  * The malloc (src/malloc, hosted only) also uses aligned mappings, page
@@ -46,6 +46,28 @@ bool dmm_port_mutex_init(dmm_port_mutex *m);
 void dmm_port_mutex_lock(dmm_port_mutex *m);
 void dmm_port_mutex_unlock(dmm_port_mutex *m);
 void dmm_port_mutex_destroy(dmm_port_mutex *m);
+
+/* Events, for the pool's blocking allocation: a one-shot flag one thread
+ * waits on and another sets.  has_wait() false (no threads): the pool
+ * treats every timeout as 0 and never calls the others.  The storage is
+ * the waiting thread's (on its stack); signal may be called with the
+ * pool's lock held (it never blocks for long). */
+#define DMM_PORT_EVENT_BYTES 192
+typedef struct dmm_port_event {
+    union {
+        unsigned char bytes[DMM_PORT_EVENT_BYTES];
+        long double align_ld;
+        void *align_p;
+        uint64_t align_u;
+    } u;
+} dmm_port_event;
+bool dmm_port_has_wait(void);
+bool dmm_port_event_init(dmm_port_event *e);
+/* Waits until the event is set or timeout_ns passed (< 0: no limit).
+ * Returns whether it was set; spurious wake-ups are absorbed. */
+bool dmm_port_event_wait(dmm_port_event *e, int64_t timeout_ns);
+void dmm_port_event_signal(dmm_port_event *e);
+void dmm_port_event_destroy(dmm_port_event *e);
 
 /* Called when the error policy is DMM_ON_ERROR_ABORT.  Never returns. */
 _Noreturn void dmm_port_abort(void);

@@ -10,6 +10,7 @@
 #endif
 #include "port.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -45,6 +46,69 @@ bool dmm_port_mutex_init(dmm_port_mutex *m)
 void dmm_port_mutex_lock(dmm_port_mutex *m) { pthread_mutex_lock((pthread_mutex_t *)(void *)m->u.bytes); }
 void dmm_port_mutex_unlock(dmm_port_mutex *m) { pthread_mutex_unlock((pthread_mutex_t *)(void *)m->u.bytes); }
 void dmm_port_mutex_destroy(dmm_port_mutex *m) { pthread_mutex_destroy((pthread_mutex_t *)(void *)m->u.bytes); }
+
+typedef struct posix_event {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int set;
+} posix_event;
+_Static_assert(sizeof(posix_event) <= DMM_PORT_EVENT_BYTES, "DMM_PORT_EVENT_BYTES too small");
+
+bool dmm_port_has_wait(void) { return true; }
+
+bool dmm_port_event_init(dmm_port_event *e)
+{
+    posix_event *p = (posix_event *)(void *)e->u.bytes;
+    pthread_condattr_t a;
+    if (pthread_condattr_init(&a) != 0)
+        return false;
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    bool ok = pthread_mutex_init(&p->m, NULL) == 0;
+    if (ok && pthread_cond_init(&p->c, &a) != 0) {
+        pthread_mutex_destroy(&p->m);
+        ok = false;
+    }
+    pthread_condattr_destroy(&a);
+    p->set = 0;
+    return ok;
+}
+
+bool dmm_port_event_wait(dmm_port_event *e, int64_t timeout_ns)
+{
+    posix_event *p = (posix_event *)(void *)e->u.bytes;
+    struct timespec until;
+    if (timeout_ns >= 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        int64_t ns = (int64_t)until.tv_nsec + timeout_ns % 1000000000;
+        until.tv_sec += (time_t)(timeout_ns / 1000000000 + ns / 1000000000);
+        until.tv_nsec = (long)(ns % 1000000000);
+    }
+    pthread_mutex_lock(&p->m);
+    while (!p->set) {
+        int rc = timeout_ns < 0 ? pthread_cond_wait(&p->c, &p->m) : pthread_cond_timedwait(&p->c, &p->m, &until);
+        if (rc != 0 && rc != EINTR)
+            break; /* ETIMEDOUT */
+    }
+    bool set = p->set != 0;
+    pthread_mutex_unlock(&p->m);
+    return set;
+}
+
+void dmm_port_event_signal(dmm_port_event *e)
+{
+    posix_event *p = (posix_event *)(void *)e->u.bytes;
+    pthread_mutex_lock(&p->m);
+    p->set = 1;
+    pthread_cond_signal(&p->c);
+    pthread_mutex_unlock(&p->m);
+}
+
+void dmm_port_event_destroy(dmm_port_event *e)
+{
+    posix_event *p = (posix_event *)(void *)e->u.bytes;
+    pthread_cond_destroy(&p->c);
+    pthread_mutex_destroy(&p->m);
+}
 
 _Noreturn void dmm_port_abort(void) { abort(); }
 
