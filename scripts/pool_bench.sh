@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# scripts/pool_bench.sh - the pool benchmarks of issue 11 (bench/pool):
+# builds the release preset's pool_bench binaries (run-time configured
+# library, library frozen lean, frozen checked), runs them ROUNDS times in
+# turn (each run interleaves its own subjects over REPS repetitions), and
+# merges every sample into bench/results/pool_bench.{json,md} (or DIR given
+# as $1) with bench/pool/pool_report.py (medians over all samples).
+# Takes well under a minute; the instruction counts are
+# scripts/pool_callgrind.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT=${1:-$ROOT/bench/results}
+ROUNDS=${ROUNDS:-3}
+REPS=${REPS:-21}
+cd "$ROOT"
+cmake --preset release >/dev/null
+cmake --build --preset release -j 2 --target pool_bench_all >/dev/null
+BIN="$ROOT/build/release/bench/pool"
+[ -x "$BIN/pool_bench" ] || { echo "pool_bench: $BIN/pool_bench not built (src/pool missing?)" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+runs=()
+for r in $(seq 1 "$ROUNDS"); do
+    for b in pool_bench pool_bench_lean pool_bench_checked; do
+        "$BIN/$b" --reps "$REPS" -o "$work/$b.$r.json" 2>/dev/null
+        runs+=("$work/$b.$r.json")
+    done
+done
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+dirty"
+mkdir -p "$OUT"
+python3 "$ROOT/bench/pool/pool_report.py" --commit "$commit" \
+    --command "scripts/pool_bench.sh (ROUNDS=$ROUNDS REPS=$REPS)" \
+    --json "$OUT/pool_bench.json" --md "$OUT/pool_bench.md" "${runs[@]}"
+echo "wrote $OUT/pool_bench.json and .md"
