@@ -10,8 +10,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT=${1:-$ROOT/bench/results}
-ROUNDS=${ROUNDS:-3}
-REPS=${REPS:-21}
+ROUNDS=${ROUNDS:-5}
+REPS=${REPS:-31}
 cd "$ROOT"
 cmake --preset release >/dev/null
 cmake --build --preset release -j 2 --target pool_bench_all >/dev/null
