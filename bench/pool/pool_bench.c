@@ -20,6 +20,7 @@
  * bench/pool/pool_report.py merges the runs into bench/results/pool_bench.*.
  *
  *   pool_bench [--reps R] [--quick] [--no-space] [--no-memset] [--no-ops]
+ *   pool_bench --self-test   (rtpool and the layouts are what they claim)
  *   pool_bench --cg init|alloc|free pool-lean|pool-checked|rtpool|heap|malloc N
  */
 #define _POSIX_C_SOURCE 200809L
@@ -457,6 +458,87 @@ static void run_memset(unsigned reps, unsigned iters)
     free(samples);
 }
 
+/* ---- self-test: the baseline and the space figures are what they claim ----- */
+
+static int self_test(void)
+{
+    static const size_t sizes[] = {1, 16, 24, 48, 64, 100, 1000, 4096};
+    static const size_t aligns[] = {8, 16, 32, 64};
+    const size_t bufsize = 65536;
+    unsigned char *buf = xaligned(4096, bufsize + 64);
+    void **ptrs = xaligned(64, bufsize * sizeof *ptrs);
+    int bad = 0;
+    for (size_t a = 0; a < sizeof aligns / sizeof *aligns; a++) {
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            for (size_t off = 0; off < 64; off += 24) { /* aligned and misaligned buffers */
+                size_t bs = sizes[i], al = aligns[a];
+                rtpool_layout l;
+                rtpool rt;
+                if (rtpool_layout_of(buf + off, bufsize, bs, al, &l) != 0 ||
+                    rtpool_init(&rt, buf + off, bufsize, bs, al) != 0) {
+                    fprintf(stderr, "self-test: rtpool init %zu/%zu failed\n", bs, al);
+                    bad++;
+                    continue;
+                }
+                size_t n = 0;
+                unsigned char *p;
+                while ((p = rtpool_alloc(&rt, 0)) != NULL) {
+                    if ((uintptr_t)p % al != 0 || p < buf + off + RTPOOL_HEADER || p + bs > buf + off + bufsize ||
+                        (n > 0 && p != (unsigned char *)ptrs[n - 1] + l.stride)) {
+                        fprintf(stderr, "self-test: rtpool %zu/%zu: block %zu misplaced\n", bs, al, n);
+                        bad++;
+                        break;
+                    }
+                    memset(p, 0xA5, bs); /* must not damage the neighbours' headers */
+                    ptrs[n++] = p;
+                }
+                if (n != l.blocks || rt.free_count != 0 || l.per_block_waste != l.stride - bs) {
+                    fprintf(stderr, "self-test: rtpool %zu/%zu: %zu blocks, layout says %zu\n", bs, al, n, l.blocks);
+                    bad++;
+                }
+                for (size_t k = n; k-- > 0;)
+                    rtpool_free(ptrs[k]);
+                if (rt.free_count != l.blocks || rtpool_alloc(&rt, 0) != ptrs[0]) {
+                    fprintf(stderr, "self-test: rtpool %zu/%zu: frees not taken back\n", bs, al);
+                    bad++;
+                }
+                if (al < 16)
+                    continue;
+                /* the dmm pool yields as many blocks as dmm_pool_layout_of says, aligned */
+                dmm_pool_config c = pool_cfg(!has_lean(), bs, al);
+                dmm_pool_layout dl;
+                dmm_pool *pool;
+                if (dmm_pool_layout_of(&c, buf + off, bufsize, &dl) != DMM_OK ||
+                    dmm_pool_init(&pool, buf + off, bufsize, &c) != DMM_OK) {
+                    fprintf(stderr, "self-test: dmm pool %zu/%zu failed\n", bs, al);
+                    bad++;
+                    continue;
+                }
+                n = 0;
+                while ((p = dmm_pool_alloc(pool)) != NULL) {
+                    if ((uintptr_t)p % al != 0 || p < buf + off || p + bs > buf + off + bufsize) {
+                        fprintf(stderr, "self-test: dmm pool %zu/%zu: block %zu misplaced\n", bs, al, n);
+                        bad++;
+                        break;
+                    }
+                    n++;
+                }
+                if (n != dl.blocks || dl.align_waste != dl.stride - bs - dl.guard_bytes) {
+                    fprintf(stderr, "self-test: dmm pool %zu/%zu: %zu blocks, layout says %zu\n", bs, al, n, dl.blocks);
+                    bad++;
+                }
+                dmm_pool_destroy(pool);
+            }
+        }
+    }
+    free(ptrs);
+    free(buf);
+    if (bad)
+        return 1;
+    printf("pool_bench: self-test passed\n");
+    return 0;
+}
+
 /* ---- callgrind kernel ----------------------------------------------------- */
 
 static int run_cg(const char *op, const char *who, unsigned long n)
@@ -509,6 +591,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--cg") == 0 && i + 3 < argc)
             return run_cg(argv[i + 1], argv[i + 2], strtoul(argv[i + 3], NULL, 10));
+        else if (strcmp(argv[i], "--self-test") == 0)
+            return self_test();
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
             reps = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--quick") == 0)
@@ -522,7 +606,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             outpath = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--reps R] [--quick] [--no-ops] [--no-space] [--no-memset] [-o FILE]\n"
+            fprintf(stderr, "usage: %s [--self-test] [--reps R] [--quick] [--no-ops] [--no-space] [--no-memset] [-o FILE]\n"
                             "       %s --cg init|alloc|free pool-lean|pool-checked|rtpool|heap|malloc N\n",
                     argv[0], argv[0]);
             return 2;
