@@ -2,7 +2,7 @@
 # scripts/pool_callgrind.sh - instructions per pool operation, exact
 # (valgrind --tool=callgrind), for the dmm pool (run-time configured library
 # with the lean and the checked config, and the library frozen to
-# configs/frozen/pool_lean.h and pool_checked.h), the RT-Thread-style
+# configs/frozen/pool/lean.h and pool/checked.h), the RT-Thread-style
 # baseline (bench/pool/rtpool.c), a dmm heap (tlsf preset) and malloc.
 # Writes bench/results/pool_callgrind.{json,md} (or to DIR given as $1).
 #

@@ -15,7 +15,7 @@
  * The program is built once per pool library variant (bench/CMakeLists.txt):
  * PBENCH_VARIANT "runtime" (the run-time configured library: the pool is
  * measured with the lean and the checked config), "lean" or "checked" (the
- * library frozen to configs/frozen/pool_<variant>.h: only that config).
+ * library frozen to configs/frozen/pool/<variant>.h: only that config).
  * It writes one JSON document (schema dmm-pool-bench-run/1);
  * bench/pool/pool_report.py merges the runs into bench/results/pool_bench.*.
  *

@@ -84,7 +84,7 @@ def main():
         L.append("%d B blocks aligned to %d B; alloc = %d blocks taken in a row, free = them given back in the same "
                  "order; init = one pool (or heap) on a %d B buffer. rtpool is the RT-Thread-style baseline "
                  "(bench/pool/rtpool.c); `runtime` = the library configured at run time, `frozen` = built with "
-                 "configs/frozen/pool_lean.h or pool_checked.h; lean = no lock, stats, hardening or poisoning, "
+                 "configs/frozen/pool/lean.h or pool/checked.h; lean = no lock, stats, hardening or poisoning, "
                  "checked = + pointer validation on free.\n" %
                  (ops_meta["block_size"], ops_meta["align"], ops_meta["blocks"], ops_meta["init_buffer"]))
         L.append("| subject | init | alloc | free |\n|---|---:|---:|---:|")
