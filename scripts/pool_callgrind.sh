@@ -77,7 +77,13 @@ for row in "${ROWS[@]}"; do
     json+="}"; sep=","
     echo "$line"
     md+="$line\n"
+    if [ "$label" = "dmm-pool frozen lean" ]; then lean_line="$line"; fi
 done
+# the goal, read off the frozen lean row: | label | init | alloc | free |
+IFS='|' read -r _ _ _ la lf _ <<<"$lean_line"
+goal=$(python3 -c "a,f=float('$la'),float('$lf'); print('alloc %.1f, free %.1f instructions: %s' % (a, f, 'goal met' if a <= 10 and f <= 10 else 'goal NOT met (' + ', '.join(n for n, v in (('alloc', a), ('free', f)) if v > 10) + ' above 10)'))")
+md+="\nFrozen lean: $goal.\n"
+echo "frozen lean: $goal"
 json+="]}"
 mkdir -p "$OUT"
 printf '%s\n' "$json" | python3 -m json.tool > "$OUT/pool_callgrind.json"
