@@ -3,6 +3,7 @@
  * allocation and free with validation, blocking allocation with FIFO
  * hand-over, block fills, statistics, the checker and the walker.
  */
+#include "../port/annotate.h"
 #include "dmm/vec.h"
 #include "pool_internal.h"
 
@@ -213,6 +214,7 @@ dmm_status dmm_pool_init(dmm_pool **out, void *buf, size_t size, const dmm_pool_
     if (PL_POISON(p))
         for (uint32_t i = 0; i < p->capacity; i++)
             fill_block(p, p->base + (size_t)i * p->stride, DMM_POOL_POISON_BYTE, p->cfg.block_size);
+    dmm_ann_region(p->base, p->span); /* ASan/Valgrind: no block is the program's yet */
     p->magic = DMM_POOL_MAGIC;
     *out = p;
     return DMM_OK;
@@ -232,6 +234,7 @@ dmm_status dmm_pool_reset(dmm_pool *p)
         for (uint32_t i = 0; i < p->capacity; i++)
             fill_block(p, p->base + (size_t)i * p->stride, DMM_POOL_POISON_BYTE, p->cfg.block_size);
     p->peak_blocks = 0;
+    dmm_ann_region(p->base, p->span);
     dmm__pool_unlock(p);
     return DMM_OK;
 }
@@ -337,6 +340,7 @@ static DMM_ALWAYS_INLINE unsigned char *hand_out(dmm_pool *p, uint32_t i)
         report(p, DMM_ERR_POISON, DMM_OP_MALLOC, b, "a free pool block was written after it was freed");
     if (PL_HARDEN(p) >= DMM_HARDEN_CANARY)
         guard_write(p, b);
+    dmm_ann_alloc(b, p->cfg.block_size, b + p->stride);
     if (PL_STATS(p) >= DMM_STATS_COUNTERS) {
         p->alloc_count++;
         size_t live = (size_t)p->capacity - p->nfree;
@@ -357,19 +361,23 @@ static DMM_ALWAYS_INLINE void *take(dmm_pool *p)
 
 void *dmm_pool_alloc(dmm_pool *p)
 {
+    DMM_ANN_ENTER();
     dmm__pool_lock(p);
     void *b = take(p);
     if (!b && PL_STATS(p) >= DMM_STATS_COUNTERS)
         p->failed_count++;
     dmm__pool_unlock(p);
+    DMM_ANN_LEAVE();
     return b;
 }
 
 void *dmm_pool_calloc(dmm_pool *p)
 {
     void *b = dmm_pool_alloc(p);
+    DMM_ANN_ENTER(); /* the fill covers the block's alignment padding too */
     if (b)
         fill_block(p, b, 0, fill_len(p));
+    DMM_ANN_LEAVE();
     return b;
 }
 
@@ -468,10 +476,12 @@ void dmm_pool_free(dmm_pool *p, void *ptr)
 {
     if (!ptr)
         return;
+    DMM_ANN_ENTER();
     dmm__pool_lock(p);
     uint32_t i = index_of(p, ptr);
     if (i == UINT32_MAX) {
         dmm__pool_unlock(p);
+        DMM_ANN_LEAVE();
         return;
     }
     if (PL_STATS(p) >= DMM_STATS_COUNTERS)
@@ -492,14 +502,17 @@ void dmm_pool_free(dmm_pool *p, void *ptr)
         w->block = ptr;
         dmm_port_event_signal(&w->ev);
         dmm__pool_unlock(p);
+        DMM_ANN_LEAVE();
         return;
     }
     if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED)
         bit_clear(p->bitmap, i);
     if (PL_POISON(p))
         fill_block(p, ptr, DMM_POOL_POISON_BYTE, p->cfg.block_size);
+    dmm_ann_free(ptr, (unsigned char *)ptr + p->stride);
     p->free_list[p->nfree++] = i;
     dmm__pool_unlock(p);
+    DMM_ANN_LEAVE();
 }
 
 bool dmm_pool_owns(const dmm_pool *p, const void *ptr)
