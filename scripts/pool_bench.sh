@@ -27,7 +27,7 @@ for r in $(seq 1 "$ROUNDS"); do
     done
 done
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+dirty"
+[ -z "$(git status --porcelain --untracked-files=no -- . ':!bench/results' 2>/dev/null)" ] || commit="$commit+dirty"
 mkdir -p "$OUT"
 python3 "$ROOT/bench/pool/pool_report.py" --commit "$commit" \
     --command "scripts/pool_bench.sh (ROUNDS=$ROUNDS REPS=$REPS)" \

@@ -25,7 +25,7 @@ BIN="$ROOT/build/release/bench/pool"
 [ -x "$BIN/pool_bench" ] || { echo "pool_callgrind: $BIN/pool_bench not built (src/pool missing?)" >&2; exit 2; }
 vec=$("$BIN/pool_bench" --no-ops --no-space --no-memset | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["vec"]["impl"])')
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | head -c1 | wc -c)
+dirty=$(git status --porcelain --untracked-files=no -- . ':!bench/results' 2>/dev/null | head -c1 | wc -c)
 
 ir() { # ir BINARY FUNCTION OP WHO COUNT -> instructions inside FUNCTION
     valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect="$2" "$1" --cg "$3" "$4" "$5" \
