@@ -466,17 +466,25 @@ void dmm_pool_free(dmm_pool *p, void *ptr)
     uintptr_t off = (uintptr_t)ptr - (uintptr_t)p->base;
     uint64_t *word = NULL, bit = 0;
     if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED) {
-        if (DMM_UNLIKELY(off >= p->span))
-            return reject(p, DMM_ERR_FOREIGN_POINTER, ptr, "pointer is not inside this pool's blocks");
+        if (DMM_UNLIKELY(off >= p->span)) {
+            reject(p, DMM_ERR_FOREIGN_POINTER, ptr, "pointer is not inside this pool's blocks");
+            return;
+        }
         uint32_t i = index_at(p, off);
-        if (DMM_UNLIKELY(off != (size_t)i * p->stride))
-            return reject(p, DMM_ERR_MISALIGNED_POINTER, ptr, "pointer is inside a pool block, not at its start");
+        if (DMM_UNLIKELY(off != (size_t)i * p->stride)) {
+            reject(p, DMM_ERR_MISALIGNED_POINTER, ptr, "pointer is inside a pool block, not at its start");
+            return;
+        }
         word = &p->bitmap[i >> 6];
         bit = (uint64_t)1 << (i & 63);
-        if (DMM_UNLIKELY(!(*word & bit)))
-            return reject(p, DMM_ERR_DOUBLE_FREE, ptr, "pool block is already free");
-        if (PL_HARDEN(p) >= DMM_HARDEN_CANARY && DMM_UNLIKELY(!guard_intact(p, (const unsigned char *)ptr)))
-            return reject(p, DMM_ERR_CANARY, ptr, "the guard behind a pool block was overwritten (overflow)");
+        if (DMM_UNLIKELY(!(*word & bit))) {
+            reject(p, DMM_ERR_DOUBLE_FREE, ptr, "pool block is already free");
+            return;
+        }
+        if (PL_HARDEN(p) >= DMM_HARDEN_CANARY && DMM_UNLIKELY(!guard_intact(p, (const unsigned char *)ptr))) {
+            reject(p, DMM_ERR_CANARY, ptr, "the guard behind a pool block was overwritten (overflow)");
+            return;
+        }
     }
     if (PL_STATS(p) >= DMM_STATS_COUNTERS)
         p->free_count++;
