@@ -211,6 +211,12 @@ TEST(VecSelect, Avx512Present)
     bool has = false;
     for (const dmm_vec_impl *x : v)
         has = has || std::string(x->name) == "avx512";
+#if DMMT_VEC_EMULATED_AVX512
+    // dmm_vec_emul512_tests: the avx512 routines built from AVX2 moves must be listed.
+    if (__builtin_cpu_supports("avx2")) {
+        ASSERT_TRUE(has) << "the emulated avx512 implementation is not listed";
+    }
+#endif
     if (!has)
         GTEST_SKIP() << "this CPU has no AVX-512F (or the OS does not save its registers): the avx512 "
                         "routines are compiled but not run here";
