@@ -389,7 +389,8 @@ stage_aarch64() {
         run cmake --build "$dir" -j "$JOBS" --target $outs
     fi
     # The library really has the NEON routines (not only the portable loop).
-    nm "$dir/lib/libdmm_heap.a" | grep -q ' T dmm__vec_arch_impls$' \
+    # (a here-string, not a pipe: grep -q quitting early would fail nm under pipefail)
+    grep -q ' T dmm__vec_arch_impls$' <<<"$(nm "$dir/lib/libdmm_heap.a")" \
         || { echo "libdmm_heap.a (aarch64) has no dmm__vec_arch_impls: vec_neon.c not built"; return 1; }
     run ctest --test-dir "$dir" -j "$JOBS" --output-on-failure --no-tests=error -L unit -E "$AARCH64_EXCLUDE"
 }
