@@ -315,7 +315,7 @@ int main(int argc, char **argv)
         fprintf(f, ",\n  \"cpu_flags\": {");
 #if defined(__x86_64__)
         __builtin_cpu_init();
-        fprintf(f, "\"sse2\": %s, \"avx\": %s, \"avx2\": %s, \"avx512f\": %s, \"avx512bw\": %s, \"erms\": null",
+        fprintf(f, "\"sse2\": %s, \"avx\": %s, \"avx2\": %s, \"avx512f\": %s, \"avx512bw\": %s",
                 __builtin_cpu_supports("sse2") ? "true" : "false", __builtin_cpu_supports("avx") ? "true" : "false",
                 __builtin_cpu_supports("avx2") ? "true" : "false",
                 __builtin_cpu_supports("avx512f") ? "true" : "false",
