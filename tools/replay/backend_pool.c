@@ -218,6 +218,32 @@ static int auto_size(pool_backend *b, rp_plan *plan, char *err, size_t cap)
     return 0;
 }
 
+int rp_pool_check_spec(const char *spec, char *err, size_t cap)
+{
+    dmm_heap_config hcfg;
+    const char *why = NULL;
+    pool_backend *b = calloc(1, sizeof *b);
+    int rc = -1;
+    if (!b) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    if (parse_spec(b, spec, &hcfg, err, cap))
+        goto out;
+    if (dmm_heap_config_check(&hcfg, &why) != DMM_OK) {
+        snprintf(err, cap, "pool: heap=: invalid dmm configuration: %s", why ? why : "rejected");
+        goto out;
+    }
+    if (dmm_pool_config_check(&b->fcfg.pool, &why) != DMM_OK) {
+        snprintf(err, cap, "pool: invalid pool configuration: %s", why ? why : "rejected");
+        goto out;
+    }
+    rc = 0;
+out:
+    free(b);
+    return rc;
+}
+
 /* ---- the allocator ---- */
 
 static void on_pool_error(void *ctx, const dmm_error *e)

@@ -144,6 +144,9 @@ int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_resul
 
 /* ---- pools in front of a dmm heap (backend_pool.c) ---------------------------- */
 extern const rp_backend_class rp_pool_class;
+/* Checks a pool spec (after "pool:") without sizing it: classes, pool keys
+ * and heap config.  Returns 0, or -1 with the reason in err. */
+int rp_pool_check_spec(const char *spec, char *err, size_t cap);
 
 /* ---- system malloc --------------------------------------------------------- */
 typedef struct sys_backend {
