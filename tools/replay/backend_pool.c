@@ -47,7 +47,7 @@ typedef struct pool_backend {
     uint64_t auto_max;       /* largest auto class */
     int pool_stats_forced, pool_lock_forced;
     dmm_pool_front_config fcfg;
-    uint64_t pool_bytes;     /* the pools' share of the arena */
+    uint64_t pool_bytes;     /* the arena's bytes before the heap: the front's control block and the pools */
     dmm_pool_front *f;
     dmm_pool_front_stats fst;   /* after the first pass */
     dmm_pool_stats pst[DMM_POOL_SET_MAX];
@@ -253,6 +253,18 @@ static void on_pool_error(void *ctx, const dmm_error *e)
         snprintf(b->last_pool_error, sizeof b->last_pool_error, "%s", e->message ? e->message : "pool error");
 }
 
+/* The allocator the replay calls.  dmmkit explore counts instructions with
+ * callgrind between the entry points named a_malloc, a_free, ... (as the
+ * heap's own vtable is named, src/heap/heap.c), so the front is entered
+ * through functions of those names here; the front calls the heap directly
+ * (dmm_heap_malloc, ...), never through a function of the same names. */
+static void *a_malloc(void *c, size_t n) { return dmm_pool_front_malloc(c, n); }
+static void a_free(void *c, void *p) { dmm_pool_front_free(c, p); }
+static void *a_realloc(void *c, void *p, size_t n) { return dmm_pool_front_realloc(c, p, n); }
+static void *a_calloc(void *c, size_t n, size_t s) { return dmm_pool_front_calloc(c, n, s); }
+static void *a_aligned(void *c, size_t al, size_t n) { return dmm_pool_front_aligned_alloc(c, al, n); }
+static size_t a_usable(void *c, const void *p) { return dmm_pool_front_usable_size(c, p); }
+
 static int pool_init(rp_backend *rb, size_t size)
 {
     pool_backend *b = (pool_backend *)rb;
@@ -266,7 +278,13 @@ static int pool_init(rp_backend *rb, size_t size)
         b->f = NULL;
         return st;
     }
-    dmm_pool_front_as_allocator(b->f, &b->hb.rb.a);
+    dmm_pool_front_as_allocator(b->f, &b->hb.rb.a); /* name and any member the vtable grows */
+    b->hb.rb.a.malloc = a_malloc;
+    b->hb.rb.a.free = a_free;
+    b->hb.rb.a.realloc = a_realloc;
+    b->hb.rb.a.calloc = a_calloc;
+    b->hb.rb.a.aligned_alloc = a_aligned;
+    b->hb.rb.a.usable_size = a_usable;
     b->hb.h = dmm_pool_front_heap(b->f);
     b->hb.ctrl_bytes = b->hb.h ? dmm_heap_control_overhead(b->hb.h) : 0;
     b->hb.variant = b->hb.h ? dmm_heap_variant(b->hb.h) : NULL;
@@ -314,6 +332,30 @@ static int pool_sample(rp_backend *rb, rp_mem *m)
     return 0;
 }
 
+/* The bytes the front puts before its heap (its control block and the
+ * pools, each rounded as dmm_pool_front_init does): measured once on a
+ * scratch arena, as the arena size minus the heap's region bytes, so the
+ * figures and the min-arena search use the exact split.  Returns 0 or -1. */
+static int measure_pool_bytes(pool_backend *b, char *err, size_t cap)
+{
+    size_t est = (size_t)b->pool_bytes + 4096u, heap = dmm_heap_min_buffer(&b->hb.cfg) + 65536u, size = est + heap;
+    dmm_heap_stats st;
+    int rc;
+    if (dmmb_map(&b->hb, size, 0, err, cap))
+        return -1;
+    if ((rc = pool_init(&b->hb.rb, size)) != DMM_OK) {
+        snprintf(err, cap, "pool: cannot create the pools %s and heap: %s", b->classes_text,
+                 dmm_status_str((dmm_status)rc));
+        dmmb_unmap(&b->hb);
+        return -1;
+    }
+    st = dmm_heap_get_counters(b->hb.h);
+    b->pool_bytes = size - st.footprint;
+    pool_fini(&b->hb.rb);
+    dmmb_unmap(&b->hb);
+    return 0;
+}
+
 static rp_backend *pool_create(const char *spec, const rp_setup *s, char *err, size_t cap)
 {
     dmm_heap_config hcfg;
@@ -350,6 +392,10 @@ static rp_backend *pool_create(const char *spec, const rp_setup *s, char *err, s
         goto fail;
     }
     (void)dmm_pool_config_format(&b->fcfg.pool, b->pooltext, sizeof b->pooltext);
+    if (!strncmp(b->pooltext, "block=", 6)) { /* the classes give the sizes: drop the key */
+        const char *comma = strchr(b->pooltext, ',');
+        memmove(b->pooltext, comma ? comma + 1 : "", strlen(comma ? comma + 1 : "") + 1);
+    }
     n = 0;
     b->classes_text[0] = 0;
     for (unsigned i = 0; i < b->fcfg.nclasses && n < sizeof b->classes_text; i++)
@@ -361,6 +407,8 @@ static rp_backend *pool_create(const char *spec, const rp_setup *s, char *err, s
         snprintf(err, cap, "pool: the classes %s do not fit in memory (%s)", b->classes_text, spec);
         goto fail;
     }
+    if (measure_pool_bytes(b, err, cap))
+        goto fail;
     heap_min = dmm_heap_min_buffer(&b->hb.cfg);
     if (s->arena) {
         if (s->arena < b->pool_bytes + heap_min) {
