@@ -71,6 +71,10 @@ def test_explore_pools_dimension(tools, tiny_trace, work):
     if by_id[d["best"]]["kind"] == "pool":
         assert d["pictures"]["tiny"][d["best"]]["timeline"]["points"]
 
+    # the saved results read back (schema check) and show the pool rows
+    sh = run_cli(["show", str(out)], cwd=work)
+    assert sh.returncode == 0 and "pool:auto;heap=tlsf" in sh.stdout, sh.stderr
+
     # generate refuses a pool front, naming the heap to generate instead
     g = run_cli(["generate", "pool.tlsf", "--results", str(out), "-o", str(work / "gen-pool")], cwd=work)
     assert g.returncode != 0 and "pool" in g.stderr and "generate tlsf" in g.stderr, g.stderr
