@@ -3,6 +3,7 @@
  * allocation and free with validation, blocking allocation with FIFO
  * hand-over, block fills, statistics, the checker and the walker.
  */
+#include "../port/annotate.h"
 #include "dmm/vec.h"
 #include "pool_internal.h"
 
@@ -112,8 +113,10 @@ bool dmm__pool_plan(const dmm_pool_config *cfg, uintptr_t buf, size_t size, dmm_
     size_t stride = dmm_align_up(cfg->block_size + guard, align);
     /* The largest n that fits: binary search (used_for grows with n). */
     size_t lo = 0, hi = size / stride;
-    if (hi > DMM_POOL_MAX_BLOCKS)
-        hi = DMM_POOL_MAX_BLOCKS;
+    /* The free list holds 32-bit byte offsets: the last block must start
+     * below 4 GiB from the first. */
+    if (hi > (size_t)(UINT32_MAX / stride) + 1)
+        hi = (size_t)(UINT32_MAX / stride) + 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo + 1) / 2;
         if (used_for(buf, mid, stride, align, bitmap, NULL) <= size)
@@ -171,7 +174,7 @@ static void fill_free_list(dmm_pool *p)
      * order from a fresh pool. */
     uint32_t n = p->capacity;
     for (uint32_t k = 0; k < n; k++)
-        p->free_list[k] = n - 1 - k;
+        p->free_list[k] = (uint32_t)((size_t)(n - 1 - k) * p->stride);
     p->nfree = n;
     if (p->bitmap)
         dmm_port_memset(p->bitmap, 0, ((size_t)n + 63) / 64 * sizeof(uint64_t));
@@ -213,6 +216,7 @@ dmm_status dmm_pool_init(dmm_pool **out, void *buf, size_t size, const dmm_pool_
     if (PL_POISON(p))
         for (uint32_t i = 0; i < p->capacity; i++)
             fill_block(p, p->base + (size_t)i * p->stride, DMM_POOL_POISON_BYTE, p->cfg.block_size);
+    dmm_ann_region(p->base, p->span); /* ASan/Valgrind: no block is the program's yet */
     p->magic = DMM_POOL_MAGIC;
     *out = p;
     return DMM_OK;
@@ -232,6 +236,7 @@ dmm_status dmm_pool_reset(dmm_pool *p)
         for (uint32_t i = 0; i < p->capacity; i++)
             fill_block(p, p->base + (size_t)i * p->stride, DMM_POOL_POISON_BYTE, p->cfg.block_size);
     p->peak_blocks = 0;
+    dmm_ann_region(p->base, p->span);
     dmm__pool_unlock(p);
     return DMM_OK;
 }
@@ -327,16 +332,23 @@ static DMM_ALWAYS_INLINE void bit_set(uint64_t *bm, uint32_t i) { bm[i >> 6] |= 
 static DMM_ALWAYS_INLINE void bit_clear(uint64_t *bm, uint32_t i) { bm[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
 static DMM_ALWAYS_INLINE bool bit_get(const uint64_t *bm, uint32_t i) { return (bm[i >> 6] >> (i & 63)) & 1u; }
 
-/* Marks block i handed out (lock held); its address. */
-static DMM_ALWAYS_INLINE unsigned char *hand_out(dmm_pool *p, uint32_t i)
+/* Block index of a block's byte offset. */
+static DMM_ALWAYS_INLINE uint32_t index_at(const dmm_pool *p, size_t off)
 {
-    unsigned char *b = p->base + (size_t)i * p->stride;
+    return (uint32_t)(p->shift != 0xFFu ? off >> p->shift : off / p->stride);
+}
+
+/* Marks the block at byte offset off handed out (lock held); its address. */
+static DMM_ALWAYS_INLINE unsigned char *hand_out(dmm_pool *p, uint32_t off)
+{
+    unsigned char *b = p->base + off;
     if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED)
-        bit_set(p->bitmap, i);
+        bit_set(p->bitmap, index_at(p, off));
     if (PL_POISON(p) && !poison_intact(p, b))
         report(p, DMM_ERR_POISON, DMM_OP_MALLOC, b, "a free pool block was written after it was freed");
     if (PL_HARDEN(p) >= DMM_HARDEN_CANARY)
         guard_write(p, b);
+    dmm_ann_alloc(b, p->cfg.block_size, b + p->stride);
     if (PL_STATS(p) >= DMM_STATS_COUNTERS) {
         p->alloc_count++;
         size_t live = (size_t)p->capacity - p->nfree;
@@ -351,25 +363,28 @@ static DMM_ALWAYS_INLINE void *take(dmm_pool *p)
 {
     if (p->nfree == 0)
         return NULL;
-    uint32_t i = p->free_list[--p->nfree];
-    return hand_out(p, i);
+    return hand_out(p, p->free_list[--p->nfree]);
 }
 
 void *dmm_pool_alloc(dmm_pool *p)
 {
+    DMM_ANN_ENTER();
     dmm__pool_lock(p);
     void *b = take(p);
     if (!b && PL_STATS(p) >= DMM_STATS_COUNTERS)
         p->failed_count++;
     dmm__pool_unlock(p);
+    DMM_ANN_LEAVE();
     return b;
 }
 
 void *dmm_pool_calloc(dmm_pool *p)
 {
     void *b = dmm_pool_alloc(p);
+    DMM_ANN_ENTER(); /* the fill covers the block's alignment padding too */
     if (b)
         fill_block(p, b, 0, fill_len(p));
+    DMM_ANN_LEAVE();
     return b;
 }
 
@@ -431,53 +446,50 @@ void *dmm_pool_alloc_wait(dmm_pool *p, int64_t timeout_ns)
     return b;
 }
 
-/* Block index of ptr, validated (lock held); UINT32_MAX after a report. */
-static DMM_ALWAYS_INLINE uint32_t index_of(dmm_pool *p, const void *ptr)
+/* A rejected free: reported, nothing written; kept out of line so the
+ * fast path needs no stack frame. */
+static DMM_NOINLINE void reject(dmm_pool *p, dmm_error_kind kind, const void *ptr, const char *msg)
 {
-    uintptr_t off = (uintptr_t)ptr - (uintptr_t)p->base;
-    if (PL_HARDEN(p) < DMM_HARDEN_CHECKED)
-        return (uint32_t)(p->shift != 0xFFu ? off >> p->shift : off / p->stride);
-    if ((uintptr_t)ptr < (uintptr_t)p->base || off >= p->span) {
-        report(p, DMM_ERR_FOREIGN_POINTER, DMM_OP_FREE, ptr, "pointer is not inside this pool's blocks");
-        return UINT32_MAX;
-    }
-    size_t i, rem;
-    if (p->shift != 0xFFu) {
-        i = off >> p->shift;
-        rem = off & (p->stride - 1);
-    } else {
-        i = off / p->stride;
-        rem = off - i * p->stride;
-    }
-    if (rem) {
-        report(p, DMM_ERR_MISALIGNED_POINTER, DMM_OP_FREE, ptr, "pointer is inside a pool block, not at its start");
-        return UINT32_MAX;
-    }
-    if (!bit_get(p->bitmap, (uint32_t)i)) {
-        report(p, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, ptr, "pool block is already free");
-        return UINT32_MAX;
-    }
-    if (PL_HARDEN(p) >= DMM_HARDEN_CANARY && !guard_intact(p, (const unsigned char *)ptr)) {
-        report(p, DMM_ERR_CANARY, DMM_OP_FREE, ptr, "the guard behind a pool block was overwritten (overflow)");
-        return UINT32_MAX;
-    }
-    return (uint32_t)i;
+    report(p, kind, DMM_OP_FREE, ptr, msg);
+    dmm__pool_unlock(p);
+    DMM_ANN_LEAVE();
 }
 
 void dmm_pool_free(dmm_pool *p, void *ptr)
 {
     if (!ptr)
         return;
+    DMM_ANN_ENTER();
     dmm__pool_lock(p);
-    uint32_t i = index_of(p, ptr);
-    if (i == UINT32_MAX) {
-        dmm__pool_unlock(p);
-        return;
+    /* A pointer below base wraps to a huge offset: one comparison covers
+     * both ends. */
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)p->base;
+    uint64_t *word = NULL, bit = 0;
+    if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED) {
+        if (DMM_UNLIKELY(off >= p->span)) {
+            reject(p, DMM_ERR_FOREIGN_POINTER, ptr, "pointer is not inside this pool's blocks");
+            return;
+        }
+        uint32_t i = index_at(p, off);
+        if (DMM_UNLIKELY(off != (size_t)i * p->stride)) {
+            reject(p, DMM_ERR_MISALIGNED_POINTER, ptr, "pointer is inside a pool block, not at its start");
+            return;
+        }
+        word = &p->bitmap[i >> 6];
+        bit = (uint64_t)1 << (i & 63);
+        if (DMM_UNLIKELY(!(*word & bit))) {
+            reject(p, DMM_ERR_DOUBLE_FREE, ptr, "pool block is already free");
+            return;
+        }
+        if (PL_HARDEN(p) >= DMM_HARDEN_CANARY && DMM_UNLIKELY(!guard_intact(p, (const unsigned char *)ptr))) {
+            reject(p, DMM_ERR_CANARY, ptr, "the guard behind a pool block was overwritten (overflow)");
+            return;
+        }
     }
     if (PL_STATS(p) >= DMM_STATS_COUNTERS)
         p->free_count++;
-    pool_waiter *w = p->whead;
-    if (w) {
+    pool_waiter *w = PL_LOCK(p) != DMM_LOCK_NONE ? p->whead : NULL; /* no lock, no waiters */
+    if (DMM_UNLIKELY(w != NULL)) {
         /* Straight to the first waiter: the block stays handed out. */
         p->whead = w->next;
         if (!p->whead)
@@ -492,14 +504,17 @@ void dmm_pool_free(dmm_pool *p, void *ptr)
         w->block = ptr;
         dmm_port_event_signal(&w->ev);
         dmm__pool_unlock(p);
+        DMM_ANN_LEAVE();
         return;
     }
     if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED)
-        bit_clear(p->bitmap, i);
+        *word &= ~bit;
     if (PL_POISON(p))
         fill_block(p, ptr, DMM_POOL_POISON_BYTE, p->cfg.block_size);
-    p->free_list[p->nfree++] = i;
+    dmm_ann_free(ptr, (unsigned char *)ptr + p->stride);
+    p->free_list[p->nfree++] = (uint32_t)off;
     dmm__pool_unlock(p);
+    DMM_ANN_LEAVE();
 }
 
 bool dmm_pool_owns(const dmm_pool *p, const void *ptr)
@@ -564,9 +579,11 @@ static dmm_status check_locked(dmm_pool *p, dmm_pool_check_report *rep)
         return broken(rep, DMM_POOL_INV_ACCOUNTING, p, "more free blocks than the pool has");
     uint64_t sum_list = 0, sum_bits = 0;
     for (uint32_t k = 0; k < p->nfree; k++) {
-        uint32_t i = p->free_list[k];
-        if (i >= p->capacity)
-            return broken(rep, DMM_POOL_INV_FREE_LIST, &p->free_list[k], "a free-list entry is out of range");
+        uint32_t off = p->free_list[k];
+        uint32_t i = index_at(p, off);
+        if (off >= p->span || off != (size_t)i * p->stride)
+            return broken(rep, DMM_POOL_INV_FREE_LIST, &p->free_list[k],
+                          "a free-list entry is out of range or not on a block boundary");
         if (p->bitmap && bit_get(p->bitmap, i))
             return broken(rep, DMM_POOL_INV_FREE_LIST, p->base + (size_t)i * p->stride,
                           "the free list names a block that is handed out");

@@ -10,12 +10,14 @@
  * Block i starts at base + i * stride; nothing of the allocator is ever
  * stored inside a block (with harden >= canary, the guard word sits in the
  * stride right behind the block's block_size bytes).  The free list is a
- * stack of block indices: free[0..nfree) are free; alloc pops, free
- * pushes.  Bit i of the bitmap is 1 while block i is handed out.
+ * stack of the free blocks' byte offsets from base (32 bits: a pool's
+ * blocks span at most 4 GiB): free[0..nfree) are free; alloc pops and adds
+ * base, free subtracts base and pushes, so neither multiplies nor divides.
+ * Bit i of the bitmap is 1 while block i is handed out.
  *
  * Invariants (dmm_pool_check):
- *   nfree <= capacity; every free[k] < capacity, with its bit clear, and no
- *   index twice; the bitmap has capacity - nfree bits set; waiters only
+ *   nfree <= capacity; every free[k] a block's offset, with its bit clear,
+ *   and no block twice; the bitmap has capacity - nfree bits set; waiters only
  *   while nfree == 0, and the waiter list holds nwait entries.
  */
 #ifndef DMM_POOL_INTERNAL_H
@@ -64,7 +66,7 @@ struct dmm_pool {
     unsigned char *base; /* block 0 */
     size_t span;         /* capacity * stride */
     unsigned shift;      /* log2(stride) when stride is a power of two, else 0xFF */
-    uint32_t *free_list;
+    uint32_t *free_list; /* byte offsets of the free blocks */
     uint64_t *bitmap;    /* NULL at harden=off */
     pool_waiter *whead, *wtail;
     size_t nwait;

@@ -8,6 +8,8 @@
  *   dmm-config format TEXT                prints the normalised text
  *   dmm-config header TEXT [--name NAME]  prints the frozen config header
  *   dmm-config fields --json              prints the field list as JSON
+ *   --pool (with any command)             the same for the pool's config
+ *                                         (include/dmm/pool.h, docs/pool.md)
  *
  * TEXT is a preset name or key=value pairs (docs/heap.md, "Text form");
  * fields it does not name keep dmm_heap_default_config's values.
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "dmm/heap.h"
+#include "dmm/pool.h"
 
 #define PROG "dmm-config"
 
@@ -31,6 +34,8 @@ static void usage(FILE *f)
             "       " PROG " header TEXT [--name NAME]  print a header freezing TEXT at build time\n"
             "                                          (configs/frozen/*.h; -DDMM_FROZEN_CONFIG=FILE)\n"
             "       " PROG " fields --json              print the fields: kinds, values, defaults\n"
+            "       " PROG " --pool COMMAND ...         the same for a pool config (block=64,align=32,...;\n"
+            "                                          docs/pool.md; headers for -DDMM_POOL_CONFIG_HEADER)\n"
             "       " PROG " --help\n"
             "TEXT: a preset name (");
     for (int i = 0; i < DMM_PRESET_COUNT; i++)
@@ -120,6 +125,37 @@ static size_t w_fields(const void *arg, const char *name, char *buf, size_t cap)
     return dmm_heap_config_fields_json(buf, cap);
 }
 
+/* ---- the pool's config (--pool) ---- */
+
+static int read_pool(const char *text, dmm_pool_config *cfg)
+{
+    const char *why = NULL;
+    *cfg = dmm_pool_default_config();
+    if (dmm_pool_config_parse(text, cfg, &why) != DMM_OK) {
+        fprintf(stderr, PROG ": cannot read pool config '%s': %s\n", text, why ? why : "parse error");
+        return -1;
+    }
+    return 0;
+}
+
+static size_t w_pool_format(const void *arg, const char *name, char *buf, size_t cap)
+{
+    (void)name;
+    return dmm_pool_config_format(arg, buf, cap);
+}
+
+static size_t w_pool_header(const void *arg, const char *name, char *buf, size_t cap)
+{
+    return dmm_pool_config_header(arg, name, buf, cap);
+}
+
+static size_t w_pool_fields(const void *arg, const char *name, char *buf, size_t cap)
+{
+    (void)arg;
+    (void)name;
+    return dmm_pool_config_fields_json(buf, cap);
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
     fprintf(stderr, PROG ": ");
@@ -131,8 +167,14 @@ static int bad_usage(const char *fmt, const char *arg)
 int main(int argc, char **argv)
 {
     const char *cmd, *text = NULL, *name = NULL;
-    int json = 0;
+    int json = 0, pool = 0;
     dmm_heap_config cfg;
+    dmm_pool_config pcfg;
+    if (argc > 1 && !strcmp(argv[1], "--pool")) {
+        pool = 1;
+        argv++;
+        argc--;
+    }
     if (argc < 2)
         return bad_usage("%s", "no command given (check, format, header, fields)");
     cmd = argv[1];
@@ -171,10 +213,16 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "fields")) {
         if (!json)
             return bad_usage("%s", "fields: give --json (the field list is written as JSON only)");
-        return print_written(w_fields, NULL, NULL, 1);
+        return print_written(pool ? w_pool_fields : w_fields, NULL, NULL, 1);
     }
     if (!text)
         return bad_usage("%s: give the config TEXT (a preset name or key=value pairs)", cmd);
+    if (pool) {
+        /* parse also validates; "format" prints what was read */
+        if (read_pool(text, &pcfg))
+            return 1;
+        return print_written(!strcmp(cmd, "header") ? w_pool_header : w_pool_format, &pcfg, name, strcmp(cmd, "header") != 0);
+    }
     if (read_config(text, &cfg))
         return 1;
     if (!strcmp(cmd, "format"))
