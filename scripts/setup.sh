@@ -16,6 +16,8 @@ PACKAGES=(
     libgtest-dev googletest clang llvm libclang-rt-dev valgrind
     # Cortex-M4 cross build and size report
     gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
+    # AArch64 cross build, its tests under qemu-user (scripts/test.sh aarch64)
+    gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
     # allocators the benchmarks compare against
     libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev
     libgoogle-perftools4 libtcmalloc-minimal4 libtbbmalloc2

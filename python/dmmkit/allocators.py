@@ -126,14 +126,16 @@ def find_libdmm(tools_dir: str | os.PathLike | None = None) -> tuple[Path | None
 @dataclass
 class Allocator:
     label: str                 # as shown in tables ("glibc", "dmm:tlsf", peer name)
-    kind: str                  # "dmm", "system", "peer"
-    spec: str | None = None    # dmm config text (after "dmm:")
+    kind: str                  # "dmm", "pool", "system", "peer"
+    spec: str | None = None    # dmm config text (after "dmm:"), pool spec (after "pool:")
     lib: Path | None = None    # LD_PRELOAD library
     expect: str | None = None  # dmm-replay --expect NAME
 
     def replay_args(self) -> list[str]:
         if self.kind == "dmm":
             return ["--alloc", "dmm:" + (self.spec or "")]
+        if self.kind == "pool":
+            return ["--alloc", "pool:" + (self.spec or "")]
         args = ["--alloc", "system"]
         if self.expect:
             args += ["--expect", self.expect]
@@ -152,16 +154,16 @@ class Allocator:
 
 def split_allocator_list(values: list[str]) -> list[str]:
     """Splits comma-separated allocator lists.  A dmm config string has
-    commas of its own ("dmm:preset=tlsf,fit=best"): an item with '=' that
-    does not start a new allocator continues the previous dmm config."""
+    commas of its own ("dmm:preset=tlsf,fit=best", "pool:auto;heap=preset=tlsf,fit=best"): an item with '='
+    that does not start a new allocator continues the previous dmm or pool spec."""
     out: list[str] = []
     for v in values:
         for tok in v.split(","):
             tok = tok.strip()
             if not tok:
                 continue
-            if "=" in tok and not tok.startswith("dmm:") and out and out[-1].startswith("dmm:") \
-                    and "=" in out[-1]:
+            if "=" in tok and not tok.startswith(("dmm:", "pool:")) and out \
+                    and out[-1].startswith(("dmm:", "pool:")) and "=" in out[-1]:
                 out[-1] = out[-1] + "," + tok
             else:
                 out.append(tok)
@@ -202,6 +204,10 @@ def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing
             if not spec:
                 raise DmmkitError("allocator 'dmm:' needs a preset or a config, e.g. dmm:tlsf")
             out.append(Allocator(item, "dmm", spec=spec, expect=None))
+        elif item.startswith("pool:"):
+            if not item[5:]:
+                raise DmmkitError("allocator 'pool:' needs classes, e.g. pool:auto;heap=tlsf (docs/replay.md)")
+            out.append(Allocator(item, "pool", spec=item[5:], expect=None))
         elif item in SYSTEM_ALLOCATORS:
             if item == "glibc":
                 out.append(Allocator("glibc", "system", expect="glibc"))
@@ -238,6 +244,7 @@ def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing
         elif item in PRESETS:
             out.append(Allocator("dmm:" + item, "dmm", spec=item))
         else:
-            known = ", ".join(["dmm:PRESET", "dmm:KEY=VALUE,...", *SYSTEM_ALLOCATORS, LIBDMM, *peers])
+            known = ", ".join(["dmm:PRESET", "dmm:KEY=VALUE,...", "pool:CLASSES[;heap=CONFIG]", *SYSTEM_ALLOCATORS,
+                               LIBDMM, *peers])
             raise DmmkitError(f"unknown allocator {item!r} (known: {known}; add others with --peer NAME=/path/lib.so)")
     return out

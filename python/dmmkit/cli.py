@@ -142,6 +142,9 @@ def compare(ctx, traces, allocators, peer, dmm_named, reps, baseline, results, n
               show_default=True, help="Design-space grid (docs/frontend.md).")
 @click.option("--config", "configs", multiple=True, metavar="CONFIG",
               help="Add a configuration (preset or key=value,...); may repeat.")
+@click.option("--pools", is_flag=True,
+              help="Also try each heap behind size-class pools sized from the trace (pool:auto;heap=CONFIG): every "
+                   "heap of the presets/default grids and --config, the presets of the full grid.")
 @click.option("--executor", type=click.Choice(["local", "local-process", "ray"]), default="local",
               show_default=True, help="Where the deterministic measurements run.")
 @click.option("--address", metavar="ADDR", help="Ray cluster address (--executor ray); default: start a local "
@@ -168,8 +171,8 @@ def compare(ctx, traces, allocators, peer, dmm_named, reps, baseline, results, n
               help="Most candidates re-measured frozen (the front first, then the next fronts; presets on the front "
                    "are always included).")
 @click.pass_context
-def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, configs, executor, address, jobs, results,
-            cache_dir, no_cache, reps, no_timing, timing_max, no_instructions, reference, no_pictures, frozen,
+def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, configs, pools, executor, address, jobs,
+            results, cache_dir, no_cache, reps, no_timing, timing_max, no_instructions, reference, no_pictures, frozen,
             frozen_max):
     """Sweep the heap design space on TRACE(s); keep the Pareto front of
     speed vs memory; time the candidates; rank them."""
@@ -178,7 +181,7 @@ def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, conf
                    objective=objective, memory=memory, speed=speed, executor=executor, address=address, jobs=jobs,
                    cache_dir=cache_dir, use_cache=not no_cache, results=results, reps=reps, timing=not no_timing,
                    timing_max=timing_max, instructions=not no_instructions, reference=reference,
-                   pictures=not no_pictures, frozen=frozen, frozen_max=frozen_max, argv=_argv())
+                   pictures=not no_pictures, frozen=frozen, frozen_max=frozen_max, pools=pools, argv=_argv())
     run_explore(_tools(ctx), opts)
 
 

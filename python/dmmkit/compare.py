@@ -93,15 +93,22 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
         if "=" not in nv or not nv.split("=", 1)[0].strip() or not nv.split("=", 1)[1].strip():
             raise DmmkitError(f"--dmm {nv!r}: expected NAME=CONFIG")
         name, spec = (x.strip() for x in nv.split("=", 1))
+        kind = "dmm"
         if spec.startswith("dmm:"):
             spec = spec[4:]
+        elif spec.startswith("pool:"):
+            kind, spec = "pool", spec[5:]
         if any(a.label == name for a in allocs):
             raise DmmkitError(f"--dmm {name}: the name is already used")
-        allocs.append(Allocator(name, "dmm", spec=spec))
+        allocs.append(Allocator(name, kind, spec=spec))
     dmm = [a for a in allocs if a.kind == "dmm"]
     for a, (ok, text) in zip(dmm, check_configs(tools, [a.spec for a in dmm])):
         if not ok:
             raise DmmkitError(f"allocator {a.label}: the heap refuses this config: {text}")
+    pools = [a for a in allocs if a.kind == "pool"]
+    for a, (ok, text) in zip(pools, check_configs(tools, ["pool:" + a.spec for a in pools])):
+        if not ok:
+            raise DmmkitError(f"allocator {a.label}: {text}")
     if not opts.traces:
         raise DmmkitError("compare needs at least one trace")
     for t in opts.traces:

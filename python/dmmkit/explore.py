@@ -71,6 +71,7 @@ class Options:
     frozen: bool = True
     frozen_max: int = 6
     frozen_dir: str | None = None  # base of the frozen build directories (default: dmmkit.frozen.build_base)
+    pools: bool = False  # also every heap behind pool:auto pools (grid.pool_points)
     argv: list[str] = field(default_factory=list)
 
 
@@ -103,6 +104,10 @@ def run_explore(tools: Tools, opts: Options) -> dict:
 
     # ---- grid ---------------------------------------------------------------
     points = gridmod.points_for(opts.grid) if opts.grid != "none" else []
+    for c in opts.configs:
+        if c.startswith("pool:"):
+            raise DmmkitError(f"--config {c!r}: explore's configs are heap configs; --pools puts each of them "
+                              "behind pool:auto pools")
     user_points = [gridmod.Point(c, c) for c in opts.configs]
     if not points and not user_points:
         raise DmmkitError("nothing to explore: --grid none and no --config")
@@ -126,11 +131,14 @@ def run_explore(tools: Tools, opts: Options) -> dict:
             continue
         seen[p.config] = p
         kept.append(p)
+    if opts.pools:
+        kept += gridmod.pool_points(kept, opts.grid, user_points)
     points = kept
     ids = {p.id: p for p in points}
     ref_id = opts.reference if opts.reference in ids else points[0].id
     console.print(f"[bold]explore[/]: {len(refs)} trace(s) x {len(points)} config(s) "
-                  f"({opts.grid} grid, {len(skipped)} invalid combination(s) skipped by the heap's check); "
+                  f"({opts.grid} grid{', with pool fronts' if opts.pools else ''}, {len(skipped)} invalid "
+                  f"combination(s) skipped by the heap's check); "
                   f"build {tools.build_id}")
 
     # ---- deterministic figures ---------------------------------------------
@@ -140,7 +148,7 @@ def run_explore(tools: Tools, opts: Options) -> dict:
     todo = []
     for tr in refs:
         for p in points:
-            hit = cache.get(tr.sha256, p.config, tools.build_id, skey)
+            hit = cache.get(tr.sha256, p.key, tools.build_id, skey)
             if hit is not None:
                 det[(tr.label, p.id)] = hit
             else:
@@ -189,6 +197,7 @@ def run_explore(tools: Tools, opts: Options) -> dict:
             "failed": sum(m.get("failed") or 0 for m in vals),
         }
         configs.append({"id": p.id, "name": p.name, "spec": p.spec, "config": p.config, "preset": p.preset,
+                        "kind": p.kind, "alloc": p.alloc, "key": p.key, "heap_id": p.heap_id or None,
                         "short": gridmod.short_config(p.config), "per_trace": per, "aggregate": agg,
                         "feasible": not reasons, "infeasible_reasons": reasons, "front": False, "timed": False,
                         "timing_front": False})
@@ -243,7 +252,8 @@ def run_explore(tools: Tools, opts: Options) -> dict:
     # ---- pictures -----------------------------------------------------------
     pictures: dict = {}
     if opts.pictures and best:
-        pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det)
+        pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det,
+                                 {c["id"]: c["alloc"] for c in configs})
 
     doc = {
         "schema": "dmmkit-explore/1",
@@ -255,6 +265,8 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         "settings": {"grid": opts.grid, "objective": opts.objective, "memory": opts.memory,
                      "memory_metric": mem_key, "arena": opts.arena, "max_cycles": opts.max_cycles,
                      "reps": opts.reps, "timing": opts.timing, "instructions": opts.instructions,
+                     "pools": ({"front": gridmod.POOL_FRONT, "which": "every heap of the grid and --config"
+                                if opts.grid != "full" else "the presets and --config"} if opts.pools else None),
                      "reference": ref_id, "cache": str(opts.cache_dir) if opts.use_cache else None,
                      "speed": opts.speed, "frozen": opts.frozen, "frozen_max": opts.frozen_max,
                      "speed_metric": ("cycles_avg" if (timed_ids and opts.speed == "cycles") else
@@ -384,7 +396,7 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
         small = min(refs, key=lambda tr: (_trace_fields_ops(by_id, feas, tr.label), tr.label))
         for c in cands:
             m = c["per_trace"].get(small.label) or {}
-            args = ["--alloc", "dmm:" + c["config"], "--arena", str(m.get("arena") or 1 << 20), "--no-timing",
+            args = ["--alloc", c["alloc"], "--arena", str(m.get("arena") or 1 << 20), "--no-timing",
                     "--no-warm"]
             for key, binary in (("runtime_variant", str(tools.replay)),
                                 ("variant", str(builds[c["id"]].replay) if c["id"] in builds else None)):
@@ -408,13 +420,13 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
                 m = c["per_trace"].get(tr.label)
                 if not m:
                     continue
-                hit = cache.get(tr.sha256, c["config"], fr.build_id, skf)
+                hit = cache.get(tr.sha256, c["key"], fr.build_id, skf)
                 if hit is not None:
                     res[(c["id"], tr.label)] = hit
                     hits += 1
                     continue
                 work.append((c, tr, {"replay": str(fr.replay), "trace": tr.path, "valgrind": valgrind,
-                                     "lines": [(m["arena"], c["config"])]}))
+                                     "lines": [(m["arena"], c["alloc"])]}))
         tc = prog.add_task(f"instruction counts of the frozen builds (callgrind, {len(work)} run(s), "
                            f"{hits} from the cache)", total=len(work))
         with _cf.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as ex:
@@ -430,7 +442,7 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
                          f"{r.get('error') or 'callgrind counted no instructions'}")
                 else:
                     res[(c["id"], tr.label)] = r
-                    cache.put(tr.sha256, c["config"], builds[c["id"]].build_id, skf, r)
+                    cache.put(tr.sha256, c["key"], builds[c["id"]].build_id, skf, r)
                 prog.advance(tc)
         t_count = time.monotonic() - t_count
 
@@ -526,11 +538,11 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors):
     mem: dict[int, dict] = {}
     mkey = skey + ";part=memory"  # phase A results, kept until phase B completes them
     for i, (tr, p) in enumerate(todo):
-        hit = cache.get(tr.sha256, p.config, tools.build_id, mkey) if valgrind else None
+        hit = cache.get(tr.sha256, p.key, tools.build_id, mkey) if valgrind else None
         if hit is not None:
             mem[i] = hit
     need = [i for i in range(len(todo)) if i not in mem]
-    mem_items = [{"replay": str(tools.replay), "trace": todo[i][0].path, "spec": todo[i][1].config} for i in need]
+    mem_items = [{"replay": str(tools.replay), "trace": todo[i][0].path, "spec": todo[i][1].alloc} for i in need]
     with progress() as prog:
         ta = prog.add_task(f"memory figures + minimum arena ({info.get('executor')}, {workers} workers)",
                            total=len(mem_items))
@@ -545,9 +557,9 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors):
                     res["instructions"] = None
                     res["instr_per_op"] = None
                     det[(tr.label, p.id)] = res
-                    cache.put(tr.sha256, p.config, tools.build_id, skey, res)
+                    cache.put(tr.sha256, p.key, tools.build_id, skey, res)
                 else:
-                    cache.put(tr.sha256, p.config, tools.build_id, mkey, res)
+                    cache.put(tr.sha256, p.key, tools.build_id, mkey, res)
             prog.advance(ta)
         if not valgrind:
             return
@@ -559,7 +571,7 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors):
             for k in range(0, len(idx), CHUNK):
                 chunks.append(idx[k:k + CHUNK])
         items = [{"replay": str(tools.replay), "trace": todo[c[0]][0].path, "valgrind": valgrind,
-                  "lines": [(mem[i]["arena"], todo[i][1].config) for i in c]} for c in chunks]
+                  "lines": [(mem[i]["arena"], todo[i][1].alloc) for i in c]} for c in chunks]
         tb = prog.add_task(f"instruction counts (callgrind, {len(chunks)} run(s))", total=len(mem))
         for j, res, exc in ex.map_unordered(count_instructions, items):
             for k, i in enumerate(chunks[j]):
@@ -575,7 +587,7 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors):
                     m["instructions"] = r["instructions"]
                     m["instr_per_op"] = r["instructions"] / m["ops"] if m.get("ops") else None
                     det[(tr.label, p.id)] = m
-                    cache.put(tr.sha256, p.config, tools.build_id, skey, m)
+                    cache.put(tr.sha256, p.key, tools.build_id, skey, m)
                 prog.advance(tb)
 
 
@@ -659,7 +671,7 @@ def _time_configs(tools, opts, refs, cands, errors):
                              total=len(runs))
         for rep, tr, c in runs:
             m = c["per_trace"].get(tr.label) or {}
-            item = {"replay": str(tools.replay), "trace": tr.path, "args": ["--alloc", "dmm:" + c["config"]],
+            item = {"replay": str(tools.replay), "trace": tr.path, "args": ["--alloc", c["alloc"]],
                     "arena": m.get("arena")}
             try:
                 samples.setdefault((tr.label, c["id"]), []).append(measure_timing(item))
@@ -707,8 +719,10 @@ def dmm_pass_stats(runs: list[dict]) -> dict:
     }
 
 
-def take_pictures(tools: Tools, refs: list[TraceRef], config_ids: list[str], det) -> dict:
-    """Timeline and heap map of each (trace, config): one untimed replay.
+def take_pictures(tools: Tools, refs: list[TraceRef], config_ids: list[str], det,
+                  allocs: dict[str, str] | None = None) -> dict:
+    """Timeline and heap map of each (trace, config): one untimed replay
+    (allocs: id -> --alloc, default dmm:CONFIG; a pool front has no heap map).
     Each file is read through the one loader (schemas.TIMELINE / HEAPMAP); a
     picture that is missing or not valid is left out, with a note."""
     import os
@@ -724,9 +738,10 @@ def take_pictures(tools: Tools, refs: list[TraceRef], config_ids: list[str], det
             m = det[(tr.label, cid)]
             d = tempfile.mkdtemp(prefix="dmmkit-pic-")
             tl, hm = os.path.join(d, "tl.json"), os.path.join(d, "hm.json")
-            res, _ = replay_json(tools, tr.path, ["--alloc", "dmm:" + (m.get("config") or cid),
-                                                  "--arena", str(m.get("arena") or 1 << 20), "--no-timing",
-                                                  "--no-warm", "--timeline", tl, "--heapmap", hm])
+            alloc = (allocs or {}).get(cid) or "dmm:" + (m.get("config") or cid)
+            res, _ = replay_json(tools, tr.path, ["--alloc", alloc, "--arena", str(m.get("arena") or 1 << 20),
+                                                  "--no-timing", "--no-warm", "--timeline", tl]
+                                 + (["--heapmap", hm] if alloc.startswith("dmm:") else []))
             entry = {}
             for key, f, kind in (("timeline", tl, TIMELINE), ("heapmap", hm, HEAPMAP)):
                 entry[key] = None
@@ -819,7 +834,8 @@ def print_explore(doc: dict, top: int = 12) -> None:
         console.print(f"frozen re-measurement off ({fz['reason']}): ranked on the runtime instruction counts")
     if doc.get("best"):
         b = by_id[doc["best"]]
-        console.print(f"[bold]best[/] ({st['objective']}): {b['id']} = {b['name']}\n  config {b['config']}")
+        console.print(f"[bold]best[/] ({st['objective']}): {b['id']} = {b['name']}\n  config {b['config']}"
+                      + (f"\n  behind pools: {b['alloc']}" if b.get("kind") == "pool" else ""))
         if ref and ref["id"] != b["id"]:
             a, r = b["aggregate"], ref["aggregate"]
             if a.get("instr_source"):

@@ -119,6 +119,9 @@ def with_fields(config: str, **fields) -> str:
 def resolve_config(tools: Tools, arg: str, results: str | None) -> tuple[str, str, str, dict | None]:
     """(id, name, normalised config, the explore entry or None)."""
     entry = None
+    if arg.startswith("pool:"):
+        raise DmmkitError(f"CONFIG {arg!r} is a pool front: generate emits a heap allocator only (a frozen pool "
+                          "front is not generated yet); generate its heap (the heap= part) instead")
     if arg in PRESETS:
         ident, name, spec = arg, arg, arg
     elif "=" in arg:
@@ -138,6 +141,11 @@ def resolve_config(tools: Tools, arg: str, results: str | None) -> tuple[str, st
             raise DmmkitError(f"no configuration {arg!r} in {results} (ids: "
                               + ", ".join(list(by_id)[:8]) + (", ..." if len(by_id) > 8 else "") + ")")
         entry = by_id[want]
+        if entry.get("kind") == "pool":
+            raise DmmkitError(f"configuration {entry['id']} ({entry['alloc']}){' (the best)' if arg == 'best' else ''}"
+                              f" is a heap behind pools: generate emits a heap allocator only (a frozen pool front "
+                              f"is not generated yet); generate its heap instead: dmmkit generate "
+                              f"{entry.get('heap_id') or entry['config']} --results {results}")
         ident, name, spec = entry["id"], entry["name"], entry["config"]
     ok, text = check_configs(tools, [spec])[0]
     if not ok:

@@ -13,6 +13,11 @@ duplicates the C rules.
 * `full`: the presets plus the full factorial of org x fit x links x
   order x split x coalesce x quick lists (1920 combinations before
   validation).
+
+With `--pools`, a second dimension: the same heap behind size-class pools
+sized from the trace (`pool:auto;heap=CONFIG`, dmm-replay's pool backend,
+docs/replay.md), for every point of the `presets` and `default` grids and
+of --config, and for the presets only in the `full` grid (pool_points).
 """
 
 from __future__ import annotations
@@ -46,18 +51,57 @@ QUICK = (0, 64)
 GRIDS = ("default", "full", "presets")
 
 
+POOL_FRONT = "auto"  # the pool classes explore puts in front of a heap (sized from the trace)
+
+
 @dataclass
 class Point:
     name: str       # short label ("p2012", "p2012+fit=best", "tlsf/good/doubly/lifo/...")
     spec: str       # what the user or the grid wrote
     config: str = ""  # normalised by the heap (dmm-replay --check-configs)
     preset: bool = False
+    front: str = ""   # pool classes in front of the heap ("auto"), "" for a plain heap
+    heap_name: str = ""  # the plain heap point's name and id, for a pool point
+    heap_id: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "pool" if self.front else "dmm"
+
+    @property
+    def alloc(self) -> str:
+        """dmm-replay's --alloc for this point."""
+        if self.front:
+            return f"pool:{self.front};heap={self.config}"
+        return "dmm:" + self.config
+
+    @property
+    def key(self) -> str:
+        """The cache key's config part: the heap config for a plain heap (as
+        before pools existed), the whole --alloc spec for a pool point."""
+        return self.alloc if self.front else self.config
 
     @property
     def id(self) -> str:
+        if self.front:
+            return f"pool.{self.heap_id}"
         if self.preset:
             return self.name
         return "c" + hashlib.sha1(self.config.encode()).hexdigest()[:8]
+
+
+def pool_point(p: Point, front: str = POOL_FRONT) -> Point:
+    """The heap of p (checked) behind pools: named `pool:auto;heap=NAME`."""
+    return Point(f"pool:{front};heap={p.name}", p.spec, p.config, preset=False, front=front, heap_name=p.name,
+                 heap_id=p.id)
+
+
+def pool_points(points: list[Point], grid: str, user: list[Point]) -> list[Point]:
+    """The pool dimension: every heap of the presets / default grids and
+    of --config; only the presets (and --config) of the full grid, whose
+    1920 heaps would double an already long sweep."""
+    base = [p for p in points if grid != "full" or p.preset or p in user]
+    return [pool_point(p) for p in base if not p.front]
 
 
 def preset_points() -> list[Point]:

@@ -120,6 +120,18 @@ def callgrind_total(outfile: str, stderr: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _misuse_reports(alloc: dict):
+    """The heap's misuse reports, plus the pools' for a pool front."""
+    he, pe = alloc.get("heap_errors"), (alloc.get("pool") or {}).get("pool_errors")
+    return he if pe is None else (he or 0) + pe
+
+
+def alloc_arg(spec: str) -> str:
+    """dmm-replay's --alloc for a spec: a heap config gets "dmm:", a
+    `dmm:...` or `pool:...` spec is taken as it is."""
+    return spec if spec.startswith(("dmm:", "pool:")) else "dmm:" + spec
+
+
 def measure_memory(item: dict) -> dict:
     """Memory figures of one (trace, config), natively: the minimum arena
     (dmm-replay --min-arena) and one untimed replay for footprint,
@@ -127,12 +139,12 @@ def measure_memory(item: dict) -> dict:
     chosen here: room for the trace even where a multi-threaded interleaving
     needs more than the sequential minimum).  Raises TaskError."""
     replay, trace, spec = item["replay"], item["trace"], item["spec"]
-    alloc = ["--alloc", "dmm:" + spec]
+    alloc = ["--alloc", alloc_arg(spec)]
     out: dict = {"spec": spec, "measure_version": MEASURE_VERSION}
 
     p, ma = _replay(replay, trace, [*alloc, "--min-arena"])
     if p.returncode != 0 or ma is None:
-        raise TaskError(f"dmm-replay --min-arena failed for dmm:{spec} on {trace}: {_err(p)}")
+        raise TaskError(f"dmm-replay --min-arena failed for {alloc_arg(spec)} on {trace}: {_err(p)}")
     mi = ma.get("min_arena") or {}
     tr = ma.get("trace") or {}
     out["ops"] = tr.get("ops")
@@ -153,7 +165,7 @@ def measure_memory(item: dict) -> dict:
     for attempt in range(2):
         p, d = _replay(replay, trace, [*alloc, "--arena", str(arena), "--no-timing", "--no-warm"])
         if p.returncode != 0 or d is None:
-            raise TaskError(f"dmm-replay failed for dmm:{spec} on {trace}: {_err(p)}")
+            raise TaskError(f"dmm-replay failed for {alloc_arg(spec)} on {trace}: {_err(p)}")
         if (d.get("failed") or 0) > 0 and attempt == 0 and not item.get("arena"):
             arena = _round_up(arena * 4, 4096)  # the interleaving needed more room: once more
             continue
@@ -165,7 +177,7 @@ def measure_memory(item: dict) -> dict:
     out.update({
         "failed": d.get("failed"),
         "skipped": d.get("skipped"),
-        "heap_errors": (d.get("allocator") or {}).get("heap_errors"),
+        "heap_errors": _misuse_reports(d.get("allocator") or {}),
         "peak_footprint": mem.get("peak_footprint"),
         "footprint_at_peak_live": frag.get("footprint_at_peak_live"),
         "frag3": frag.get("frag3"),

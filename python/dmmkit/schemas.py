@@ -79,7 +79,8 @@ CONFIG = Obj({"id": Str, "name": Str, "config": Str, "preset": Bool, "feasible":
               "aggregate": AGGREGATE},
              {"per_trace": Opt(Map(Opt(PER_TRACE))), "infeasible_reasons": Arr(Str), "timing_front": OBOOL,
               "frozen_front": OBOOL, "frozen_candidate": OBOOL, "timed": OBOOL,
-              "frozen": Opt(Obj(optional={"status": OSTR}))})
+              "frozen": Opt(Obj(optional={"status": OSTR})), "kind": Opt(Enum("dmm", "pool")), "alloc": OSTR,
+              "key": OSTR, "heap_id": OSTR})
 
 FROZEN = Obj(optional={"enabled": OBOOL, "measured": Opt(Arr(Str)), "candidates": Opt(Arr(Str)),
                        "runtime_over_frozen_median": ONUM, "seconds": Opt(Map(ONUM)), "builds": Opt(Map(Opt(COUNT))),

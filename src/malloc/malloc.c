@@ -401,6 +401,14 @@ static void global_init(void)
         dmm_port_cpu_relax();
 }
 
+/* Initialise while the process still has one thread.  A fork() taken while
+ * another thread is inside global_init (state 1) would leave the child
+ * spinning forever on a state that no thread of its own will ever finish
+ * (MallocThreads.ForkChildAllocates hung so under load); after this
+ * constructor, only code that runs before constructors (still single
+ * threaded) can meet a state other than 2. */
+__attribute__((constructor)) static void global_init_at_load(void) { global_init(); }
+
 void dmm_malloc_set_harden(int on) { G.harden = on != 0; }
 
 /* ---- segments and pages ---- */

@@ -446,33 +446,13 @@ void *dmm_pool_alloc_wait(dmm_pool *p, int64_t timeout_ns)
     return b;
 }
 
-#define BAD_OFFSET UINT32_MAX /* never a block's offset: blocks are at least 1 byte, so the last starts lower */
-
-/* Byte offset of the block ptr, validated at harden >= checked (lock held);
- * BAD_OFFSET after a report. */
-static DMM_ALWAYS_INLINE uint32_t offset_of(dmm_pool *p, const void *ptr)
+/* A rejected free: reported, nothing written; kept out of line so the
+ * fast path needs no stack frame. */
+static DMM_NOINLINE void reject(dmm_pool *p, dmm_error_kind kind, const void *ptr, const char *msg)
 {
-    uintptr_t off = (uintptr_t)ptr - (uintptr_t)p->base;
-    if (PL_HARDEN(p) < DMM_HARDEN_CHECKED)
-        return (uint32_t)off;
-    if ((uintptr_t)ptr < (uintptr_t)p->base || off >= p->span) {
-        report(p, DMM_ERR_FOREIGN_POINTER, DMM_OP_FREE, ptr, "pointer is not inside this pool's blocks");
-        return BAD_OFFSET;
-    }
-    uint32_t i = index_at(p, off);
-    if (off != (size_t)i * p->stride) {
-        report(p, DMM_ERR_MISALIGNED_POINTER, DMM_OP_FREE, ptr, "pointer is inside a pool block, not at its start");
-        return BAD_OFFSET;
-    }
-    if (!bit_get(p->bitmap, i)) {
-        report(p, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, ptr, "pool block is already free");
-        return BAD_OFFSET;
-    }
-    if (PL_HARDEN(p) >= DMM_HARDEN_CANARY && !guard_intact(p, (const unsigned char *)ptr)) {
-        report(p, DMM_ERR_CANARY, DMM_OP_FREE, ptr, "the guard behind a pool block was overwritten (overflow)");
-        return BAD_OFFSET;
-    }
-    return (uint32_t)off;
+    report(p, kind, DMM_OP_FREE, ptr, msg);
+    dmm__pool_unlock(p);
+    DMM_ANN_LEAVE();
 }
 
 void dmm_pool_free(dmm_pool *p, void *ptr)
@@ -481,16 +461,35 @@ void dmm_pool_free(dmm_pool *p, void *ptr)
         return;
     DMM_ANN_ENTER();
     dmm__pool_lock(p);
-    uint32_t off = offset_of(p, ptr);
-    if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED && off == BAD_OFFSET) {
-        dmm__pool_unlock(p);
-        DMM_ANN_LEAVE();
-        return;
+    /* A pointer below base wraps to a huge offset: one comparison covers
+     * both ends. */
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)p->base;
+    uint64_t *word = NULL, bit = 0;
+    if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED) {
+        if (DMM_UNLIKELY(off >= p->span)) {
+            reject(p, DMM_ERR_FOREIGN_POINTER, ptr, "pointer is not inside this pool's blocks");
+            return;
+        }
+        uint32_t i = index_at(p, off);
+        if (DMM_UNLIKELY(off != (size_t)i * p->stride)) {
+            reject(p, DMM_ERR_MISALIGNED_POINTER, ptr, "pointer is inside a pool block, not at its start");
+            return;
+        }
+        word = &p->bitmap[i >> 6];
+        bit = (uint64_t)1 << (i & 63);
+        if (DMM_UNLIKELY(!(*word & bit))) {
+            reject(p, DMM_ERR_DOUBLE_FREE, ptr, "pool block is already free");
+            return;
+        }
+        if (PL_HARDEN(p) >= DMM_HARDEN_CANARY && DMM_UNLIKELY(!guard_intact(p, (const unsigned char *)ptr))) {
+            reject(p, DMM_ERR_CANARY, ptr, "the guard behind a pool block was overwritten (overflow)");
+            return;
+        }
     }
     if (PL_STATS(p) >= DMM_STATS_COUNTERS)
         p->free_count++;
     pool_waiter *w = PL_LOCK(p) != DMM_LOCK_NONE ? p->whead : NULL; /* no lock, no waiters */
-    if (w) {
+    if (DMM_UNLIKELY(w != NULL)) {
         /* Straight to the first waiter: the block stays handed out. */
         p->whead = w->next;
         if (!p->whead)
@@ -509,11 +508,11 @@ void dmm_pool_free(dmm_pool *p, void *ptr)
         return;
     }
     if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED)
-        bit_clear(p->bitmap, index_at(p, off));
+        *word &= ~bit;
     if (PL_POISON(p))
         fill_block(p, ptr, DMM_POOL_POISON_BYTE, p->cfg.block_size);
     dmm_ann_free(ptr, (unsigned char *)ptr + p->stride);
-    p->free_list[p->nfree++] = off;
+    p->free_list[p->nfree++] = (uint32_t)off;
     dmm__pool_unlock(p);
     DMM_ANN_LEAVE();
 }

@@ -467,6 +467,124 @@ def t_honest_memory(c):
         check("not exact" in p.stdout and "fragmentation  not measured" in p.stdout, p.stdout)
 
 
+def pool_checks(d, classes):
+    """What every pool: replay reports: the classes, each pool's statistics,
+    the front's routing counts, and memory figures that add up."""
+    a, m = d["allocator"], d["memory"]
+    check(a["kind"] == "pool" and a["detected"] == "pool", "kind %s" % a["kind"])
+    check(a["pool"]["classes"] == classes, "classes %s != %s" % (a["pool"]["classes"], classes))
+    check(a["heap_errors"] == 0 and a["pool"]["pool_errors"] == 0, "misuse reports")
+    pools = m["pools"]
+    want = [tuple(int(x) for x in c.split("x")) for c in classes.split("/")] if classes else []
+    check(len(pools) == len(want), "one stats object per pool: %s" % pools)
+    for st, (size, count) in zip(pools, want):
+        check(st["block_size"] == size and st["capacity"] >= count, "pool %s: %s" % (size, st))
+        check(st["live_blocks"] == 0, "every block given back at the end: %s" % st)
+    fr = m["front"]
+    for k in ("pool_allocs", "heap_allocs", "pool_full"):
+        check(isinstance(fr[k], int) and fr[k] >= 0, "front %s" % k)
+    check(m["pool_bytes"] > 0 or not classes, "pool bytes")
+    pk = m["at_peak_live"]
+    check(m["peak_footprint"] >= pk["footprint"] >= m["pool_bytes"], "footprint includes the pools: %s" % m)
+    f = d["fragmentation"]
+    if f:
+        check(f["internal_waste"] >= 0 and f["external_waste"] >= 0, "waste %s" % f)
+        check(pk["footprint"] == pk["used"] + f["external_waste"] + f["metadata"],
+              "footprint = used + external + metadata")
+    return fr
+
+
+def t_pool(c):
+    # auto: power-of-two classes sized from the trace's per-class peak in
+    # trace order (simple.txt: 48 -> 64 B once; 100 -> 128 B once, the
+    # realloc to 500 leaves the pools; 200 and the 200-byte calloc -> 256 B twice)
+    # (with auto512 the 500-byte realloc has a class of its own)
+    for spec, classes in [("auto", "64x1/128x1/256x2"), ("auto;heap=tlsf", "64x1/128x1/256x2"),
+                          ("auto512;heap=dlmalloc", "64x1/128x1/256x2/512x1")]:
+        d, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "pool:" + spec, "--verify", "--reps", "2"])
+        common_checks(d, 900, 3, 10)
+        check(d["verify"] == "pass", "verify")
+        fr = pool_checks(d, classes)
+        check(fr["pool_allocs"] >= 3, "the 100, 200 and calloc 200 requests come from the pools: %s" % fr)
+        check(fr["pool_full"] == 0, "profile-sized pools are never full in trace order: %s" % fr)
+        check(d["allocator"]["pool"]["sizing"].startswith("auto"), "sizing")
+    # explicit classes, pool keys, a heap config
+    spec = "16x10/32x10/128x4/256x4;harden=canary;poison=on;heap=preset=dlmalloc,quick_max=0"
+    d, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "pool:" + spec, "--verify", "--reps", "2"])
+    common_checks(d, 900, 3, 10)
+    check(d["verify"] == "pass", "verify (explicit)")
+    pool_checks(d, "16x10/32x10/128x4/256x4")
+    check("harden=canary" in d["allocator"]["pool"]["config"], "pool keys applied: %s" % d["allocator"]["pool"])
+    check("quick_max=0" in d["allocator"]["config"], "heap config applied: %s" % d["allocator"]["config"])
+    # pools full: a single 256-byte block; the second 256-byte request goes to the heap
+    d, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "pool:256x1", "--verify"])
+    common_checks(d, 900, 3, 10)
+    fr = pool_checks(d, "256x1")
+    check(fr["pool_full"] >= 1 and fr["heap_allocs"] >= 2, "a full pool sends requests to the heap: %s" % fr)
+    # threads: the pools get a lock too
+    d, _ = c.replay_json(c.data("mt.txt"), ["--alloc", "pool:auto;heap=tlsf", "--verify", "--reps", "2"])
+    common_checks(d, 5396, 3, 9)
+    check(d["verify"] == "pass", "verify (threads)")
+    check(d["allocator"]["pool"]["lock_forced"] is True and d["allocator"]["lock_forced"] is True, "locks forced")
+    # --min-arena: the smallest arena (pools + heap) with no failed allocation
+    d, _ = c.replay_json(c.data("trivial.txt"), ["--alloc", "pool:auto", "--min-arena"])
+    ma = d["min_arena"]
+    check(ma["found"] is True and ma["bytes"] >= ma["lower_bound"], "min arena %s" % ma)
+    ok, _ = c.replay_json(c.data("trivial.txt"), ["--alloc", "pool:auto", "--arena", str(ma["bytes"]), "--verify"])
+    check(ok["failed"] == 0 and ok["verify"] == "pass", "the arena found replays")
+    if ma["bytes"] - GRAN >= ma["lower_bound"]:
+        bad, _ = c.replay_json(c.data("trivial.txt"), ["--alloc", "pool:auto", "--arena", str(ma["bytes"] - GRAN)])
+        check(bad["failed"] > 0, "one granule less must fail")
+    # the console names the pools
+    p = c.run("replay", [c.data("simple.txt"), "--alloc", "pool:auto", "--no-timing"])
+    check("pools 64x1/128x1/256x2" in p.stdout, p.stdout)
+    # --count-sweep and --check-configs take pool lines
+    cfg = os.path.join(c.tmp, "sweep.txt")
+    with open(cfg, "w") as f:
+        f.write("1048576 pool:auto;heap=tlsf\n1048576 pool:16x0\n1048576 dmm:tlsf\n")
+    p = c.run("replay", [c.data("simple.txt"), "--count-sweep", cfg])
+    lines = p.stdout.splitlines()
+    check(lines[0] == "ok 1 0" and lines[1].startswith("error 2 ") and "16x0" in lines[1] and lines[2] == "ok 3 0",
+          "count sweep: %s" % lines)
+    p = subprocess.run([c.a.replay, "--check-configs", "-"], input="pool:auto;heap=tlsf\npool:auto;heap=nosuch\n",
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    lines = p.stdout.splitlines()
+    check(p.returncode == 0 and lines[0] == "ok pool:auto;heap=tlsf" and lines[1].startswith("error ")
+          and "nosuch" in lines[1], "check-configs: %s" % lines)
+
+
+def t_pool_bad_specs(c):
+    bad = {
+        "pool:": "empty specification",
+        "pool:16x0": "'16x0'",
+        "pool:16xx": "'16xx'",
+        "pool:16": "'16'",
+        "pool:16x4/": "empty class",
+        "pool:auto100": "'auto100'",
+        "pool:auto8": "'auto8'",
+        "pool:16x1/16x2": "given twice",
+        "pool:auto;harden=bogus": "'harden=bogus'",
+        "pool:auto;frob=1": "'frob=1'",
+        "pool:auto;block=64": "block size comes from the classes",
+        "pool:auto;heap=nosuch": "'nosuch'",
+        "pool:auto;heap=preset=tlsf,fit=sideways": "fit=sideways",
+        "pool:auto;heap=tlsf;heap=dlmalloc": "heap= given twice",
+        "pool:auto;;heap=tlsf": "empty part",
+        "pool:auto;foo": "'foo'",
+        "pool:" + "/".join("%dx1" % (16 * (i + 1)) for i in range(17)): "more than 16 classes",
+    }
+    for spec, want in bad.items():
+        p = c.run("replay", [c.data("simple.txt"), "--alloc", spec, "--no-timing"], expect=2)
+        msg = p.stderr.strip()
+        check(want in msg and msg.count("\n") == 0, "%s: message %r lacks %r" % (spec, msg, want))
+    c.run("replay", [c.data("simple.txt"), "--alloc", "pool:auto", "--arena", "64"], expect=2)
+    p = c.run("replay", [c.data("simple.txt"), "--alloc", "pool:auto", "--heapmap", os.path.join(c.tmp, "h.json")],
+              expect=2)
+    check("--heapmap" in p.stderr, p.stderr)
+    p = c.run("replay", [c.data("simple.txt"), "--alloc", "poolx"], expect=2)
+    check("pool:..." in p.stderr, "the usage names pool:: %s" % p.stderr)
+
+
 TESTS = {
     "dmm_presets": t_dmm_presets,
     "system": t_system,
@@ -481,6 +599,8 @@ TESTS = {
     "hostile": t_hostile,
     "outputs": t_outputs,
     "honest_memory": t_honest_memory,
+    "pool": t_pool,
+    "pool_bad_specs": t_pool_bad_specs,
 }
 
 

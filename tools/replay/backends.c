@@ -583,24 +583,25 @@ static void dmm_destroy(rp_backend *rb)
 
 /* --min-arena: 1 = replays with no failed allocation, 0 = fails (or init
  * refused), -1 = engine error, -4 = verify failure. */
-static int try_arena(dmm_backend *b, rp_plan *p, size_t size, int verify, rp_pass_result *keep, uint64_t *replays)
+static int try_arena(const rpb_arena_ops *ops, rp_plan *p, size_t size, int verify, rp_pass_result *keep,
+                     uint64_t *replays)
 {
     rp_pass_opts po;
     rp_pass_result r;
     int rc;
-    if (dmmb_init(b, size) != DMM_OK)
+    if (ops->init(ops->rb, size) != DMM_OK)
         return 0;
     memset(&po, 0, sizeof po);
     po.sequential = 1;
     po.stop_on_fail = 1;
     po.verify = verify;
     (*replays)++;
-    if (rp_run_pass(p, &b->rb, &po, &r)) {
+    if (rp_run_pass(p, ops->rb, &po, &r)) {
         rp_pass_result_free(&r);
-        dmmb_fini(b);
+        ops->fini(ops->rb);
         return -1;
     }
-    dmmb_fini(b);
+    ops->fini(ops->rb);
     if (r.verify_failed) {
         fprintf(stderr, "dmm-replay: verify failed at operation %" PRIu64 " with a %zu-byte arena: %s\n",
                 r.verify_index, size, r.verify_msg);
@@ -615,18 +616,17 @@ static int try_arena(dmm_backend *b, rp_plan *p, size_t size, int verify, rp_pas
     return rc;
 }
 
-static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *mr)
+int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_result *mr)
 {
-    dmm_backend *b = (dmm_backend *)rb;
-    const uint64_t G = DMM_HEAP_ALIGN;
-    uint64_t minbuf = dmm_heap_min_buffer(&b->cfg);
-    uint64_t hi = b->want, klo, khi;
+    const uint64_t G = DMM_HEAP_ALIGN, base = ops->base;
+    uint64_t minbuf = ops->heap_min;
+    uint64_t hi = ops->want > base ? ops->want - base : 0, klo, khi;
     char err[200];
     rp_pass_result gr;
     int rc;
     memset(mr, 0, sizeof *mr);
     mr->gran = G;
-    mr->lower = minbuf;
+    mr->lower = base + minbuf;
     if (rp_plan_flatten(p)) {
         snprintf(mr->why, sizeof mr->why, "out of memory");
         return -1;
@@ -637,35 +637,37 @@ static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *
                  p->impossible, p->impossible == 1 ? "" : "s");
         return 0;
     }
+    /* hi, klo, khi, k * G: bytes of the heap's part (after `base`) */
     if (hi < minbuf)
         hi = minbuf;
     hi = (hi + G - 1) / G * G;
     /* a generous arena that works: double until it does */
     for (;;) {
-        if (dmmb_map(b, (size_t)hi, 0, err, sizeof err)) {
-            snprintf(mr->why, sizeof mr->why, "no arena up to %" PRIu64 " bytes replays without failures (%s)", hi,
-                     err);
+        if (dmmb_map(ops->map, (size_t)(base + hi), 0, err, sizeof err)) {
+            snprintf(mr->why, sizeof mr->why, "no arena up to %" PRIu64 " bytes replays without failures (%s)",
+                     base + hi, err);
             return 0;
         }
-        rc = try_arena(b, p, (size_t)hi, verify, &gr, &mr->replays);
+        rc = try_arena(ops, p, (size_t)(base + hi), verify, &gr, &mr->replays);
         if (rc == 1)
             break;
-        dmmb_unmap(b);
+        dmmb_unmap(ops->map);
         if (rc < 0)
             return rc;
         if (hi > ((uint64_t)1 << 42)) {
-            snprintf(mr->why, sizeof mr->why, "no arena up to %" PRIu64 " bytes replays without failures", hi);
+            snprintf(mr->why, sizeof mr->why, "no arena up to %" PRIu64 " bytes replays without failures",
+                     base + hi);
             return 0;
         }
         hi *= 2;
     }
-    mr->upper = hi;
+    mr->upper = base + hi;
     /* Sizes are multiples of the granule: k * G.  Everything below minbuf
      * is refused by init, so (ceil(minbuf/G) - 1) * G is a known failure. */
     klo = (minbuf + G - 1) / G - 1;
     khi = hi / G;
     rp_pass_result_free(&gr);
-    if (b->cfg.max_block_log2 == 0) {
+    if (ops->pow2_steps) {
         /* The bin range, and with it the control block, is derived from the
          * arena size and steps up at powers of two, so success is not
          * monotonic across those steps.  Try the largest size below each
@@ -677,7 +679,7 @@ static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *
                 continue;
             if (k >= khi)
                 break;
-            rc = try_arena(b, p, (size_t)(k * G), verify, NULL, &mr->replays);
+            rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays);
             if (rc < 0)
                 return rc;
             if (rc) {
@@ -689,7 +691,7 @@ static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *
     }
     while (khi - klo > 1) {
         uint64_t k = klo + (khi - klo) / 2;
-        rc = try_arena(b, p, (size_t)(k * G), verify, NULL, &mr->replays);
+        rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays);
         if (rc < 0)
             return rc;
         if (rc)
@@ -697,9 +699,27 @@ static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *
         else
             klo = k;
     }
-    mr->bytes = khi * G;
+    mr->bytes = base + khi * G;
     mr->found = 1;
     return 0;
+}
+
+static int dmm_arena_init(rp_backend *rb, size_t size) { return dmmb_init((dmm_backend *)rb, size); }
+static void dmm_arena_fini(rp_backend *rb) { dmmb_fini((dmm_backend *)rb); }
+
+static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *mr)
+{
+    dmm_backend *b = (dmm_backend *)rb;
+    rpb_arena_ops ops;
+    memset(&ops, 0, sizeof ops);
+    ops.rb = rb;
+    ops.map = b;
+    ops.init = dmm_arena_init;
+    ops.fini = dmm_arena_fini;
+    ops.heap_min = dmm_heap_min_buffer(&b->cfg);
+    ops.pow2_steps = b->cfg.max_block_log2 == 0;
+    ops.want = b->want;
+    return rpb_min_arena(&ops, p, verify, mr);
 }
 
 static const rp_backend_class dmm_class = {
@@ -783,7 +803,7 @@ static const rp_backend_class system_class = {
     .destroy = sys_destroy,
 };
 
-const rp_backend_class *const rp_backend_classes[] = {&dmm_class, &system_class, NULL};
+const rp_backend_class *const rp_backend_classes[] = {&dmm_class, &rp_pool_class, &system_class, NULL};
 
 const rp_backend_class *rp_backend_find(const char *alloc, const char **spec, char *err, size_t cap)
 {

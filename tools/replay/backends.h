@@ -2,6 +2,8 @@
  * tools/replay/backends.h - the allocators dmm-replay drives, registered in
  * one table (rp_backend_classes) and chosen by the prefix of --alloc:
  *   dmm:CONFIG  a dmm heap on an mmap'd, prefaulted arena;
+ *   pool:SPEC   size-class pools in front of a dmm heap (dmm_pool_front) on
+ *               the same kind of arena (backend_pool.c);
  *   system      the process's own malloc family (whatever LD_PRELOAD or the
  *               link put there), with detection of which allocator that is.
  * A new component (pool:, multiheap:, spm:, libdmm) adds one class here:
@@ -40,6 +42,7 @@ typedef struct rp_setup {
     uint32_t threads;      /* replay threads (1 for --min-arena) */
     uint64_t arena;        /* --arena, 0 when not given */
     uint64_t peak_live;    /* the trace's peak live bytes */
+    rp_plan *plan;         /* the trace's plan (profile-sized backends read it) */
 } rp_setup;
 
 typedef struct rp_backend_class {
@@ -123,6 +126,27 @@ void dmmb_reset(dmm_backend *b);
 /* Destroys the heap (arena stays mapped). */
 void dmmb_fini(dmm_backend *b);
 void dmmb_unmap(dmm_backend *b);
+
+/* --min-arena for an allocator with a dmm heap on (part of) a mapped arena:
+ * bisects the smallest total size base + k * DMM_HEAP_ALIGN (k * G for the
+ * heap's part, at least heap_min) with no failed allocation. */
+typedef struct rpb_arena_ops {
+    rp_backend *rb;     /* the backend replayed */
+    dmm_backend *map;   /* whose arena is mapped (dmmb_map / dmmb_unmap) */
+    int (*init)(rp_backend *rb, size_t size); /* allocator on the first size bytes; a dmm_status */
+    void (*fini)(rp_backend *rb);
+    uint64_t base;      /* bytes in front of the heap (pools), 0 for a plain heap */
+    uint64_t heap_min;  /* dmm_heap_min_buffer of the heap's config */
+    int pow2_steps;     /* the heap sizes its control block from the arena (max_block_log2 = 0) */
+    uint64_t want;      /* the arena a normal run uses (start of the search) */
+} rpb_arena_ops;
+int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_result *mr);
+
+/* ---- pools in front of a dmm heap (backend_pool.c) ---------------------------- */
+extern const rp_backend_class rp_pool_class;
+/* Checks a pool spec (after "pool:") without sizing it: classes, pool keys
+ * and heap config.  Returns 0, or -1 with the reason in err. */
+int rp_pool_check_spec(const char *spec, char *err, size_t cap);
 
 /* ---- system malloc --------------------------------------------------------- */
 typedef struct sys_backend {

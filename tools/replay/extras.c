@@ -43,6 +43,14 @@ int rpx_check_configs(const char *prog, const char *file)
         dmm_heap_config cfg;
         char err[512], text[1024];
         const char *why = NULL;
+        if (!strncmp(spec, "pool:", 5)) {
+            /* pools in front of a heap: the spec is checked, not sized */
+            if (rp_pool_check_spec(spec + 5, err, sizeof err))
+                printf("error %s\n", err);
+            else
+                printf("ok %s\n", spec);
+            continue;
+        }
         if (!strncmp(spec, "dmm:", 4))
             spec += 4;
         if (dmmb_parse(spec, &cfg, err, sizeof err)) {
@@ -68,6 +76,42 @@ int rpx_check_configs(const char *prog, const char *file)
  * ====================================================================== */
 
 __attribute__((noinline)) void rpx_sweep_mark(unsigned long idx) { __asm__ __volatile__("" : : "r"(idx) : "memory"); }
+
+/* One --count-sweep line for pool:SPEC, through the backend's hooks (a
+ * fresh front on a prefaulted arena, as for a dmm heap). */
+static void count_pool(rp_plan *plan, const char *spec, unsigned long long arena, unsigned long idx)
+{
+    rp_setup s;
+    rp_backend *b;
+    rp_pass_opts po;
+    rp_pass_result r;
+    char err[600];
+    memset(&s, 0, sizeof s);
+    s.threads = 1;
+    s.arena = arena;
+    s.peak_live = plan->peak_live;
+    s.plan = plan;
+    if (!(b = rp_pool_class.create(spec, &s, err, sizeof err))) {
+        printf("error %lu %s\n", idx, err);
+        rpx_sweep_mark(idx);
+        return;
+    }
+    b->cls = &rp_pool_class;
+    if (rp_pool_class.prepare(b, err, sizeof err) || rp_pool_class.begin_pass(b, 1, err, sizeof err)) {
+        printf("error %lu %s\n", idx, err);
+    } else {
+        memset(&po, 0, sizeof po);
+        po.sequential = 1;
+        if (rp_run_pass(plan, b, &po, &r))
+            printf("error %lu replay engine failure\n", idx);
+        else
+            printf("ok %lu %llu\n", idx, (unsigned long long)r.failed);
+        rp_pass_result_free(&r);
+    }
+    rp_pool_class.destroy(b);
+    fflush(stdout);
+    rpx_sweep_mark(idx);
+}
 
 int rpx_count_sweep(const char *prog, rp_plan *plan, const char *file)
 {
@@ -101,6 +145,10 @@ int rpx_count_sweep(const char *prog, rp_plan *plan, const char *file)
         if (arena == 0 || !*spec) {
             printf("error %lu expected 'ARENA CONFIG'\n", idx);
             rpx_sweep_mark(idx);
+            continue;
+        }
+        if (!strncmp(spec, "pool:", 5)) {
+            count_pool(plan, spec + 5, arena, idx);
             continue;
         }
         if (dmmb_parse(spec, &cfg, err, sizeof err) || dmmb_setup(&b, spec, &cfg, 1, err, sizeof err)) {

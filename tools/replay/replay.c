@@ -311,6 +311,55 @@ int rp_plan_flatten(rp_plan *p)
     return 0;
 }
 
+static unsigned class_of(uint64_t size, const uint64_t *bound, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (size <= bound[i])
+            return i;
+    return 255u;
+}
+
+int rp_plan_class_peaks(rp_plan *p, const uint64_t *bound, unsigned n, uint64_t *peak)
+{
+    uint8_t *cls;
+    uint64_t live[255];
+    if (n > 255u || rp_plan_flatten(p))
+        return -1;
+    memset(live, 0, sizeof live);
+    for (unsigned i = 0; i < n; i++)
+        peak[i] = 0;
+    if (!(cls = rp_big_alloc(p->nslots ? p->nslots : 1)))
+        return -1;
+    memset(cls, 0xFF, p->nslots ? p->nslots : 1);
+    for (size_t i = 0; i < p->flat_len; i++) {
+        const rp_op *op = &p->flat[i];
+        unsigned c, was = cls[op->slot];
+        switch (op->kind) {
+        case DMM_T_MALLOC:
+        case DMM_T_CALLOC:
+        case DMM_T_ALIGNED:
+        case DMM_T_REALLOC:
+            if (op->kind == DMM_T_REALLOC && op->size == 0)
+                c = 255u; /* realloc(p, 0) frees */
+            else
+                c = class_of(op->size, bound, n);
+            break;
+        case DMM_T_FREE:
+            c = 255u;
+            break;
+        default:
+            continue;
+        }
+        if (was != 255u)
+            live[was]--;
+        cls[op->slot] = (uint8_t)c;
+        if (c != 255u && ++live[c] > peak[c])
+            peak[c] = live[c];
+    }
+    rp_big_free(cls);
+    return 0;
+}
+
 void rp_plan_free(rp_plan *p)
 {
     if (p->stream)

@@ -86,6 +86,13 @@ typedef struct rp_plan {
 int rp_plan_build(const dmm_trace *t, rp_plan *p, char *err, size_t errcap);
 /* Fills p->flat (trace order, no SYNCs) for sequential replays. */
 int rp_plan_flatten(rp_plan *p);
+/* Size classes bounded by bound[0] < bound[1] < ... < bound[n-1]: a request
+ * of s bytes belongs to the first class with s <= bound (0 bytes: the
+ * first), none when s > bound[n-1].  peak[i] = the most objects live at once
+ * in class i, in trace order (a realloc moves its object to the class of
+ * the new size).  Flattens the plan.  Returns 0, or -1 (out of memory, or
+ * n > 255). */
+int rp_plan_class_peaks(rp_plan *p, const uint64_t *bound, unsigned n, uint64_t *peak);
 void rp_plan_free(rp_plan *p);
 
 /* ---- memory samples ---------------------------------------------------------- */

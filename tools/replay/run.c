@@ -208,6 +208,7 @@ int rp_run_setup(rp_run *r, const rp_options *o)
     s.threads = o->min_arena ? 1 : r->plan.threads;
     s.arena = o->arena;
     s.peak_live = r->plan.peak_live;
+    s.plan = &r->plan;
     if (!(r->b = r->cls->create(spec, &s, err, sizeof err))) {
         fprintf(stderr, PROG ": %s\n", err);
         return RP_EXIT_USAGE;

@@ -7,12 +7,31 @@
 #include <stdatomic.h>
 
 #include "dmm/vec.h"
+#include "../port.h"
+
+#ifndef DMM_ASSERT_LEVEL
+#define DMM_ASSERT_LEVEL 0
+#endif
+/* The contract's alignment and size rule, checked at assertion level >= 1
+ * (debug builds): a violation would otherwise write outside the block or
+ * fault on an aligned move. */
+#define VEC_REQUIRE(c)                                                                                       \
+    do {                                                                                                     \
+        if (DMM_ASSERT_LEVEL >= 1 && !(c))                                                                   \
+            dmm_port_assert_fail(#c, __FILE__, __LINE__);                                                    \
+    } while (0)
+#define VEC_ALIGNED(p) (((uintptr_t)(p) & (DMM_VEC_GRANULE - 1)) == 0)
 
 #if DMM_VEC_ARCH
 /* Implementations of this architecture that the CPU runs, best first. */
 unsigned dmm__vec_arch_impls(const dmm_vec_impl **out, unsigned cap);
 #endif
 
+/* The portable implementation: two 8-byte words per 16-byte granule.  The
+ * stores are volatile so that the compiler neither turns the loop into a
+ * call of memset/memcpy (there is none on a freestanding build, and on a
+ * hosted one dmm_vec_memset is what memset-like code should call) nor
+ * vectorises it behind the dispatcher's back. */
 static void portable_memset(void *dst, int c, size_t n)
 {
     uint64_t w = (uint64_t)(unsigned char)c * 0x0101010101010101ull;
@@ -89,11 +108,13 @@ dmm_status dmm_vec_select(const char *name)
 
 void dmm_vec_memset(void *dst, int c, size_t n)
 {
+    VEC_REQUIRE(VEC_ALIGNED(dst) && n % DMM_VEC_GRANULE == 0);
     current()->memset(dst, c, n);
 }
 
 void dmm_vec_memcpy(void *dst, const void *src, size_t n)
 {
+    VEC_REQUIRE(VEC_ALIGNED(dst) && VEC_ALIGNED(src) && n % DMM_VEC_GRANULE == 0);
     current()->memcpy(dst, src, n);
 }
 
