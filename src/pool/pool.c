@@ -9,7 +9,7 @@
 
 /* ---- lock and reports ------------------------------------------------------ */
 
-void dmm__pool_lock(dmm_pool *p)
+void dmm__pool_lock_slow(dmm_pool *p)
 {
     switch (PL_LOCK(p)) {
     case DMM_LOCK_NONE:
@@ -27,7 +27,7 @@ void dmm__pool_lock(dmm_pool *p)
     }
 }
 
-void dmm__pool_unlock(dmm_pool *p)
+void dmm__pool_unlock_slow(dmm_pool *p)
 {
     switch (PL_LOCK(p)) {
     case DMM_LOCK_NONE:
@@ -338,16 +338,24 @@ static DMM_ALWAYS_INLINE uint32_t index_at(const dmm_pool *p, size_t off)
     return (uint32_t)(p->shift != 0xFFu ? off >> p->shift : off / p->stride);
 }
 
+/* Poison verified, guard written: out of line, so the plain path stays
+ * small where they are run-time options. */
+static DMM_NOINLINE void hand_out_checks(dmm_pool *p, unsigned char *b)
+{
+    if (PL_POISON(p) && !poison_intact(p, b))
+        report(p, DMM_ERR_POISON, DMM_OP_MALLOC, b, "a free pool block was written after it was freed");
+    if (PL_HARDEN(p) >= DMM_HARDEN_CANARY)
+        guard_write(p, b);
+}
+
 /* Marks the block at byte offset off handed out (lock held); its address. */
 static DMM_ALWAYS_INLINE unsigned char *hand_out(dmm_pool *p, uint32_t off)
 {
     unsigned char *b = p->base + off;
     if (PL_HARDEN(p) >= DMM_HARDEN_CHECKED)
         bit_set(p->bitmap, index_at(p, off));
-    if (PL_POISON(p) && !poison_intact(p, b))
-        report(p, DMM_ERR_POISON, DMM_OP_MALLOC, b, "a free pool block was written after it was freed");
-    if (PL_HARDEN(p) >= DMM_HARDEN_CANARY)
-        guard_write(p, b);
+    if (PL_POISON(p) || PL_HARDEN(p) >= DMM_HARDEN_CANARY)
+        hand_out_checks(p, b);
     dmm_ann_alloc(b, p->cfg.block_size, b + p->stride);
     if (PL_STATS(p) >= DMM_STATS_COUNTERS) {
         p->alloc_count++;

@@ -87,9 +87,20 @@ struct dmm_pool {
     uint64_t magic;
 };
 
-/* Shared by the pool's files. */
-void dmm__pool_lock(dmm_pool *p);
-void dmm__pool_unlock(dmm_pool *p);
+/* Shared by the pool's files.  The lock: an unlocked pool (the common
+ * single-threaded and frozen case) pays one test, inline. */
+void dmm__pool_lock_slow(dmm_pool *p);
+void dmm__pool_unlock_slow(dmm_pool *p);
+static inline void dmm__pool_lock(dmm_pool *p)
+{
+    if (PL_LOCK(p) != DMM_LOCK_NONE)
+        dmm__pool_lock_slow(p);
+}
+static inline void dmm__pool_unlock(dmm_pool *p)
+{
+    if (PL_LOCK(p) != DMM_LOCK_NONE)
+        dmm__pool_unlock_slow(p);
+}
 void dmm__pool_report(const dmm_pool_config *cfg, uint64_t *count, dmm_error_kind kind, dmm_op op, const void *ptr,
                       const char *msg);
 /* The pool's config with align resolved and the frozen fields applied;
