@@ -13,7 +13,9 @@
 #   3. release build of the native tools and the recorder
 #   4. dmmkit explore on the seed-001 kernel traces (the P2012-shaped
 #      workloads: integral, gaussian, fast, matmul and their randomised-free
-#      variants), objective speed
+#      variants), objective speed; with --pools every heap is also tried
+#      behind size-class pools sized from each trace (pool:auto;heap=X), so
+#      the ranking shows whether pools pay off on these workloads
 #   5. dmmkit explore on the seed-000 program traces (rbtree, dijkstra, fft,
 #      fft_inv, stringsearch, dfs, mst), objective balanced
 #   6. dmmkit compare on every bundled trace (also larson and fast with 4
@@ -70,8 +72,8 @@ for f in "${KERNELS[@]}" "${PROGRAMS[@]}" "${STRESS[@]}"; do
     [ -f "$f" ] || { echo "main: bundled trace $f is missing (scripts/make_traces.sh makes them)" >&2; exit 1; }
 done
 
-say "4/7 explore ($GRID grid): P2012-shaped kernel traces, objective speed"
-"${DMMKIT[@]}" explore "${KERNELS[@]}" --grid "$GRID" --objective speed -j "$JOBS" "${CACHE[@]}" \
+say "4/7 explore ($GRID grid, each heap also behind pools): P2012-shaped kernel traces, objective speed"
+"${DMMKIT[@]}" explore "${KERNELS[@]}" --grid "$GRID" --pools --objective speed -j "$JOBS" "${CACHE[@]}" \
     --results out/explore-kernels.json
 
 say "5/7 explore ($GRID grid): seed-000 program traces, objective balanced"
