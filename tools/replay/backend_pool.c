@@ -512,11 +512,6 @@ static int pool_peak_footprint(rp_backend *rb, uint64_t *v, const char **method)
     return 1;
 }
 
-static const char *stats_name(dmm_heap_stats_level s)
-{
-    return s == DMM_STATS_FULL ? "full" : s == DMM_STATS_COUNTERS ? "counters" : "off";
-}
-
 static void pool_json(rp_backend *rb, tj *j)
 {
     pool_backend *b = (pool_backend *)rb;
@@ -524,7 +519,7 @@ static void pool_json(rp_backend *rb, tj *j)
     tj_str(j, "name", b->spec);
     tj_str(j, "config", b->hb.cfgtext); /* the heap's, as for dmm: */
     tj_str(j, "detected", "pool");
-    tj_str(j, "stats", stats_name(b->hb.cfg.stats));
+    tj_str(j, "stats", rpb_stats_name(b->hb.cfg.stats));
     tj_bool(j, "stats_forced", b->hb.stats_forced);
     tj_bool(j, "lock_forced", b->hb.lock_forced);
     tj_str(j, "variant", b->hb.variant ? b->hb.variant : "");

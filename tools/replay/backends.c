@@ -532,7 +532,7 @@ static int dmm_peak_footprint(rp_backend *rb, uint64_t *v, const char **method)
     return 1;
 }
 
-static const char *stats_name(dmm_heap_stats_level s)
+const char *rpb_stats_name(dmm_heap_stats_level s)
 {
     return s == DMM_STATS_FULL ? "full" : s == DMM_STATS_COUNTERS ? "counters" : "off";
 }
@@ -544,7 +544,7 @@ static void dmm_json(rp_backend *rb, tj *j)
     tj_str(j, "name", b->spec);
     tj_str(j, "config", b->cfgtext);
     tj_str(j, "detected", "dmm");
-    tj_str(j, "stats", stats_name(b->cfg.stats));
+    tj_str(j, "stats", rpb_stats_name(b->cfg.stats));
     tj_bool(j, "stats_forced", b->stats_forced);
     tj_bool(j, "lock_forced", b->lock_forced);
     tj_str(j, "variant", b->variant ? b->variant : "");

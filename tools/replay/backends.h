@@ -142,6 +142,9 @@ typedef struct rpb_arena_ops {
 } rpb_arena_ops;
 int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_result *mr);
 
+/* A heap statistics level as the config text spells it (the JSON's "stats"). */
+const char *rpb_stats_name(dmm_heap_stats_level s);
+
 /* ---- pools in front of a dmm heap (backend_pool.c) ---------------------------- */
 extern const rp_backend_class rp_pool_class;
 /* Checks a pool spec (after "pool:") without sizing it: classes, pool keys
