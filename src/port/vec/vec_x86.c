@@ -63,9 +63,10 @@ static AVX2_FN void avx2_memset(void *dst, int c, size_t n)
     }
     if (n > 128) {
         /* The loop's first store: at the first 32-byte boundary after d
-         * (the head store covers the bytes before it); from 512 B on, at d
+         * (the head store covers the bytes before it); from 512 B on (512 itself
+         * included: one store fewer, level with glibc there), at d
          * itself when d is 32-byte aligned (see the header). */
-        unsigned char *p = (unsigned char *)(((uintptr_t)d + (n > 512 ? 31 : 32)) & ~(uintptr_t)31);
+        unsigned char *p = (unsigned char *)(((uintptr_t)d + (n >= 512 ? 31 : 32)) & ~(uintptr_t)31);
         if (p != d)
             ST32(d, v);
         while ((size_t)(end - p) > 128) {
@@ -116,7 +117,7 @@ static AVX2_FN void avx2_memcpy(void *dst, const void *src, size_t n)
     /* The four last vectors are loaded first: the loop below may run
      * over them (never past end). */
     __m256i t0 = LD32(send - 128), t1 = LD32(send - 96), t2 = LD32(send - 64), t3 = LD32(send - 32);
-    size_t skip = (size_t)((((uintptr_t)d + (n > 512 ? 31 : 32)) & ~(uintptr_t)31) - (uintptr_t)d);
+    size_t skip = (size_t)((((uintptr_t)d + (n >= 512 ? 31 : 32)) & ~(uintptr_t)31) - (uintptr_t)d);
     if (skip)
         ST32(d, LD32(s));
     unsigned char *p = d + skip;
