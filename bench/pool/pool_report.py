@@ -75,8 +75,8 @@ def main():
              (a.command, a.commit, len(runs)))
     L.append("Machine: %s, %s %s; compiler: %s, flags `%s`." % (doc["machine"]["cpu"], doc["machine"]["system"],
              doc["machine"]["arch"], doc["compiler"], doc["cflags"]))
-    L.append("**Vector implementation in use: `%s` (width %d B)** - the figures for `dmm_pool_memset` are this "
-             "implementation's, not the final AVX2 one's unless it says avx2.\n" % (doc["vec"]["impl"], doc["vec"]["width"]))
+    L.append("**Vector implementation in use: `%s` (width %d B)**: the one `dmm_vec_*` picked on this CPU; the "
+             "`dmm_pool_memset` figures are its.\n" % (doc["vec"]["impl"], doc["vec"]["width"]))
     L.append("Wall-clock figures from a shared 2-core VM: medians of interleaved repetitions; compare rows within "
              "one table, not across machines. Exact instruction counts: bench/results/pool_callgrind.md.\n")
     if ops_meta:
