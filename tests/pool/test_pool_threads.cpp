@@ -87,9 +87,21 @@ TEST_P(PoolContention, ManyThreadsFewBlocksNothingHandedOutTwice)
             dmm_pool_free(pool.p, b);
         }
     };
+    // Start with every block held, so that the workers must queue (the
+    // scheduler alone may never make them wait, under TSan least of all).
+    std::vector<void *> held;
+    while (void *b = dmm_pool_alloc(pool.p))
+        held.push_back(b);
+    ASSERT_EQ(held.size(), cap);
     std::vector<std::thread> ts;
     for (int i = 0; i < threads; i++)
         ts.emplace_back(worker, i);
+    auto until = clk::now() + std::chrono::seconds(30);
+    while (dmm_pool_get_stats(pool.p).waiting == 0 && clk::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_GT(dmm_pool_get_stats(pool.p).waiting, 0u);
+    for (void *b : held)
+        dmm_pool_free(pool.p, b);
     for (auto &t : ts)
         t.join();
     EXPECT_EQ(errors.load(), 0);
@@ -99,6 +111,7 @@ TEST_P(PoolContention, ManyThreadsFewBlocksNothingHandedOutTwice)
     EXPECT_EQ(s.waiting, 0u);
     EXPECT_EQ(s.alloc_count, s.free_count);
     EXPECT_GT(s.wait_count, 0u);
+    EXPECT_GT(s.handoff_count, 0u);
     dmm_pool_check_report r{};
     EXPECT_EQ(dmm_pool_check(pool.p, &r), DMM_OK) << r.detail;
 }
