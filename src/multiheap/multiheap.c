@@ -1,0 +1,623 @@
+/*
+ * src/multiheap/multiheap.c - the distributed multi-heap (docs/multiheap.md).
+ *
+ * Layout of the caller's buffer:
+ *   [pad][struct dmm_mh][mh_node x n][try order: uint16 x n x n][pad to 64]
+ *   [node 0's range][node 1's range] ... [node n-1's range][tail]
+ * Every range is node_bytes long (a multiple of 64) and holds one dmm heap
+ * (CENTRAL: one heap over all ranges).  The owner of a pointer is
+ * (p - base) / node_bytes.
+ *
+ * Locks: one per node heap, through cfg.lock_ops (default: a spin lock in
+ * the node's record).  The node heaps themselves run with lock=none.
+ * Counters are relaxed atomics (several threads may share a home node).
+ *
+ * Queued remote frees: a block freed by a non-owner is pushed on the
+ * owner's lock-free stack (its first word is the link); whoever next holds
+ * the owner's lock drains the stack into the heap.  A drain walks at most
+ * as many blocks as the heap has in use, so a corrupted or cyclic queue
+ * cannot make it loop.
+ */
+#include <stdatomic.h>
+
+#include "../core/bits.h"
+#include "../port/port.h"
+#include "dmm/multiheap.h"
+
+#define MH_MAGIC 0x7061656869746c75ull /* "ultiheap" */
+#define RANGE_ALIGN 64u
+
+typedef struct mh_node {
+    dmm_heap *heap;
+    atomic_flag spin;
+    _Atomic(void *) queue;
+    atomic_bool offline;
+    atomic_size_t local_allocs, remote_allocs, served_remote, skipped_busy, remote_frees, queued_frees, failures,
+        offline_frees;
+} mh_node;
+
+struct dmm_mh {
+    uint64_t magic;
+    dmm_mh_config cfg;
+    unsigned n, width;
+    unsigned char *base;
+    size_t node_bytes;
+    mh_node *nodes;
+    uint16_t *order; /* n x n */
+};
+
+static const char *const policy_names[] = {"lazy", "central", "private", "priority"};
+
+const char *dmm_mh_policy_name(dmm_mh_policy p)
+{
+    return (unsigned)p < 4u ? policy_names[p] : NULL;
+}
+
+static bool streq(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+dmm_status dmm_mh_policy_from_name(const char *name, dmm_mh_policy *out)
+{
+    if (!name || !out)
+        return DMM_E_NULL;
+    for (unsigned i = 0; i < 4; i++)
+        if (streq(name, policy_names[i])) {
+            *out = (dmm_mh_policy)i;
+            return DMM_OK;
+        }
+    return DMM_E_CONFIG;
+}
+
+dmm_mh_config dmm_mh_default_config(unsigned nodes)
+{
+    dmm_mh_config c;
+    dmm_port_memset(&c, 0, sizeof c);
+    c.nodes = nodes;
+    c.policy = DMM_MH_LAZY;
+    c.remote_free = DMM_MH_FREE_LOCKED;
+    c.heap = dmm_heap_preset_config(DMM_PRESET_TLSF);
+    c.on_error = DMM_ON_ERROR_REPORT;
+    return c;
+}
+
+static unsigned width_of(const dmm_mh_config *cfg)
+{
+    if (cfg->mesh_width)
+        return cfg->mesh_width;
+    unsigned w = 1;
+    while (w * w < cfg->nodes)
+        w++;
+    return w;
+}
+
+dmm_status dmm_mh_config_check(const dmm_mh_config *cfg, const char **reason)
+{
+    const char *why = NULL;
+    if (!cfg)
+        why = "no config";
+    else if (cfg->nodes == 0 || cfg->nodes > DMM_MH_MAX_NODES)
+        why = "nodes must be 1..256";
+    else if ((unsigned)cfg->policy > DMM_MH_PRIORITY)
+        why = "unknown policy";
+    else if ((unsigned)cfg->remote_free > DMM_MH_FREE_QUEUE)
+        why = "unknown remote_free";
+    else if (cfg->mesh_width > cfg->nodes)
+        why = "mesh_width is larger than the node count";
+    else if ((cfg->lock_ops.try_lock || cfg->lock_ops.lock || cfg->lock_ops.unlock) &&
+             !(cfg->lock_ops.try_lock && cfg->lock_ops.lock && cfg->lock_ops.unlock))
+        why = "lock_ops needs try_lock, lock and unlock together";
+    else {
+        dmm_heap_config h = cfg->heap;
+        h.lock = DMM_LOCK_NONE;
+        const char *hw = NULL;
+        if (dmm_heap_config_check(&h, &hw) != DMM_OK)
+            why = hw ? hw : "the node heap's config is invalid";
+        else if (cfg->order) {
+            /* every row: a permutation of the nodes, starting with its home */
+            for (unsigned h2 = 0; h2 < cfg->nodes && !why; h2++) {
+                const uint16_t *row = cfg->order + (size_t)h2 * cfg->nodes;
+                if (row[0] != h2)
+                    why = "order: each row must start with its home node";
+                for (unsigned k = 0; k < cfg->nodes && !why; k++) {
+                    if (row[k] >= cfg->nodes)
+                        why = "order: a node id out of range";
+                    for (unsigned j = 0; j < k && !why; j++)
+                        if (row[j] == row[k])
+                            why = "order: a node listed twice in one row";
+                }
+            }
+        }
+    }
+    if (reason)
+        *reason = why;
+    return why ? (cfg ? DMM_E_CONFIG : DMM_E_NULL) : DMM_OK;
+}
+
+static size_t control_bytes(unsigned n)
+{
+    size_t b = dmm_align_up(sizeof(struct dmm_mh), 64) + dmm_align_up((size_t)n * sizeof(mh_node), 64) +
+               dmm_align_up((size_t)n * n * sizeof(uint16_t), 64);
+    return b;
+}
+
+size_t dmm_mh_buffer_size(const dmm_mh_config *cfg, size_t per_node)
+{
+    if (dmm_mh_config_check(cfg, NULL) != DMM_OK)
+        return 0;
+    per_node = dmm_align_up(per_node, RANGE_ALIGN);
+    if (per_node > (SIZE_MAX / 2) / cfg->nodes)
+        return 0;
+    return 63 + control_bytes(cfg->nodes) + RANGE_ALIGN + (size_t)cfg->nodes * per_node;
+}
+
+unsigned dmm_mh_distance(const dmm_mh *mh, unsigned a, unsigned b)
+{
+    unsigned w = mh->width;
+    unsigned ax = a % w, ay = a / w, bx = b % w, by = b / w;
+    return (ax > bx ? ax - bx : bx - ax) + (ay > by ? ay - by : by - ay);
+}
+
+static void default_order(dmm_mh *mh)
+{
+    unsigned n = mh->n;
+    for (unsigned h = 0; h < n; h++) {
+        uint16_t *row = mh->order + (size_t)h * n;
+        unsigned k = 0;
+        row[k++] = (uint16_t)h;
+        /* nearest first, ties by id: insertion by (distance, id) */
+        for (unsigned v = 0; v < n; v++) {
+            if (v == h)
+                continue;
+            unsigned d = dmm_mh_distance(mh, h, v);
+            unsigned j = k;
+            while (j > 1 && dmm_mh_distance(mh, h, row[j - 1]) > d) {
+                row[j] = row[j - 1];
+                j--;
+            }
+            row[j] = (uint16_t)v;
+            k++;
+        }
+    }
+}
+
+dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config *cfg)
+{
+    if (!out || !buf || !cfg)
+        return DMM_E_NULL;
+    *out = NULL;
+    if (dmm_mh_config_check(cfg, NULL) != DMM_OK)
+        return DMM_E_CONFIG;
+    unsigned n = cfg->nodes;
+    uintptr_t at = dmm_align_up_ptr((uintptr_t)buf, 64), end = (uintptr_t)buf + size;
+    size_t ctrl = control_bytes(n);
+    if (at >= end || end - at <= ctrl + RANGE_ALIGN)
+        return DMM_E_TOO_SMALL;
+    dmm_mh *mh = (dmm_mh *)at;
+    dmm_port_memset(mh, 0, ctrl);
+    mh->cfg = *cfg;
+    mh->n = n;
+    mh->width = width_of(cfg);
+    mh->nodes = (mh_node *)(at + dmm_align_up(sizeof(struct dmm_mh), 64));
+    mh->order = (uint16_t *)((uintptr_t)mh->nodes + dmm_align_up((size_t)n * sizeof(mh_node), 64));
+    if (cfg->order)
+        dmm_port_memcpy(mh->order, cfg->order, (size_t)n * n * sizeof(uint16_t));
+    else
+        default_order(mh);
+    mh->cfg.order = mh->order;
+    uintptr_t base = dmm_align_up_ptr(at + ctrl, RANGE_ALIGN);
+    size_t node_bytes = dmm_align_down((size_t)(end - base) / n, RANGE_ALIGN);
+    if (node_bytes == 0)
+        return DMM_E_TOO_SMALL;
+    mh->base = (unsigned char *)base;
+    mh->node_bytes = node_bytes;
+    dmm_heap_config hc = cfg->heap;
+    hc.lock = DMM_LOCK_NONE;
+    hc.error_fn = cfg->error_fn;
+    hc.error_ctx = cfg->error_ctx;
+    hc.on_error = cfg->on_error;
+    for (unsigned i = 0; i < n; i++) {
+        mh_node *nd = &mh->nodes[i];
+        atomic_flag_clear(&nd->spin);
+        atomic_init(&nd->queue, NULL);
+        atomic_init(&nd->offline, false);
+        if (cfg->policy == DMM_MH_CENTRAL && i > 0)
+            continue;
+        size_t bytes = cfg->policy == DMM_MH_CENTRAL ? node_bytes * n : node_bytes;
+        dmm_status st = dmm_heap_init(&nd->heap, (void *)(base + (size_t)i * node_bytes), bytes, &hc);
+        if (st != DMM_OK)
+            return st;
+    }
+    mh->magic = MH_MAGIC;
+    *out = mh;
+    return DMM_OK;
+}
+
+void dmm_mh_destroy(dmm_mh *mh)
+{
+    if (!mh)
+        return;
+    for (unsigned i = 0; i < mh->n; i++)
+        if (mh->nodes[i].heap)
+            dmm_heap_destroy(mh->nodes[i].heap);
+    mh->magic = 0;
+}
+
+unsigned dmm_mh_nodes(const dmm_mh *mh) { return mh->n; }
+
+const uint16_t *dmm_mh_try_order(const dmm_mh *mh, unsigned home)
+{
+    return home < mh->n ? mh->order + (size_t)home * mh->n : NULL;
+}
+
+unsigned dmm_mh_owner(const dmm_mh *mh, const void *ptr)
+{
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)mh->base;
+    if ((uintptr_t)ptr < (uintptr_t)mh->base)
+        return DMM_MH_NO_NODE;
+    size_t i = off / mh->node_bytes;
+    return i < mh->n ? (unsigned)i : DMM_MH_NO_NODE;
+}
+
+/* ---- locks, events, reports ----------------------------------------------- */
+
+static bool try_lock(dmm_mh *mh, unsigned i)
+{
+    if (mh->cfg.lock_ops.try_lock)
+        return mh->cfg.lock_ops.try_lock(mh->cfg.lock_ops.ctx, i);
+    return !atomic_flag_test_and_set_explicit(&mh->nodes[i].spin, memory_order_acquire);
+}
+
+static void lock(dmm_mh *mh, unsigned i)
+{
+    if (mh->cfg.lock_ops.lock) {
+        mh->cfg.lock_ops.lock(mh->cfg.lock_ops.ctx, i);
+        return;
+    }
+    unsigned spins = 0;
+    while (atomic_flag_test_and_set_explicit(&mh->nodes[i].spin, memory_order_acquire)) {
+        if (++spins >= 64) {
+            dmm_port_yield();
+            spins = 0;
+        } else {
+            dmm_port_cpu_relax();
+        }
+    }
+}
+
+static void unlock(dmm_mh *mh, unsigned i)
+{
+    if (mh->cfg.lock_ops.unlock)
+        mh->cfg.lock_ops.unlock(mh->cfg.lock_ops.ctx, i);
+    else
+        atomic_flag_clear_explicit(&mh->nodes[i].spin, memory_order_release);
+}
+
+static void event(dmm_mh *mh, unsigned home, unsigned node, dmm_mh_event ev, size_t ok)
+{
+    if (mh->cfg.observer.event)
+        mh->cfg.observer.event(mh->cfg.observer.ctx, home, node, ev, ok);
+}
+
+static void count(atomic_size_t *c) { atomic_fetch_add_explicit(c, 1, memory_order_relaxed); }
+
+static void report(dmm_mh *mh, dmm_error_kind kind, dmm_op op, const void *ptr, const char *msg)
+{
+    dmm_error e = {kind, op, ptr, msg};
+    if (mh->cfg.error_fn)
+        mh->cfg.error_fn(mh->cfg.error_ctx, &e);
+    if (mh->cfg.on_error == DMM_ON_ERROR_ABORT)
+        dmm_port_abort();
+}
+
+/* The heap that serves node i's range. */
+static unsigned heap_index(const dmm_mh *mh, unsigned i)
+{
+    return mh->cfg.policy == DMM_MH_CENTRAL ? 0u : i;
+}
+
+/* Frees the blocks queued for heap i into it (its lock held).  At most as
+ * many as the heap has in use: a broken queue cannot loop. */
+static void drain(dmm_mh *mh, unsigned home, unsigned i)
+{
+    mh_node *nd = &mh->nodes[i];
+    if (!atomic_load_explicit(&nd->queue, memory_order_relaxed))
+        return;
+    void *p = atomic_exchange_explicit(&nd->queue, NULL, memory_order_acquire);
+    size_t limit = dmm_heap_get_counters(nd->heap).live_count + 1, done = 0;
+    while (p && done < limit) {
+        void *next = *(void **)p; /* read before the heap reuses the block */
+        dmm_heap_free(nd->heap, p);
+        done++;
+        p = next;
+        if (p && heap_index(mh, dmm_mh_owner(mh, p)) != i) {
+            report(mh, DMM_ERR_FREE_LIST, DMM_OP_FREE, p, "a remote-free queue link points outside its node");
+            break;
+        }
+    }
+    event(mh, home, i, DMM_MH_EV_DRAIN, done);
+}
+
+/* ---- allocation ----------------------------------------------------------------- */
+
+/* One attempt at heap i for home (the lock taken by the caller's choice). */
+static void *alloc_at(dmm_mh *mh, unsigned home, unsigned i, size_t size)
+{
+    drain(mh, home, i);
+    void *p = dmm_heap_malloc(mh->nodes[i].heap, size);
+    unlock(mh, i);
+    event(mh, home, i, DMM_MH_EV_ALLOC, p != NULL);
+    if (p) {
+        if (i == home)
+            count(&mh->nodes[home].local_allocs);
+        else {
+            count(&mh->nodes[i].remote_allocs);
+            count(&mh->nodes[home].served_remote);
+        }
+    }
+    return p;
+}
+
+void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
+{
+    if (home >= mh->n)
+        return NULL;
+    if (mh->cfg.policy == DMM_MH_CENTRAL) {
+        lock(mh, 0);
+        void *p = alloc_at(mh, home, 0, size);
+        if (!p)
+            count(&mh->nodes[home].failures);
+        return p;
+    }
+    const uint16_t *row = mh->order + (size_t)home * mh->n;
+    unsigned tries = mh->cfg.policy == DMM_MH_PRIVATE ? 1u : mh->n;
+    uint16_t skipped[DMM_MH_MAX_NODES];
+    unsigned nskipped = 0;
+    for (unsigned k = 0; k < tries; k++) {
+        unsigned i = row[k];
+        if (atomic_load_explicit(&mh->nodes[i].offline, memory_order_acquire))
+            continue;
+        if (k == 0 || mh->cfg.policy == DMM_MH_PRIORITY) {
+            lock(mh, i); /* the home heap, or the next priority: wait for it */
+        } else if (!try_lock(mh, i)) {
+            count(&mh->nodes[home].skipped_busy);
+            event(mh, home, i, DMM_MH_EV_BUSY, 0);
+            skipped[nskipped++] = (uint16_t)i;
+            continue;
+        }
+        void *p = alloc_at(mh, home, i, size);
+        if (p)
+            return p;
+    }
+    if (mh->cfg.policy == DMM_MH_LAZY && mh->cfg.final_blocking_pass) {
+        for (unsigned k = 0; k < nskipped; k++) {
+            unsigned i = skipped[k];
+            if (atomic_load_explicit(&mh->nodes[i].offline, memory_order_acquire))
+                continue;
+            lock(mh, i);
+            void *p = alloc_at(mh, home, i, size);
+            if (p)
+                return p;
+        }
+    }
+    count(&mh->nodes[home].failures);
+    return NULL;
+}
+
+void *dmm_mh_calloc(dmm_mh *mh, unsigned home, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    void *p = dmm_mh_malloc(mh, home, n * size);
+    if (p)
+        dmm_port_memset(p, 0, n * size);
+    return p;
+}
+
+/* ---- free ------------------------------------------------------------------------- */
+
+/* The owner of ptr, or DMM_MH_NO_NODE after a report (foreign, offline). */
+static unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
+{
+    unsigned o = dmm_mh_owner(mh, ptr);
+    if (o == DMM_MH_NO_NODE) {
+        report(mh, DMM_ERR_FOREIGN_POINTER, op, ptr, "pointer is not inside the multi-heap");
+        return DMM_MH_NO_NODE;
+    }
+    if (atomic_load_explicit(&mh->nodes[o].offline, memory_order_acquire)) {
+        count(&mh->nodes[o].offline_frees);
+        report(mh, DMM_ERR_INVALID_POINTER, op, ptr,
+               "the block's node is out of service: the block is kept, not freed");
+        return DMM_MH_NO_NODE;
+    }
+    return o;
+}
+
+void dmm_mh_free(dmm_mh *mh, unsigned home, void *ptr)
+{
+    if (!ptr)
+        return;
+    unsigned o = owner_for_free(mh, ptr, DMM_OP_FREE);
+    if (o == DMM_MH_NO_NODE)
+        return;
+    unsigned h = heap_index(mh, o);
+    if (o != home)
+        count(&mh->nodes[o].remote_frees);
+    if (o != home && mh->cfg.remote_free == DMM_MH_FREE_QUEUE && mh->cfg.policy != DMM_MH_CENTRAL) {
+        mh_node *nd = &mh->nodes[h];
+        void *head = atomic_load_explicit(&nd->queue, memory_order_relaxed);
+        do {
+            *(void **)ptr = head;
+        } while (!atomic_compare_exchange_weak_explicit(&nd->queue, &head, ptr, memory_order_release,
+                                                        memory_order_relaxed));
+        count(&nd->queued_frees);
+        event(mh, home, h, DMM_MH_EV_QUEUE, 1);
+        return;
+    }
+    lock(mh, h);
+    drain(mh, home, h);
+    dmm_heap_free(mh->nodes[h].heap, ptr);
+    unlock(mh, h);
+    event(mh, home, h, DMM_MH_EV_FREE, 1);
+}
+
+void *dmm_mh_realloc(dmm_mh *mh, unsigned home, void *ptr, size_t size)
+{
+    if (!ptr)
+        return dmm_mh_malloc(mh, home, size);
+    if (size == 0) {
+        dmm_mh_free(mh, home, ptr);
+        return NULL;
+    }
+    unsigned o = owner_for_free(mh, ptr, DMM_OP_REALLOC);
+    if (o == DMM_MH_NO_NODE)
+        return NULL;
+    unsigned h = heap_index(mh, o);
+    lock(mh, h);
+    drain(mh, home, h);
+    size_t have = dmm_heap_usable_size(mh->nodes[h].heap, ptr);
+    void *q = dmm_heap_realloc(mh->nodes[h].heap, ptr, size);
+    unlock(mh, h);
+    event(mh, home, h, DMM_MH_EV_ALLOC, q != NULL);
+    if (q || have == 0)
+        return q; /* resized in the owner heap, or a bad pointer (reported) */
+    /* The owner heap is full: elsewhere, by the policy, then copy. */
+    q = dmm_mh_malloc(mh, home, size);
+    if (q) {
+        dmm_port_memcpy(q, ptr, have < size ? have : size);
+        dmm_mh_free(mh, home, ptr);
+    }
+    return q;
+}
+
+size_t dmm_mh_usable_size(dmm_mh *mh, const void *ptr)
+{
+    unsigned o = ptr ? dmm_mh_owner(mh, ptr) : DMM_MH_NO_NODE;
+    if (o == DMM_MH_NO_NODE)
+        return 0;
+    unsigned h = heap_index(mh, o);
+    lock(mh, h);
+    size_t n = dmm_heap_usable_size(mh->nodes[h].heap, ptr);
+    unlock(mh, h);
+    return n;
+}
+
+/* ---- service, statistics, checker ------------------------------------------------------ */
+
+dmm_status dmm_mh_set_offline(dmm_mh *mh, unsigned node, bool offline)
+{
+    if (!mh)
+        return DMM_E_NULL;
+    if (node >= mh->n)
+        return DMM_E_RANGE;
+    if (mh->cfg.policy == DMM_MH_CENTRAL)
+        return DMM_E_UNSUPPORTED;
+    atomic_store_explicit(&mh->nodes[node].offline, offline, memory_order_release);
+    return DMM_OK;
+}
+
+static uint64_t load(atomic_size_t *c) { return atomic_load_explicit(c, memory_order_relaxed); }
+
+dmm_mh_node_stats dmm_mh_get_node_stats(dmm_mh *mh, unsigned node)
+{
+    dmm_mh_node_stats s;
+    dmm_port_memset(&s, 0, sizeof s);
+    if (!mh || node >= mh->n)
+        return s;
+    mh_node *nd = &mh->nodes[node];
+    s.local_allocs = load(&nd->local_allocs);
+    s.remote_allocs = load(&nd->remote_allocs);
+    s.served_remote = load(&nd->served_remote);
+    s.skipped_busy = load(&nd->skipped_busy);
+    s.remote_frees = load(&nd->remote_frees);
+    s.queued_frees = load(&nd->queued_frees);
+    s.failures = load(&nd->failures);
+    s.offline_frees = load(&nd->offline_frees);
+    s.offline = atomic_load_explicit(&nd->offline, memory_order_acquire);
+    if (nd->heap) {
+        lock(mh, node);
+        s.heap = dmm_heap_get_counters(nd->heap);
+        unlock(mh, node);
+    }
+    return s;
+}
+
+dmm_status dmm_mh_check(dmm_mh *mh, const char **detail)
+{
+    const char *why = NULL;
+    if (!mh)
+        return DMM_E_NULL;
+    if (mh->magic != MH_MAGIC)
+        why = "the multi-heap's control block is damaged";
+    for (unsigned i = 0; i < mh->n && !why; i++) {
+        mh_node *nd = &mh->nodes[i];
+        if (!nd->heap)
+            continue;
+        lock(mh, i);
+        dmm_heap_check_report r;
+        if (dmm_heap_check(nd->heap, &r) != DMM_OK)
+            why = r.detail;
+        /* the queue: every entry in this node's heap, at most live_count of them */
+        size_t limit = dmm_heap_get_counters(nd->heap).live_count, k = 0;
+        for (void *p = atomic_load_explicit(&nd->queue, memory_order_acquire); p && !why; p = *(void **)p) {
+            if (heap_index(mh, dmm_mh_owner(mh, p)) != i)
+                why = "a remote-free queue holds a block of another node";
+            else if (++k > limit)
+                why = "a remote-free queue is longer than the heap's used blocks (a cycle?)";
+        }
+        unlock(mh, i);
+    }
+    for (unsigned h = 0; h < mh->n && !why; h++) {
+        const uint16_t *row = mh->order + (size_t)h * mh->n;
+        if (row[0] != h)
+            why = "a try order does not start at its home node";
+    }
+    if (detail)
+        *detail = why ? why : "all invariants hold";
+    return why ? DMM_E_CORRUPT : DMM_OK;
+}
+
+/* ---- the allocator view ---------------------------------------------------------- */
+
+static void *ma_malloc(void *ctx, size_t size)
+{
+    dmm_mh_handle *h = ctx;
+    return dmm_mh_malloc(h->mh, h->home, size);
+}
+static void ma_free(void *ctx, void *p)
+{
+    dmm_mh_handle *h = ctx;
+    dmm_mh_free(h->mh, h->home, p);
+}
+static void *ma_realloc(void *ctx, void *p, size_t size)
+{
+    dmm_mh_handle *h = ctx;
+    return dmm_mh_realloc(h->mh, h->home, p, size);
+}
+static void *ma_calloc(void *ctx, size_t n, size_t size)
+{
+    dmm_mh_handle *h = ctx;
+    return dmm_mh_calloc(h->mh, h->home, n, size);
+}
+static size_t ma_usable(void *ctx, const void *p)
+{
+    dmm_mh_handle *h = ctx;
+    return dmm_mh_usable_size(h->mh, p);
+}
+
+void dmm_mh_as_allocator(dmm_mh_handle *h, dmm_allocator *a)
+{
+    a->name = "multiheap";
+    a->ctx = h;
+    a->malloc = ma_malloc;
+    a->free = ma_free;
+    a->realloc = ma_realloc;
+    a->calloc = ma_calloc;
+    a->aligned_alloc = NULL;
+    a->usable_size = ma_usable;
+}

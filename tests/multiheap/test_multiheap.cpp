@@ -1,0 +1,345 @@
+// tests/multiheap/test_multiheap.cpp - the multi-heap: address-to-node
+// mapping, the try order, the four selection policies, busy heaps skipped,
+// queued remote frees that lose nothing, offline nodes, bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+extern "C" {
+#include "dmm/multiheap.h"
+}
+
+namespace {
+
+struct Errors {
+    std::vector<dmm_error_kind> kinds;
+    static void fn(void *ctx, const dmm_error *e) { static_cast<Errors *>(ctx)->kinds.push_back(e->kind); }
+};
+
+struct MH {
+    std::vector<unsigned char> mem;
+    dmm_mh *mh = nullptr;
+    MH(dmm_mh_config c, size_t per_node = 16384)
+    {
+        size_t n = dmm_mh_buffer_size(&c, per_node);
+        EXPECT_GT(n, 0u);
+        mem.resize(n);
+        EXPECT_EQ(dmm_mh_init(&mh, mem.data(), n, &c), DMM_OK);
+    }
+    ~MH()
+    {
+        if (mh)
+            dmm_mh_destroy(mh);
+    }
+};
+
+void expect_ok(dmm_mh *mh)
+{
+    const char *d = nullptr;
+    ASSERT_EQ(dmm_mh_check(mh, &d), DMM_OK) << d;
+}
+
+} // namespace
+
+TEST(MultiheapMap, OwnerIsTheRangeThatHoldsThePointer)
+{
+    dmm_mh_config c = dmm_mh_default_config(9);
+    MH m(c);
+    std::mt19937_64 rng(7);
+    std::map<unsigned, std::vector<unsigned char *>> by_owner;
+    for (int i = 0; i < 400; i++) {
+        unsigned home = rng() % 9;
+        auto *p = static_cast<unsigned char *>(dmm_mh_malloc(m.mh, home, 8 + rng() % 200));
+        ASSERT_NE(p, nullptr);
+        unsigned o = dmm_mh_owner(m.mh, p);
+        ASSERT_LT(o, 9u);
+        EXPECT_EQ(o, home); // plenty of room: every request is served at home
+        EXPECT_EQ(dmm_mh_owner(m.mh, p + 7), o);
+        by_owner[o].push_back(p);
+    }
+    // ranges are disjoint and ordered by node id
+    for (auto &a : by_owner) {
+        for (auto &b : by_owner) {
+            if (a.first < b.first) {
+                for (auto *p : a.second) {
+                    for (auto *q : b.second) {
+                        ASSERT_LT(p, q);
+                    }
+                }
+            }
+        }
+    }
+    int local = 0;
+    EXPECT_EQ(dmm_mh_owner(m.mh, &local), DMM_MH_NO_NODE);
+    EXPECT_EQ(dmm_mh_owner(m.mh, m.mem.data()), DMM_MH_NO_NODE); // the control block
+    EXPECT_EQ(dmm_mh_owner(m.mh, m.mem.data() + m.mem.size() + 4096), DMM_MH_NO_NODE);
+    for (auto &kv : by_owner)
+        for (auto *p : kv.second)
+            dmm_mh_free(m.mh, kv.first, p);
+    expect_ok(m.mh);
+}
+
+TEST(MultiheapMap, DistanceAndNearestFirstOrder)
+{
+    dmm_mh_config c = dmm_mh_default_config(16);
+    MH m(c, 4096);
+    EXPECT_EQ(dmm_mh_distance(m.mh, 0, 15), 6u); // (0,0) to (3,3)
+    EXPECT_EQ(dmm_mh_distance(m.mh, 5, 6), 1u);
+    EXPECT_EQ(dmm_mh_distance(m.mh, 3, 12), 6u);
+    for (unsigned a = 0; a < 16; a++)
+        for (unsigned b = 0; b < 16; b++)
+            EXPECT_EQ(dmm_mh_distance(m.mh, a, b), dmm_mh_distance(m.mh, b, a));
+    for (unsigned h = 0; h < 16; h++) {
+        const uint16_t *row = dmm_mh_try_order(m.mh, h);
+        ASSERT_NE(row, nullptr);
+        EXPECT_EQ(row[0], h);
+        std::set<unsigned> seen(row, row + 16);
+        EXPECT_EQ(seen.size(), 16u);
+        for (unsigned k = 1; k < 16; k++) {
+            unsigned d0 = dmm_mh_distance(m.mh, h, row[k - 1]), d1 = dmm_mh_distance(m.mh, h, row[k]);
+            EXPECT_TRUE(d0 < d1 || (d0 == d1 && row[k - 1] < row[k]) || k == 1) << h << " " << k;
+        }
+    }
+}
+
+TEST(MultiheapPolicy, LazySpillsToTheNearestNodePrivateFailsCentralServes)
+{
+    for (int pol = DMM_MH_LAZY; pol <= DMM_MH_PRIORITY; pol++) {
+        SCOPED_TRACE(dmm_mh_policy_name(static_cast<dmm_mh_policy>(pol)));
+        dmm_mh_config c = dmm_mh_default_config(4);
+        c.policy = static_cast<dmm_mh_policy>(pol);
+        MH m(c, 8192);
+        std::vector<void *> got;
+        while (void *p = dmm_mh_malloc(m.mh, 0, 512)) {
+            got.push_back(p);
+            if (got.size() > 200)
+                break;
+        }
+        dmm_mh_node_stats s0 = dmm_mh_get_node_stats(m.mh, 0);
+        EXPECT_EQ(s0.failures, 1u);
+        if (pol == DMM_MH_PRIVATE) {
+            for (void *p : got)
+                EXPECT_EQ(dmm_mh_owner(m.mh, p), 0u);
+            EXPECT_EQ(s0.served_remote, 0u);
+        } else if (pol == DMM_MH_CENTRAL) {
+            EXPECT_GT(got.size(), 40u); // the whole range
+        } else {
+            EXPECT_GT(s0.served_remote, 0u);
+            // the first spill went to a nearest node (1 or 2 on a 2x2 mesh)
+            auto first_remote = std::find_if(got.begin(), got.end(),
+                                             [&](void *p) { return dmm_mh_owner(m.mh, p) != 0; });
+            ASSERT_NE(first_remote, got.end());
+            EXPECT_EQ(dmm_mh_distance(m.mh, 0, dmm_mh_owner(m.mh, *first_remote)), 1u);
+            // every node served some
+            std::set<unsigned> owners;
+            for (void *p : got)
+                owners.insert(dmm_mh_owner(m.mh, p));
+            EXPECT_EQ(owners.size(), 4u);
+        }
+        expect_ok(m.mh);
+        for (void *p : got)
+            dmm_mh_free(m.mh, 3, p); // freed by another node
+        expect_ok(m.mh);
+        for (unsigned i = 0; i < 4; i++)
+            EXPECT_EQ(dmm_mh_get_node_stats(m.mh, i).heap.live_count, 0u);
+    }
+}
+
+namespace {
+
+// Lock hooks where some nodes are always busy for try_lock (blocking locks
+// succeed): what the skip and the priority wait do.
+struct BusyLocks {
+    std::set<unsigned> busy;
+    int waits = 0, tries = 0;
+    static bool try_lock(void *ctx, unsigned node)
+    {
+        auto *b = static_cast<BusyLocks *>(ctx);
+        b->tries++;
+        return !b->busy.count(node);
+    }
+    static void lock(void *ctx, unsigned) { static_cast<BusyLocks *>(ctx)->waits++; }
+    static void unlock(void *, unsigned) {}
+};
+
+} // namespace
+
+TEST(MultiheapPolicy, LazySkipsBusyHeapsPriorityWaitsFinalPassWaits)
+{
+    for (int pol : {DMM_MH_LAZY, DMM_MH_PRIORITY}) {
+        for (bool final_pass : {false, true}) {
+            BusyLocks bl;
+            bl.busy = {1, 2};
+            dmm_mh_config c = dmm_mh_default_config(4);
+            c.policy = static_cast<dmm_mh_policy>(pol);
+            c.final_blocking_pass = final_pass;
+            c.lock_ops = {BusyLocks::try_lock, BusyLocks::lock, BusyLocks::unlock, &bl};
+            MH m(c, 8192);
+            std::vector<void *> got;
+            while (void *p = dmm_mh_malloc(m.mh, 0, 1024))
+                got.push_back(p);
+            std::set<unsigned> owners;
+            for (void *p : got)
+                owners.insert(dmm_mh_owner(m.mh, p));
+            dmm_mh_node_stats s = dmm_mh_get_node_stats(m.mh, 0);
+            if (pol == DMM_MH_LAZY && !final_pass) {
+                EXPECT_EQ(owners, (std::set<unsigned>{0, 3})); // 1 and 2 were always busy
+                EXPECT_GT(s.skipped_busy, 0u);
+            } else {
+                EXPECT_EQ(owners.size(), 4u);
+                if (pol == DMM_MH_PRIORITY) {
+                    EXPECT_EQ(s.skipped_busy, 0u);
+                }
+            }
+            for (void *p : got)
+                dmm_mh_free(m.mh, 0, p);
+            expect_ok(m.mh);
+        }
+    }
+}
+
+TEST(MultiheapFree, QueuedRemoteFreesLoseNothing)
+{
+    dmm_mh_config c = dmm_mh_default_config(4);
+    c.remote_free = DMM_MH_FREE_QUEUE;
+    MH m(c, 65536);
+    std::vector<void *> a;
+    for (int i = 0; i < 100; i++)
+        a.push_back(dmm_mh_malloc(m.mh, 0, 64 + i));
+    for (void *p : a)
+        dmm_mh_free(m.mh, 2, p); // node 2 frees node 0's blocks: queued
+    dmm_mh_node_stats s = dmm_mh_get_node_stats(m.mh, 0);
+    EXPECT_EQ(s.remote_frees, 100u);
+    EXPECT_EQ(s.queued_frees, 100u);
+    EXPECT_EQ(s.heap.live_count, 100u); // still in the queue
+    expect_ok(m.mh);
+    void *p = dmm_mh_malloc(m.mh, 0, 32); // the owner drains on its next visit
+    s = dmm_mh_get_node_stats(m.mh, 0);
+    EXPECT_EQ(s.heap.live_count, 1u);
+    dmm_mh_free(m.mh, 0, p);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 0).heap.live_count, 0u);
+    expect_ok(m.mh);
+}
+
+TEST(MultiheapFault, AnOfflineNodeIsSkippedItsBlocksKeptOthersUnaffected)
+{
+    Errors errs;
+    dmm_mh_config c = dmm_mh_default_config(4);
+    c.error_fn = Errors::fn;
+    c.error_ctx = &errs;
+    MH m(c, 16384);
+    void *on1 = dmm_mh_malloc(m.mh, 1, 100);
+    void *on2 = dmm_mh_malloc(m.mh, 2, 100);
+    std::memset(on1, 0x5A, 100);
+    ASSERT_EQ(dmm_mh_owner(m.mh, on1), 1u);
+    ASSERT_EQ(dmm_mh_set_offline(m.mh, 1, true), DMM_OK);
+    void *p = dmm_mh_malloc(m.mh, 1, 100); // home 1 is out: served elsewhere
+    ASSERT_NE(p, nullptr);
+    EXPECT_NE(dmm_mh_owner(m.mh, p), 1u);
+    dmm_mh_free(m.mh, 1, on1); // refused and kept
+    ASSERT_EQ(errs.kinds.size(), 1u);
+    EXPECT_EQ(errs.kinds[0], DMM_ERR_INVALID_POINTER);
+    EXPECT_EQ(static_cast<unsigned char *>(on1)[0], 0x5A);
+    dmm_mh_node_stats s1 = dmm_mh_get_node_stats(m.mh, 1);
+    EXPECT_TRUE(s1.offline);
+    EXPECT_EQ(s1.offline_frees, 1u);
+    EXPECT_EQ(s1.heap.live_count, 1u);
+    dmm_mh_free(m.mh, 2, on2); // other nodes work as before
+    dmm_mh_free(m.mh, 1, p);
+    expect_ok(m.mh);
+    ASSERT_EQ(dmm_mh_set_offline(m.mh, 1, false), DMM_OK);
+    dmm_mh_free(m.mh, 1, on1);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 1).heap.live_count, 0u);
+    EXPECT_EQ(dmm_mh_set_offline(m.mh, 9, true), DMM_E_RANGE);
+    dmm_mh_config cc = dmm_mh_default_config(4);
+    cc.policy = DMM_MH_CENTRAL;
+    MH central(cc, 4096);
+    EXPECT_EQ(dmm_mh_set_offline(central.mh, 1, true), DMM_E_UNSUPPORTED);
+}
+
+TEST(MultiheapFault, PrivateNodeOfflineFailsOthersServe)
+{
+    dmm_mh_config c = dmm_mh_default_config(4);
+    c.policy = DMM_MH_PRIVATE;
+    MH m(c, 8192);
+    ASSERT_EQ(dmm_mh_set_offline(m.mh, 2, true), DMM_OK);
+    EXPECT_EQ(dmm_mh_malloc(m.mh, 2, 16), nullptr);
+    void *p = dmm_mh_malloc(m.mh, 3, 16);
+    EXPECT_EQ(dmm_mh_owner(m.mh, p), 3u);
+    dmm_mh_free(m.mh, 3, p);
+}
+
+TEST(MultiheapRealloc, GrowsInPlaceOrMovesAcrossNodesKeepingTheData)
+{
+    dmm_mh_config c = dmm_mh_default_config(4);
+    MH m(c, 16384);
+    auto *p = static_cast<unsigned char *>(dmm_mh_malloc(m.mh, 0, 100));
+    for (int i = 0; i < 100; i++)
+        p[i] = static_cast<unsigned char>(i);
+    auto *q = static_cast<unsigned char *>(dmm_mh_realloc(m.mh, 0, p, 6000));
+    ASSERT_NE(q, nullptr);
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(q[i], i);
+    ASSERT_EQ(dmm_mh_owner(m.mh, q), 0u);
+    void *blocker = dmm_mh_malloc(m.mh, 0, 5000); // node 0 now lacks the room for 12000
+    ASSERT_EQ(dmm_mh_owner(m.mh, blocker), 0u);
+    auto *r = static_cast<unsigned char *>(dmm_mh_realloc(m.mh, 0, q, 12000)); // node 0 cannot hold it: moves
+    ASSERT_NE(r, nullptr);
+    for (int i = 0; i < 100; i++)
+        ASSERT_EQ(r[i], i);
+    EXPECT_NE(dmm_mh_owner(m.mh, r), 0u);
+    EXPECT_GE(dmm_mh_usable_size(m.mh, r), 12000u);
+    EXPECT_EQ(dmm_mh_realloc(m.mh, 1, r, 0), nullptr);
+    dmm_mh_free(m.mh, 0, blocker);
+    expect_ok(m.mh);
+    dmm_mh_handle h{m.mh, 2};
+    dmm_allocator a;
+    dmm_mh_as_allocator(&h, &a);
+    void *x = a.calloc(a.ctx, 10, 10);
+    ASSERT_NE(x, nullptr);
+    EXPECT_EQ(dmm_mh_owner(m.mh, x), 2u);
+    a.free(a.ctx, x);
+}
+
+TEST(MultiheapBadInput, ConfigAndPointers)
+{
+    const char *why = nullptr;
+    dmm_mh_config c = dmm_mh_default_config(0);
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_E_CONFIG);
+    c = dmm_mh_default_config(300);
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_E_CONFIG);
+    c = dmm_mh_default_config(4);
+    c.mesh_width = 9;
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_E_CONFIG);
+    c = dmm_mh_default_config(2);
+    uint16_t bad[] = {0, 1, 0, 1}; // row 1 does not start with 1
+    c.order = bad;
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_E_CONFIG);
+    EXPECT_NE(std::string(why).find("home"), std::string::npos);
+    uint16_t good[] = {0, 1, 1, 0};
+    c.order = good;
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_OK);
+    dmm_mh_policy pol;
+    EXPECT_EQ(dmm_mh_policy_from_name("priority", &pol), DMM_OK);
+    EXPECT_EQ(pol, DMM_MH_PRIORITY);
+    EXPECT_EQ(dmm_mh_policy_from_name("prio", &pol), DMM_E_CONFIG);
+    std::vector<unsigned char> small(256);
+    dmm_mh *mh = nullptr;
+    c = dmm_mh_default_config(4);
+    EXPECT_EQ(dmm_mh_init(&mh, small.data(), small.size(), &c), DMM_E_TOO_SMALL);
+    Errors errs;
+    c.error_fn = Errors::fn;
+    c.error_ctx = &errs;
+    MH m(c, 4096);
+    int local;
+    dmm_mh_free(m.mh, 0, &local);
+    EXPECT_EQ(dmm_mh_malloc(m.mh, 4, 16), nullptr); // no such home
+    ASSERT_EQ(errs.kinds.size(), 1u);
+    EXPECT_EQ(errs.kinds[0], DMM_ERR_FOREIGN_POINTER);
+    expect_ok(m.mh);
+}
