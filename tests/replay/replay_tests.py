@@ -704,6 +704,15 @@ def t_multiheap(c):
         if ma["bytes"] - GRAN >= ma["lower_bound"]:
             bad, _ = c.replay_json(tr, ["--alloc", spec, "--arena", str(ma["bytes"] - GRAN)])
             check(bad["failed"] > 0, "%s: one granule less must fail" % spec)
+    # the sequential replays of --min-arena keep the homes: thread 1's block
+    # is node 1's, so each private node holds one 30000-byte block (with
+    # every operation on node 0, node 0 would need both)
+    tr2 = write(c, "mh2.txt", "dmmtrace 1\n0 m 1 30000\n1 s 0 1\n1 m 2 30000\n1 f 1\n1 f 2\n")
+    d, _ = c.replay_json(tr2, ["--alloc", "multiheap:2;policy=private", "--min-arena"])
+    ma = d["min_arena"]
+    check(ma["found"] is True and 60000 < ma["bytes"] < 90000, "private homes in --min-arena: %s" % ma)
+    ok, _ = c.replay_json(tr2, ["--alloc", "multiheap:2;policy=private", "--arena", str(ma["bytes"]), "--verify"])
+    check(ok["failed"] == 0 and ok["verify"] == "pass", "the arena found replays on threads")
     # the console reports the first pass
     p = c.run("replay", [tr, "--alloc", "multiheap:2", "--arena", "131072", "--no-timing"])
     check("2 nodes, lazy" in p.stdout and "4 local, 2 remote allocations" in p.stdout, p.stdout)
