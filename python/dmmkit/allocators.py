@@ -126,8 +126,8 @@ def find_libdmm(tools_dir: str | os.PathLike | None = None) -> tuple[Path | None
 @dataclass
 class Allocator:
     label: str                 # as shown in tables ("glibc", "dmm:tlsf", peer name)
-    kind: str                  # "dmm", "pool", "system", "peer"
-    spec: str | None = None    # dmm config text (after "dmm:"), pool spec (after "pool:")
+    kind: str                  # "dmm", "pool", "multiheap", "system", "peer"
+    spec: str | None = None    # dmm config text (after "dmm:"), pool spec (after "pool:"), multiheap spec
     lib: Path | None = None    # LD_PRELOAD library
     expect: str | None = None  # dmm-replay --expect NAME
 
@@ -136,6 +136,8 @@ class Allocator:
             return ["--alloc", "dmm:" + (self.spec or "")]
         if self.kind == "pool":
             return ["--alloc", "pool:" + (self.spec or "")]
+        if self.kind == "multiheap":
+            return ["--alloc", "multiheap:" + (self.spec or "")]
         args = ["--alloc", "system"]
         if self.expect:
             args += ["--expect", self.expect]
@@ -152,18 +154,23 @@ class Allocator:
                 "lib": str(self.lib) if self.lib else None, "expect": self.expect}
 
 
+# dmm-replay backends that take a specification after their prefix
+SPEC_PREFIXES = ("dmm:", "pool:", "multiheap:")
+
+
 def split_allocator_list(values: list[str]) -> list[str]:
     """Splits comma-separated allocator lists.  A dmm config string has
-    commas of its own ("dmm:preset=tlsf,fit=best", "pool:auto;heap=preset=tlsf,fit=best"): an item with '='
-    that does not start a new allocator continues the previous dmm or pool spec."""
+    commas of its own ("dmm:preset=tlsf,fit=best", "pool:auto;heap=preset=tlsf,fit=best",
+    "multiheap:4;heap=preset=tlsf,fit=best"): an item with '=' that does not start a new allocator continues
+    the previous dmm, pool or multiheap spec."""
     out: list[str] = []
     for v in values:
         for tok in v.split(","):
             tok = tok.strip()
             if not tok:
                 continue
-            if "=" in tok and not tok.startswith(("dmm:", "pool:")) and out \
-                    and out[-1].startswith(("dmm:", "pool:")) and "=" in out[-1]:
+            if "=" in tok and not tok.startswith(SPEC_PREFIXES) and out \
+                    and out[-1].startswith(SPEC_PREFIXES) and "=" in out[-1]:
                 out[-1] = out[-1] + "," + tok
             else:
                 out.append(tok)
@@ -208,6 +215,11 @@ def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing
             if not item[5:]:
                 raise DmmkitError("allocator 'pool:' needs classes, e.g. pool:auto;heap=tlsf (docs/replay.md)")
             out.append(Allocator(item, "pool", spec=item[5:], expect=None))
+        elif item.startswith("multiheap:"):
+            if not item[10:]:
+                raise DmmkitError("allocator 'multiheap:' needs a node count, e.g. multiheap:4;policy=lazy "
+                                  "(docs/replay.md)")
+            out.append(Allocator(item, "multiheap", spec=item[10:], expect=None))
         elif item in SYSTEM_ALLOCATORS:
             if item == "glibc":
                 out.append(Allocator("glibc", "system", expect="glibc"))
@@ -244,7 +256,8 @@ def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing
         elif item in PRESETS:
             out.append(Allocator("dmm:" + item, "dmm", spec=item))
         else:
-            known = ", ".join(["dmm:PRESET", "dmm:KEY=VALUE,...", "pool:CLASSES[;heap=CONFIG]", *SYSTEM_ALLOCATORS,
+            known = ", ".join(["dmm:PRESET", "dmm:KEY=VALUE,...", "pool:CLASSES[;heap=CONFIG]",
+                               "multiheap:NODES[;policy=P][;heap=CONFIG]", *SYSTEM_ALLOCATORS,
                                LIBDMM, *peers])
             raise DmmkitError(f"unknown allocator {item!r} (known: {known}; add others with --peer NAME=/path/lib.so)")
     return out

@@ -98,6 +98,8 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
             spec = spec[4:]
         elif spec.startswith("pool:"):
             kind, spec = "pool", spec[5:]
+        elif spec.startswith("multiheap:"):
+            kind, spec = "multiheap", spec[10:]
         if any(a.label == name for a in allocs):
             raise DmmkitError(f"--dmm {name}: the name is already used")
         allocs.append(Allocator(name, kind, spec=spec))
@@ -105,8 +107,8 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     for a, (ok, text) in zip(dmm, check_configs(tools, [a.spec for a in dmm])):
         if not ok:
             raise DmmkitError(f"allocator {a.label}: the heap refuses this config: {text}")
-    pools = [a for a in allocs if a.kind == "pool"]
-    for a, (ok, text) in zip(pools, check_configs(tools, ["pool:" + a.spec for a in pools])):
+    pools = [a for a in allocs if a.kind in ("pool", "multiheap")]
+    for a, (ok, text) in zip(pools, check_configs(tools, [a.kind + ":" + a.spec for a in pools])):
         if not ok:
             raise DmmkitError(f"allocator {a.label}: {text}")
     if not opts.traces:

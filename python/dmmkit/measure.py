@@ -128,8 +128,8 @@ def _misuse_reports(alloc: dict):
 
 def alloc_arg(spec: str) -> str:
     """dmm-replay's --alloc for a spec: a heap config gets "dmm:", a
-    `dmm:...` or `pool:...` spec is taken as it is."""
-    return spec if spec.startswith(("dmm:", "pool:")) else "dmm:" + spec
+    `dmm:...`, `pool:...` or `multiheap:...` spec is taken as it is."""
+    return spec if spec.startswith(("dmm:", "pool:", "multiheap:")) else "dmm:" + spec
 
 
 def measure_memory(item: dict) -> dict:

@@ -585,6 +585,174 @@ def t_pool_bad_specs(c):
     check("pool:..." in p.stderr, "the usage names pool:: %s" % p.stderr)
 
 
+# ---- multiheap: (backend_multiheap.c) ----------------------------------------
+
+MH_KEYS = ("local_allocs", "remote_allocs", "served_remote", "skipped_busy", "remote_frees", "queued_frees",
+           "failures")
+MH_POLICIES = ("lazy", "central", "private", "priority")
+
+# Thread 0 (home node 0) makes five 20000-byte blocks: with 2 nodes on a
+# 128 KiB arena its node holds three, so two go to node 1 (or fail, private);
+# thread 1 (node 1) then frees all five; thread 2 (node 2 % 2 = 0) makes and
+# frees one small block at home.  Every cross-thread use is ordered by SYNC,
+# so the counts are exact even on replay threads.
+MH_TRACE = """dmmtrace 1
+meta purpose=multiheap home nodes: thread t on node t % 2
+0 m 1 20000
+0 m 2 20000
+0 m 3 20000
+0 m 4 20000
+0 m 5 20000
+1 s 0 5
+1 f 1
+1 f 2
+1 f 3
+1 f 4
+1 f 5
+2 s 1 5
+2 m 6 100
+2 f 6
+"""
+
+
+def mh_nodes(d, n):
+    a, m = d["allocator"], d["memory"]
+    check(a["kind"] == "multiheap" and a["detected"] == "multiheap", "kind %s" % a["kind"])
+    check(a["multiheap"]["nodes"] == n, "nodes %s" % a["multiheap"])
+    nodes = m["nodes"]
+    check(len(nodes) == n and [x["node"] for x in nodes] == list(range(n)), "one stats object per node: %s" % nodes)
+    for x in nodes:
+        for k in MH_KEYS:
+            check(isinstance(x.get(k), int) and x[k] >= 0, "node %s lacks %s: %s" % (x["node"], k, x))
+    check(m["peak_footprint"] == sum(x["peak_extent"] for x in nodes), "footprint = sum of node peak extents")
+    check("peak_extent" in m["peak_footprint_method"], m["peak_footprint_method"])
+    check(a["heap_errors"] == 0, "misuse reports: %s" % a)
+    return nodes
+
+
+def mh_sum(nodes, k):
+    return sum(x[k] for x in nodes)
+
+
+def t_multiheap(c):
+    tr = write(c, "mh.txt", MH_TRACE)
+    for pol in MH_POLICIES:
+        for fr in ("locked", "queue"):
+            spec = "multiheap:2;policy=%s;free=%s" % (pol, fr)
+            d, _ = c.replay_json(tr, ["--alloc", spec, "--arena", "131072", "--verify", "--reps", "2"])
+            check(d["verify"] == "pass", "%s: verify" % spec)
+            check(len(d["timing"]["cold"]["threads"]) == 3, "%s: replayed on 3 threads" % spec)
+            a = d["allocator"]["multiheap"]
+            check(a["policy"] == pol and a["remote_free"] == fr, "%s: %s" % (spec, a))
+            n0, n1 = nodes = mh_nodes(d, 2)
+            got = [[x[k] for k in MH_KEYS] for x in nodes]
+            # local, remote, served_remote, skipped, remote_frees, queued, failures
+            q = 3 if fr == "queue" else 0
+            if pol in ("lazy", "priority"):
+                want = [[4, 0, 2, 0, 3, q, 0], [0, 2, 0, 0, 0, 0, 0]]
+            elif pol == "private":
+                want = [[4, 0, 0, 0, 3, q, 2], [0, 0, 0, 0, 0, 0, 0]]
+            else:
+                # one heap over both ranges, served as node 0's: a free of a
+                # block in node 0's range from node 1 is remote, never queued
+                want = [[6, 0, 0, 0, n0["remote_frees"], 0, 0], [0, 0, 0, 0, 0, 0, 0]]
+                check(n0["remote_frees"] >= 3, "%s: remote frees %s" % (spec, got))
+            check(got == want, "%s: node stats %s, expected %s" % (spec, got, want))
+            check(d["failed"] == (2 if pol == "private" else 0), "%s: failed %s" % (spec, d["failed"]))
+    # a bundled multi-threaded trace, every policy and free mode: the sums agree
+    t4 = os.path.join(c.a.data, "..", "..", "..", "bench", "traces", "fast-t4.trace")
+    if not os.path.exists(t4):
+        raise Fail("bundled trace %s missing" % t4)
+    for pol in MH_POLICIES:
+        for fr in ("locked", "queue"):
+            spec = "multiheap:4;policy=%s;free=%s" % (pol, fr)
+            d, _ = c.replay_json(t4, ["--alloc", spec, "--arena", "600000", "--verify", "--no-warm"])
+            check(d["verify"] == "pass", "%s: verify" % spec)
+            check(d["trace"]["threads"] > 1 and len(d["timing"]["cold"]["threads"]) == d["trace"]["threads"],
+                  "%s: threaded replay" % spec)
+            nodes = mh_nodes(d, 4)
+            oc = d["trace"]["op_counts"]
+            check(oc["realloc"] == 0 and oc["aligned"] == 0, "fast-t4 has no realloc/aligned: %s" % oc)
+            allocs = oc["malloc"] + oc["calloc"]
+            served = mh_sum(nodes, "local_allocs") + mh_sum(nodes, "served_remote") + mh_sum(nodes, "failures")
+            check(served == allocs, "%s: local + served remote + failures = %d, the trace allocates %d"
+                  % (spec, served, allocs))
+            check(mh_sum(nodes, "remote_allocs") == mh_sum(nodes, "served_remote"), "%s: remote balance" % spec)
+            check(mh_sum(nodes, "failures") == d["failed"], "%s: failures %d vs failed %d"
+                  % (spec, mh_sum(nodes, "failures"), d["failed"]))
+            check(mh_sum(nodes, "remote_frees") > 0, "%s: fast-t4 frees across threads" % spec)
+            if fr == "locked" or pol == "central":
+                check(mh_sum(nodes, "queued_frees") == 0, "%s: nothing queued" % spec)
+            else:
+                check(mh_sum(nodes, "queued_frees") == mh_sum(nodes, "remote_frees"), "%s: all remote frees "
+                      "queued" % spec)
+            if pol == "private":
+                check(mh_sum(nodes, "remote_allocs") == 0 and mh_sum(nodes, "skipped_busy") == 0,
+                      "%s: private never leaves home" % spec)
+            if pol == "central":
+                check(all(x["remote_allocs"] == 0 for x in nodes[1:]), "%s: central serves from node 0" % spec)
+    # --min-arena: the smallest arena with no failed allocation, homes as in a threaded replay
+    for pol, least in (("lazy", 100000), ("private", 200000)):
+        spec = "multiheap:2;policy=%s" % pol
+        d, _ = c.replay_json(tr, ["--alloc", spec, "--min-arena"])
+        ma = d["min_arena"]
+        check(ma["found"] is True and ma["bytes"] >= ma["lower_bound"], "%s: min arena %s" % (spec, ma))
+        # private: node 0 alone holds the five blocks, so both halves must
+        check(ma["bytes"] >= least, "%s: min arena %d below %d" % (spec, ma["bytes"], least))
+        ok, _ = c.replay_json(tr, ["--alloc", spec, "--arena", str(ma["bytes"]), "--verify"])
+        check(ok["failed"] == 0 and ok["verify"] == "pass", "%s: the arena found replays" % spec)
+        if ma["bytes"] - GRAN >= ma["lower_bound"]:
+            bad, _ = c.replay_json(tr, ["--alloc", spec, "--arena", str(ma["bytes"] - GRAN)])
+            check(bad["failed"] > 0, "%s: one granule less must fail" % spec)
+    # the sequential replays of --min-arena keep the homes: thread 1's block
+    # is node 1's, so each private node holds one 30000-byte block (with
+    # every operation on node 0, node 0 would need both)
+    tr2 = write(c, "mh2.txt", "dmmtrace 1\n0 m 1 30000\n1 s 0 1\n1 m 2 30000\n1 f 1\n1 f 2\n")
+    d, _ = c.replay_json(tr2, ["--alloc", "multiheap:2;policy=private", "--min-arena"])
+    ma = d["min_arena"]
+    check(ma["found"] is True and 60000 < ma["bytes"] < 90000, "private homes in --min-arena: %s" % ma)
+    ok, _ = c.replay_json(tr2, ["--alloc", "multiheap:2;policy=private", "--arena", str(ma["bytes"]), "--verify"])
+    check(ok["failed"] == 0 and ok["verify"] == "pass", "the arena found replays on threads")
+    # the console reports the first pass
+    p = c.run("replay", [tr, "--alloc", "multiheap:2", "--arena", "131072", "--no-timing"])
+    check("2 nodes, lazy" in p.stdout and "4 local, 2 remote allocations" in p.stdout, p.stdout)
+    # --check-configs takes multiheap lines
+    p = subprocess.run([c.a.replay, "--check-configs", "-"],
+                       input="multiheap:4;policy=central;heap=dlmalloc\nmultiheap:4;policy=nosuch\n",
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    lines = p.stdout.splitlines()
+    check(p.returncode == 0 and lines[0] == "ok multiheap:4;policy=central;heap=dlmalloc"
+          and lines[1].startswith("error ") and "policy=nosuch" in lines[1], "check-configs: %s" % lines)
+
+
+def t_multiheap_bad_specs(c):
+    bad = {
+        "multiheap:": "empty specification",
+        "multiheap:0": "'0'",
+        "multiheap:257": "'257'",
+        "multiheap:99999999999999999999": "'99999999999999999999'",
+        "multiheap:x": "'x'",
+        "multiheap:4;policy=nosuch": "'policy=nosuch'",
+        "multiheap:4;free=later": "'free=later'",
+        "multiheap:4;final=maybe": "'final=maybe'",
+        "multiheap:4;heap=nosuch": "'heap=nosuch'",
+        "multiheap:4;heap=preset=tlsf,fit=sideways": "fit",
+        "multiheap:4;frob=1": "'frob=1'",
+        "multiheap:4;;policy=lazy": "empty part",
+    }
+    for spec, want in bad.items():
+        p = c.run("replay", [c.data("simple.txt"), "--alloc", spec, "--no-timing"], expect=2)
+        msg = p.stderr.strip()
+        check(want in msg and msg.count("\n") == 0, "%s: message %r lacks %r" % (spec, msg, want))
+    p = c.run("replay", [c.data("simple.txt"), "--alloc", "multiheap:4", "--arena", "4096"], expect=2)
+    check("below the minimum" in p.stderr, p.stderr)
+    p = c.run("replay", [c.data("simple.txt"), "--alloc", "multiheap:4", "--heapmap", os.path.join(c.tmp, "h.json")],
+              expect=2)
+    check("--heapmap" in p.stderr, p.stderr)
+    p = c.run("replay", [c.data("simple.txt"), "--alloc", "multi"], expect=2)
+    check("multiheap:..." in p.stderr, "the usage names multiheap:: %s" % p.stderr)
+
+
 TESTS = {
     "dmm_presets": t_dmm_presets,
     "system": t_system,
@@ -601,6 +769,8 @@ TESTS = {
     "honest_memory": t_honest_memory,
     "pool": t_pool,
     "pool_bad_specs": t_pool_bad_specs,
+    "multiheap": t_multiheap,
+    "multiheap_bad_specs": t_multiheap_bad_specs,
 }
 
 

@@ -803,7 +803,8 @@ static const rp_backend_class system_class = {
     .destroy = sys_destroy,
 };
 
-const rp_backend_class *const rp_backend_classes[] = {&dmm_class, &rp_pool_class, &system_class, NULL};
+const rp_backend_class *const rp_backend_classes[] = {&dmm_class, &rp_pool_class, &rp_multiheap_class, &system_class,
+                                                       NULL};
 
 const rp_backend_class *rp_backend_find(const char *alloc, const char **spec, char *err, size_t cap)
 {

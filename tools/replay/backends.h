@@ -4,6 +4,9 @@
  *   dmm:CONFIG  a dmm heap on an mmap'd, prefaulted arena;
  *   pool:SPEC   size-class pools in front of a dmm heap (dmm_pool_front) on
  *               the same kind of arena (backend_pool.c);
+ *   multiheap:SPEC  per-node dmm heaps on one range (dmm_mh), trace threads
+ *               on home nodes, on the same kind of arena
+ *               (backend_multiheap.c);
  *   system      the process's own malloc family (whatever LD_PRELOAD or the
  *               link put there), with detection of which allocator that is.
  * A new component (pool:, multiheap:, spm:, libdmm) adds one class here:
@@ -150,6 +153,12 @@ extern const rp_backend_class rp_pool_class;
 /* Checks a pool spec (after "pool:") without sizing it: classes, pool keys
  * and heap config.  Returns 0, or -1 with the reason in err. */
 int rp_pool_check_spec(const char *spec, char *err, size_t cap);
+
+/* ---- the distributed multi-heap (backend_multiheap.c) ----------------------- */
+extern const rp_backend_class rp_multiheap_class;
+/* Checks a multiheap spec (after "multiheap:"): node count, policy, free
+ * mode and heap config.  Returns 0, or -1 with the reason in err. */
+int rp_multiheap_check_spec(const char *spec, char *err, size_t cap);
 
 /* ---- system malloc --------------------------------------------------------- */
 typedef struct sys_backend {

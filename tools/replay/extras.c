@@ -51,6 +51,13 @@ int rpx_check_configs(const char *prog, const char *file)
                 printf("ok %s\n", spec);
             continue;
         }
+        if (!strncmp(spec, "multiheap:", 10)) {
+            if (rp_multiheap_check_spec(spec + 10, err, sizeof err))
+                printf("error %s\n", err);
+            else
+                printf("ok %s\n", spec);
+            continue;
+        }
         if (!strncmp(spec, "dmm:", 4))
             spec += 4;
         if (dmmb_parse(spec, &cfg, err, sizeof err)) {

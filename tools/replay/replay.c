@@ -214,6 +214,7 @@ static int plan_build_checked(const dmm_trace *t, const uint64_t *orig, rp_plan 
         r->size = op->size;
         r->arg = op->arg;
         r->index = i;
+        r->tid = (uint16_t)op->tid;
         if (op->kind == DMM_T_SYNC) {
             r->thread = (uint32_t)op->arg;
             continue;
@@ -678,12 +679,23 @@ static void run_stream(thread_arg *ta)
     uint64_t done = 0;
     struct rusage ru0, ru1;
     int have_ru = getrusage(RUSAGE_THREAD, &ru0) == 0;
+    /* a backend that wants the trace thread: once for a stream, per change
+     * of thread for the flat (sequential) order */
+    void (*const set_thread)(rp_backend *, uint32_t) = c->b->set_thread;
+    const int per_op_thread = set_thread && c->p->flat && ta->ops == c->p->flat;
+    uint32_t cur_thread = UINT32_MAX;
+    if (set_thread && !per_op_thread)
+        set_thread(c->b, mt ? ta->tid : 0u);
     for (size_t i = 0; i < ta->n; i++) {
         const rp_op *op = &ta->ops[i];
         slot *s;
         void *p = NULL;
         if (atomic_load_explicit(&c->stop, memory_order_relaxed))
             break;
+        if (per_op_thread && op->tid != cur_thread) {
+            cur_thread = op->tid;
+            set_thread(c->b, cur_thread);
+        }
         if (op->kind == DMM_T_SYNC) {
             wait_for(c, op->thread, op->size);
             continue;

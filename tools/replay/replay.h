@@ -46,7 +46,9 @@ void rp_hist_free(rp_hist *h);
 typedef struct rp_op {
     uint8_t kind;    /* DMM_T_* */
     uint8_t sub;     /* ALIGNED: which API */
-    uint16_t pad;
+    uint16_t tid;    /* the trace thread that makes the op (RP_MAX_THREADS
+                        fits): a sequential replay names it to backends
+                        that serve threads differently (set_thread) */
     uint32_t thread; /* SYNC: the thread waited for; other ops: position
                         among the non-SYNC ops (trace order) */
     uint64_t slot;   /* object incarnation (not for SYNC) */
@@ -147,6 +149,12 @@ typedef struct rp_backend {
      * replay, and its thread caches count as used, so a difference could
      * fall below what the replay itself holds. */
     int subtract_baseline;
+    /* Which trace thread the calling OS thread replays from now on (may be
+     * NULL): called by each replay thread before its first operation, and
+     * in a sequential replay before every operation whose trace thread
+     * differs from the previous one (outside the timing brackets).  For
+     * backends that serve threads differently (multiheap: home nodes). */
+    void (*set_thread)(struct rp_backend *b, uint32_t thread);
 } rp_backend;
 
 /* One point of a memory timeline (--timeline): after `op` operations (all
