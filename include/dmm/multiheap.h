@@ -125,6 +125,9 @@ size_t dmm_mh_buffer_size(const dmm_mh_config *cfg, size_t per_node);
 
 void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size);
 void *dmm_mh_calloc(dmm_mh *mh, unsigned home, size_t n, size_t size);
+/* size bytes at a multiple of align (a power of two), chosen by the policy
+ * as malloc is; NULL for a bad align. */
+void *dmm_mh_aligned_alloc(dmm_mh *mh, unsigned home, size_t align, size_t size);
 void *dmm_mh_realloc(dmm_mh *mh, unsigned home, void *ptr, size_t size);
 void dmm_mh_free(dmm_mh *mh, unsigned home, void *ptr);
 size_t dmm_mh_usable_size(dmm_mh *mh, const void *ptr);

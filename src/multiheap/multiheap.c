@@ -345,11 +345,12 @@ static void drain(dmm_mh *mh, unsigned home, unsigned i)
 
 /* ---- allocation ----------------------------------------------------------------- */
 
-/* One attempt at heap i for home (the lock taken by the caller's choice). */
-static void *alloc_at(dmm_mh *mh, unsigned home, unsigned i, size_t size)
+/* One attempt at heap i for home (the lock taken by the caller's choice);
+ * align 0: plain malloc. */
+static void *alloc_at(dmm_mh *mh, unsigned home, unsigned i, size_t size, size_t align)
 {
     drain(mh, home, i);
-    void *p = dmm_heap_malloc(mh->nodes[i].heap, size);
+    void *p = align ? dmm_heap_aligned_alloc(mh->nodes[i].heap, align, size) : dmm_heap_malloc(mh->nodes[i].heap, size);
     unlock(mh, i);
     event(mh, home, i, DMM_MH_EV_ALLOC, p != NULL);
     if (p) {
@@ -363,13 +364,13 @@ static void *alloc_at(dmm_mh *mh, unsigned home, unsigned i, size_t size)
     return p;
 }
 
-void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
+static void *select_alloc(dmm_mh *mh, unsigned home, size_t size, size_t align)
 {
     if (home >= mh->n)
         return NULL;
     if (mh->cfg.policy == DMM_MH_CENTRAL) {
         lock(mh, 0);
-        void *p = alloc_at(mh, home, 0, size);
+        void *p = alloc_at(mh, home, 0, size, align);
         if (!p)
             count(&mh->nodes[home].failures);
         return p;
@@ -390,7 +391,7 @@ void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
             skipped[nskipped++] = (uint16_t)i;
             continue;
         }
-        void *p = alloc_at(mh, home, i, size);
+        void *p = alloc_at(mh, home, i, size, align);
         if (p)
             return p;
     }
@@ -400,13 +401,25 @@ void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
             if (atomic_load_explicit(&mh->nodes[i].offline, memory_order_acquire))
                 continue;
             lock(mh, i);
-            void *p = alloc_at(mh, home, i, size);
+            void *p = alloc_at(mh, home, i, size, align);
             if (p)
                 return p;
         }
     }
     count(&mh->nodes[home].failures);
     return NULL;
+}
+
+void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
+{
+    return select_alloc(mh, home, size, 0);
+}
+
+void *dmm_mh_aligned_alloc(dmm_mh *mh, unsigned home, size_t align, size_t size)
+{
+    if (align == 0 || (align & (align - 1)) != 0)
+        return NULL;
+    return select_alloc(mh, home, size, align);
 }
 
 void *dmm_mh_calloc(dmm_mh *mh, unsigned home, size_t n, size_t size)
@@ -604,6 +617,11 @@ static void *ma_calloc(void *ctx, size_t n, size_t size)
     dmm_mh_handle *h = ctx;
     return dmm_mh_calloc(h->mh, h->home, n, size);
 }
+static void *ma_aligned(void *ctx, size_t align, size_t size)
+{
+    dmm_mh_handle *h = ctx;
+    return dmm_mh_aligned_alloc(h->mh, h->home, align, size);
+}
 static size_t ma_usable(void *ctx, const void *p)
 {
     dmm_mh_handle *h = ctx;
@@ -618,6 +636,6 @@ void dmm_mh_as_allocator(dmm_mh_handle *h, dmm_allocator *a)
     a->free = ma_free;
     a->realloc = ma_realloc;
     a->calloc = ma_calloc;
-    a->aligned_alloc = NULL;
+    a->aligned_alloc = ma_aligned;
     a->usable_size = ma_usable;
 }

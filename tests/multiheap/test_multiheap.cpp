@@ -343,3 +343,22 @@ TEST(MultiheapBadInput, ConfigAndPointers)
     EXPECT_EQ(errs.kinds[0], DMM_ERR_FOREIGN_POINTER);
     expect_ok(m.mh);
 }
+
+TEST(MultiheapAligned, AlignedRequestsFollowThePolicy)
+{
+    dmm_mh_config c = dmm_mh_default_config(4);
+    MH m(c, 16384);
+    std::vector<void *> v;
+    for (int i = 0; i < 24; i++) { // 24 KB: more than node 1's 16 KiB
+        void *p = dmm_mh_aligned_alloc(m.mh, 1, 256, 1000);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 256, 0u);
+        v.push_back(p);
+    }
+    EXPECT_EQ(dmm_mh_owner(m.mh, v.front()), 1u);
+    EXPECT_NE(dmm_mh_owner(m.mh, v.back()), 1u); // node 1 filled up: spilled
+    EXPECT_EQ(dmm_mh_aligned_alloc(m.mh, 1, 48, 10), nullptr);
+    for (void *p : v)
+        dmm_mh_free(m.mh, 1, p);
+    expect_ok(m.mh);
+}

@@ -24,9 +24,8 @@
  * peak extent (per-node peaks, which need not coincide: an upper bound of
  * the peak of the sum); a sample's footprint is the sum of the node heaps'
  * current extents.  The multi-heap's own control block (node table and try
- * order) is reported apart (memory.mh_control_bytes).  Aligned allocation:
- * the multi-heap has no aligned call, so aligned requests of a trace fail
- * (and are counted as failed).
+ * order) is reported apart (memory.mh_control_bytes).  Aligned requests go
+ * through dmm_mh_aligned_alloc (the same selection as malloc).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -184,6 +183,7 @@ static void *a_malloc(void *c, size_t n) { return dmm_mh_malloc(c, mh_home, n); 
 static void a_free(void *c, void *p) { dmm_mh_free(c, mh_home, p); }
 static void *a_realloc(void *c, void *p, size_t n) { return dmm_mh_realloc(c, mh_home, p, n); }
 static void *a_calloc(void *c, size_t n, size_t s) { return dmm_mh_calloc(c, mh_home, n, s); }
+static void *a_aligned(void *c, size_t al, size_t s) { return dmm_mh_aligned_alloc(c, mh_home, al, s); }
 static size_t a_usable(void *c, const void *p) { return dmm_mh_usable_size(c, p); }
 
 static void mhb_set_thread(rp_backend *rb, uint32_t thread)
@@ -210,7 +210,7 @@ static int mhb_init(rp_backend *rb, size_t size)
     b->hb.rb.a.free = a_free;
     b->hb.rb.a.realloc = a_realloc;
     b->hb.rb.a.calloc = a_calloc;
-    b->hb.rb.a.aligned_alloc = NULL; /* no aligned call in the multi-heap */
+    b->hb.rb.a.aligned_alloc = a_aligned;
     b->hb.rb.a.usable_size = a_usable;
     mh_home = 0;
     return DMM_OK;
