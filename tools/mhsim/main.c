@@ -39,6 +39,7 @@ static void usage(FILE *f)
             "  --depth N             tasks outstanding per worker (default 2)\n"
             "  --compute-scale PCT   scales the per-task compute time (default 100)\n"
             "  --probe-home N        probe workload: the probing node (default the last)\n"
+            "  --offline N           node N's heap is out of service from the start (a fault)\n"
             "  --sweep               run the square meshes of --sizes for every --policy\n"
             "  --sizes A-B           sweep sizes (default 2-8: 2x2 .. 8x8)\n"
             "  --json FILE           self-describing JSON (schema dmm-mhsim/1; - = stdout)\n"
@@ -123,6 +124,10 @@ static void json_params(tj *j, const mhsim_params *p, const char *workload, bool
     tj_u64(j, "think", p->think);
     tj_u64(j, "depth", p->depth);
     tj_u64(j, "compute_scale_pct", p->compute_pct);
+    if (p->offline != DMM_MH_NO_NODE)
+        tj_u64(j, "offline", p->offline);
+    else
+        tj_null(j, "offline");
     if (strcmp(workload, "probe") == 0)
         tj_u64(j, "probe_home", p->probe_home == DMM_MH_NO_NODE ? p->width * p->height - 1 : p->probe_home);
     tj_obj_end(j);
@@ -517,17 +522,24 @@ static int self_test(const mhsim_params *base)
         dmm_mh_remote_free rf;
         unsigned home;
         unsigned target; /* the heap that serves the probe */
+        unsigned offline;
+        bool queued;     /* the free is one message to the owner's queue */
     } cases[] = {
-        {DMM_MH_LAZY, DMM_MH_FREE_LOCKED, 15, 15},    /* local: service only */
-        {DMM_MH_PRIVATE, DMM_MH_FREE_LOCKED, 5, 5},   /* local */
-        {DMM_MH_CENTRAL, DMM_MH_FREE_LOCKED, 15, 0},  /* remote, 6 hops */
-        {DMM_MH_CENTRAL, DMM_MH_FREE_LOCKED, 6, 0},   /* remote, 3 hops */
-        {DMM_MH_PRIORITY, DMM_MH_FREE_LOCKED, 10, 10} /* local */
+        {DMM_MH_LAZY, DMM_MH_FREE_LOCKED, 15, 15, DMM_MH_NO_NODE, false},    /* local: service only */
+        {DMM_MH_PRIVATE, DMM_MH_FREE_LOCKED, 5, 5, DMM_MH_NO_NODE, false},   /* local */
+        {DMM_MH_CENTRAL, DMM_MH_FREE_LOCKED, 15, 0, DMM_MH_NO_NODE, false},  /* remote, 6 hops */
+        {DMM_MH_CENTRAL, DMM_MH_FREE_LOCKED, 6, 0, DMM_MH_NO_NODE, false},   /* remote, 3 hops */
+        {DMM_MH_PRIORITY, DMM_MH_FREE_LOCKED, 10, 10, DMM_MH_NO_NODE, false}, /* local */
+        /* home heap out of service: the nearest heap (ties by id: 11 before 14) */
+        {DMM_MH_LAZY, DMM_MH_FREE_LOCKED, 15, 11, 15, false},
+        {DMM_MH_PRIORITY, DMM_MH_FREE_LOCKED, 15, 11, 15, false},
+        {DMM_MH_LAZY, DMM_MH_FREE_QUEUE, 15, 11, 15, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         p.policy = cases[i].pol;
         p.remote_free = cases[i].rf;
         p.probe_home = cases[i].home;
+        p.offline = cases[i].offline;
         if (mhsim_run(&p, &r, &err) != 0) {
             fprintf(stderr, "%s: self-test: %s\n", prog, err);
             return 1;
@@ -536,18 +548,22 @@ static int self_test(const mhsim_params *base)
         uint64_t msg = hops ? p.inject + hops * p.t_hop + flits : 0;
         uint64_t nmsg = hops ? 2 : 0;
         char what[128];
+        printf("case: %s, home %u, %s remote free, offline %d\n", dmm_mh_policy_name(p.policy), cases[i].home,
+               cases[i].queued ? "queued" : "locked", cases[i].offline == DMM_MH_NO_NODE ? -1 : (int)cases[i].offline);
         snprintf(what, sizeof what, "%s home %u: alloc cycles", dmm_mh_policy_name(p.policy), cases[i].home);
         st_expect(what, (double)r.alloc_cycles, (double)(2 * msg + p.svc_alloc));
         snprintf(what, sizeof what, "%s home %u: free cycles", dmm_mh_policy_name(p.policy), cases[i].home);
-        st_expect(what, (double)r.free_cycles, (double)(2 * msg + p.svc_free));
+        uint64_t free_cost = cases[i].queued ? msg : 2 * msg + p.svc_free;
+        uint64_t free_msgs = cases[i].queued ? 1 : nmsg;
+        st_expect(what, (double)r.free_cycles, (double)free_cost);
         snprintf(what, sizeof what, "%s home %u: messages", dmm_mh_policy_name(p.policy), cases[i].home);
-        st_expect(what, (double)(r.alloc_msgs + r.free_msgs), (double)(2 * nmsg));
+        st_expect(what, (double)(r.alloc_msgs + r.free_msgs), (double)(nmsg + free_msgs));
         snprintf(what, sizeof what, "%s home %u: hops", dmm_mh_policy_name(p.policy), cases[i].home);
-        st_expect(what, (double)(r.alloc_hops + r.free_hops), (double)(4 * hops));
+        st_expect(what, (double)(r.alloc_hops + r.free_hops), (double)((nmsg + free_msgs) * hops));
         snprintf(what, sizeof what, "%s home %u: makespan", dmm_mh_policy_name(p.policy), cases[i].home);
         /* alloc, think, 1000 cycles of work, free, think */
-        st_expect(what, (double)r.makespan, (double)(2 * msg + p.svc_alloc + p.think + 1000 + 2 * msg + p.svc_free +
-                                                     p.think));
+        st_expect(what, (double)r.makespan,
+                  (double)(2 * msg + p.svc_alloc + p.think + 1000 + free_cost + p.think));
         st_expect("lock wait", (double)r.lock_wait, 0);
         st_expect("failures", (double)r.failures, 0);
         st_expect("unattributed events", (double)r.unattributed, 0);
@@ -563,7 +579,7 @@ static int self_test(const mhsim_params *base)
 /* ---- options ------------------------------------------------------------------------ */
 enum {
     O_MESH = 256, O_POLICY, O_RFREE, O_FINAL, O_PERNODE, O_HEAP, O_WORKLOAD, O_SEED, O_THOP, O_INJECT, O_FLIT,
-    O_MSG, O_SALLOC, O_SFREE, O_THINK, O_DEPTH, O_CSCALE, O_PROBE, O_SWEEP, O_SIZES, O_JSON, O_MD, O_STRICT,
+    O_MSG, O_SALLOC, O_SFREE, O_THINK, O_DEPTH, O_CSCALE, O_PROBE, O_OFFLINE, O_SWEEP, O_SIZES, O_JSON, O_MD, O_STRICT,
     O_QUIET, O_SELFTEST, O_HELP
 };
 
@@ -588,6 +604,7 @@ int main(int argc, char **argv)
         {"depth", required_argument, 0, O_DEPTH},
         {"compute-scale", required_argument, 0, O_CSCALE},
         {"probe-home", required_argument, 0, O_PROBE},
+        {"offline", required_argument, 0, O_OFFLINE},
         {"sweep", no_argument, 0, O_SWEEP},
         {"sizes", required_argument, 0, O_SIZES},
         {"json", required_argument, 0, O_JSON},
@@ -688,6 +705,7 @@ int main(int argc, char **argv)
         case O_DEPTH: o.p.depth = parse_uint("--depth", v, 1, 1000); break;
         case O_CSCALE: o.p.compute_pct = parse_uint("--compute-scale", v, 0, 100000); break;
         case O_PROBE: o.p.probe_home = parse_uint("--probe-home", v, 0, 255); break;
+        case O_OFFLINE: o.p.offline = parse_uint("--offline", v, 0, 255); break;
         case O_SWEEP: o.sweep = true; break;
         case O_SIZES: {
             unsigned a, b;
@@ -732,5 +750,7 @@ int main(int argc, char **argv)
     o.p.policy = o.policies[0];
     if (o.p.probe_home != DMM_MH_NO_NODE && o.p.probe_home >= o.p.width * o.p.height)
         die_usage("--probe-home: node %u is not on a %ux%u mesh", o.p.probe_home, o.p.width, o.p.height);
+    if (o.p.offline != DMM_MH_NO_NODE && o.p.offline >= o.p.width * o.p.height)
+        die_usage("--offline: node %u is not on a %ux%u mesh", o.p.offline, o.p.width, o.p.height);
     return run_single(&o);
 }

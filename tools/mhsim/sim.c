@@ -54,6 +54,7 @@ void mhsim_default_params(mhsim_params *p)
     p->depth = 2;
     p->compute_pct = 100;
     p->probe_home = DMM_MH_NO_NODE;
+    p->offline = DMM_MH_NO_NODE;
 }
 
 unsigned mhsim_hops(unsigned w, unsigned a, unsigned b)
@@ -713,6 +714,10 @@ int mhsim_run(const mhsim_params *p, mhsim_result *r, const char **err)
         free(buf);
         return -1;
     }
+    if (p->offline != DMM_MH_NO_NODE && dmm_mh_set_offline(s.mh, p->offline, true) != DMM_OK) {
+        *err = "--offline: the node cannot be taken out of service (central has one heap)";
+        goto out;
+    }
     s.cores = calloc(s.n, sizeof *s.cores);
     if (!s.cores || build_programs(&s) != 0) {
         *err = "out of memory building the workload";
@@ -756,7 +761,7 @@ int mhsim_run(const mhsim_params *p, mhsim_result *r, const char **err)
     r->busy_tries = keep_busy;
     r->lock_wait = keep_wait;
     r->unattributed = keep_un;
-    snprintf(r->check_detail, sizeof r->check_detail, "%s", r->check_ok ? "ok" : (detail ? detail : "corrupt"));
+    snprintf(r->check_detail, sizeof r->check_detail, "%s", detail ? detail : (r->check_ok ? "ok" : "corrupt"));
     for (unsigned i = 0; i < s.n; i++)
         r->node[i].st = dmm_mh_get_node_stats(s.mh, i);
     rc = 0;
