@@ -572,6 +572,38 @@ static int self_test(const mhsim_params *base)
             st_fail = 1;
         }
     }
+    /* 3. contention: on 2x2, node 3's heap is out of service and node 1 (its
+     * nearest heap) is allocating at time 0.  Lazy finds heap 1 busy, skips
+     * it and is served by heap 2; priority waits for heap 1. */
+    p = *base;
+    p.width = p.height = 2;
+    snprintf(p.workload, sizeof p.workload, "probe");
+    p.probe_home = 3;
+    p.probe_busy = 1;
+    p.offline = 3;
+    uint64_t m1 = p.inject + p.t_hop + flits; /* a one-hop message */
+    for (int pri = 0; pri < 2; pri++) {
+        p.policy = pri ? DMM_MH_PRIORITY : DMM_MH_LAZY;
+        if (mhsim_run(&p, &r, &err) != 0) {
+            fprintf(stderr, "%s: self-test: %s\n", prog, err);
+            return 1;
+        }
+        printf("case: %s, node 3 offline, node 1 busy at time 0\n", dmm_mh_policy_name(p.policy));
+        /* node 1's own allocation is local (svc_alloc); node 3's: */
+        uint64_t want = pri ? (m1 > p.svc_alloc ? m1 : p.svc_alloc) + p.svc_alloc + m1 /* wait, serve, reply */
+                            : 2 * m1 + 2 * m1 + p.svc_alloc;                            /* busy round trip, then heap 2 */
+        st_expect(pri ? "priority: alloc cycles (1 local + 1 waiting)" : "lazy: alloc cycles (1 local + 1 skipping)",
+                  (double)r.alloc_cycles, (double)(p.svc_alloc + want));
+        st_expect("busy tries", (double)r.busy_tries, pri ? 0 : 1);
+        st_expect("lock wait", (double)r.lock_wait, pri && p.svc_alloc > m1 ? (double)(p.svc_alloc - m1) : 0);
+        st_expect("heap 1 remote allocs", (double)r.node[1].st.remote_allocs, pri ? 1 : 0);
+        st_expect("heap 2 remote allocs", (double)r.node[2].st.remote_allocs, pri ? 0 : 1);
+        st_expect("node 3 skipped busy", (double)r.node[3].st.skipped_busy, pri ? 0 : 1);
+        if (!r.check_ok) {
+            fprintf(stderr, "%s: self-test: check failed: %s\n", prog, r.check_detail);
+            st_fail = 1;
+        }
+    }
     printf(st_fail ? "self-test FAILED\n" : "self-test passed\n");
     return st_fail;
 }

@@ -41,6 +41,8 @@ typedef struct mhsim_params {
     unsigned depth;              /* tasks outstanding per worker */
     unsigned compute_pct;        /* scales the per-task compute time */
     unsigned probe_home;         /* probe: the probing node */
+    unsigned probe_busy;         /* probe: a node that allocates at time 0 too
+                                    (it is scheduled first: its heap is busy) */
     unsigned offline;            /* a node whose heap is out of service from the
                                     start (DMM_MH_NO_NODE: none) */
 } mhsim_params;

@@ -55,6 +55,7 @@ void mhsim_default_params(mhsim_params *p)
     p->compute_pct = 100;
     p->probe_home = DMM_MH_NO_NODE;
     p->offline = DMM_MH_NO_NODE;
+    p->probe_busy = DMM_MH_NO_NODE;
 }
 
 unsigned mhsim_hops(unsigned w, unsigned a, unsigned b)
@@ -262,6 +263,12 @@ static int build_programs(sim *s)
         emit(s, c, OP_ALLOC, 0, 0, 64);
         emit(s, c, OP_COMPUTE, 1000, 0, 0);
         emit(s, c, OP_FREE, 0, 0, 0);
+        if (p->probe_busy != DMM_MH_NO_NODE && p->probe_busy < n && p->probe_busy != h) {
+            core *b = &s->cores[p->probe_busy];
+            emit(s, b, OP_ALLOC, 0, 0, 64);
+            emit(s, b, OP_COMPUTE, 1000, 0, 0);
+            emit(s, b, OP_FREE, 0, 0, 0);
+        }
         s->ntasks = 0;
         return s->oom ? -1 : 0;
     }
