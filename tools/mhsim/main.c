@@ -32,6 +32,8 @@ static void usage(FILE *f)
             "  --heap CONFIG         node heap config text (default: the multi-heap default)\n"
             "  --workload W          fast|gaussian|integral|matrix|all|probe (default fast;\n"
             "                        all = the four kernels, reported one by one and averaged)\n"
+            "  --trace FILE          replay a dmmkit trace instead (thread t on node t %% nodes;\n"
+            "                        an operation waits for the earlier ones on its object)\n"
             "  --seed N              workload seed (default 1)\n"
             "  --t-hop C --inject C --flit-bytes B --msg-bytes B\n"
             "  --service-alloc C --service-free C   cost model (defaults 2, 4, 16, 16, 40, 30)\n"
@@ -77,6 +79,8 @@ typedef struct opts {
     bool sweep, strict, quiet, self_test;
     unsigned size_lo, size_hi;
     const char *json, *md;
+    const char *trace_path;
+    dmm_trace trace;
 } opts;
 
 /* ---- derived figures ---------------------------------------------------------- */
@@ -112,6 +116,12 @@ static void json_params(tj *j, const mhsim_params *p, const char *workload, bool
     tj_u64(j, "per_node", p->per_node);
     tj_str(j, "heap", heap);
     tj_str(j, "workload", workload);
+    if (o->trace_path) {
+        const char *base = strrchr(o->trace_path, '/');
+        tj_str(j, "trace", base ? base + 1 : o->trace_path);
+        tj_u64(j, "trace_hash", dmm_trace_hash(&o->trace));
+        tj_u64(j, "trace_threads", o->trace.threads);
+    }
     tj_u64(j, "seed", p->seed);
     tj_obj(j, "costs");
     tj_u64(j, "t_hop", p->t_hop);
@@ -360,6 +370,7 @@ static int run_sweep(opts *o)
             }
     /* summary: mean over workloads per (policy, size), growth per step */
     FILE *md = NULL;
+    char growth[1024] = "";
     tc_out mdo;
     if (o->md) {
         if (tc_out_open(&mdo, prog, o->md) != 0)
@@ -449,11 +460,15 @@ static int run_sweep(opts *o)
             if (!o->quiet)
                 printf("%-9s mean growth per size step %+.1f%% (%.2f -> %.2f cycles/event)\n",
                        dmm_mh_policy_name(o->policies[pi]), (gm - 1) * 100, first, last);
-            if (md)
-                fprintf(md, "\n%s: mean growth per size step %+.1f%% (geometric mean, %.2f -> %.2f cycles/event)\n",
-                        dmm_mh_policy_name(o->policies[pi]), (gm - 1) * 100, first, last);
+            size_t used = strlen(growth);
+            if (used < sizeof growth)
+                snprintf(growth + used, sizeof growth - used,
+                         "- %s: mean growth per size step %+.1f%% (geometric mean, %.2f -> %.2f cycles/event)\n",
+                         dmm_mh_policy_name(o->policies[pi]), (gm - 1) * 100, first, last);
         }
     }
+    if (md && growth[0])
+        fprintf(md, "\n%s", growth);
     if (md && tc_out_close(&mdo, prog, 1) != 0)
         bad = 1;
     if (js) {
@@ -611,7 +626,7 @@ static int self_test(const mhsim_params *base)
 /* ---- options ------------------------------------------------------------------------ */
 enum {
     O_MESH = 256, O_POLICY, O_RFREE, O_FINAL, O_PERNODE, O_HEAP, O_WORKLOAD, O_SEED, O_THOP, O_INJECT, O_FLIT,
-    O_MSG, O_SALLOC, O_SFREE, O_THINK, O_DEPTH, O_CSCALE, O_PROBE, O_OFFLINE, O_SWEEP, O_SIZES, O_JSON, O_MD, O_STRICT,
+    O_MSG, O_SALLOC, O_SFREE, O_THINK, O_DEPTH, O_CSCALE, O_PROBE, O_OFFLINE, O_TRACE, O_SWEEP, O_SIZES, O_JSON, O_MD, O_STRICT,
     O_QUIET, O_SELFTEST, O_HELP
 };
 
@@ -637,6 +652,7 @@ int main(int argc, char **argv)
         {"compute-scale", required_argument, 0, O_CSCALE},
         {"probe-home", required_argument, 0, O_PROBE},
         {"offline", required_argument, 0, O_OFFLINE},
+        {"trace", required_argument, 0, O_TRACE},
         {"sweep", no_argument, 0, O_SWEEP},
         {"sizes", required_argument, 0, O_SIZES},
         {"json", required_argument, 0, O_JSON},
@@ -737,6 +753,7 @@ int main(int argc, char **argv)
         case O_DEPTH: o.p.depth = parse_uint("--depth", v, 1, 1000); break;
         case O_CSCALE: o.p.compute_pct = parse_uint("--compute-scale", v, 0, 100000); break;
         case O_PROBE: o.p.probe_home = parse_uint("--probe-home", v, 0, 255); break;
+        case O_TRACE: o.trace_path = v; break;
         case O_OFFLINE: o.p.offline = parse_uint("--offline", v, 0, 255); break;
         case O_SWEEP: o.sweep = true; break;
         case O_SIZES: {
@@ -768,11 +785,23 @@ int main(int argc, char **argv)
         die_usage("unexpected argument '%s'", argv[optind]);
     if (o.self_test)
         return self_test(&o.p);
+    if (o.trace_path) {
+        if (o.all_workloads || strcmp(o.p.workload, "fast") != 0)
+            die_usage("--trace and --workload exclude each other");
+        if (tc_load_trace(prog, o.trace_path, &o.trace) != 0)
+            return 2;
+        if (dmm_trace_compact(&o.trace, NULL) != 0) {
+            fprintf(stderr, "%s: %s: out of memory\n", prog, o.trace_path);
+            return 1;
+        }
+        snprintf(o.p.workload, sizeof o.p.workload, "trace");
+        o.p.trace = &o.trace;
+    }
     if (o.sweep) {
         if (mesh_given)
             die_usage("--mesh and --sweep exclude each other (use --sizes)");
         if (strcmp(o.p.workload, "probe") == 0 && !o.all_workloads)
-            die_usage("--sweep runs the kernels, not the probe");
+            die_usage("--sweep runs the kernels or a trace, not the probe");
         return run_sweep(&o);
     }
     if (o.npol != 1)

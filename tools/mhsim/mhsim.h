@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "dmm/multiheap.h"
+#include "dmm/trace.h"
 
 /* Cost and run parameters (defaults: mhsim_default_params). */
 typedef struct mhsim_params {
@@ -41,6 +42,8 @@ typedef struct mhsim_params {
     unsigned depth;              /* tasks outstanding per worker */
     unsigned compute_pct;        /* scales the per-task compute time */
     unsigned probe_home;         /* probe: the probing node */
+    const dmm_trace *trace;      /* workload "trace": a compacted trace (object
+                                    ids dense), thread t on node t % nodes */
     unsigned probe_busy;         /* probe: a node that allocates at time 0 too
                                     (it is scheduled first: its heap is busy) */
     unsigned offline;            /* a node whose heap is out of service from the

@@ -31,7 +31,7 @@ bool mhsim_workload_known(const char *name)
     for (unsigned i = 0; mhsim_workloads[i]; i++)
         if (strcmp(name, mhsim_workloads[i]) == 0)
             return true;
-    return strcmp(name, "probe") == 0;
+    return strcmp(name, "probe") == 0 || strcmp(name, "trace") == 0;
 }
 
 void mhsim_default_params(mhsim_params *p)
@@ -83,7 +83,10 @@ enum {
     OP_SEND,      /* a: task (master hands it to its worker) */
     OP_RECV,      /* a: task (worker waits for it) */
     OP_DONE,      /* a: task (worker tells the master) */
-    OP_WAIT_ALL   /* master waits until no task is outstanding */
+    OP_WAIT_ALL,  /* master waits until no task is outstanding */
+    OP_T_ALLOC,   /* trace: a: object, b: its ordinal, size */
+    OP_T_REALLOC, /* trace: a: object, b: its ordinal, size */
+    OP_T_FREE     /* trace: a: object, b: its ordinal */
 };
 #define MAXBUF 4u
 
@@ -138,6 +141,11 @@ typedef struct sim {
     unsigned pending; /* node unlocked, its report not yet seen */
     mhsim_result *r;
     int oom;
+    /* trace replay: per object its pointer, operations done, last finish */
+    void **obj;
+    uint32_t *obj_done;
+    uint64_t *obj_time;
+    size_t nobj;
 } sim;
 
 static void q_push(sim *s, uint64_t t, unsigned c)
@@ -251,11 +259,60 @@ static const shape shapes[] = {
     {"matrix", 256, {2048, 0}, 48, {256, 256, 256, 0}, {0, 0, 0}, {256, 0}, 1600, false},
 };
 
+/* A trace: thread t runs on node t % nodes, its operations in trace order.
+ * An operation on an object waits until the object's earlier operations
+ * (in trace order, on any node) are done, so a free never overtakes its
+ * allocation; SYNC records are not needed for that and are skipped. */
+static int build_trace_programs(sim *s)
+{
+    const dmm_trace *t = s->p->trace;
+    uint64_t maxid = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->ops[i].kind != DMM_T_SYNC && t->ops[i].id > maxid)
+            maxid = t->ops[i].id;
+    if (maxid >= UINT32_MAX)
+        return -1;
+    s->nobj = (size_t)maxid + 1;
+    s->obj = calloc(s->nobj, sizeof *s->obj);
+    s->obj_done = calloc(s->nobj, sizeof *s->obj_done);
+    s->obj_time = calloc(s->nobj, sizeof *s->obj_time);
+    uint32_t *ord = calloc(s->nobj, sizeof *ord);
+    if (!s->obj || !s->obj_done || !s->obj_time || !ord) {
+        free(ord);
+        return -1;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        const dmm_trace_op *o = &t->ops[i];
+        core *c = &s->cores[o->tid % s->n];
+        uint32_t id = (uint32_t)o->id;
+        uint32_t size = o->size > UINT32_MAX ? UINT32_MAX : (uint32_t)o->size;
+        switch (o->kind) {
+        case DMM_T_MALLOC:
+        case DMM_T_CALLOC:
+        case DMM_T_ALIGNED: /* the multi-heap has no aligned entry: plain malloc */
+            emit(s, c, OP_T_ALLOC, id, ord[id]++, size);
+            break;
+        case DMM_T_REALLOC:
+            emit(s, c, OP_T_REALLOC, id, ord[id]++, size);
+            break;
+        case DMM_T_FREE:
+            emit(s, c, OP_T_FREE, id, ord[id]++, 0);
+            break;
+        default:
+            break;
+        }
+    }
+    free(ord);
+    return s->oom ? -1 : 0;
+}
+
 static int build_programs(sim *s)
 {
     const mhsim_params *p = s->p;
     unsigned n = s->n;
     core *m = &s->cores[0];
+    if (strcmp(p->workload, "trace") == 0)
+        return p->trace ? build_trace_programs(s) : -1;
     if (strcmp(p->workload, "probe") == 0) {
         /* One core allocates 64 B, waits, frees it; every other core idles. */
         unsigned h = p->probe_home == DMM_MH_NO_NODE ? n - 1 : p->probe_home;
@@ -632,6 +689,47 @@ static void step(sim *s, unsigned id)
             }
             break;
         }
+        case OP_T_ALLOC:
+        case OP_T_REALLOC:
+        case OP_T_FREE: {
+            if (s->obj_done[o->a] != o->b) {
+                c->state = ST_BLOCKED; /* an earlier operation on the object is not done */
+                return;
+            }
+            if (c->time < s->obj_time[o->a])
+                c->time = s->obj_time[o->a];
+            void **slot = &s->obj[o->a];
+            if (o->kind == OP_T_ALLOC) {
+                do_alloc(s, id, c, slot, o->size);
+            } else if (o->kind == OP_T_FREE) {
+                do_free(s, id, c, slot);
+            } else {
+                begin_op(s, id, c->time);
+                void *q = dmm_mh_realloc(s->mh, id, *slot, o->size);
+                finish_unlock(s);
+                s->r->alloc_events++;
+                s->r->alloc_cycles += s->cur_t - c->time;
+                s->r->alloc_msgs += s->cur_msgs;
+                s->r->alloc_hops += s->cur_hops;
+                if (!q && o->size)
+                    s->r->failures++; /* the old block stays live */
+                else
+                    *slot = q;
+                c->time = s->cur_t + p->think;
+            }
+            s->obj_done[o->a]++;
+            s->obj_time[o->a] = c->time;
+            c->pc++;
+            /* wake whoever waits for this object's next operation */
+            for (unsigned k = 0; k < s->n; k++) {
+                core *w = &s->cores[k];
+                if (w->state == ST_BLOCKED && w->pc < w->n && w->ops[w->pc].kind >= OP_T_ALLOC &&
+                    w->ops[w->pc].a == o->a && w->ops[w->pc].b == s->obj_done[o->a])
+                    schedule(s, k, s->obj_time[o->a]);
+            }
+            schedule(s, id, c->time);
+            return;
+        }
         case OP_WAIT_ALL:
             if (s->total_outstanding) {
                 c->state = ST_BLOCKED;
@@ -661,6 +759,9 @@ static void sim_release(sim *s)
     free(s->bufs);
     free(s->outstanding);
     free(s->q);
+    free(s->obj);
+    free(s->obj_done);
+    free(s->obj_time);
 }
 
 int mhsim_run(const mhsim_params *p, mhsim_result *r, const char **err)
@@ -676,7 +777,7 @@ int mhsim_run(const mhsim_params *p, mhsim_result *r, const char **err)
         *err = "mesh too large";
         return -1;
     }
-    if (strcmp(p->workload, "probe") != 0 && s.n < 2) {
+    if (strcmp(p->workload, "probe") != 0 && strcmp(p->workload, "trace") != 0 && s.n < 2) {
         *err = "the workloads need a master and at least one worker";
         return -1;
     }
