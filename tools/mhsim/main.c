@@ -665,6 +665,7 @@ int main(int argc, char **argv)
     };
     static opts o;
     mhsim_default_params(&o.p);
+    dmm_trace_init(&o.trace);
     o.policies[0] = DMM_MH_LAZY;
     o.npol = 1;
     o.size_lo = 2;
@@ -802,7 +803,9 @@ int main(int argc, char **argv)
             die_usage("--mesh and --sweep exclude each other (use --sizes)");
         if (strcmp(o.p.workload, "probe") == 0 && !o.all_workloads)
             die_usage("--sweep runs the kernels or a trace, not the probe");
-        return run_sweep(&o);
+        int rc = run_sweep(&o);
+        dmm_trace_free(&o.trace);
+        return rc;
     }
     if (o.npol != 1)
         die_usage("--policy: a list needs --sweep");
@@ -813,5 +816,7 @@ int main(int argc, char **argv)
         die_usage("--probe-home: node %u is not on a %ux%u mesh", o.p.probe_home, o.p.width, o.p.height);
     if (o.p.offline != DMM_MH_NO_NODE && o.p.offline >= o.p.width * o.p.height)
         die_usage("--offline: node %u is not on a %ux%u mesh", o.p.offline, o.p.width, o.p.height);
-    return run_single(&o);
+    int rc = run_single(&o);
+    dmm_trace_free(&o.trace);
+    return rc;
 }
