@@ -69,7 +69,10 @@ typedef struct dmm_mh_lock_ops {
 } dmm_mh_lock_ops;
 
 /* What a call did at one heap, for observers (the simulator charges
- * messages and service time from these). */
+ * messages and service time from these).  ALLOC and FREE are reported just
+ * after the heap's lock was released, DRAIN while it is held.  The lock
+ * hooks are not told the calling home node: an observer that needs it
+ * tracks the call it is making. */
 typedef enum dmm_mh_event {
     DMM_MH_EV_ALLOC = 0,  /* an allocation attempt at `node` (ok: served) */
     DMM_MH_EV_BUSY,       /* `node` skipped: its lock was busy */
