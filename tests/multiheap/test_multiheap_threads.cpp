@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -113,3 +114,70 @@ INSTANTIATE_TEST_SUITE_P(Policies, MultiheapThreads,
                                            Param{DMM_MH_CENTRAL, DMM_MH_FREE_LOCKED},
                                            Param{DMM_MH_PRIVATE, DMM_MH_FREE_QUEUE},
                                            Param{DMM_MH_PRIORITY, DMM_MH_FREE_LOCKED}));
+
+// A node taken out of service while threads run: its blocks' frees are
+// reported and kept, allocation goes on from the other nodes, and nothing
+// held by the other nodes is lost.
+TEST(MultiheapThreadsFault, ANodeGoesOfflineWhileThreadsRun)
+{
+    const unsigned nodes = 4, threads = 4;
+    std::atomic<uint64_t> reported{0};
+    dmm_mh_config c = dmm_mh_default_config(nodes);
+    // With its home out of service, a thread's every try is a try-lock that
+    // skips busy heaps; the final blocking pass makes it wait instead of
+    // failing when all were busy at once.
+    c.final_blocking_pass = true;
+    c.error_fn = [](void *ctx, const dmm_error *e) {
+        if (e->kind == DMM_ERR_INVALID_POINTER)
+            static_cast<std::atomic<uint64_t> *>(ctx)->fetch_add(1);
+    };
+    c.error_ctx = &reported;
+    size_t bytes = dmm_mh_buffer_size(&c, 256 * 1024);
+    std::vector<unsigned char> mem(bytes);
+    dmm_mh *mh = nullptr;
+    ASSERT_EQ(dmm_mh_init(&mh, mem.data(), bytes, &c), DMM_OK);
+    std::atomic<bool> go{false};
+    std::atomic<int> failures{0};
+    auto worker = [&](unsigned id) {
+        while (!go.load()) {
+        }
+        std::mt19937 rng(99 + id);
+        std::vector<void *> mine;
+        for (int op = 0; op < 4000; op++) {
+            if (mine.size() < 64 && (rng() % 2 || mine.empty())) {
+                void *p = dmm_mh_malloc(mh, id, 16 + rng() % 300);
+                if (!p)
+                    failures++;
+                else
+                    mine.push_back(p);
+            } else {
+                size_t k = rng() % mine.size();
+                dmm_mh_free(mh, id, mine[k]); // refused (and kept) if its node is offline
+                mine[k] = mine.back();
+                mine.pop_back();
+            }
+        }
+        for (void *p : mine)
+            dmm_mh_free(mh, id, p);
+    };
+    std::vector<std::thread> ts;
+    for (unsigned i = 0; i < threads; i++)
+        ts.emplace_back(worker, i);
+    go = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_EQ(dmm_mh_set_offline(mh, 2, true), DMM_OK); // the fault, mid-run
+    for (auto &t : ts)
+        t.join();
+    EXPECT_EQ(failures.load(), 0); // the other nodes served node 2's home
+    dmm_mh_node_stats s2 = dmm_mh_get_node_stats(mh, 2);
+    EXPECT_EQ(s2.offline_frees, reported.load());
+    EXPECT_EQ(s2.heap.live_count, s2.offline_frees); // every refused block is kept, nothing else
+    for (unsigned i = 0; i < nodes; i++) {
+        if (i != 2) {
+            EXPECT_EQ(dmm_mh_get_node_stats(mh, i).heap.live_count, 0u) << "node " << i;
+        }
+    }
+    const char *d = nullptr;
+    EXPECT_EQ(dmm_mh_check(mh, &d), DMM_OK) << d;
+    dmm_mh_destroy(mh);
+}
