@@ -29,7 +29,7 @@
 
 typedef struct mh_node {
     dmm_heap *heap;
-    atomic_flag spin;
+    dmm_port_spinlock spin;
     _Atomic(void *) queue;
     atomic_bool offline;
     atomic_size_t local_allocs, remote_allocs, served_remote, skipped_busy, remote_frees, queued_frees, failures,
@@ -223,7 +223,7 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
     hc.on_error = cfg->on_error;
     for (unsigned i = 0; i < n; i++) {
         mh_node *nd = &mh->nodes[i];
-        atomic_flag_clear(&nd->spin);
+        dmm_port_spin_init(&nd->spin);
         atomic_init(&nd->queue, NULL);
         atomic_init(&nd->offline, false);
         if (cfg->policy == DMM_MH_CENTRAL && i > 0)
@@ -270,7 +270,7 @@ static bool try_lock(dmm_mh *mh, unsigned i)
 {
     if (mh->cfg.lock_ops.try_lock)
         return mh->cfg.lock_ops.try_lock(mh->cfg.lock_ops.ctx, i);
-    return !atomic_flag_test_and_set_explicit(&mh->nodes[i].spin, memory_order_acquire);
+    return !atomic_flag_test_and_set_explicit(&mh->nodes[i].spin.f, memory_order_acquire);
 }
 
 static void lock(dmm_mh *mh, unsigned i)
@@ -279,15 +279,7 @@ static void lock(dmm_mh *mh, unsigned i)
         mh->cfg.lock_ops.lock(mh->cfg.lock_ops.ctx, i);
         return;
     }
-    unsigned spins = 0;
-    while (atomic_flag_test_and_set_explicit(&mh->nodes[i].spin, memory_order_acquire)) {
-        if (++spins >= 64) {
-            dmm_port_yield();
-            spins = 0;
-        } else {
-            dmm_port_cpu_relax();
-        }
-    }
+    dmm_port_spin_lock(&mh->nodes[i].spin);
 }
 
 static void unlock(dmm_mh *mh, unsigned i)
@@ -295,7 +287,7 @@ static void unlock(dmm_mh *mh, unsigned i)
     if (mh->cfg.lock_ops.unlock)
         mh->cfg.lock_ops.unlock(mh->cfg.lock_ops.ctx, i);
     else
-        atomic_flag_clear_explicit(&mh->nodes[i].spin, memory_order_release);
+        dmm_port_spin_unlock(&mh->nodes[i].spin);
 }
 
 static void event(dmm_mh *mh, unsigned home, unsigned node, dmm_mh_event ev, size_t ok)
