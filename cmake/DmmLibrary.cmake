@@ -18,7 +18,7 @@
 # call it for extra variants in the same build tree (for example one static
 # library per frozen preset, to compare runtime and compile-time
 # configurations).  Every variant compiles the same sources:
-# src/core/*.c, src/heap/*.c, src/pool/*.c, src/multiheap/*.c, src/port/vec/ (the vector
+# src/core/*.c, src/heap/*.c, src/pool/*.c, src/multiheap/*.c, src/spm/*.c, src/port/vec/ (the vector
 # routines for the target's architecture) and src/port/<port>.c.
 #
 # Compile definitions a variant gets (all PRIVATE: the public headers do not
@@ -71,7 +71,8 @@ function(dmm_add_heap_library name)
         message(WARNING "dmm_add_heap_library(${name}): src/heap/*.c is empty")
     endif()
 
-    file(GLOB pool_srcs CONFIGURE_DEPENDS "${root}/src/pool/*.c" "${root}/src/multiheap/*.c")
+    file(GLOB pool_srcs CONFIGURE_DEPENDS "${root}/src/pool/*.c" "${root}/src/multiheap/*.c"
+                                          "${root}/src/spm/*.c")
     # The vector routines (dmm/vec.h): the portable dispatcher everywhere,
     # plus the SIMD implementations of the target's architecture on a hosted
     # port (src/port/vec/README: which file builds where).

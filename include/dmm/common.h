@@ -62,7 +62,9 @@ typedef enum dmm_op {
     DMM_OP_ALIGNED,
     DMM_OP_FREE,
     DMM_OP_USABLE_SIZE,
-    DMM_OP_CHECK
+    DMM_OP_CHECK,
+    DMM_OP_P2S,          /* scratchpad heap: global to local (dmm/spm.h) */
+    DMM_OP_S2P           /* scratchpad heap: local to global */
 } dmm_op;
 
 typedef struct dmm_error {
