@@ -5,6 +5,10 @@
 #                another seed writes different JSON (so the comparison can fail)
 #   badopts      every bad option exits 2 and says what is wrong
 #   json         the JSON is self-describing: schema, every parameter echoed
+#   offline      a node's heap fails partway through a run (--offline-at):
+#                it served its core before, the others serve it after, the
+#                frees of its blocks are refused and counted, the checker
+#                passes, and no more allocations fail than without the fault
 cmake_minimum_required(VERSION 3.25)
 
 function(run_sim out_var rc_var err_var)
@@ -62,6 +66,7 @@ elseif(MODE STREQUAL "badopts")
         "--sweep%--mesh%3x3|--mesh and --sweep exclude each other"
         "--probe-home%9%--workload%probe|--probe-home: node 9 is not on a 2x2 mesh"
         "--offline%4|--offline: node 4 is not on a 2x2 mesh"
+        "--offline-at%100|--offline-at needs --offline N"
         "--heap%fit=sideways|--heap: 'fit=sideways'"
         "--frobnicate|unknown option '--frobnicate'"
         "stray|unexpected argument 'stray'")
@@ -122,6 +127,46 @@ elseif(MODE STREQUAL "json")
         message(FATAL_ERROR "JSON lists ${nn} nodes, expected 8")
     endif()
     message(STATUS "json: ok")
+elseif(MODE STREQUAL "offline")
+    set(common --mesh 3x3 --workload fast --per-node 32k --quiet --json -)
+    run_sim(base rc e ${common})
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "run without the fault failed (${rc}): ${e}")
+    endif()
+    run_sim(o rc e ${common} --offline 4 --offline-at 20000)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "run with the fault failed (${rc}): ${e}")
+    endif()
+    string(JSON at GET "${o}" runs 0 results offline_time)
+    string(JSON chk GET "${o}" runs 0 results check)
+    string(JSON fail GET "${o}" runs 0 results failures)
+    string(JSON fail0 GET "${base}" runs 0 results failures)
+    string(JSON local GET "${o}" runs 0 nodes 4 local_allocs)
+    string(JSON local0 GET "${base}" runs 0 nodes 4 local_allocs)
+    string(JSON served GET "${o}" runs 0 nodes 4 served_remote)
+    string(JSON offfree GET "${o}" runs 0 nodes 4 offline_frees)
+    string(JSON offfree0 GET "${base}" runs 0 nodes 4 offline_frees)
+    if(at LESS 20000)
+        message(FATAL_ERROR "the fault struck at ${at}, before --offline-at 20000")
+    endif()
+    if(NOT chk STREQUAL "all invariants hold")
+        message(FATAL_ERROR "checker after the fault: ${chk}")
+    endif()
+    if(local EQUAL 0 OR NOT local LESS local0)
+        message(FATAL_ERROR "node 4 served ${local} local allocations (${local0} without the fault): "
+                            "expected some, but fewer")
+    endif()
+    if(served EQUAL 0)
+        message(FATAL_ERROR "no other node served node 4's core after the fault")
+    endif()
+    if(offfree EQUAL 0 OR NOT offfree0 EQUAL 0)
+        message(FATAL_ERROR "offline frees: ${offfree} with the fault, ${offfree0} without")
+    endif()
+    if(fail GREATER fail0)
+        message(FATAL_ERROR "${fail} allocations failed with the fault, ${fail0} without")
+    endif()
+    message(STATUS "offline: ok (fault at ${at}; node 4: ${local} local before, ${served} served elsewhere, "
+                   "${offfree} frees refused and kept)")
 else()
     message(FATAL_ERROR "unknown MODE '${MODE}'")
 endif()

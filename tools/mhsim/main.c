@@ -30,8 +30,9 @@ static void usage(FILE *f)
             "  --final-pass          lazy: wait on each skipped heap after a full round\n"
             "  --per-node BYTES      memory per node (default 256k)\n"
             "  --heap CONFIG         node heap config text (default: the multi-heap default)\n"
-            "  --workload W          fast|gaussian|integral|matrix|all|probe (default fast;\n"
-            "                        all = the four kernels, reported one by one and averaged)\n"
+            "  --workload W          fast|gaussian|integral|matrix|all|spill|probe (default fast;\n"
+            "                        all = the four kernels, reported one by one and averaged;\n"
+            "                        spill = every core overflows its heap: remote contention)\n"
             "  --trace FILE          replay a dmmkit trace instead (thread t on node t %% nodes;\n"
             "                        an operation waits for the earlier ones on its object)\n"
             "  --seed N              workload seed (default 1)\n"
@@ -41,7 +42,8 @@ static void usage(FILE *f)
             "  --depth N             tasks outstanding per worker (default 2)\n"
             "  --compute-scale PCT   scales the per-task compute time (default 100)\n"
             "  --probe-home N        probe workload: the probing node (default the last)\n"
-            "  --offline N           node N's heap is out of service from the start (a fault)\n"
+            "  --offline N           node N's heap goes out of service (a fault) ...\n"
+            "  --offline-at CYCLES   ... at this simulated time (default 0: from the start)\n"
             "  --sweep               run the square meshes of --sizes for every --policy\n"
             "  --sizes A-B           sweep sizes (default 2-8: 2x2 .. 8x8)\n"
             "  --json FILE           self-describing JSON (schema dmm-mhsim/1; - = stdout)\n"
@@ -138,6 +140,7 @@ static void json_params(tj *j, const mhsim_params *p, const char *workload, bool
         tj_u64(j, "offline", p->offline);
     else
         tj_null(j, "offline");
+    tj_u64(j, "offline_at", p->offline_at);
     if (strcmp(workload, "probe") == 0)
         tj_u64(j, "probe_home", p->probe_home == DMM_MH_NO_NODE ? p->width * p->height - 1 : p->probe_home);
     tj_obj_end(j);
@@ -155,6 +158,7 @@ static void json_results(tj *j, const char *key, const mhsim_result *r)
     tj_dbl(j, "cycles_per_free", per(r->free_cycles, r->free_events));
     tj_u64(j, "event_cycles_total", r->alloc_cycles + r->free_cycles);
     tj_u64(j, "makespan_cycles", r->makespan);
+    tj_u64(j, "offline_time", r->offline_time);
     tj_u64(j, "messages", r->alloc_msgs + r->free_msgs);
     tj_dbl(j, "messages_per_event", mpe(r));
     tj_u64(j, "hops", r->alloc_hops + r->free_hops);
@@ -205,14 +209,17 @@ static void text_report(const mhsim_params *p, const mhsim_result *r)
     printf("messages/event %.3f, hops/event %.3f; lock wait %" PRIu64 " cycles; busy tries %" PRIu64
            "; task messages %" PRIu64 "\n",
            mpe(r), hpe(r), r->lock_wait, r->busy_tries, r->task_msgs);
-    printf("%5s %7s %7s %7s %7s %7s %7s %7s\n", "node", "local", "remote", "elsewh", "skipbsy", "rfrees",
-           "queued", "fail");
+    printf("%5s %7s %7s %7s %7s %7s %7s %7s %7s\n", "node", "local", "remote", "elsewh", "skipbsy", "rfrees",
+           "queued", "offfree", "fail");
     for (unsigned i = 0; i < r->nodes; i++) {
         const dmm_mh_node_stats *st = &r->node[i].st;
-        printf("%5u %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 "\n", i,
-               st->local_allocs, st->remote_allocs, st->served_remote, st->skipped_busy, st->remote_frees,
-               st->queued_frees, st->failures);
+        printf("%5u %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64
+               "\n",
+               i, st->local_allocs, st->remote_allocs, st->served_remote, st->skipped_busy, st->remote_frees,
+               st->queued_frees, st->offline_frees, st->failures);
     }
+    if (p->offline != DMM_MH_NO_NODE)
+        printf("node %u out of service from cycle %" PRIu64 "\n", p->offline, p->offline_at ? r->offline_time : 0);
     printf("check: %s\n", r->check_detail);
 }
 
@@ -626,7 +633,7 @@ static int self_test(const mhsim_params *base)
 /* ---- options ------------------------------------------------------------------------ */
 enum {
     O_MESH = 256, O_POLICY, O_RFREE, O_FINAL, O_PERNODE, O_HEAP, O_WORKLOAD, O_SEED, O_THOP, O_INJECT, O_FLIT,
-    O_MSG, O_SALLOC, O_SFREE, O_THINK, O_DEPTH, O_CSCALE, O_PROBE, O_OFFLINE, O_TRACE, O_SWEEP, O_SIZES, O_JSON, O_MD, O_STRICT,
+    O_MSG, O_SALLOC, O_SFREE, O_THINK, O_DEPTH, O_CSCALE, O_PROBE, O_OFFLINE, O_OFFAT, O_TRACE, O_SWEEP, O_SIZES, O_JSON, O_MD, O_STRICT,
     O_QUIET, O_SELFTEST, O_HELP
 };
 
@@ -652,6 +659,7 @@ int main(int argc, char **argv)
         {"compute-scale", required_argument, 0, O_CSCALE},
         {"probe-home", required_argument, 0, O_PROBE},
         {"offline", required_argument, 0, O_OFFLINE},
+        {"offline-at", required_argument, 0, O_OFFAT},
         {"trace", required_argument, 0, O_TRACE},
         {"sweep", no_argument, 0, O_SWEEP},
         {"sizes", required_argument, 0, O_SIZES},
@@ -756,6 +764,7 @@ int main(int argc, char **argv)
         case O_PROBE: o.p.probe_home = parse_uint("--probe-home", v, 0, 255); break;
         case O_TRACE: o.trace_path = v; break;
         case O_OFFLINE: o.p.offline = parse_uint("--offline", v, 0, 255); break;
+        case O_OFFAT: o.p.offline_at = parse_uint("--offline-at", v, 0, 4000000000u); break;
         case O_SWEEP: o.sweep = true; break;
         case O_SIZES: {
             unsigned a, b;
@@ -816,6 +825,8 @@ int main(int argc, char **argv)
         die_usage("--probe-home: node %u is not on a %ux%u mesh", o.p.probe_home, o.p.width, o.p.height);
     if (o.p.offline != DMM_MH_NO_NODE && o.p.offline >= o.p.width * o.p.height)
         die_usage("--offline: node %u is not on a %ux%u mesh", o.p.offline, o.p.width, o.p.height);
+    if (o.p.offline_at && o.p.offline == DMM_MH_NO_NODE)
+        die_usage("--offline-at needs --offline N");
     int rc = run_single(&o);
     dmm_trace_free(&o.trace);
     return rc;

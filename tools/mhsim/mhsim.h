@@ -28,7 +28,7 @@ typedef struct mhsim_params {
     uint64_t per_node;           /* bytes of memory per node */
     char heap[256];              /* node heap config text ("" = default) */
     uint64_t seed;
-    char workload[16];           /* fast gaussian integral matrix probe */
+    char workload[16];           /* fast gaussian integral matrix spill probe trace */
     /* network */
     unsigned t_hop;              /* cycles per hop (router + link) */
     unsigned inject;             /* cycles to inject a message */
@@ -46,8 +46,11 @@ typedef struct mhsim_params {
                                     ids dense), thread t on node t % nodes */
     unsigned probe_busy;         /* probe: a node that allocates at time 0 too
                                     (it is scheduled first: its heap is busy) */
-    unsigned offline;            /* a node whose heap is out of service from the
-                                    start (DMM_MH_NO_NODE: none) */
+    unsigned offline;            /* a node whose heap goes out of service
+                                    (DMM_MH_NO_NODE: none) ... */
+    uint64_t offline_at;         /* ... at this simulated time (0: from the
+                                    start): before the first operation that
+                                    starts at or after it */
 } mhsim_params;
 
 typedef struct mhsim_node_result {
@@ -63,6 +66,7 @@ typedef struct mhsim_result {
     uint64_t busy_tries;                  /* try-locks that found a heap busy */
     uint64_t task_msgs, task_hops;        /* the workload's own messages */
     uint64_t makespan;                    /* last core's finish time */
+    uint64_t offline_time;                /* when the fault struck (offline_at > 0) */
     uint64_t unattributed;                /* observer events outside a held lock
                                              that cost nothing (should be 0) */
     int check_ok;
@@ -81,7 +85,9 @@ unsigned mhsim_hops(unsigned w, unsigned a, unsigned b);
 /* Runs one simulation.  0, or -1 with *err set (bad config, no memory). */
 int mhsim_run(const mhsim_params *p, mhsim_result *r, const char **err);
 
-/* The workload names, NULL-terminated (the four seed kernels). */
+/* The workload names, NULL-terminated (the four seed kernels; "all").
+ * mhsim_workload_known also accepts spill (every core spills to remote
+ * heaps: remote contention), probe and trace. */
 extern const char *const mhsim_workloads[];
 bool mhsim_workload_known(const char *name);
 

@@ -31,7 +31,7 @@ bool mhsim_workload_known(const char *name)
     for (unsigned i = 0; mhsim_workloads[i]; i++)
         if (strcmp(name, mhsim_workloads[i]) == 0)
             return true;
-    return strcmp(name, "probe") == 0 || strcmp(name, "trace") == 0;
+    return strcmp(name, "probe") == 0 || strcmp(name, "trace") == 0 || strcmp(name, "spill") == 0;
 }
 
 void mhsim_default_params(mhsim_params *p)
@@ -55,6 +55,7 @@ void mhsim_default_params(mhsim_params *p)
     p->compute_pct = 100;
     p->probe_home = DMM_MH_NO_NODE;
     p->offline = DMM_MH_NO_NODE;
+    p->offline_at = 0;
     p->probe_busy = DMM_MH_NO_NODE;
 }
 
@@ -325,6 +326,31 @@ static int build_programs(sim *s)
             emit(s, b, OP_ALLOC, 0, 0, 64);
             emit(s, b, OP_COMPUTE, 1000, 0, 0);
             emit(s, b, OP_FREE, 0, 0, 0);
+        }
+        s->ntasks = 0;
+        return s->oom ? -1 : 0;
+    }
+    if (strcmp(p->workload, "spill") == 0) {
+        /* Remote contention: no master; every core runs SPILL_ROUNDS rounds
+         * of SPILL_BLOCKS allocations, computes, then frees them in
+         * allocation order.  Heavy cores (a checkerboard: x + y even) ask 2..6 KiB a block (about 48 KiB live: with 32 KiB per
+         * node a third spills to remote heaps), light cores 256 B..1 KiB
+         * (about 8 KiB), so there is room elsewhere, but the neighbours are
+         * busy with their own allocations when a spill comes.  Core i's
+         * sizes come from its own seeded stream. */
+        enum { SPILL_ROUNDS = 16, SPILL_BLOCKS = 12 };
+        for (unsigned i = 0; i < n; i++) {
+            core *c = &s->cores[i];
+            uint64_t rng = p->seed ^ (0x7370696c6c000000ull + i); /* "spill" */
+            bool heavy = (i % p->width + i / p->width) % 2 == 0;
+            for (unsigned r = 0; r < SPILL_ROUNDS; r++) {
+                for (unsigned b = 0; b < SPILL_BLOCKS; b++)
+                    emit(s, c, OP_ALLOC, b, 0,
+                         heavy ? 2048u + rng_below(&rng, 4097u) : 256u + rng_below(&rng, 769u));
+                emit(s, c, OP_COMPUTE, 1000u + rng_below(&rng, 1000u), 0, 0);
+                for (unsigned b = 0; b < SPILL_BLOCKS; b++)
+                    emit(s, c, OP_FREE, b, 0, 0);
+            }
         }
         s->ntasks = 0;
         return s->oom ? -1 : 0;
@@ -822,7 +848,7 @@ int mhsim_run(const mhsim_params *p, mhsim_result *r, const char **err)
         free(buf);
         return -1;
     }
-    if (p->offline != DMM_MH_NO_NODE && dmm_mh_set_offline(s.mh, p->offline, true) != DMM_OK) {
+    if (p->offline != DMM_MH_NO_NODE && p->offline_at == 0 && dmm_mh_set_offline(s.mh, p->offline, true) != DMM_OK) {
         *err = "--offline: the node cannot be taken out of service (central has one heap)";
         goto out;
     }
@@ -845,8 +871,18 @@ int mhsim_run(const mhsim_params *p, mhsim_result *r, const char **err)
         else
             c->state = ST_DONE;
     }
+    bool fault_pending = p->offline != DMM_MH_NO_NODE && p->offline_at > 0;
     while (s.qn && !s.oom) {
         qent e = q_pop(&s);
+        if (fault_pending && e.t >= p->offline_at) {
+            /* the fault strikes between two operations: no heap lock is held */
+            fault_pending = false;
+            if (dmm_mh_set_offline(s.mh, p->offline, true) != DMM_OK) {
+                *err = "--offline: the node cannot be taken out of service (central has one heap)";
+                goto out;
+            }
+            r->offline_time = e.t;
+        }
         step(&s, e.core);
     }
     if (s.oom) {
