@@ -22,6 +22,10 @@
  *
  * Static mode: `cores` equal slices past the control block, one dmm heap
  * each, used by its core's own thread; no words.
+ *
+ * The statistics are relaxed atomic counters of the native width
+ * (atomic_size_t: lock-free on 32-bit targets without libatomic, so they
+ * wrap after 2^32 events there).
  */
 #include "dmm/spm.h"
 
@@ -43,7 +47,7 @@ typedef struct spmg_core {
     bool out_full;
     dmm_heap *heap;        /* static mode: this core's slice */
     size_t lo, hi;         /* static mode: the slice's address range */
-    _Atomic uint64_t errors; /* static mode: refused frees of this slice */
+    atomic_size_t errors; /* static mode: refused frees of this slice */
 } spmg_core;
 
 struct dmm_spm_global {
@@ -54,7 +58,7 @@ struct dmm_spm_global {
     size_t size;
     size_t data_off;       /* first address past the control block */
     dmm_heap *heap;        /* dynamic mode */
-    _Atomic uint64_t heap_errors; /* refused frees of the dynamic heap */
+    atomic_size_t heap_errors; /* refused frees of the dynamic heap */
 
     bool sync;             /* mu and the conditions are initialised */
     bool thread_on;        /* the library's manager thread runs */
@@ -67,8 +71,8 @@ struct dmm_spm_global {
     bool stop;
     unsigned next;         /* round-robin start */
 
-    _Atomic uint64_t allocs, frees, failures, words_in, words_out, full_waits, errors;
-    _Atomic size_t in_use, peak;
+    atomic_size_t allocs, frees, failures, words_in, words_out, full_waits, errors;
+    atomic_size_t in_use, peak;
 
     spmg_core core[];
 };
@@ -80,7 +84,7 @@ static bool is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 static void heap_error(void *ctx, const dmm_error *err)
 {
     (void)err;
-    _Atomic uint64_t *count = ctx;
+    atomic_size_t *count = ctx;
     atomic_fetch_add_explicit(count, 1, memory_order_relaxed);
 }
 
@@ -319,7 +323,7 @@ static dmm_gaddr do_alloc(dmm_spm_global *g, dmm_heap *h, uint64_t bytes, size_t
 /* errs: the error counter of heap h (its error callback's context); only
  * this heap's single user changes it, so a change during the call is this
  * call's report. */
-static void do_free(dmm_spm_global *g, dmm_heap *h, _Atomic uint64_t *errs, size_t lo, size_t hi,
+static void do_free(dmm_spm_global *g, dmm_heap *h, atomic_size_t *errs, size_t lo, size_t hi,
                     dmm_gaddr a)
 {
     if (a == DMM_GNULL)
