@@ -301,14 +301,46 @@ static void note_peak(dmm_spm_global *g, size_t now)
     }
 }
 
+/* An alignment the buffer itself does not have (the heap aligns host
+ * addresses, global addresses are offsets from buf): the object is placed
+ * inside a larger block at the first offset with that alignment at least
+ * 16 bytes past the block's start, and a tag just below it names the block
+ * (check = SHIFT_MAGIC ^ its own address, so that a stray address does not
+ * pass for one).  It costs up to align bytes; a buffer aligned to the
+ * largest alignment asked for (e.g. the segment size) avoids it. */
+#define SHIFT_MAGIC UINT64_C(0x5350474d53484946)
+
+typedef struct shift_tag {
+    uint64_t check;
+    uint64_t block; /* global address of the heap block */
+} shift_tag;
+
+static void *heap_get(dmm_heap *h, size_t n, size_t align)
+{
+    return align > DMM_HEAP_ALIGN ? dmm_heap_aligned_alloc(h, align, n) : dmm_heap_malloc(h, n);
+}
+
 static dmm_gaddr do_alloc(dmm_spm_global *g, dmm_heap *h, uint64_t bytes, size_t align)
 {
     void *p = NULL;
+    dmm_gaddr a = DMM_GNULL;
     /* The DMA rules: the whole [a, a + round16(bytes)) belongs to the
-     * object; the buffer's own alignment bounds what an offset can have. */
-    if (bytes > 0 && bytes <= (uint64_t)(SIZE_MAX / 2) && ((uintptr_t)g->buf & (align - 1)) == 0) {
+     * object. */
+    if (bytes > 0 && bytes <= (uint64_t)(SIZE_MAX / 4) && align <= SIZE_MAX / 4) {
         size_t n = round_up((size_t)bytes, SPMG_GRAIN);
-        p = align > DMM_HEAP_ALIGN ? dmm_heap_aligned_alloc(h, align, n) : dmm_heap_malloc(h, n);
+        if (((uintptr_t)g->buf & (align - 1)) == 0) {
+            p = heap_get(h, n, align);
+            if (p)
+                a = (dmm_gaddr)((unsigned char *)p - g->buf);
+        } else {
+            p = heap_get(h, n + align + SPMG_GRAIN, SPMG_GRAIN);
+            if (p) {
+                dmm_gaddr block = (dmm_gaddr)((unsigned char *)p - g->buf);
+                a = (block + SPMG_GRAIN + align - 1) & ~(dmm_gaddr)(align - 1);
+                shift_tag t = {SHIFT_MAGIC ^ a, block};
+                dmm_port_memcpy(g->buf + a - sizeof t, &t, sizeof t);
+            }
+        }
     }
     if (!p) {
         atomic_fetch_add_explicit(&g->failures, 1, memory_order_relaxed);
@@ -317,7 +349,23 @@ static dmm_gaddr do_alloc(dmm_spm_global *g, dmm_heap *h, uint64_t bytes, size_t
     size_t us = dmm_heap_usable_size(h, p);
     note_peak(g, atomic_fetch_add_explicit(&g->in_use, us, memory_order_relaxed) + us);
     atomic_fetch_add_explicit(&g->allocs, 1, memory_order_relaxed);
-    return (dmm_gaddr)((unsigned char *)p - g->buf);
+    return a;
+}
+
+/* The heap block of a shifted object at a, or NULL when a is none. */
+static void *shifted_block(dmm_spm_global *g, dmm_heap *h, size_t lo, dmm_gaddr a)
+{
+    shift_tag t;
+    if (a < lo + sizeof t || (a & (SPMG_GRAIN - 1)) != 0)
+        return NULL;
+    dmm_port_memcpy(&t, g->buf + a - sizeof t, sizeof t);
+    if (t.check != (SHIFT_MAGIC ^ a) || t.block < lo || t.block + SPMG_GRAIN > a)
+        return NULL;
+    void *p = g->buf + t.block;
+    size_t us = dmm_heap_usable_size(h, p);
+    if (us == 0 || a >= t.block + us)
+        return NULL;
+    return p;
 }
 
 /* errs: the error counter of heap h (its error callback's context); only
@@ -333,8 +381,14 @@ static void do_free(dmm_spm_global *g, dmm_heap *h, atomic_size_t *errs, size_t 
         atomic_fetch_add_explicit(errs, 1, memory_order_relaxed);
         return;
     }
-    void *p = g->buf + a;
-    uint64_t before = atomic_load_explicit(errs, memory_order_relaxed);
+    void *p = shifted_block(g, h, lo, a);
+    if (p) {
+        shift_tag none = {0, 0}; /* a second free of a is no longer a shifted object */
+        dmm_port_memcpy(g->buf + a - sizeof none, &none, sizeof none);
+    } else {
+        p = g->buf + a;
+    }
+    size_t before = atomic_load_explicit(errs, memory_order_relaxed);
     size_t us = dmm_heap_usable_size(h, p);
     if (us == 0) {
         /* The heap's hardening refuses it; let free report it once (the

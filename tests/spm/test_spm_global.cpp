@@ -467,3 +467,67 @@ TEST_F(HostPort, IllegalTransfersStop)
     EXPECT_EQ(hp.bytes_in, 16400u);
     dmm_spm_global_free(g, 0, a, nullptr);
 }
+
+// An alignment the buffer itself lacks (global addresses are offsets, the
+// heap aligns host addresses): the object is placed at an aligned offset
+// inside a larger block; its data, its free, a refused interior free and a
+// double free behave as for any other object.
+TEST(SpmGlobal, AlignmentBeyondTheBuffersOwn)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_DYNAMIC, DMM_SPM_STATIC}) {
+        Buf raw(512 * 1024 + 4096);
+        unsigned char *buf = raw.p + 4096 + 16; // 16-aligned, not 32-aligned
+        size_t size = 512 * 1024 - 16;
+        dmm_spm_global *g = nullptr;
+        dmm_spm_global_config c = cfg_of(mode, 1);
+        ASSERT_EQ(dmm_spm_global_create(&g, buf, size, &c), DMM_OK);
+        std::vector<dmm_gaddr> segs;
+        unsigned seed = 0;
+        for (size_t align : {size_t(32), size_t(256), size_t(4096), size_t(16384)}) {
+            dmm_gaddr a = dmm_spm_global_alloc(g, 0, 16384, align, nullptr);
+            ASSERT_NE(a, DMM_GNULL) << align;
+            EXPECT_EQ(a % align, 0u) << align;
+            fill(g, a, 16384, seed++);
+            segs.push_back(a);
+        }
+        seed = 0;
+        for (dmm_gaddr a : segs) {
+            EXPECT_TRUE(intact(g, a, 16384, seed++));
+        }
+        dmm_spm_global_free(g, 0, segs[3] + 16, nullptr); // interior: refused
+        dmm_spm_global_stats s = dmm_spm_global_get_stats(g);
+        EXPECT_EQ(s.errors, 1u);
+        EXPECT_EQ(s.frees, 0u);
+        EXPECT_TRUE(intact(g, segs[3], 16384, 3));
+        for (dmm_gaddr a : segs) {
+            dmm_spm_global_free(g, 0, a, nullptr);
+        }
+        dmm_spm_global_free(g, 0, segs[2], nullptr); // double free: refused
+        s = dmm_spm_global_get_stats(g);
+        EXPECT_EQ(s.frees, 4u);
+        EXPECT_EQ(s.errors, 2u);
+        EXPECT_EQ(s.bytes_in_use, 0u);
+        // Segments aligned to their size, as the per-core heap asks for
+        // them, until the memory is exhausted; then all given back.
+        segs.clear();
+        for (;;) {
+            dmm_gaddr a = dmm_spm_global_alloc(g, 0, 16384, 16384, nullptr);
+            if (a == DMM_GNULL) {
+                break;
+            }
+            EXPECT_EQ(a % 16384, 0u);
+            fill(g, a, 16384, static_cast<unsigned>(a >> 14));
+            segs.push_back(a);
+            ASSERT_LT(segs.size(), 40u);
+        }
+        EXPECT_GE(segs.size(), 10u); // each costs at most 2 x 16 KiB + 32 of 512 KiB
+        for (dmm_gaddr a : segs) {
+            EXPECT_TRUE(intact(g, a, 16384, static_cast<unsigned>(a >> 14)));
+            dmm_spm_global_free(g, 0, a, nullptr);
+        }
+        s = dmm_spm_global_get_stats(g);
+        EXPECT_EQ(s.bytes_in_use, 0u);
+        EXPECT_EQ(s.errors, 2u);
+        dmm_spm_global_destroy(g);
+    }
+}
