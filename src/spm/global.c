@@ -304,15 +304,16 @@ static void note_peak(dmm_spm_global *g, size_t now)
 /* An alignment the buffer itself does not have (the heap aligns host
  * addresses, global addresses are offsets from buf): the object is placed
  * inside a larger block at the first offset with that alignment at least
- * 16 bytes past the block's start, and a tag just below it names the block
- * (check = SHIFT_MAGIC ^ its own address, so that a stray address does not
- * pass for one).  It costs up to align bytes; a buffer aligned to the
- * largest alignment asked for (e.g. the segment size) avoids it. */
-#define SHIFT_MAGIC UINT64_C(0x5350474d53484946)
-
+ * 16 bytes past the block's start, and a two-word tag just below it names
+ * the block.  The tag's upper word, where a block's header word would be,
+ * holds ~a: a heap header there (size + flags, below the buffer's size)
+ * never equals it, so a free reads only that word (the heap's own, never
+ * a neighbour's payload) to tell the two apart.  It costs up to align + 16
+ * bytes; a buffer aligned to the largest alignment asked for (e.g. the
+ * segment size) avoids it. */
 typedef struct shift_tag {
-    uint64_t check;
-    uint64_t block; /* global address of the heap block */
+    size_t block; /* global address of the heap block */
+    size_t check; /* ~a */
 } shift_tag;
 
 static void *heap_get(dmm_heap *h, size_t n, size_t align)
@@ -337,7 +338,7 @@ static dmm_gaddr do_alloc(dmm_spm_global *g, dmm_heap *h, uint64_t bytes, size_t
             if (p) {
                 dmm_gaddr block = (dmm_gaddr)((unsigned char *)p - g->buf);
                 a = (block + SPMG_GRAIN + align - 1) & ~(dmm_gaddr)(align - 1);
-                shift_tag t = {SHIFT_MAGIC ^ a, block};
+                shift_tag t = {(size_t)block, ~(size_t)a};
                 dmm_port_memcpy(g->buf + a - sizeof t, &t, sizeof t);
             }
         }
@@ -358,8 +359,12 @@ static void *shifted_block(dmm_spm_global *g, dmm_heap *h, size_t lo, dmm_gaddr 
     shift_tag t;
     if (a < lo + sizeof t || (a & (SPMG_GRAIN - 1)) != 0)
         return NULL;
+    size_t check;
+    dmm_port_memcpy(&check, g->buf + a - sizeof check, sizeof check);
+    if (check != ~(size_t)a)
+        return NULL;
     dmm_port_memcpy(&t, g->buf + a - sizeof t, sizeof t);
-    if (t.check != (SHIFT_MAGIC ^ a) || t.block < lo || t.block + SPMG_GRAIN > a)
+    if (t.block < lo || t.block + SPMG_GRAIN > a)
         return NULL;
     void *p = g->buf + t.block;
     size_t us = dmm_heap_usable_size(h, p);
@@ -383,7 +388,7 @@ static void do_free(dmm_spm_global *g, dmm_heap *h, atomic_size_t *errs, size_t 
     }
     void *p = shifted_block(g, h, lo, a);
     if (p) {
-        shift_tag none = {0, 0}; /* a second free of a is no longer a shifted object */
+        shift_tag none = {0, 0}; /* a second free of a is refused by the heap */
         dmm_port_memcpy(g->buf + a - sizeof none, &none, sizeof none);
     } else {
         p = g->buf + a;

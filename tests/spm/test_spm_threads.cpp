@@ -109,11 +109,15 @@ void core_main(dmm_spm_global *g, unsigned core, unsigned ops, Live *live, Count
     *out = c;
 }
 
-void run_cores(dmm_spm_mode mode, unsigned cores, unsigned ops)
+// offset 16: the buffer is only 16-aligned, so the 64- and 256-aligned
+// requests take the shifted placement (an aligned offset inside a larger
+// block, found again through its tag on free).
+void run_cores(dmm_spm_mode mode, unsigned cores, unsigned ops, size_t offset = 0)
 {
     const size_t size = 2u << 20;
-    auto *buf = static_cast<unsigned char *>(std::aligned_alloc(4096, size));
-    ASSERT_NE(buf, nullptr);
+    auto *mem = static_cast<unsigned char *>(std::aligned_alloc(4096, size + 4096));
+    ASSERT_NE(mem, nullptr);
+    unsigned char *buf = mem + offset;
     dmm_spm_global_config cfg = dmm_spm_global_default_config();
     cfg.mode = mode;
     cfg.cores = cores;
@@ -171,7 +175,7 @@ void run_cores(dmm_spm_mode mode, unsigned cores, unsigned ops)
         EXPECT_EQ(s.words_in, 0u);
     }
     dmm_spm_global_destroy(g); // stops and joins the manager
-    std::free(buf);
+    std::free(mem);
 }
 
 } // namespace
@@ -215,6 +219,10 @@ TEST(SpmThreads, SixCoresOneManagerDepthOne)
 }
 
 TEST(SpmThreads, FourStaticCores) { run_cores(DMM_SPM_STATIC, 4, 1500); }
+
+TEST(SpmThreads, FourCoresOneManagerShiftedAlignments) { run_cores(DMM_SPM_DYNAMIC, 4, 1000, 16); }
+
+TEST(SpmThreads, FourStaticCoresShiftedAlignments) { run_cores(DMM_SPM_STATIC, 4, 1000, 16); }
 
 TEST(SpmThreads, CreateDestroyManagerRepeatedly)
 {
