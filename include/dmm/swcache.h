@@ -91,8 +91,9 @@ dmm_gaddr dmm_swc_calloc(dmm_swc *c, size_t n, size_t size);
 dmm_gaddr dmm_swc_realloc(dmm_swc *c, dmm_gaddr a, size_t size);
 /* Drops the object's dirty granules from the cache and sends the free to
  * the main core.  An address whose header does not match is reported
- * (DMM_ERR_INVALID_POINTER) and still sent, so the global heap reports
- * it too; nothing in the cache changes. */
+ * (DMM_ERR_INVALID_POINTER, last_status DMM_E_RANGE) and still sent, so
+ * the global heap refuses and counts it too; no cached data is dropped
+ * (reading the header may have filled a line). */
 void dmm_swc_free(dmm_swc *c, dmm_gaddr a);
 /* Requested bytes of a live object (0 for a bad address). */
 size_t dmm_swc_size(dmm_swc *c, dmm_gaddr a);
