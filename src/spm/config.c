@@ -29,7 +29,7 @@ dmm_status dmm_spm_config_check_(const dmm_spm_config *c, const char **reason)
 {
     const char *r = NULL;
     if (c->table_frames < 1 || c->table_frames > SPM_MAX_FRAMES)
-        r = "frames must be 1..64";
+        r = "frames must be 1..16";
     else if (c->table_bytes == 0 || c->table_bytes % (16u * c->table_frames))
         r = "table must be a multiple of 16 * frames";
     else if (c->table_bytes / c->table_frames < SPM_HDR_BYTES + DMM_SPM_ENTRY_BYTES)

@@ -441,7 +441,11 @@ dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm
         s->frames[i].mem = s->table + (size_t)i * s->page;
     s->heap_mem = s->table + c.table_bytes;
     s->heap_bytes = size - control - c.table_bytes;
-    dmm_heap_config hc = dmm_heap_default_config();
+    /* A first-fit, address-ordered, coalescing heap: its control block is a
+     * few words (a binned heap's bin table would eat a 2-4 KiB local memory)
+     * and the resident set is small, so its O(n) search is short. */
+    dmm_heap_config hc = dmm_heap_preset_config(DMM_PRESET_FIRSTFIT);
+    hc.stats = DMM_STATS_OFF;
     hc.lock = DMM_LOCK_NONE;
     hc.on_error = DMM_ON_ERROR_REPORT;
     hc.error_fn = NULL;
@@ -929,13 +933,10 @@ dmm_status dmm_spm_flush(dmm_spm *s)
     for (spm_unit *u = s->lru_head; u; u = u->next) {
         if (!u->dirty)
             continue;
+        /* The unit stays dirty: a p2s address survives a flush (flush moves
+         * nothing), so the core may go on writing through it. */
         dma_put(s, u->gaddr, udata(u), u->bytes);
         s->st.unit_writebacks++;
-        u->dirty = 0;
-        uint8_t *l = line_open(s, u->entry);
-        spm_entry *e = (spm_entry *)(void *)l;
-        e->flags = (uint8_t)(e->flags & ~SPM_E_DIRTY);
-        line_close(s, u->entry, l);
     }
     for (unsigned i = 0; i < s->cfg.table_frames; i++)
         frame_writeback(s, &s->frames[i]);
@@ -1023,6 +1024,15 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
             r = "resident unit outside the local heap";
             goto out;
         }
+        if (dmm_heap_usable_size(s->heap, u) < SPM_UHDR + u->bytes) {
+            r = "resident unit larger than its local block";
+            goto out;
+        }
+        for (spm_unit *o = u->next; o; o = o->next)
+            if ((uint8_t *)o < udata(u) + u->bytes && (uint8_t *)u < udata(o) + o->bytes) {
+                r = "resident units overlap";
+                goto out;
+            }
     }
     if (n != s->resident) {
         r = "resident count differs from the LRU list";

@@ -19,9 +19,9 @@
 #define SPM_UNIT_MAGIC 0x554e4954u /* "UNIT" in a resident unit's local header */
 #define SPM_HDR_BYTES 32u          /* segment header: two 16-byte lines */
 #define SPM_UHDR 48u               /* local header in front of a resident unit */
-#define SPM_MAX_FRAMES 64u
-#define SPM_OPEN 16u               /* open-segment cache records */
-#define SPM_BOUNCE 128u            /* realloc copies through this many bytes */
+#define SPM_MAX_FRAMES 16u
+#define SPM_OPEN 8u               /* open-segment cache records */
+#define SPM_BOUNCE 64u            /* realloc copies through this many bytes */
 #define SPM_POISON 0xA5u           /* stale local bytes under paranoid */
 
 enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
