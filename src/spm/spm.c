@@ -595,6 +595,10 @@ static void segment_release(dmm_spm *s, spm_frame *f)
     f->seg = 0;
     f->dirty = false;
     open_remove(s, seg);
+    /* Clear the header line in global memory: a later free or p2s of a stale
+     * address must not find a page that still looks like ours. */
+    dmm_port_memset(s->scratch, 0, 16);
+    dma_put(s, seg, s->scratch, 16);
     unsigned w = 0;
     dmm_spm_global_free(s->g, s->core, seg, &w);
     charge(s, w);
