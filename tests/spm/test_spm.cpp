@@ -1,0 +1,605 @@
+// tests/spm/test_spm.cpp - the per-core scratchpad heap (label unit):
+// seeded random malloc/calloc/realloc/free/p2s/p2s_ro/s2p/pin/unpin
+// sequences against a shadow copy of every object, in static and dynamic
+// (manager thread) mode, on tiny local memories so units are evicted and
+// table pages swapped all the time, with dmm_spm_check after every op; bad
+// addresses reported with nothing changed; the paranoid local-address rule;
+// flush making data visible to the main core; the config text form.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "dmm/spm.h"
+}
+
+namespace {
+
+struct Errors {
+    int count = 0;
+    dmm_error_kind kind{};
+    dmm_op op{};
+    const void *ptr = nullptr;
+};
+
+void on_error(void *ctx, const dmm_error *e)
+{
+    auto *er = static_cast<Errors *>(ctx);
+    er->count++;
+    er->kind = e->kind;
+    er->op = e->op;
+    er->ptr = e->ptr;
+}
+
+struct SpmSetup {
+    dmm_spm_mode mode;
+    size_t local;
+    const char *text; // dmm_spm_config text
+};
+
+// One core's heap over a global memory and the host port.
+struct Rig {
+    unsigned char *gbuf = nullptr;
+    unsigned char *lbuf = nullptr;
+    dmm_spm_global *g = nullptr;
+    dmm_spm_hostport hp{};
+    dmm_spm *s = nullptr;
+    Errors err;
+    dmm_spm_config cfg{};
+
+    Rig(const SpmSetup &su, size_t gbytes = 1u << 20)
+    {
+        gbuf = static_cast<unsigned char *>(std::aligned_alloc(4096, gbytes));
+        lbuf = static_cast<unsigned char *>(std::aligned_alloc(16, su.local));
+        dmm_spm_global_config gc = dmm_spm_global_default_config();
+        gc.mode = su.mode;
+        gc.cores = 1;
+        EXPECT_EQ(dmm_spm_global_create(&g, gbuf, gbytes, &gc), DMM_OK);
+        dmm_spm_hostport_init(&hp, g, nullptr);
+        cfg = dmm_spm_default_config();
+        const char *why = nullptr;
+        EXPECT_EQ(dmm_spm_config_parse(su.text, &cfg, &why), DMM_OK) << (why ? why : "");
+        cfg.error_fn = on_error;
+        cfg.error_ctx = &err;
+        EXPECT_EQ(dmm_spm_create(&s, lbuf, su.local, &cfg, g, 0, &hp.port), DMM_OK);
+    }
+    ~Rig()
+    {
+        if (s) {
+            dmm_spm_destroy(s);
+        }
+        if (g) {
+            dmm_spm_global_destroy(g);
+        }
+        std::free(lbuf);
+        std::free(gbuf);
+    }
+    bool ok()
+    {
+        const char *why = nullptr;
+        dmm_status st = dmm_spm_check(s, &why);
+        if (st != DMM_OK) {
+            ADD_FAILURE() << "check: " << (why ? why : "?");
+        }
+        return st == DMM_OK;
+    }
+};
+
+using Shadow = std::map<dmm_gaddr, std::vector<unsigned char>>;
+
+bool same(const unsigned char *p, const std::vector<unsigned char> &v)
+{
+    for (size_t i = 0; i < v.size(); i++) {
+        if (p[i] != v[i]) {
+            ADD_FAILURE() << "byte " << i << " of " << v.size() << ": " << int(p[i]) << " != " << int(v[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+// Every object's bytes read back through p2s_ro.
+// With an object pinned, a large one may not fit beside it: that is the
+// documented refusal (DMM_E_UNSUPPORTED), not a lost object.
+bool all_match(Rig &r, const Shadow &sh, bool pinned = false)
+{
+    for (const auto &kv : sh) {
+        const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, kv.first));
+        if (!p && pinned && dmm_spm_last_status(r.s) == DMM_E_UNSUPPORTED) {
+            continue;
+        }
+        if (!p || !same(p, kv.second)) {
+            ADD_FAILURE() << "object " << kv.first << " differs";
+            return false;
+        }
+    }
+    return true;
+}
+
+void random_run(const SpmSetup &su, unsigned seed, int ops)
+{
+    Rig r(su);
+    ASSERT_NE(r.s, nullptr);
+    dmm_spm_layout lay = dmm_spm_get_layout(r.s);
+    ASSERT_GT(lay.max_object, 256u);
+    std::mt19937 rng(seed);
+    Shadow sh;
+    std::vector<dmm_gaddr> keys;
+    auto pick = [&]() -> dmm_gaddr {
+        auto it = sh.begin();
+        std::advance(it, rng() % sh.size());
+        return it->first;
+    };
+    auto size_of = [&]() -> size_t {
+        unsigned k = rng() % 20;
+        if (k == 0) {
+            return 1 + rng() % lay.max_object; // up to the largest
+        }
+        if (k < 4) {
+            return 1 + rng() % 400;
+        }
+        return 1 + rng() % 64;
+    };
+    dmm_gaddr pinned = 0;
+    unsigned char *pinned_at = nullptr;
+    for (int op = 0; op < ops; op++) {
+        unsigned k = rng() % 100;
+        if (sh.empty() || k < 30) {
+            size_t n = size_of();
+            bool zero = rng() % 4 == 0;
+            dmm_gaddr a = zero ? dmm_spm_calloc(r.s, 1, n) : dmm_spm_malloc(r.s, n);
+            if (!a) {
+                // only a pinned object may stand in the way
+                ASSERT_TRUE(pinned != 0) << "malloc " << n << " failed, status "
+                                         << dmm_spm_last_status(r.s);
+                continue;
+            }
+            ASSERT_EQ(sh.count(a), 0u);
+            ASSERT_GE(dmm_spm_size(r.s, a), n);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+            ASSERT_NE(p, nullptr);
+            std::vector<unsigned char> v(n);
+            for (size_t i = 0; i < n; i++) {
+                if (zero) {
+                    ASSERT_EQ(p[i], 0) << "calloc byte " << i;
+                }
+                v[i] = static_cast<unsigned char>(rng());
+                p[i] = v[i];
+            }
+            sh[a] = v;
+        } else if (k < 50) {
+            dmm_gaddr a = pick();
+            if (a == pinned) {
+                continue;
+            }
+            dmm_spm_free(r.s, a);
+            sh.erase(a);
+        } else if (k < 60) {
+            dmm_gaddr a = pick();
+            if (a == pinned) {
+                continue;
+            }
+            size_t n = size_of();
+            dmm_gaddr b = dmm_spm_realloc(r.s, a, n);
+            if (!b) {
+                ASSERT_TRUE(pinned != 0);
+                continue;
+            }
+            std::vector<unsigned char> v = sh[a];
+            sh.erase(a);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b));
+            if (!p) {
+                // cannot be made resident beside the pinned object: let it go
+                ASSERT_TRUE(pinned != 0 && dmm_spm_last_status(r.s) == DMM_E_UNSUPPORTED);
+                dmm_spm_free(r.s, b);
+                continue;
+            }
+            // the kept prefix survived the move
+            for (size_t i = 0; i < n && i < v.size(); i++) {
+                ASSERT_EQ(p[i], v[i]) << "realloc byte " << i;
+            }
+            size_t old = v.size();
+            v.resize(n);
+            for (size_t i = old; i < n; i++) {
+                v[i] = static_cast<unsigned char>(rng());
+                p[i] = v[i];
+            }
+            sh[b] = v;
+        } else if (k < 75) {
+            dmm_gaddr a = pick();
+            const auto &v = sh[a];
+            size_t off = rng() % v.size();
+            if (rng() % 2) {
+                const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a + off));
+                if (!p) {
+                    ASSERT_TRUE(pinned != 0 && dmm_spm_last_status(r.s) == DMM_E_UNSUPPORTED);
+                    continue;
+                }
+                ASSERT_TRUE(same(p - off, v));
+                ASSERT_EQ(dmm_spm_s2p(r.s, p), a + off);
+            } else {
+                auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a + off));
+                if (!p) {
+                    ASSERT_TRUE(pinned != 0 && dmm_spm_last_status(r.s) == DMM_E_UNSUPPORTED);
+                    continue;
+                }
+                ASSERT_TRUE(same(p - off, v));
+                p[0] = static_cast<unsigned char>(rng());
+                sh[a][off] = p[0];
+            }
+        } else if (k < 82) {
+            if (!pinned) {
+                pinned = pick();
+                pinned_at = static_cast<unsigned char *>(dmm_spm_pin(r.s, pinned));
+                if (!pinned_at) {
+                    pinned = 0;
+                    continue;
+                }
+                ASSERT_TRUE(same(pinned_at, sh[pinned]));
+            } else {
+                // still where it was, with its bytes
+                ASSERT_TRUE(same(pinned_at, sh[pinned]));
+                pinned_at[0] ^= 0x5a;
+                sh[pinned][0] = pinned_at[0];
+                dmm_spm_unpin(r.s, pinned);
+                pinned = 0;
+            }
+        } else if (k < 84) {
+            ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+            for (const auto &kv : sh) {
+                const auto *h =
+                    static_cast<const unsigned char *>(dmm_spm_global_host(r.g, kv.first, kv.second.size()));
+                ASSERT_NE(h, nullptr);
+                ASSERT_TRUE(same(h, kv.second));
+            }
+        } else {
+            ASSERT_TRUE(all_match(r, sh, pinned != 0));
+        }
+        ASSERT_TRUE(r.ok()) << "op " << op;
+        if (getenv("SPM_DEBUG")) {
+            ASSERT_TRUE(all_match(r, sh, pinned != 0)) << "op " << op << " k " << k;
+        }
+        ASSERT_EQ(dmm_spm_get_stats(r.s).live_objects, sh.size());
+        ASSERT_EQ(r.err.count, 0);
+    }
+    if (pinned) {
+        dmm_spm_unpin(r.s, pinned);
+    }
+    ASSERT_TRUE(all_match(r, sh));
+    dmm_spm_stats st = dmm_spm_get_stats(r.s);
+    EXPECT_GT(st.unit_evictions, 0u);
+    EXPECT_GT(st.page_fetches, 0u);
+    EXPECT_GT(st.calls[DMM_SPM_FN_MALLOC], 0u);
+    EXPECT_GT(st.sim_cycles[DMM_SPM_FN_P2S], 0u);
+    for (const auto &kv : sh) {
+        dmm_spm_free(r.s, kv.first);
+    }
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    // every segment went back to the main core
+    EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
+}
+
+const SpmSetup kSetups[] = {
+    {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=1,unit=256,segment=2048"},
+    {DMM_SPM_STATIC, 4096, "table=256,frames=2,gran=4,unit=256,segment=2048"},
+    {DMM_SPM_DYNAMIC, 4096, "table=256,frames=1,gran=4,unit=128,segment=4096"},
+    {DMM_SPM_DYNAMIC, 3072, "table=256,frames=2,gran=1,unit=256,segment=1024"},
+    {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048,harden=paranoid"},
+};
+
+class SpmRandom : public ::testing::TestWithParam<int> {};
+
+TEST_P(SpmRandom, ShadowModelSeeds)
+{
+    const SpmSetup &su = kSetups[GetParam()];
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed));
+        random_run(su, seed * 7919u + static_cast<unsigned>(GetParam()), 1500);
+        if (HasFatalFailure()) {
+            return;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom, ::testing::Range(0, 5));
+
+// ---- bad input: reported, nothing changed ----------------------------------
+
+struct Fixed {
+    dmm_gaddr a;
+    std::vector<unsigned char> v;
+};
+
+void expect_untouched(Rig &r, const std::vector<Fixed> &objs)
+{
+    ASSERT_TRUE(r.ok());
+    for (const auto &o : objs) {
+        const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, o.a));
+        ASSERT_NE(p, nullptr);
+        ASSERT_TRUE(same(p, o.v));
+    }
+    ASSERT_EQ(dmm_spm_get_stats(r.s).live_objects, objs.size());
+}
+
+TEST(SpmErrors, BadAddressesReportedAndHarmless)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
+        Rig r({mode, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048"});
+        ASSERT_NE(r.s, nullptr);
+        std::vector<Fixed> objs;
+        for (unsigned i = 0; i < 12; i++) {
+            size_t n = 20 + i * 13;
+            dmm_gaddr a = dmm_spm_malloc(r.s, n);
+            ASSERT_NE(a, DMM_GNULL);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+            ASSERT_NE(p, nullptr);
+            Fixed f{a, std::vector<unsigned char>(n)};
+            for (size_t k = 0; k < n; k++) {
+                f.v[k] = static_cast<unsigned char>(i * 7 + k);
+                p[k] = f.v[k];
+            }
+            objs.push_back(f);
+        }
+        // two objects of one unit (gran 4); one freed, its unit stays
+        dmm_gaddr freed = dmm_spm_malloc(r.s, 40);
+        dmm_gaddr mate = dmm_spm_malloc(r.s, 40);
+        ASSERT_NE(freed, DMM_GNULL);
+        ASSERT_EQ(mate, freed + 48);
+        dmm_spm_free(r.s, freed);
+        objs.push_back(Fixed{mate, {}});
+        // a segment given back to the main core is no longer ours
+        dmm_gaddr lone = dmm_spm_malloc(r.s, 1000);
+        ASSERT_NE(lone, DMM_GNULL);
+        dmm_spm_free(r.s, lone);
+        uint64_t errors = dmm_spm_get_stats(r.s).errors;
+        struct Case {
+            const char *what;
+            dmm_error_kind kind;
+            dmm_op op;
+            dmm_gaddr a;
+            bool use_free;
+        };
+        size_t gsize = dmm_spm_global_size(r.g);
+        const Case cases[] = {
+            {"free beyond global memory", DMM_ERR_FOREIGN_POINTER, DMM_OP_FREE, gsize + 64, true},
+            {"free of an address in no segment", DMM_ERR_FOREIGN_POINTER, DMM_OP_FREE,
+             (gsize - 4096) & ~dmm_gaddr(2047), true},
+            {"interior free", DMM_ERR_INVALID_POINTER, DMM_OP_FREE, objs[3].a + 16, true},
+            {"free inside the table page", DMM_ERR_INVALID_POINTER, DMM_OP_FREE,
+             objs[0].a & ~dmm_gaddr(2047), true},
+            {"double free", DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, freed, true},
+            {"free in a segment given back", DMM_ERR_FOREIGN_POINTER, DMM_OP_FREE, lone, true},
+            {"p2s of an address in no segment", DMM_ERR_FOREIGN_POINTER, DMM_OP_P2S,
+             (gsize - 4096) & ~dmm_gaddr(2047), false},
+            {"p2s of a freed object", DMM_ERR_INVALID_POINTER, DMM_OP_P2S, freed, false},
+        };
+        for (const Case &c : cases) {
+            SCOPED_TRACE(c.what);
+            r.err = Errors{};
+            if (c.use_free) {
+                dmm_spm_free(r.s, c.a);
+            } else {
+                ASSERT_EQ(dmm_spm_p2s(r.s, c.a), nullptr);
+            }
+            ASSERT_EQ(r.err.count, 1);
+            EXPECT_EQ(r.err.kind, c.kind);
+            EXPECT_EQ(r.err.op, c.op);
+            EXPECT_EQ(r.err.ptr, (const void *)(uintptr_t)c.a);
+            EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_RANGE);
+            EXPECT_EQ(dmm_spm_get_stats(r.s).errors, ++errors);
+            expect_untouched(r, objs);
+        }
+        // s2p of a local address that holds no resident unit
+        r.err = Errors{};
+        unsigned char outside[16];
+        EXPECT_EQ(dmm_spm_s2p(r.s, outside), DMM_GNULL);
+        EXPECT_EQ(r.err.kind, DMM_ERR_FOREIGN_POINTER);
+        EXPECT_EQ(r.err.op, DMM_OP_S2P);
+        dmm_spm_layout lay = dmm_spm_get_layout(r.s);
+        // the last byte of the local heap is a block tail, never unit data
+        EXPECT_EQ(dmm_spm_s2p(r.s, r.lbuf + lay.local_size - 1), DMM_GNULL);
+        EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+        EXPECT_EQ(r.err.count, 2);
+        // s2p of the freed slot beside a live one, while the unit is resident
+        const auto *pm = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, mate));
+        ASSERT_NE(pm, nullptr);
+        EXPECT_EQ(dmm_spm_s2p(r.s, pm), mate);
+        EXPECT_EQ(dmm_spm_s2p(r.s, pm - 48), DMM_GNULL);
+        EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+        EXPECT_EQ(r.err.count, 3);
+        // sizes refused without a report
+        r.err = Errors{};
+        EXPECT_EQ(dmm_spm_malloc(r.s, 0), DMM_GNULL);
+        EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_RANGE);
+        EXPECT_EQ(dmm_spm_malloc(r.s, lay.max_object + 1), DMM_GNULL);
+        EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_RANGE);
+        EXPECT_EQ(dmm_spm_malloc(r.s, SIZE_MAX), DMM_GNULL);
+        EXPECT_EQ(dmm_spm_calloc(r.s, SIZE_MAX / 2, 3), DMM_GNULL);
+        EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_RANGE);
+        EXPECT_EQ(dmm_spm_realloc(r.s, objs[0].a, SIZE_MAX), DMM_GNULL);
+        EXPECT_EQ(r.err.count, 0);
+        expect_untouched(r, objs);
+        // the largest object works
+        dmm_gaddr big = dmm_spm_malloc(r.s, lay.max_object);
+        ASSERT_NE(big, DMM_GNULL);
+        auto *bp = static_cast<unsigned char *>(dmm_spm_p2s(r.s, big));
+        ASSERT_NE(bp, nullptr);
+        bp[lay.max_object - 1] = 0x77;
+        EXPECT_EQ(dmm_spm_s2p(r.s, bp + lay.max_object - 1), big + lay.max_object - 1);
+        dmm_spm_free(r.s, big);
+        // a pinned object keeps the largest one out: clear refusal, nothing lost
+        void *pin = dmm_spm_pin(r.s, objs[5].a);
+        ASSERT_NE(pin, nullptr);
+        EXPECT_EQ(dmm_spm_malloc(r.s, lay.max_object), DMM_GNULL);
+        EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_UNSUPPORTED);
+        EXPECT_EQ(dmm_spm_pin(r.s, objs[5].a), pin); // pins nest, same address
+        dmm_spm_unpin(r.s, objs[5].a);
+        dmm_spm_unpin(r.s, objs[5].a);
+        r.err = Errors{};
+        dmm_spm_unpin(r.s, objs[5].a);
+        EXPECT_EQ(r.err.count, 1); // not pinned any more
+        expect_untouched(r, objs);
+        for (const auto &o : objs) {
+            dmm_spm_free(r.s, o.a);
+        }
+        ASSERT_TRUE(r.ok());
+    }
+}
+
+// ---- the local-address rule under paranoid ---------------------------------
+
+TEST(SpmParanoid, StaleLocalAddressReadsPoison)
+{
+    Rig r({DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=1,unit=64,segment=2048,harden=paranoid"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(r.s, 48);
+    dmm_gaddr b = dmm_spm_malloc(r.s, 48);
+    ASSERT_NE(a, DMM_GNULL);
+    ASSERT_NE(b, DMM_GNULL);
+    auto *pa = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+    ASSERT_NE(pa, nullptr);
+    std::memset(pa, 0x11, 48);
+    auto *pb = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b)); // a's address is stale now
+    ASSERT_NE(pb, nullptr);
+    EXPECT_NE(pb, pa);
+    for (int i = 0; i < 48; i++) {
+        ASSERT_EQ(pa[i], 0xA5) << "stale byte " << i;
+    }
+    // the data itself was written back, not lost
+    const auto *qa = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a));
+    ASSERT_NE(qa, nullptr);
+    for (int i = 0; i < 48; i++) {
+        ASSERT_EQ(qa[i], 0x11);
+    }
+    // a pinned object is not moved
+    auto *pin = static_cast<unsigned char *>(dmm_spm_pin(r.s, b));
+    ASSERT_NE(pin, nullptr);
+    pin[0] = 0x22;
+    ASSERT_NE(dmm_spm_p2s(r.s, a), nullptr);
+    EXPECT_EQ(pin[0], 0x22);
+    EXPECT_EQ(dmm_spm_s2p(r.s, pin), b);
+    dmm_spm_unpin(r.s, b);
+    EXPECT_GT(dmm_spm_get_stats(r.s).unit_evictions, 0u);
+    ASSERT_TRUE(r.ok());
+}
+
+// ---- flush: the main core sees current data --------------------------------
+
+TEST(SpmFlush, DataVisibleThroughGlobalHost)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
+        Rig r({mode, 4096, "table=256,frames=2,gran=4,unit=256,segment=2048"});
+        ASSERT_NE(r.s, nullptr);
+        dmm_gaddr a = dmm_spm_malloc(r.s, 32);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, 0x3c, 32);
+        const auto *h = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, a, 32));
+        ASSERT_NE(h, nullptr);
+        EXPECT_NE(h[0], 0x3c); // still only in local memory
+        uint64_t wb = dmm_spm_get_stats(r.s).unit_writebacks;
+        ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+        for (int i = 0; i < 32; i++) {
+            ASSERT_EQ(h[i], 0x3c);
+        }
+        EXPECT_EQ(dmm_spm_get_stats(r.s).unit_writebacks, wb + 1);
+        // the p2s address is still valid after a flush and later writes are kept
+        p[0] = 0x44;
+        ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+        EXPECT_EQ(h[0], 0x44);
+        dmm_spm_stats st = dmm_spm_get_stats(r.s);
+        EXPECT_EQ(st.live_objects, 1u);
+        EXPECT_EQ(st.calls[DMM_SPM_FN_MALLOC], 1u);
+        EXPECT_EQ(st.calls[DMM_SPM_FN_P2S], 1u);
+        EXPECT_EQ(st.sim_cycles[DMM_SPM_FN_P2S], 0u); // a hit moves nothing
+        if (mode == DMM_SPM_DYNAMIC) {
+            EXPECT_GT(st.sim_cycles[DMM_SPM_FN_MALLOC], 0u); // the segment's mailbox round trip
+            EXPECT_GT(st.mailbox_words, 0u);
+            EXPECT_EQ(r.hp.mailbox_words, st.mailbox_words);
+        }
+        char json[1024];
+        size_t n = dmm_spm_stats_json(&st, json, sizeof json);
+        ASSERT_LT(n, sizeof json);
+        EXPECT_NE(std::string(json).find("\"live_objects\":1"), std::string::npos);
+        dmm_spm_free(r.s, a);
+    }
+}
+
+// ---- configuration text ------------------------------------------------------
+
+TEST(SpmConfig, RoundTripAndRefusals)
+{
+    dmm_spm_config c = dmm_spm_default_config();
+    const char *err = nullptr;
+    ASSERT_EQ(dmm_spm_config_parse("table=512,frames=2,gran=4,unit=128,segment=4k,harden=paranoid,"
+                                   "timing=on,on_error=abort",
+                                   &c, &err),
+              DMM_OK);
+    EXPECT_EQ(c.table_bytes, 512u);
+    EXPECT_EQ(c.table_frames, 2u);
+    EXPECT_EQ(c.gran, 4u);
+    EXPECT_EQ(c.unit_bytes, 128u);
+    EXPECT_EQ(c.segment, 4096u);
+    EXPECT_EQ(c.harden, DMM_HARDEN_PARANOID);
+    EXPECT_TRUE(c.timing);
+    EXPECT_EQ(c.on_error, DMM_ON_ERROR_ABORT);
+    char buf[256];
+    size_t n = dmm_spm_config_format(&c, buf, sizeof buf);
+    ASSERT_EQ(n, std::strlen(buf));
+    EXPECT_STREQ(buf, "table=512,frames=2,gran=4,unit=128,segment=4096,harden=paranoid,timing=on,"
+                      "on_error=abort");
+    dmm_spm_config d = dmm_spm_default_config();
+    ASSERT_EQ(dmm_spm_config_parse(buf, &d, &err), DMM_OK);
+    EXPECT_EQ(d.table_bytes, c.table_bytes);
+    EXPECT_EQ(d.table_frames, c.table_frames);
+    EXPECT_EQ(d.gran, c.gran);
+    EXPECT_EQ(d.unit_bytes, c.unit_bytes);
+    EXPECT_EQ(d.segment, c.segment);
+    EXPECT_EQ(d.harden, c.harden);
+    EXPECT_EQ(d.timing, c.timing);
+    EXPECT_EQ(d.on_error, c.on_error);
+    dmm_spm_config def = dmm_spm_default_config();
+    dmm_spm_config_format(&def, buf, sizeof buf);
+    EXPECT_STREQ(buf, "table=4096,frames=1,gran=1,unit=256,segment=16384,harden=checked,"
+                      "timing=off,on_error=report");
+    const char *bad[] = {"colour=red",         "table=100",         "frames=0",
+                         "gran=17",            "segment=3000",      "harden=maybe",
+                         "timing=yes",         "table=",            "unit=8",
+                         "table=4096 frames=1", "segment=256,table=512,frames=1"};
+    for (const char *t : bad) {
+        dmm_spm_config x = d;
+        err = nullptr;
+        EXPECT_EQ(dmm_spm_config_parse(t, &x, &err), DMM_E_CONFIG) << t;
+        EXPECT_NE(err, nullptr) << t;
+        EXPECT_EQ(x.table_bytes, d.table_bytes) << t; // untouched
+        EXPECT_EQ(x.gran, d.gran) << t;
+    }
+    // create refuses a bad config and a misaligned local buffer
+    unsigned char *gbuf = static_cast<unsigned char *>(std::aligned_alloc(4096, 65536));
+    dmm_spm_global *g = nullptr;
+    dmm_spm_global_config gc = dmm_spm_global_default_config();
+    gc.mode = DMM_SPM_STATIC;
+    ASSERT_EQ(dmm_spm_global_create(&g, gbuf, 65536, &gc), DMM_OK);
+    dmm_spm_hostport hp;
+    dmm_spm_hostport_init(&hp, g, nullptr);
+    alignas(16) static unsigned char local[8192];
+    dmm_spm *s = nullptr;
+    dmm_spm_config bc = dmm_spm_default_config();
+    bc.gran = 0;
+    EXPECT_EQ(dmm_spm_create(&s, local, sizeof local, &bc, g, 0, &hp.port), DMM_E_CONFIG);
+    EXPECT_EQ(dmm_spm_create(&s, local + 8, 4096, nullptr, g, 0, &hp.port), DMM_E_CONFIG);
+    EXPECT_EQ(dmm_spm_create(&s, local, 1024, nullptr, g, 0, &hp.port), DMM_E_TOO_SMALL);
+    EXPECT_EQ(dmm_spm_create(nullptr, local, 4096, nullptr, g, 0, &hp.port), DMM_E_NULL);
+    EXPECT_EQ(s, nullptr);
+    dmm_spm_global_destroy(g);
+    std::free(gbuf);
+}
+
+} // namespace
