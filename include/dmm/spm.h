@@ -178,6 +178,9 @@ typedef struct dmm_spm_global_stats {
     uint64_t words_in, words_out;       /* mailbox words (dynamic mode) */
     uint64_t mailbox_full_waits;        /* a core found its inbound box full */
     size_t bytes_in_use, peak_bytes;    /* global memory handed out */
+    uint64_t errors;                    /* frees of addresses the global
+                                           heap(s) did not hand out:
+                                           reported and ignored */
 } dmm_spm_global_stats;
 
 dmm_spm_global_stats dmm_spm_global_get_stats(dmm_spm_global *g);

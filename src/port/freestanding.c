@@ -45,6 +45,30 @@ bool dmm_port_event_wait(dmm_port_event *e, int64_t timeout_ns)
 void dmm_port_event_signal(dmm_port_event *e) { (void)e; }
 void dmm_port_event_destroy(dmm_port_event *e) { (void)e; }
 
+bool dmm_port_cond_init(dmm_port_cond *c)
+{
+    (void)c;
+    return false;
+}
+void dmm_port_cond_wait(dmm_port_cond *c, dmm_port_mutex *m)
+{
+    (void)c;
+    (void)m;
+}
+void dmm_port_cond_broadcast(dmm_port_cond *c) { (void)c; }
+void dmm_port_cond_destroy(dmm_port_cond *c) { (void)c; }
+
+/* No scheduler: the scratchpad heap's manager thread is refused. */
+bool dmm_port_has_threads(void) { return false; }
+bool dmm_port_thread_start(dmm_port_thread *t, void (*fn)(void *arg), void *arg)
+{
+    (void)t;
+    (void)fn;
+    (void)arg;
+    return false;
+}
+void dmm_port_thread_join(dmm_port_thread *t) { (void)t; }
+
 /* No console: the expression, file and line are visible to a debugger in
  * this frame's arguments before the trap. */
 _Noreturn void dmm_port_assert_fail(const char *expr, const char *file, int line)

@@ -7,7 +7,8 @@
  * Platform #ifdefs live in src/port/ and nowhere else.
  *
  * Users: the heap (src/heap) uses pages, mutexes, abort/assert, bulk memory
- * and cpu_relax; the pool (src/pool) the same plus events; it must never use the clock or yield, so that a heap runs
+ * and cpu_relax; the pool (src/pool) the same plus events; the scratchpad
+ * heap's global memory (src/spm) mutexes, conditions and threads; it must never use the clock or yield, so that a heap runs
  * on a port that has neither.  The LD_PRELOAD recorder (src/recorder, hosted
  * only) links src/port/posix.c and uses pages, the clock and the spin lock.
  * The malloc (src/malloc, hosted only) also uses aligned mappings, page
@@ -68,6 +69,46 @@ bool dmm_port_event_init(dmm_port_event *e);
 bool dmm_port_event_wait(dmm_port_event *e, int64_t timeout_ns);
 void dmm_port_event_signal(dmm_port_event *e);
 void dmm_port_event_destroy(dmm_port_event *e);
+
+/* Condition variables, for the scratchpad heap's mailboxes (blocking
+ * bounded queues): wait atomically releases the port mutex m (held by the
+ * caller), sleeps until a broadcast (or spuriously) and takes m again, so
+ * callers re-check their predicate in a loop.  has_mutex() false: init
+ * fails.  The storage is the caller's (in a control block). */
+#define DMM_PORT_COND_BYTES 64
+typedef struct dmm_port_cond {
+    union {
+        unsigned char bytes[DMM_PORT_COND_BYTES];
+        long double align_ld;
+        void *align_p;
+        uint64_t align_u;
+    } u;
+} dmm_port_cond;
+bool dmm_port_cond_init(dmm_port_cond *c);
+void dmm_port_cond_wait(dmm_port_cond *c, dmm_port_mutex *m);
+void dmm_port_cond_broadcast(dmm_port_cond *c);
+void dmm_port_cond_destroy(dmm_port_cond *c);
+
+/* Threads, for the scratchpad heap's manager thread (the library starts
+ * it, the application writes no thread).  has_threads() false (no OS):
+ * start fails and the caller reports DMM_E_UNSUPPORTED.  The handle's
+ * storage is the caller's and must stay in place until join returns (the
+ * new thread reads fn and arg from it). */
+#define DMM_PORT_THREAD_BYTES 32
+typedef struct dmm_port_thread {
+    void (*fn)(void *arg);
+    void *arg;
+    union {
+        unsigned char bytes[DMM_PORT_THREAD_BYTES];
+        void *align_p;
+        uint64_t align_u;
+    } u;
+} dmm_port_thread;
+bool dmm_port_has_threads(void);
+/* Starts fn(arg) on a new thread; false when it cannot. */
+bool dmm_port_thread_start(dmm_port_thread *t, void (*fn)(void *arg), void *arg);
+/* Waits until the thread started on t has returned. */
+void dmm_port_thread_join(dmm_port_thread *t);
 
 /* Called when the error policy is DMM_ON_ERROR_ABORT.  Never returns. */
 _Noreturn void dmm_port_abort(void);

@@ -110,6 +110,40 @@ void dmm_port_event_destroy(dmm_port_event *e)
     pthread_mutex_destroy(&p->m);
 }
 
+_Static_assert(sizeof(pthread_cond_t) <= DMM_PORT_COND_BYTES, "DMM_PORT_COND_BYTES too small");
+_Static_assert(sizeof(pthread_t) <= DMM_PORT_THREAD_BYTES, "DMM_PORT_THREAD_BYTES too small");
+
+bool dmm_port_cond_init(dmm_port_cond *c)
+{
+    return pthread_cond_init((pthread_cond_t *)(void *)c->u.bytes, NULL) == 0;
+}
+
+void dmm_port_cond_wait(dmm_port_cond *c, dmm_port_mutex *m)
+{
+    pthread_cond_wait((pthread_cond_t *)(void *)c->u.bytes, (pthread_mutex_t *)(void *)m->u.bytes);
+}
+
+void dmm_port_cond_broadcast(dmm_port_cond *c) { pthread_cond_broadcast((pthread_cond_t *)(void *)c->u.bytes); }
+void dmm_port_cond_destroy(dmm_port_cond *c) { pthread_cond_destroy((pthread_cond_t *)(void *)c->u.bytes); }
+
+bool dmm_port_has_threads(void) { return true; }
+
+static void *posix_thread_main(void *p)
+{
+    dmm_port_thread *t = p;
+    t->fn(t->arg);
+    return NULL;
+}
+
+bool dmm_port_thread_start(dmm_port_thread *t, void (*fn)(void *arg), void *arg)
+{
+    t->fn = fn;
+    t->arg = arg;
+    return pthread_create((pthread_t *)(void *)t->u.bytes, NULL, posix_thread_main, t) == 0;
+}
+
+void dmm_port_thread_join(dmm_port_thread *t) { pthread_join(*(pthread_t *)(void *)t->u.bytes, NULL); }
+
 _Noreturn void dmm_port_abort(void) { abort(); }
 
 _Noreturn void dmm_port_assert_fail(const char *expr, const char *file, int line)
