@@ -252,6 +252,109 @@ static void *core_main(void *arg)
     return NULL;
 }
 
+/* ---- --json ------------------------------------------------------------------ */
+
+static const char *hm_name = "prog";
+static int hm_argc0;
+static char **hm_argv0;
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* One self-describing object per run (schema "dmmkit.spm_program/1"):
+ *   program, backend, argv (as given, harness options included), options
+ *   (every harness option's value), exit_status, checksum, host_ns_total
+ *   (wall clock from starting the core threads to joining them), per_core
+ *   [{core, host_ns (wall clock of that core's program body), allocations,
+ *   accesses, and per backend: spm = the library's stats JSON
+ *   (dmm_spm_stats_json) + port = the host port's counters; swc = the
+ *   software cache's stats JSON}], and for spm the global memory's stats.
+ * Returns 0, or -1 (with a message) when the file cannot be written. */
+static int write_json(const char *path, core_run *runs, uint64_t total_ns, int rc, void *gptr)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", hm_prog_name, path, strerror(errno));
+        return -1;
+    }
+    (void)gptr;
+    fputs("{\"schema\":\"dmmkit.spm_program/1\",\"program\":", f);
+    json_str(f, hm_name);
+    fputs(",\"executable\":", f);
+    json_str(f, hm_prog_name);
+    fprintf(f, ",\"backend\":\"%s\",\"argv\":[", HM_BACKEND_NAME);
+    for (int i = 1; i < hm_argc0; i++) {
+        if (i > 1)
+            fputc(',', f);
+        json_str(f, hm_argv0[i]);
+    }
+    fprintf(f,
+            "],\"options\":{\"cores\":%u,\"mode\":\"%s\",\"local_heap\":%" PRIu64 ",\"local\":%" PRIu64
+            ",\"table\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"gran\":%" PRIu64 ",\"unit\":%" PRIu64
+            ",\"segment\":%" PRIu64 ",\"global\":%" PRIu64 ",\"cache_line\":%" PRIu64 ",\"cache_ways\":%" PRIu64 "}",
+            O.cores, O.static_mode ? "static" : "dynamic", O.local_heap, O.local, O.table, O.frames, O.gran, O.unit,
+            O.segment, O.global, O.cache_line, O.cache_ways);
+    fprintf(f, ",\"exit_status\":%d,\"checksum\":\"%016" PRIx64 "\",\"host_ns_total\":%" PRIu64 ",\"per_core\":[", rc,
+            runs[0].core.checksum, total_ns);
+    for (unsigned c = 0; c < O.cores; c++) {
+        fprintf(f, "%s{\"core\":%u,\"rc\":%d,\"checksum\":\"%016" PRIx64 "\",\"host_ns\":%" PRIu64
+                   ",\"allocations\":%" PRIu64 ",\"accesses\":%" PRIu64,
+                c ? "," : "", c, runs[c].rc, runs[c].core.checksum, runs[c].ns, runs[c].core.objects,
+                runs[c].core.accesses);
+#if defined(HM_BACKEND_SPM)
+        if (runs[c].have_stats) {
+            const dmm_spm_hostport *hp = &runs[c].hp;
+            size_t need = dmm_spm_stats_json(&runs[c].st, NULL, 0) + 1;
+            char *sj = malloc(need);
+            if (sj) {
+                dmm_spm_stats_json(&runs[c].st, sj, need);
+                fprintf(f, ",\"spm\":%s", sj);
+                free(sj);
+            }
+            fprintf(f,
+                    ",\"port\":{\"cycles\":%" PRIu64 ",\"gets\":%" PRIu64 ",\"puts\":%" PRIu64 ",\"bytes_in\":%" PRIu64
+                    ",\"bytes_out\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"mailbox_words\":%" PRIu64 "}",
+                    hp->cycles, hp->gets, hp->puts, hp->bytes_in, hp->bytes_out, hp->waits, hp->mailbox_words);
+        }
+#elif defined(HM_BACKEND_SWC)
+        hm_swc_json_core(f, &runs[c]);
+#endif
+        fputc('}', f);
+    }
+    fputc(']', f);
+#if defined(HM_BACKEND_SPM)
+    {
+        dmm_spm_global_stats gs = dmm_spm_global_get_stats((dmm_spm_global *)gptr);
+        fprintf(f,
+                ",\"global\":{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"failures\":%" PRIu64
+                ",\"words_in\":%" PRIu64 ",\"words_out\":%" PRIu64 ",\"mailbox_full_waits\":%" PRIu64
+                ",\"bytes_in_use\":%zu,\"peak_bytes\":%zu}",
+                gs.allocs, gs.frees, gs.failures, gs.words_in, gs.words_out, gs.mailbox_full_waits, gs.bytes_in_use,
+                gs.peak_bytes);
+    }
+#elif defined(HM_BACKEND_SWC)
+    hm_swc_json_global(f);
+#endif
+    fputs("}\n", f);
+    if (fclose(f) != 0) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", hm_prog_name, path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int hm_run(int argc, char **argv, const char *name, int (*prog_main)(int argc, char **argv))
 {
     core_run *runs;
@@ -260,7 +363,14 @@ int hm_run(int argc, char **argv, const char *name, int (*prog_main)(int argc, c
     int rc = 0;
     const char *slash = strrchr(argv[0], '/');
     hm_prog_name = slash ? slash + 1 : argv[0];
-    (void)name;
+    hm_name = name;
+    hm_argv0 = malloc(((size_t)argc + 1) * sizeof *hm_argv0); /* for --json, before the harness options go */
+    if (!hm_argv0) {
+        fprintf(stderr, "%s: out of host memory\n", hm_prog_name);
+        return 1;
+    }
+    memcpy(hm_argv0, argv, ((size_t)argc + 1) * sizeof *hm_argv0);
+    hm_argc0 = argc;
     argc = strip_options(argc, argv);
     runs = calloc(O.cores, sizeof *runs);
     tids = calloc(O.cores, sizeof *tids);
@@ -313,52 +423,13 @@ int hm_run(int argc, char **argv, const char *name, int (*prog_main)(int argc, c
         printf("%s\n", runs[0].core.info);
         printf("checksum=%016" PRIx64 "\n", runs[0].core.checksum);
     }
-    if (O.json) {
-        FILE *f = fopen(O.json, "w");
-        if (!f) {
-            fprintf(stderr, "%s: cannot write %s: %s\n", hm_prog_name, O.json, strerror(errno));
-            rc = rc ? rc : 1;
-        } else {
-            fprintf(f, "{\"program\":\"%s\",\"backend\":\"%s\",\"cores\":%u,\"host_ns\":%" PRIu64
-                       ",\"checksum\":\"%016" PRIx64 "\",\"per_core\":[",
-                    hm_prog_name, HM_BACKEND_NAME, O.cores, total_ns, runs[0].core.checksum);
-            for (unsigned c = 0; c < O.cores; c++) {
-                fprintf(f, "%s{\"core\":%u,\"host_ns\":%" PRIu64 ",\"allocations\":%" PRIu64 ",\"accesses\":%" PRIu64,
-                        c ? "," : "", c, runs[c].ns, runs[c].core.objects, runs[c].core.accesses);
 #if defined(HM_BACKEND_SPM)
-                {
-                    char sj[4096];
-                    const dmm_spm_hostport *hp = &runs[c].hp;
-                    dmm_spm_stats_json(&runs[c].st, sj, sizeof sj);
-                    fprintf(f, ",\"spm\":%s,\"port\":{\"cycles\":%" PRIu64 ",\"gets\":%" PRIu64 ",\"puts\":%" PRIu64
-                               ",\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64 ",\"waits\":%" PRIu64
-                               ",\"mailbox_words\":%" PRIu64 "}",
-                            sj, hp->cycles, hp->gets, hp->puts, hp->bytes_in, hp->bytes_out, hp->waits,
-                            hp->mailbox_words);
-                }
-#elif defined(HM_BACKEND_SWC)
-                hm_swc_json_core(f, &runs[c]);
+    void *json_global = g;
+#else
+    void *json_global = NULL;
 #endif
-                fputc('}', f);
-            }
-            fputc(']', f);
-#if defined(HM_BACKEND_SPM)
-            {
-                dmm_spm_global_stats gs = dmm_spm_global_get_stats(g);
-                fprintf(f, ",\"mode\":\"%s\",\"local\":%" PRIu64 ",\"table\":%" PRIu64 ",\"frames\":%" PRIu64
-                           ",\"gran\":%" PRIu64 ",\"global\":{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64
-                           ",\"failures\":%" PRIu64 ",\"words_in\":%" PRIu64 ",\"words_out\":%" PRIu64
-                           ",\"peak_bytes\":%zu}",
-                        O.static_mode ? "static" : "dynamic", O.local, O.table, O.frames, O.gran, gs.allocs,
-                        gs.frees, gs.failures, gs.words_in, gs.words_out, gs.peak_bytes);
-            }
-#elif defined(HM_BACKEND_RAW)
-            fprintf(f, ",\"local_heap\":%" PRIu64, O.local_heap);
-#endif
-            fputs("}\n", f);
-            fclose(f);
-        }
-    }
+    if (O.json && write_json(O.json, runs, total_ns, rc, json_global) != 0)
+        rc = rc ? rc : 1;
 #if defined(HM_BACKEND_SPM)
     dmm_spm_global_destroy(g);
     free(gbuf);
@@ -367,5 +438,6 @@ int hm_run(int argc, char **argv, const char *name, int (*prog_main)(int argc, c
 #endif
     free(tids);
     free(runs);
+    free(hm_argv0);
     return rc;
 }
