@@ -112,6 +112,8 @@ static inline const void *hm_r(hm_ref r) { return (const void *)(uintptr_t)r; }
 static inline hm_ref hm_s2p(const void *p) { return (hm_ref)(uintptr_t)p; }
 static inline void *hm_pin(hm_ref r) { return (void *)(uintptr_t)r; }
 static inline void hm_unpin(hm_ref r) { (void)r; }
+static inline void *hm_wn(hm_ref r, size_t n) { (void)n; return hm_w(r); }
+static inline const void *hm_rn(hm_ref r, size_t n) { (void)n; return hm_r(r); }
 
 #elif defined(HM_BACKEND_SPM)
 #define HM_BACKEND_NAME "spm"
@@ -142,6 +144,8 @@ static inline void *hm_pin(hm_ref r)
     return p;
 }
 static inline void hm_unpin(hm_ref r) { dmm_spm_unpin(hm_self->spm, r); }
+static inline void *hm_wn(hm_ref r, size_t n) { (void)n; return hm_w(r); }
+static inline const void *hm_rn(hm_ref r, size_t n) { (void)n; return hm_r(r); }
 
 #elif defined(HM_BACKEND_SWC)
 #define HM_BACKEND_NAME "swc"
@@ -179,13 +183,33 @@ static inline hm_ref hm_xrealloc(hm_ref q, size_t n)
 /* After the access the local address is mapped back (the seed's s2p); it
  * must give the address we started from, else the library moved data it
  * promised to keep (checked, cheap). */
+#if !defined(HM_BACKEND_SWC)
 static inline void hm_after(const void *p, hm_ref a)
 {
     hm_self->accesses++;
     if (hm_s2p(p) != a)
         hm_fail("s2p (local address does not map back)", a, 0);
 }
+#endif
 
+#if defined(HM_BACKEND_SWC)
+/* The software cache has no local addresses to map back: a scalar access
+ * is one read or write call through the cache (the Cell SDK's shape,
+ * seed section 5). */
+#define HM_DEF_ACCESS(name, T)                                                                                         \
+    static inline T hm_get_##name(hm_ref r, size_t off)                                                               \
+    {                                                                                                                  \
+        T v;                                                                                                           \
+        hm_swc_read_bytes(r + off, &v, sizeof v);                                                                      \
+        hm_self->accesses++;                                                                                           \
+        return v;                                                                                                      \
+    }                                                                                                                  \
+    static inline void hm_set_##name(hm_ref r, size_t off, T v)                                                       \
+    {                                                                                                                  \
+        hm_swc_write_bytes(r + off, &v, sizeof v);                                                                     \
+        hm_self->accesses++;                                                                                           \
+    }
+#else
 #define HM_DEF_ACCESS(name, T)                                                                                         \
     static inline T hm_get_##name(hm_ref r, size_t off)                                                               \
     {                                                                                                                  \
@@ -200,6 +224,7 @@ static inline void hm_after(const void *p, hm_ref a)
         *p = v;                                                                                                        \
         hm_after(p, r + off);                                                                                          \
     }
+#endif
 HM_DEF_ACCESS(u8, uint8_t)
 HM_DEF_ACCESS(i8, char)
 HM_DEF_ACCESS(u32, uint32_t)
@@ -224,9 +249,10 @@ HM_DEF_ACCESS(f64, double)
 #define HM_AGET(T, r, i) HM_GETFN_((T)0)((r), (size_t)(i) * sizeof(T))
 #define HM_ASET(T, r, i, v) HM_SETFN_((T)0)((r), (size_t)(i) * sizeof(T), (v))
 
-/* Bulk local pointers (valid until the next hm_* call). */
-#define HM_W(T, r) ((T *)hm_w(r))
-#define HM_R(T, r) ((const T *)hm_r(r))
+/* Bulk local pointers to one T (valid until the next hm_* call).  The
+ * size matters to the software cache, which maps exactly those bytes. */
+#define HM_W(T, r) ((T *)hm_wn((r), sizeof(T)))
+#define HM_R(T, r) ((const T *)hm_rn((r), sizeof(T)))
 #define HM_S2P(p) hm_s2p(p)
 #define HM_PIN(T, r) ((T *)hm_pin(r))
 #define HM_UNPIN(r) hm_unpin(r)
