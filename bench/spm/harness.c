@@ -28,6 +28,17 @@
 
 #include "hm.h"
 
+/* The spm and swc backends share the global memory, its manager and the
+ * host port (include/dmm/spm.h). */
+#if defined(HM_BACKEND_SPM) || defined(HM_BACKEND_SWC)
+#define HM_HAS_GLOBAL 1
+#endif
+#if defined(HM_BACKEND_SPM)
+#define HM_STATS_JSON dmm_spm_stats_json
+#elif defined(HM_BACKEND_SWC)
+#define HM_STATS_JSON dmm_swc_stats_json
+#endif
+
 _Thread_local hm_core *hm_self;
 
 static const char *hm_prog_name = "prog";
@@ -170,11 +181,15 @@ typedef struct core_run {
     char **argv;
     int rc;
     uint64_t ns;
-#if defined(HM_BACKEND_SPM)
+#if defined(HM_HAS_GLOBAL)
     dmm_spm_global *g;
     dmm_spm_hostport hp;
-    dmm_spm_stats st;
     int have_stats;
+#endif
+#if defined(HM_BACKEND_SPM)
+    dmm_spm_stats st;
+#elif defined(HM_BACKEND_SWC)
+    dmm_swc_stats st;
 #endif
 } core_run;
 
@@ -280,7 +295,8 @@ static void json_str(FILE *f, const char *s)
  *   [{core, host_ns (wall clock of that core's program body), allocations,
  *   accesses, and per backend: spm = the library's stats JSON
  *   (dmm_spm_stats_json) + port = the host port's counters; swc = the
- *   software cache's stats JSON}], and for spm the global memory's stats.
+ *   software cache's stats JSON (dmm_swc_stats_json) + port}], and for spm
+ *   and swc the global memory's stats.
  * Returns 0, or -1 (with a message) when the file cannot be written. */
 static int write_json(const char *path, core_run *runs, uint64_t total_ns, int rc, void *gptr)
 {
@@ -313,14 +329,14 @@ static int write_json(const char *path, core_run *runs, uint64_t total_ns, int r
                    ",\"allocations\":%" PRIu64 ",\"accesses\":%" PRIu64,
                 c ? "," : "", c, runs[c].rc, runs[c].core.checksum, runs[c].ns, runs[c].core.objects,
                 runs[c].core.accesses);
-#if defined(HM_BACKEND_SPM)
+#if defined(HM_HAS_GLOBAL)
         if (runs[c].have_stats) {
             const dmm_spm_hostport *hp = &runs[c].hp;
-            size_t need = dmm_spm_stats_json(&runs[c].st, NULL, 0) + 1;
+            size_t need = HM_STATS_JSON(&runs[c].st, NULL, 0) + 1;
             char *sj = malloc(need);
             if (sj) {
-                dmm_spm_stats_json(&runs[c].st, sj, need);
-                fprintf(f, ",\"spm\":%s", sj);
+                HM_STATS_JSON(&runs[c].st, sj, need);
+                fprintf(f, ",\"%s\":%s", HM_BACKEND_NAME, sj);
                 free(sj);
             }
             fprintf(f,
@@ -328,13 +344,11 @@ static int write_json(const char *path, core_run *runs, uint64_t total_ns, int r
                     ",\"bytes_out\":%" PRIu64 ",\"waits\":%" PRIu64 ",\"mailbox_words\":%" PRIu64 "}",
                     hp->cycles, hp->gets, hp->puts, hp->bytes_in, hp->bytes_out, hp->waits, hp->mailbox_words);
         }
-#elif defined(HM_BACKEND_SWC)
-        hm_swc_json_core(f, &runs[c]);
 #endif
         fputc('}', f);
     }
     fputc(']', f);
-#if defined(HM_BACKEND_SPM)
+#if defined(HM_HAS_GLOBAL)
     {
         dmm_spm_global_stats gs = dmm_spm_global_get_stats((dmm_spm_global *)gptr);
         fprintf(f,
@@ -344,8 +358,6 @@ static int write_json(const char *path, core_run *runs, uint64_t total_ns, int r
                 gs.allocs, gs.frees, gs.failures, gs.words_in, gs.words_out, gs.mailbox_full_waits, gs.bytes_in_use,
                 gs.peak_bytes);
     }
-#elif defined(HM_BACKEND_SWC)
-    hm_swc_json_global(f);
 #endif
     fputs("}\n", f);
     if (fclose(f) != 0) {
@@ -378,7 +390,7 @@ int hm_run(int argc, char **argv, const char *name, int (*prog_main)(int argc, c
         fprintf(stderr, "%s: out of host memory\n", hm_prog_name);
         return 1;
     }
-#if defined(HM_BACKEND_SPM)
+#if defined(HM_HAS_GLOBAL)
     void *gbuf = aligned_alloc(16, ((size_t)O.global + 15) & ~(size_t)15);
     dmm_spm_global *g = NULL;
     dmm_spm_global_config gc = dmm_spm_global_default_config();
@@ -390,8 +402,6 @@ int hm_run(int argc, char **argv, const char *name, int (*prog_main)(int argc, c
                 gbuf ? dmm_status_str(gst) : "no host memory");
         return 1;
     }
-#elif defined(HM_BACKEND_SWC)
-    hm_swc_global_begin();
 #endif
     t0 = now_ns();
     for (unsigned c = 0; c < O.cores; c++) {
@@ -399,7 +409,7 @@ int hm_run(int argc, char **argv, const char *name, int (*prog_main)(int argc, c
         runs[c].prog_main = prog_main;
         runs[c].argc = argc;
         runs[c].argv = argv;
-#if defined(HM_BACKEND_SPM)
+#if defined(HM_HAS_GLOBAL)
         runs[c].g = g;
 #endif
         if (pthread_create(&tids[c], NULL, core_main, &runs[c]) != 0) {
@@ -423,18 +433,16 @@ int hm_run(int argc, char **argv, const char *name, int (*prog_main)(int argc, c
         printf("%s\n", runs[0].core.info);
         printf("checksum=%016" PRIx64 "\n", runs[0].core.checksum);
     }
-#if defined(HM_BACKEND_SPM)
+#if defined(HM_HAS_GLOBAL)
     void *json_global = g;
 #else
     void *json_global = NULL;
 #endif
     if (O.json && write_json(O.json, runs, total_ns, rc, json_global) != 0)
         rc = rc ? rc : 1;
-#if defined(HM_BACKEND_SPM)
+#if defined(HM_HAS_GLOBAL)
     dmm_spm_global_destroy(g);
     free(gbuf);
-#elif defined(HM_BACKEND_SWC)
-    hm_swc_global_end();
 #endif
     free(tids);
     free(runs);
