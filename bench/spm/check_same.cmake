@@ -7,7 +7,8 @@
 #   ... -DJSON_FILE=<file> [-DJSON_CORES=<n>] ["-DJSON_REQUIRE=a.b|c.0.d"]
 #         the run's --json output must parse, carry the schema key, the
 #         printed checksum, JSON_CORES per-core entries with that checksum,
-#         and every '|'-separated path (dot-separated keys or indices).
+#         and every '|'-separated path (dot-separated keys or indices);
+#         ["-DJSON_POSITIVE=a.b|..."] those paths must hold numbers > 0.
 separate_arguments(_args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND "${PROG}" ${_args} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
 if(DEFINED EXPECT_EXIT)
@@ -72,6 +73,14 @@ if(JSON_FILE)
         string(JSON _v ERROR_VARIABLE _e GET "${_j}" ${_keys})
         if(_e)
             message(FATAL_ERROR "${JSON_FILE}: no '${_path}': ${_e}\n${_j}")
+        endif()
+    endforeach()
+    string(REPLACE "|" ";" _pos "${JSON_POSITIVE}")
+    foreach(_path IN LISTS _pos)
+        string(REPLACE "." ";" _keys "${_path}")
+        string(JSON _v ERROR_VARIABLE _e GET "${_j}" ${_keys})
+        if(_e OR NOT _v MATCHES "^[0-9]+$" OR NOT _v GREATER 0)
+            message(FATAL_ERROR "${JSON_FILE}: '${_path}' is '${_v}', expected a number > 0 ${_e}")
         endif()
     endforeach()
 endif()
