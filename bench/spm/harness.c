@@ -234,7 +234,21 @@ static void *core_main(void *arg)
         exit(1);
     }
 #elif defined(HM_BACKEND_SWC)
-    hm_swc_core_begin(cr);
+    void *local = aligned_alloc(16, ((size_t)O.local + 15) & ~(size_t)15);
+    dmm_swc_config cfg = dmm_swc_default_config();
+    dmm_status st;
+    cfg.line = (size_t)O.cache_line;
+    cfg.ways = (unsigned)O.cache_ways;
+    cfg.timing = O.json != NULL;
+    dmm_spm_hostport_init(&cr->hp, cr->g, NULL);
+    if (!local || (st = dmm_swc_create(&cr->core.swc, local, (size_t)O.local, &cfg, cr->g, cr->core.id,
+                                       &cr->hp.port)) != DMM_OK) {
+        fprintf(stderr, "%s: cannot create the core %u cache (local %" PRIu64 ", line %" PRIu64 ", ways %" PRIu64
+                        "): %s\n",
+                hm_prog_name, cr->core.id, O.local, O.cache_line, O.cache_ways,
+                local ? dmm_status_str(st) : "no host memory");
+        exit(1);
+    }
 #endif
     t0 = now_ns();
     cr->rc = cr->prog_main(cr->argc, argv);
@@ -261,7 +275,14 @@ static void *core_main(void *arg)
     dmm_spm_destroy(cr->core.spm);
     free(local);
 #elif defined(HM_BACKEND_SWC)
-    hm_swc_core_end(cr);
+    if (dmm_swc_flush(cr->core.swc) != DMM_OK) {
+        fprintf(stderr, "%s: core %u: cache flush failed\n", hm_prog_name, cr->core.id);
+        exit(1);
+    }
+    cr->st = dmm_swc_get_stats(cr->core.swc);
+    cr->have_stats = 1;
+    dmm_swc_destroy(cr->core.swc);
+    free(local);
 #endif
     free(argv);
     return NULL;
