@@ -67,6 +67,9 @@ _Noreturn void hm_fail(const char *what, hm_ref r, size_t n)
 #elif defined(HM_BACKEND_SPM)
         if (c && c->spm)
             fprintf(stderr, " (%s)", dmm_status_str(dmm_spm_last_status(c->spm)));
+#elif defined(HM_BACKEND_SWC)
+        if (c && c->swc)
+            fprintf(stderr, " (%s)", dmm_status_str(dmm_swc_last_status(c->swc)));
 #endif
         fputc('\n', stderr);
     } else {
@@ -281,6 +284,11 @@ static void *core_main(void *arg)
     }
     cr->st = dmm_swc_get_stats(cr->core.swc);
     cr->have_stats = 1;
+    if (cr->st.live_objects != 0) {
+        fprintf(stderr, "%s: core %u: %" PRIu64 " objects still live at the end\n", hm_prog_name, cr->core.id,
+                cr->st.live_objects);
+        exit(1);
+    }
     dmm_swc_destroy(cr->core.swc);
     free(local);
 #endif

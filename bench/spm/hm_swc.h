@@ -18,10 +18,15 @@ static inline hm_ref hm_calloc(size_t n, size_t sz) { return dmm_swc_calloc(hm_s
 static inline hm_ref hm_realloc(hm_ref r, size_t n) { return dmm_swc_realloc(hm_self->swc, r, n); }
 static inline void hm_free(hm_ref r) { dmm_swc_free(hm_self->swc, r); }
 
-static inline void hm_swc_read_bytes(hm_ref a, void *dst, size_t n) { dmm_swc_read(hm_self->swc, a, dst, n); }
+static inline void hm_swc_read_bytes(hm_ref a, void *dst, size_t n)
+{
+    if (dmm_swc_read(hm_self->swc, a, dst, n) != DMM_OK)
+        hm_fail("read", a, n);
+}
 static inline void hm_swc_write_bytes(hm_ref a, const void *src, size_t n)
 {
-    dmm_swc_write(hm_self->swc, a, src, n);
+    if (dmm_swc_write(hm_self->swc, a, src, n) != DMM_OK)
+        hm_fail("write", a, n);
 }
 
 static inline void *hm_wn(hm_ref r, size_t n)
