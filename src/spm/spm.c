@@ -1,0 +1,1101 @@
+/*
+ * src/spm/spm.c - one execution core's scratchpad heap (include/dmm/spm.h,
+ * docs/spm-core.md): objects live in global memory in size-class segments
+ * whose table pages describe their units; units are copied into the local
+ * dmm heap on demand (p2s) and evicted least-recently-used.
+ *
+ * Which copy is authoritative: a table page is current in its frame while
+ * resident and in global memory otherwise; a resident unit's local header
+ * (LRU links, pins, dirty) is authoritative for residency, the entry's
+ * RESIDENT/DIRTY flags and local offset mirror it.  When an entry has to
+ * change while its page is not resident (a unit evicted or flushed) the
+ * 16-byte entry line is read, patched and written back with one get and one
+ * put (a legal Cell transfer).
+ */
+#include "spm_internal.h"
+
+#include "../core/text.h"
+#include "../port/port.h"
+
+static size_t r16(size_t n) { return (n + 15u) & ~(size_t)15u; }
+
+/* ---- DMA ----------------------------------------------------------------- */
+
+static void dma_get(dmm_spm *s, void *local, dmm_gaddr g, size_t n)
+{
+    size_t max = s->port.max_transfer & ~(s->port.align - 1);
+    for (size_t o = 0; o < n;) {
+        size_t c = n - o < max ? n - o : max;
+        s->port.get(s->port.ctx, (uint8_t *)local + o, g + o, c, 0);
+        o += c;
+    }
+    s->port.wait(s->port.ctx, 1u);
+}
+
+static void dma_put(dmm_spm *s, dmm_gaddr g, const void *local, size_t n)
+{
+    size_t max = s->port.max_transfer & ~(s->port.align - 1);
+    for (size_t o = 0; o < n;) {
+        size_t c = n - o < max ? n - o : max;
+        s->port.put(s->port.ctx, g + o, (const uint8_t *)local + o, c, 0);
+        o += c;
+    }
+    s->port.wait(s->port.ctx, 1u);
+}
+
+static void charge(dmm_spm *s, unsigned words)
+{
+    s->st.mailbox_words += words;
+    if (words && s->port.mailbox)
+        s->port.mailbox(s->port.ctx, words);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+static void report(dmm_spm *s, dmm_op op, dmm_error_kind kind, dmm_gaddr a, const char *msg)
+{
+    s->st.errors++;
+    s->last = DMM_E_RANGE;
+    if (s->cfg.error_fn) {
+        dmm_error e;
+        e.kind = kind;
+        e.op = op;
+        e.ptr = (const void *)(uintptr_t)a;
+        e.message = msg;
+        s->cfg.error_fn(s->cfg.error_ctx, &e);
+    }
+    if (s->cfg.on_error == DMM_ON_ERROR_ABORT)
+        dmm_port_abort();
+}
+
+/* ---- table pages ----------------------------------------------------------- */
+
+static int frame_of(dmm_spm *s, dmm_gaddr seg)
+{
+    if (s->frames[s->last_frame].seg == seg)
+        return (int)s->last_frame;
+    for (unsigned i = 0; i < s->cfg.table_frames; i++)
+        if (s->frames[i].seg == seg)
+            return (int)i;
+    return -1;
+}
+
+static void frame_writeback(dmm_spm *s, spm_frame *f)
+{
+    if (f->seg && f->dirty) {
+        dma_put(s, f->seg, f->mem, s->page);
+        s->st.page_writebacks++;
+    }
+    f->dirty = false;
+}
+
+/* A frame for seg's page: the resident one, or the least recently used one
+ * after writing it back; fetch = false leaves the new frame's bytes as they
+ * are (a new segment's page is written by the caller). */
+static spm_frame *page_frame(dmm_spm *s, dmm_gaddr seg, bool fetch)
+{
+    int i = frame_of(s, seg);
+    if (i < 0) {
+        unsigned v = 0;
+        for (unsigned k = 0; k < s->cfg.table_frames; k++) {
+            if (!s->frames[k].seg) {
+                v = k;
+                break;
+            }
+            if (s->frames[k].stamp < s->frames[v].stamp)
+                v = k;
+        }
+        spm_frame *f = &s->frames[v];
+        frame_writeback(s, f);
+        f->seg = seg;
+        if (fetch) {
+            dma_get(s, f->mem, seg, s->page);
+            s->st.page_fetches++;
+        }
+        i = (int)v;
+    }
+    s->last_frame = (unsigned)i;
+    s->frames[i].stamp = ++s->tick;
+    return &s->frames[i];
+}
+
+static spm_seghdr *hdr_of(spm_frame *f) { return (spm_seghdr *)(void *)f->mem; }
+static spm_entry *entry_of(spm_frame *f, unsigned i)
+{
+    return (spm_entry *)(void *)(f->mem + SPM_HDR_BYTES + (size_t)i * DMM_SPM_ENTRY_BYTES);
+}
+
+/* Opens the 16-byte line at global address ga for a patch: in its resident
+ * frame, or fetched into the scratch line.  line_close writes it back. */
+static uint8_t *line_open(dmm_spm *s, dmm_gaddr ga)
+{
+    dmm_gaddr seg = ga & ~(dmm_gaddr)(s->cfg.segment - 1);
+    int i = frame_of(s, seg);
+    if (i >= 0)
+        return s->frames[i].mem + (ga - seg);
+    dma_get(s, s->scratch, ga, 16);
+    return s->scratch;
+}
+
+static void line_close(dmm_spm *s, dmm_gaddr ga, uint8_t *p)
+{
+    if (p == s->scratch) {
+        dma_put(s, ga, s->scratch, 16);
+        return;
+    }
+    dmm_gaddr seg = ga & ~(dmm_gaddr)(s->cfg.segment - 1);
+    s->frames[frame_of(s, seg)].dirty = true;
+}
+
+static size_t stride_of(const spm_seghdr *h) { return (size_t)h->slot_size * h->slots; }
+
+/* ---- resident units --------------------------------------------------------- */
+
+static uint8_t *udata(spm_unit *u) { return (uint8_t *)u + SPM_UHDR; }
+
+static void lru_unlink(dmm_spm *s, spm_unit *u)
+{
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        s->lru_head = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    else
+        s->lru_tail = u->prev;
+    u->prev = u->next = NULL;
+    s->resident--;
+}
+
+static void lru_front(dmm_spm *s, spm_unit *u)
+{
+    u->prev = NULL;
+    u->next = s->lru_head;
+    if (s->lru_head)
+        s->lru_head->prev = u;
+    else
+        s->lru_tail = u;
+    s->lru_head = u;
+    s->resident++;
+}
+
+static void local_release(dmm_spm *s, spm_unit *u)
+{
+    s->local_in_use -= SPM_UHDR + u->bytes;
+    u->magic = 0;
+    dmm_heap_free(s->heap, u);
+}
+
+static void quarantine_release(dmm_spm *s)
+{
+    while (s->quarantine) {
+        spm_unit *u = s->quarantine;
+        s->quarantine = u->next;
+        local_release(s, u);
+    }
+}
+
+/* Gives up a resident unit's local copy: written back when dirty (unless
+ * `drop`: its objects are gone), its entry updated.  Paranoid: the bytes are
+ * poisoned and the block kept until the next moving call, so a stale local
+ * address reads the poison pattern instead of a newer unit. */
+static void evict(dmm_spm *s, spm_unit *u, bool drop)
+{
+    if (u->dirty && !drop) {
+        dma_put(s, u->gaddr, udata(u), u->bytes);
+        s->st.unit_writebacks++;
+    }
+    if (!drop) {
+        uint8_t *l = line_open(s, u->entry);
+        spm_entry *e = (spm_entry *)(void *)l;
+        e->flags = (uint8_t)(e->flags & ~(SPM_E_RESIDENT | SPM_E_DIRTY));
+        e->local4 = 0;
+        line_close(s, u->entry, l);
+        s->st.unit_evictions++;
+    }
+    lru_unlink(s, u);
+    if (s->cfg.harden == DMM_HARDEN_PARANOID) {
+        dmm_port_memset(udata(u), SPM_POISON, u->bytes);
+        u->magic = 0;
+        u->next = s->quarantine;
+        s->quarantine = u;
+    } else {
+        local_release(s, u);
+    }
+}
+
+static bool evict_lru(dmm_spm *s)
+{
+    for (spm_unit *u = s->lru_tail; u; u = u->prev)
+        if (!u->pins) {
+            evict(s, u, false);
+            return true;
+        }
+    return false;
+}
+
+static void paranoid_sweep(dmm_spm *s)
+{
+    if (s->cfg.harden != DMM_HARDEN_PARANOID)
+        return;
+    quarantine_release(s);
+    spm_unit *u = s->lru_head;
+    while (u) {
+        spm_unit *n = u->next;
+        if (!u->pins)
+            evict(s, u, false);
+        u = n;
+    }
+}
+
+/* Local space for a unit of `bytes`, evicting LRU unpinned units until the
+ * dmm heap can serve it.  NULL (status set) when only pinned units remain. */
+static spm_unit *local_alloc(dmm_spm *s, size_t bytes, dmm_gaddr unit, dmm_gaddr entry)
+{
+    void *p;
+    for (;;) {
+        p = dmm_heap_aligned_alloc(s->heap, 16, SPM_UHDR + bytes);
+        if (p)
+            break;
+        if (s->quarantine) {
+            quarantine_release(s);
+            continue;
+        }
+        if (!evict_lru(s)) {
+            s->last = DMM_E_UNSUPPORTED;
+            return NULL;
+        }
+    }
+    spm_unit *u = (spm_unit *)p;
+    dmm_port_memset(u, 0, SPM_UHDR);
+    u->gaddr = unit;
+    u->entry = entry;
+    u->bytes = (uint32_t)bytes;
+    u->magic = SPM_UNIT_MAGIC;
+    lru_front(s, u);
+    s->local_in_use += SPM_UHDR + bytes;
+    if (s->local_in_use > s->st.local_peak)
+        s->st.local_peak = s->local_in_use;
+    return u;
+}
+
+static spm_unit *unit_at(dmm_spm *s, const spm_entry *e)
+{
+    return (spm_unit *)(void *)(s->local + (size_t)e->local4 * 16u - SPM_UHDR);
+}
+
+/* ---- address lookup ------------------------------------------------------- */
+
+typedef struct spm_ref {
+    dmm_gaddr seg, unit;
+    unsigned idx, slot;
+    spm_frame *f;
+} spm_ref;
+
+/* Resolves global address a.  start: a must be the start of a live object.
+ * Reports and returns false on a bad address; nothing is changed except
+ * which table page is resident. */
+static bool lookup(dmm_spm *s, dmm_gaddr a, dmm_op op, bool start, spm_ref *r)
+{
+    if (a == 0 || a >= s->gsize) {
+        report(s, op, DMM_ERR_FOREIGN_POINTER, a, "address outside global memory");
+        return false;
+    }
+    dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
+    if (seg + s->page > s->gsize) {
+        report(s, op, DMM_ERR_FOREIGN_POINTER, a, "address not in a segment of this core");
+        return false;
+    }
+    spm_frame *f = page_frame(s, seg, true);
+    spm_seghdr *h = hdr_of(f);
+    if (h->magic != (SPM_MAGIC ^ (uint32_t)(seg >> 4)) || h->core != s->core || h->units == 0 ||
+        h->units > s->page_entries || h->slots == 0 || h->slot_size == 0) {
+        report(s, op, DMM_ERR_FOREIGN_POINTER, a, "address not in a segment of this core");
+        return false;
+    }
+    uint64_t off = a - seg;
+    size_t stride = stride_of(h);
+    if (off < s->page || (off - s->page) / stride >= h->units) {
+        report(s, op, DMM_ERR_INVALID_POINTER, a, "address inside a segment but not in a unit");
+        return false;
+    }
+    unsigned i = (unsigned)((off - s->page) / stride);
+    uint64_t in = off - s->page - (uint64_t)i * stride;
+    unsigned slot = (unsigned)(in / h->slot_size);
+    bool boundary = in % h->slot_size == 0;
+    spm_entry *e = entry_of(f, i);
+    bool live = (e->flags & SPM_E_VALID) && (e->live >> slot & 1u);
+    if (start && !boundary) {
+        report(s, op, DMM_ERR_INVALID_POINTER, a, "address inside an object, not its start");
+        return false;
+    }
+    if (!live) {
+        if (start && op == DMM_OP_FREE)
+            report(s, op, DMM_ERR_DOUBLE_FREE, a, "object already freed");
+        else
+            report(s, op, DMM_ERR_INVALID_POINTER, a, "address of no live object");
+        return false;
+    }
+    r->seg = seg;
+    r->idx = i;
+    r->slot = slot;
+    r->unit = seg + s->page + (dmm_gaddr)i * stride;
+    r->f = f;
+    return true;
+}
+
+/* Makes r's unit resident; NULL (status set) when local memory is full of
+ * pinned units.  The page of r stays resident. */
+static spm_unit *make_resident(dmm_spm *s, spm_ref *r, bool dirty)
+{
+    spm_entry *e = entry_of(r->f, r->idx);
+    spm_unit *u;
+    if (e->flags & SPM_E_RESIDENT) {
+        u = unit_at(s, e);
+        s->st.p2s_hits++;
+        if (u != s->lru_head) {
+            lru_unlink(s, u);
+            lru_front(s, u);
+        }
+    } else {
+        size_t bytes = stride_of(hdr_of(r->f));
+        u = local_alloc(s, bytes, r->unit,
+                        r->seg + SPM_HDR_BYTES + (dmm_gaddr)r->idx * DMM_SPM_ENTRY_BYTES);
+        if (!u)
+            return NULL;
+        dma_get(s, udata(u), r->unit, bytes);
+        s->st.unit_fetches++;
+        e->flags |= SPM_E_RESIDENT;
+        e->local4 = (uint16_t)((size_t)(udata(u) - s->local) >> 4);
+        e->stamp = (uint32_t)++s->tick;
+        r->f->dirty = true;
+    }
+    if (dirty && !u->dirty) {
+        u->dirty = 1;
+        e->flags |= SPM_E_DIRTY;
+        r->f->dirty = true;
+    }
+    return u;
+}
+
+/* ---- timing --------------------------------------------------------------- */
+
+typedef struct spm_clock {
+    uint64_t c0, t0;
+} spm_clock;
+
+static spm_clock t_begin(dmm_spm *s)
+{
+    spm_clock c;
+    c.c0 = s->port.clock ? s->port.clock(s->port.ctx) : 0;
+    c.t0 = s->cfg.timing ? dmm_port_clock_ns() : 0;
+    s->last = DMM_OK;
+    return c;
+}
+
+static void t_end(dmm_spm *s, dmm_spm_fn fn, spm_clock c)
+{
+    s->st.calls[fn]++;
+    if (s->port.clock)
+        s->st.sim_cycles[fn] += s->port.clock(s->port.ctx) - c.c0;
+    if (s->cfg.timing)
+        s->st.host_ns[fn] += dmm_port_clock_ns() - c.t0;
+}
+
+/* ---- create / destroy ----------------------------------------------------- */
+
+dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm_config *cfg,
+                          dmm_spm_global *g, unsigned core, const dmm_spm_port *port)
+{
+    if (!out || !local || !g || !port || !port->get || !port->put || !port->wait)
+        return DMM_E_NULL;
+    *out = NULL;
+    dmm_spm_config c = cfg ? *cfg : dmm_spm_default_config();
+    if (dmm_spm_config_check_(&c, NULL) != DMM_OK)
+        return DMM_E_CONFIG;
+    if (((uintptr_t)local & 15u) || size > DMM_SPM_MAX_LOCAL || port->align == 0 ||
+        (port->align & (port->align - 1)) || port->align > 16 || port->max_transfer < port->align)
+        return DMM_E_CONFIG;
+    if (core >= DMM_SPM_MAX_CORES || core > 0xffffu)
+        return DMM_E_RANGE;
+    uint64_t gsize = dmm_spm_global_size(g);
+    if (gsize == 0 || gsize > ((uint64_t)1 << 36))
+        return DMM_E_CONFIG;
+    size_t control = r16(sizeof(dmm_spm));
+    if (size < control + c.table_bytes + 256)
+        return DMM_E_TOO_SMALL;
+    dmm_spm *s = (dmm_spm *)local;
+    dmm_port_memset(s, 0, sizeof *s);
+    s->cfg = c;
+    s->g = g;
+    s->core = core;
+    s->port = *port;
+    s->gsize = gsize;
+    s->local = (uint8_t *)local;
+    s->size = size;
+    s->control_bytes = control;
+    s->page = c.table_bytes / c.table_frames;
+    s->page_entries = s->page / DMM_SPM_ENTRY_BYTES - 2u;
+    s->table = s->local + control;
+    for (unsigned i = 0; i < c.table_frames; i++)
+        s->frames[i].mem = s->table + (size_t)i * s->page;
+    s->heap_mem = s->table + c.table_bytes;
+    s->heap_bytes = size - control - c.table_bytes;
+    dmm_heap_config hc = dmm_heap_default_config();
+    hc.lock = DMM_LOCK_NONE;
+    hc.on_error = DMM_ON_ERROR_REPORT;
+    hc.error_fn = NULL;
+    hc.grow_granularity = 0;
+    if (dmm_heap_init(&s->heap, s->heap_mem, s->heap_bytes, &hc) != DMM_OK)
+        return DMM_E_TOO_SMALL;
+    /* The largest object: the largest unit the empty local heap can hold. */
+    size_t lo = 0, hi = s->heap_bytes / 16u;
+    while (lo < hi) {
+        size_t mid = (lo + hi + 1) / 2;
+        void *p = dmm_heap_aligned_alloc(s->heap, 16, SPM_UHDR + mid * 16u);
+        if (p) {
+            dmm_heap_free(s->heap, p);
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    s->max_object = lo * 16u;
+    if (s->max_object > 65535u * 16u)
+        s->max_object = 65535u * 16u;
+    if (s->max_object < 16) {
+        dmm_heap_destroy(s->heap);
+        return DMM_E_TOO_SMALL;
+    }
+    s->magic = SPM_MAGIC;
+    *out = s;
+    return DMM_OK;
+}
+
+void dmm_spm_destroy(dmm_spm *s)
+{
+    if (!s || s->magic != SPM_MAGIC)
+        return;
+    dmm_gaddr seg = s->seg_head;
+    uint64_t guard = s->gsize / s->cfg.segment + 1;
+    while (seg && guard--) {
+        spm_frame *f = page_frame(s, seg, true);
+        dmm_gaddr next = hdr_of(f)->next;
+        f->seg = 0;
+        f->dirty = false;
+        unsigned w = 0;
+        dmm_spm_global_free(s->g, s->core, seg, &w);
+        charge(s, w);
+        seg = next;
+    }
+    dmm_heap_destroy(s->heap);
+    s->magic = 0;
+}
+
+dmm_spm_layout dmm_spm_get_layout(const dmm_spm *s)
+{
+    dmm_spm_layout l;
+    dmm_port_memset(&l, 0, sizeof l);
+    if (!s)
+        return l;
+    l.local_size = s->size;
+    l.control_bytes = s->control_bytes;
+    l.table_bytes = s->cfg.table_bytes;
+    l.heap_bytes = s->heap_bytes;
+    l.page_entries = s->page_entries;
+    l.max_object = s->max_object;
+    return l;
+}
+
+/* ---- segments ------------------------------------------------------------- */
+
+static void open_add(dmm_spm *s, uint32_t cls, dmm_gaddr seg)
+{
+    for (unsigned i = 0; i < SPM_OPEN; i++)
+        if (s->open[i].seg == seg)
+            return;
+    for (unsigned i = 0; i < SPM_OPEN; i++)
+        if (!s->open[i].seg) {
+            s->open[i].seg = seg;
+            s->open[i].cls = cls;
+            return;
+        }
+    s->open[s->open_next].seg = seg;
+    s->open[s->open_next].cls = cls;
+    s->open_next = (s->open_next + 1) % SPM_OPEN;
+}
+
+static void open_remove(dmm_spm *s, dmm_gaddr seg)
+{
+    for (unsigned i = 0; i < SPM_OPEN; i++)
+        if (s->open[i].seg == seg)
+            s->open[i].seg = 0;
+}
+
+static void link_patch(dmm_spm *s, dmm_gaddr seg, bool set_prev, dmm_gaddr v)
+{
+    dmm_gaddr ga = seg + 16u;
+    uint8_t *l = line_open(s, ga);
+    uint64_t *w = (uint64_t *)(void *)l;
+    w[set_prev ? 0 : 1] = v;
+    line_close(s, ga, l);
+}
+
+/* A new segment (or large run of `bytes`) with its page in a frame. */
+static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t slot_size,
+                              unsigned slots, dmm_gaddr *seg_out)
+{
+    unsigned w = 0;
+    dmm_gaddr seg = dmm_spm_global_alloc(s->g, s->core, bytes, s->cfg.segment, &w);
+    charge(s, w);
+    s->st.segment_requests++;
+    if (!seg || (seg & (s->cfg.segment - 1)) || seg + bytes > s->gsize) {
+        if (seg) {
+            dmm_spm_global_free(s->g, s->core, seg, &w);
+            charge(s, w);
+        }
+        s->last = DMM_E_TOO_SMALL;
+        return NULL;
+    }
+    spm_frame *f = page_frame(s, seg, false);
+    dmm_port_memset(f->mem, 0, s->page);
+    spm_seghdr *h = hdr_of(f);
+    h->magic = SPM_MAGIC ^ (uint32_t)(seg >> 4);
+    h->core = (uint16_t)s->core;
+    h->kind = kind;
+    h->slots = (uint8_t)slots;
+    h->slot_size = slot_size;
+    size_t m = kind == SPM_KIND_LARGE ? 1 : (s->cfg.segment - s->page) / ((size_t)slot_size * slots);
+    h->units = (uint16_t)(m < s->page_entries ? m : s->page_entries);
+    h->used = 0;
+    h->prev = 0;
+    h->next = s->seg_head;
+    f->dirty = true;
+    if (s->seg_head)
+        link_patch(s, s->seg_head, true, seg);
+    s->seg_head = seg;
+    *seg_out = seg;
+    return f;
+}
+
+static void segment_release(dmm_spm *s, spm_frame *f)
+{
+    spm_seghdr *h = hdr_of(f);
+    dmm_gaddr seg = f->seg, prev = h->prev, next = h->next;
+    if (prev)
+        link_patch(s, prev, false, next);
+    else
+        s->seg_head = next;
+    if (next)
+        link_patch(s, next, true, prev);
+    f->seg = 0;
+    f->dirty = false;
+    open_remove(s, seg);
+    unsigned w = 0;
+    dmm_spm_global_free(s->g, s->core, seg, &w);
+    charge(s, w);
+}
+
+/* ---- malloc / free -------------------------------------------------------- */
+
+static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
+{
+    if (size == 0 || size > s->max_object) {
+        s->last = DMM_E_RANGE;
+        return 0;
+    }
+    size_t cls = r16(size);
+    bool large = s->page + cls > s->cfg.segment;
+    unsigned slots = 1;
+    if (!large && cls <= s->cfg.unit_bytes) {
+        size_t n = s->cfg.unit_bytes / cls;
+        slots = (unsigned)(n < 1 ? 1 : n > s->cfg.gran ? s->cfg.gran : n);
+    }
+    size_t stride = cls * slots;
+    spm_frame *f = NULL;
+    dmm_gaddr seg = 0;
+    unsigned idx = 0;
+    bool found = false, fresh = false;
+    if (!large) {
+        for (unsigned k = 0; k < SPM_OPEN && !found; k++) {
+            if (!s->open[k].seg || s->open[k].cls != cls)
+                continue;
+            seg = s->open[k].seg;
+            f = page_frame(s, seg, true);
+            spm_seghdr *h = hdr_of(f);
+            int free_idx = -1;
+            for (unsigned i = 0; i < h->units; i++) {
+                spm_entry *e = entry_of(f, i);
+                if (e->flags & SPM_E_VALID) {
+                    if (e->live != (uint16_t)((1u << e->slots) - 1u)) {
+                        idx = i;
+                        found = true;
+                        break;
+                    }
+                } else if (free_idx < 0) {
+                    free_idx = (int)i;
+                }
+            }
+            if (!found && free_idx >= 0) {
+                idx = (unsigned)free_idx;
+                found = true;
+            }
+            if (!found)
+                s->open[k].seg = 0;
+        }
+    }
+    if (!found) {
+        size_t bytes = s->cfg.segment;
+        if (large)
+            bytes = ((s->page + cls + s->cfg.segment - 1) / s->cfg.segment) * s->cfg.segment;
+        f = segment_new(s, bytes, large ? SPM_KIND_LARGE : SPM_KIND_SMALL, (uint32_t)cls, slots,
+                        &seg);
+        if (!f)
+            return 0;
+        if (!large)
+            open_add(s, (uint32_t)cls, seg);
+        idx = 0;
+        fresh = true;
+    }
+    spm_entry *e = entry_of(f, idx);
+    dmm_gaddr unit = seg + s->page + (dmm_gaddr)idx * stride;
+    unsigned slot = 0;
+    if (e->flags & SPM_E_VALID) {
+        while (e->live >> slot & 1u)
+            slot++;
+        e->live = (uint16_t)(e->live | 1u << slot);
+        f->dirty = true;
+    } else {
+        /* A new unit: nothing to read, it is born resident and dirty. */
+        dmm_gaddr ega = seg + SPM_HDR_BYTES + (dmm_gaddr)idx * DMM_SPM_ENTRY_BYTES;
+        spm_unit *u = local_alloc(s, stride, unit, ega);
+        if (!u) {
+            if (fresh)
+                segment_release(s, f);
+            return 0;
+        }
+        dmm_port_memset(udata(u), 0, stride);
+        u->dirty = 1;
+        e->gaddr4 = (uint32_t)(unit >> 4);
+        e->stamp = (uint32_t)++s->tick;
+        e->local4 = (uint16_t)((size_t)(udata(u) - s->local) >> 4);
+        e->size4 = (uint16_t)(cls >> 4);
+        e->live = 1;
+        e->slots = (uint8_t)slots;
+        e->flags = SPM_E_VALID | SPM_E_RESIDENT | SPM_E_DIRTY;
+        hdr_of(f)->used++;
+        f->dirty = true;
+        zero = false; /* already zero */
+    }
+    dmm_gaddr a = unit + (dmm_gaddr)slot * cls;
+    s->st.live_objects++;
+    s->st.live_bytes += cls;
+    if (zero) {
+        spm_ref r;
+        r.seg = seg;
+        r.idx = idx;
+        r.slot = slot;
+        r.unit = unit;
+        r.f = f;
+        spm_unit *u = make_resident(s, &r, true);
+        if (!u) {
+            /* cannot zero it: undo the allocation */
+            e->live = (uint16_t)(e->live & ~(1u << slot));
+            s->st.live_objects--;
+            s->st.live_bytes -= cls;
+            s->last = DMM_E_UNSUPPORTED;
+            return 0;
+        }
+        dmm_port_memset(udata(u) + (size_t)slot * cls, 0, cls);
+    }
+    return a;
+}
+
+static void do_free(dmm_spm *s, dmm_gaddr a)
+{
+    spm_ref r;
+    if (!lookup(s, a, DMM_OP_FREE, true, &r))
+        return;
+    spm_seghdr *h = hdr_of(r.f);
+    spm_entry *e = entry_of(r.f, r.idx);
+    e->live = (uint16_t)(e->live & ~(1u << r.slot));
+    r.f->dirty = true;
+    s->st.live_objects--;
+    s->st.live_bytes -= h->slot_size;
+    if (e->live)
+        return;
+    if (e->flags & SPM_E_RESIDENT)
+        evict(s, unit_at(s, e), true);
+    dmm_port_memset(e, 0, sizeof *e);
+    h->used--;
+    if (h->used == 0)
+        segment_release(s, r.f);
+    else
+        open_add(s, h->slot_size, r.seg);
+}
+
+dmm_gaddr dmm_spm_malloc(dmm_spm *s, size_t size)
+{
+    if (!s)
+        return 0;
+    spm_clock c = t_begin(s);
+    paranoid_sweep(s);
+    dmm_gaddr a = do_malloc(s, size, false);
+    t_end(s, DMM_SPM_FN_MALLOC, c);
+    return a;
+}
+
+dmm_gaddr dmm_spm_calloc(dmm_spm *s, size_t n, size_t size)
+{
+    if (!s)
+        return 0;
+    spm_clock c = t_begin(s);
+    paranoid_sweep(s);
+    dmm_gaddr a = 0;
+    if (size && n > (size_t)-1 / size)
+        s->last = DMM_E_RANGE;
+    else
+        a = do_malloc(s, n * size, true);
+    t_end(s, DMM_SPM_FN_MALLOC, c);
+    return a;
+}
+
+void dmm_spm_free(dmm_spm *s, dmm_gaddr a)
+{
+    if (!s || a == 0)
+        return;
+    spm_clock c = t_begin(s);
+    do_free(s, a);
+    t_end(s, DMM_SPM_FN_FREE, c);
+}
+
+size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a)
+{
+    spm_ref r;
+    if (!s)
+        return 0;
+    s->last = DMM_OK;
+    if (!lookup(s, a, DMM_OP_USABLE_SIZE, true, &r))
+        return 0;
+    return hdr_of(r.f)->slot_size;
+}
+
+static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+{
+    spm_ref r;
+    if (!lookup(s, a, DMM_OP_P2S, false, &r))
+        return NULL;
+    spm_unit *u = make_resident(s, &r, dirty);
+    if (!u)
+        return NULL;
+    u->pins += pin;
+    return udata(u) + (a - r.unit);
+}
+
+dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
+{
+    if (!s)
+        return 0;
+    if (a == 0) {
+        spm_clock c = t_begin(s);
+        paranoid_sweep(s);
+        dmm_gaddr b = do_malloc(s, size, false);
+        t_end(s, DMM_SPM_FN_REALLOC, c);
+        return b;
+    }
+    spm_clock c = t_begin(s);
+    dmm_gaddr out = 0;
+    spm_ref r;
+    if (size == 0) {
+        do_free(s, a);
+    } else if (lookup(s, a, DMM_OP_REALLOC, true, &r)) {
+        size_t old = hdr_of(r.f)->slot_size;
+        if (size <= old) {
+            out = a; /* fits its slot: stays */
+        } else {
+            paranoid_sweep(s);
+            dmm_gaddr b = do_malloc(s, size, false);
+            if (b) {
+                size_t n = old < size ? old : size;
+                bool ok = true;
+                for (size_t o = 0; o < n && ok; o += SPM_BOUNCE) {
+                    size_t k = n - o < SPM_BOUNCE ? n - o : SPM_BOUNCE;
+                    const uint8_t *src = p2s_core(s, a + o, false, 0);
+                    ok = src != NULL;
+                    if (ok)
+                        dmm_port_memcpy(s->bounce, src, k);
+                    uint8_t *dst = ok ? p2s_core(s, b + o, true, 0) : NULL;
+                    ok = dst != NULL;
+                    if (ok)
+                        dmm_port_memcpy(dst, s->bounce, k);
+                }
+                if (ok) {
+                    do_free(s, a);
+                    out = b;
+                } else {
+                    dmm_status st = s->last;
+                    do_free(s, b);
+                    s->last = st;
+                }
+            }
+        }
+    }
+    t_end(s, DMM_SPM_FN_REALLOC, c);
+    return out;
+}
+
+void *dmm_spm_p2s(dmm_spm *s, dmm_gaddr a)
+{
+    if (!s)
+        return NULL;
+    spm_clock c = t_begin(s);
+    paranoid_sweep(s);
+    void *p = p2s_core(s, a, true, 0);
+    t_end(s, DMM_SPM_FN_P2S, c);
+    return p;
+}
+
+const void *dmm_spm_p2s_ro(dmm_spm *s, dmm_gaddr a)
+{
+    if (!s)
+        return NULL;
+    spm_clock c = t_begin(s);
+    paranoid_sweep(s);
+    const void *p = p2s_core(s, a, false, 0);
+    t_end(s, DMM_SPM_FN_P2S, c);
+    return p;
+}
+
+void *dmm_spm_pin(dmm_spm *s, dmm_gaddr a)
+{
+    if (!s)
+        return NULL;
+    spm_clock c = t_begin(s);
+    paranoid_sweep(s);
+    void *p = p2s_core(s, a, true, 1);
+    t_end(s, DMM_SPM_FN_P2S, c);
+    return p;
+}
+
+void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
+{
+    if (!s)
+        return;
+    spm_clock c = t_begin(s);
+    spm_ref r;
+    if (lookup(s, a, DMM_OP_S2P, false, &r)) {
+        spm_entry *e = entry_of(r.f, r.idx);
+        spm_unit *u = (e->flags & SPM_E_RESIDENT) ? unit_at(s, e) : NULL;
+        if (!u || !u->pins)
+            report(s, DMM_OP_S2P, DMM_ERR_INVALID_POINTER, a, "unpin of an object that is not pinned");
+        else
+            u->pins--;
+    }
+    t_end(s, DMM_SPM_FN_S2P, c);
+}
+
+dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local)
+{
+    if (!s)
+        return 0;
+    spm_clock c = t_begin(s);
+    dmm_gaddr out = 0;
+    const uint8_t *p = (const uint8_t *)local;
+    dmm_gaddr as_g = (dmm_gaddr)(uintptr_t)local;
+    if (!p || p < s->heap_mem || p >= s->heap_mem + s->heap_bytes) {
+        report(s, DMM_OP_S2P, DMM_ERR_FOREIGN_POINTER, as_g, "not a local address of this heap");
+    } else {
+        spm_unit *u = s->lru_head;
+        while (u && !(p >= udata(u) && p < udata(u) + u->bytes))
+            u = u->next;
+        if (!u) {
+            report(s, DMM_OP_S2P, DMM_ERR_INVALID_POINTER, as_g, "not inside a resident unit");
+        } else {
+            dmm_gaddr a = u->gaddr + (dmm_gaddr)(p - udata(u));
+            spm_ref r;
+            /* the slot must hold a live object (lookup reports it if not) */
+            if (lookup(s, a, DMM_OP_S2P, false, &r))
+                out = a;
+        }
+    }
+    t_end(s, DMM_SPM_FN_S2P, c);
+    return out;
+}
+
+dmm_status dmm_spm_flush(dmm_spm *s)
+{
+    if (!s)
+        return DMM_E_NULL;
+    for (spm_unit *u = s->lru_head; u; u = u->next) {
+        if (!u->dirty)
+            continue;
+        dma_put(s, u->gaddr, udata(u), u->bytes);
+        s->st.unit_writebacks++;
+        u->dirty = 0;
+        uint8_t *l = line_open(s, u->entry);
+        spm_entry *e = (spm_entry *)(void *)l;
+        e->flags = (uint8_t)(e->flags & ~SPM_E_DIRTY);
+        line_close(s, u->entry, l);
+    }
+    for (unsigned i = 0; i < s->cfg.table_frames; i++)
+        frame_writeback(s, &s->frames[i]);
+    return DMM_OK;
+}
+
+dmm_status dmm_spm_last_status(const dmm_spm *s) { return s ? s->last : DMM_E_NULL; }
+
+dmm_spm_stats dmm_spm_get_stats(const dmm_spm *s)
+{
+    dmm_spm_stats st;
+    if (s)
+        return s->st;
+    dmm_port_memset(&st, 0, sizeof st);
+    return st;
+}
+
+size_t dmm_spm_stats_json(const dmm_spm_stats *st, char *buf, size_t cap)
+{
+    static const char *const fn[DMM_SPM_FN_COUNT] = {"malloc", "free", "realloc", "p2s", "s2p"};
+    dmm_text t;
+    dmm_text_init(&t, buf, cap);
+    if (!st)
+        return 0;
+    dmm_text_str(&t, "{\"functions\":{");
+    for (unsigned i = 0; i < DMM_SPM_FN_COUNT; i++) {
+        dmm_text_str(&t, i ? ",\"" : "\"");
+        dmm_text_str(&t, fn[i]);
+        dmm_text_str(&t, "\":{\"calls\":");
+        dmm_text_u64(&t, st->calls[i]);
+        dmm_text_str(&t, ",\"sim_cycles\":");
+        dmm_text_u64(&t, st->sim_cycles[i]);
+        dmm_text_str(&t, ",\"host_ns\":");
+        dmm_text_u64(&t, st->host_ns[i]);
+        dmm_text_char(&t, '}');
+    }
+    dmm_text_char(&t, '}');
+    const char *names[] = {"p2s_hits",        "unit_fetches",   "unit_evictions", "unit_writebacks",
+                           "page_fetches",    "page_writebacks", "segment_requests",
+                           "mailbox_words",   "live_objects",   "live_bytes",     "local_peak",
+                           "errors"};
+    uint64_t vals[] = {st->p2s_hits,       st->unit_fetches,    st->unit_evictions,
+                       st->unit_writebacks, st->page_fetches,   st->page_writebacks,
+                       st->segment_requests, st->mailbox_words, st->live_objects,
+                       st->live_bytes,     st->local_peak,      st->errors};
+    for (unsigned i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        dmm_text_str(&t, ",\"");
+        dmm_text_str(&t, names[i]);
+        dmm_text_str(&t, "\":");
+        dmm_text_u64(&t, vals[i]);
+    }
+    dmm_text_char(&t, '}');
+    return t.len;
+}
+
+/* ---- checker -------------------------------------------------------------- */
+
+static spm_unit *resident_by_gaddr(dmm_spm *s, dmm_gaddr g)
+{
+    for (spm_unit *u = s->lru_head; u; u = u->next)
+        if (u->gaddr == g)
+            return u;
+    return NULL;
+}
+
+dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
+{
+    const char *r = NULL;
+    if (!s || s->magic != SPM_MAGIC) {
+        r = "not a scratchpad heap";
+        goto out;
+    }
+    /* resident units */
+    size_t n = 0;
+    for (spm_unit *u = s->lru_head, *p = NULL; u; p = u, u = u->next) {
+        if (++n > s->resident) {
+            r = "LRU list longer than the resident count";
+            goto out;
+        }
+        if (u->magic != SPM_UNIT_MAGIC || u->prev != p) {
+            r = "resident unit header or LRU link broken";
+            goto out;
+        }
+        if ((uint8_t *)u < s->heap_mem || udata(u) + u->bytes > s->heap_mem + s->heap_bytes) {
+            r = "resident unit outside the local heap";
+            goto out;
+        }
+    }
+    if (n != s->resident) {
+        r = "resident count differs from the LRU list";
+        goto out;
+    }
+    /* table pages */
+    uint64_t live = 0, resident_entries = 0;
+    uint64_t guard = s->gsize / s->cfg.segment + 1;
+    dmm_gaddr prev = 0;
+    for (dmm_gaddr seg = s->seg_head; seg; guard--) {
+        if (!guard || (seg & (s->cfg.segment - 1)) || seg + s->page > s->gsize) {
+            r = "segment list broken";
+            goto out;
+        }
+        spm_frame *f = page_frame(s, seg, true);
+        spm_seghdr *h = hdr_of(f);
+        if (h->magic != (SPM_MAGIC ^ (uint32_t)(seg >> 4)) || h->core != s->core ||
+            h->prev != prev || h->units == 0 || h->units > s->page_entries || h->slots == 0 ||
+            h->slots > DMM_SPM_MAX_GRAN || h->slot_size == 0 || (h->slot_size & 15u) ||
+            (h->kind == SPM_KIND_LARGE && (h->units != 1 || h->slots != 1))) {
+            r = "segment header broken";
+            goto out;
+        }
+        unsigned used = 0;
+        for (unsigned i = 0; i < h->units; i++) {
+            spm_entry *e = entry_of(f, i);
+            dmm_gaddr unit = seg + s->page + (dmm_gaddr)i * stride_of(h);
+            if (!(e->flags & SPM_E_VALID)) {
+                if (e->flags || e->live) {
+                    r = "free entry not clear";
+                    goto out;
+                }
+                continue;
+            }
+            used++;
+            if (e->gaddr4 != (uint32_t)(unit >> 4) || e->size4 != (uint16_t)(h->slot_size >> 4) ||
+                e->slots != h->slots || e->live == 0 || (e->live >> e->slots)) {
+                r = "entry fields disagree with its segment";
+                goto out;
+            }
+            for (unsigned b = 0; b < e->slots; b++)
+                live += e->live >> b & 1u;
+            spm_unit *u = resident_by_gaddr(s, unit);
+            if (e->flags & SPM_E_RESIDENT) {
+                resident_entries++;
+                if (!u || unit_at(s, e) != u || u->bytes != stride_of(h) ||
+                    !u->dirty != !(e->flags & SPM_E_DIRTY) ||
+                    u->entry != seg + SPM_HDR_BYTES + (dmm_gaddr)i * DMM_SPM_ENTRY_BYTES) {
+                    r = "resident entry disagrees with its local unit";
+                    goto out;
+                }
+            } else if (u || (e->flags & SPM_E_DIRTY) || e->local4) {
+                r = "non-resident entry has a local copy";
+                goto out;
+            }
+        }
+        if (used != h->used) {
+            r = "segment used count wrong";
+            goto out;
+        }
+        prev = seg;
+        seg = h->next;
+    }
+    if (resident_entries != s->resident) {
+        r = "a resident unit has no entry";
+        goto out;
+    }
+    if (live != s->st.live_objects) {
+        r = "live objects differ from the live bits";
+        goto out;
+    }
+out:
+    if (reason)
+        *reason = r;
+    return r ? DMM_E_CORRUPT : DMM_OK;
+}

@@ -1,0 +1,109 @@
+/*
+ * src/spm/spm_internal.h - the per-core scratchpad heap's private layout
+ * (include/dmm/spm.h, docs/spm-core.md).  Shared by spm.c and config.c.
+ *
+ * Local memory [local, local+S):
+ *   control block (struct dmm_spm, rounded to 16) | K table frames of P = T/K
+ *   bytes | H: a dmm heap holding resident unit copies.
+ * Global memory: segments of cfg.segment bytes aligned to their size.  A
+ * segment starts with its table page (P bytes): a 32-byte segment header
+ * (two 16-byte lines) and then M <= P/16 - 2 entries of 16 bytes, one per
+ * unit; unit i lives at seg + P + i * stride.
+ */
+#ifndef DMM_SPM_INTERNAL_H
+#define DMM_SPM_INTERNAL_H
+
+#include "dmm/spm.h"
+
+#define SPM_MAGIC 0x53504d43u      /* "SPMC"; the header stores it ^ (seg >> 4) */
+#define SPM_UNIT_MAGIC 0x554e4954u /* "UNIT" in a resident unit's local header */
+#define SPM_HDR_BYTES 32u          /* segment header: two 16-byte lines */
+#define SPM_UHDR 48u               /* local header in front of a resident unit */
+#define SPM_MAX_FRAMES 64u
+#define SPM_OPEN 16u               /* open-segment cache records */
+#define SPM_BOUNCE 128u            /* realloc copies through this many bytes */
+#define SPM_POISON 0xA5u           /* stale local bytes under paranoid */
+
+enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
+enum { SPM_E_VALID = 1u, SPM_E_RESIDENT = 2u, SPM_E_DIRTY = 4u };
+
+/* Segment header, the first 32 bytes of a table page. */
+typedef struct spm_seghdr {
+    uint32_t magic;     /* SPM_MAGIC ^ (uint32_t)(seg >> 4) */
+    uint16_t core;      /* owner core */
+    uint8_t kind;       /* SPM_KIND_SMALL / SPM_KIND_LARGE */
+    uint8_t slots;      /* objects per unit */
+    uint32_t slot_size; /* bytes per object (large: the object, rounded to 16) */
+    uint16_t units;     /* M */
+    uint16_t used;      /* valid entries */
+    uint64_t prev;      /* the core's segment list (global addresses, 0 = none) */
+    uint64_t next;
+} spm_seghdr;
+
+/* Table entry: 16 bytes, the seed's _HMDSEntry extended. */
+typedef struct spm_entry {
+    uint32_t gaddr4; /* unit global address >> 4 */
+    uint32_t stamp;  /* fetch / creation stamp (the core's tick, low 32 bits) */
+    uint16_t local4; /* resident: local offset of the unit's data >> 4 (0 = none) */
+    uint16_t size4;  /* slot size >> 4 */
+    uint16_t live;   /* bit i: slot i holds a live object */
+    uint8_t slots;   /* slots in this unit */
+    uint8_t flags;   /* SPM_E_VALID | SPM_E_RESIDENT | SPM_E_DIRTY */
+} spm_entry;
+
+/* Local header of a resident unit (inside a block of the local dmm heap). */
+typedef struct spm_unit {
+    uint64_t gaddr; /* the unit's global address */
+    uint64_t entry; /* global address of its table entry */
+    struct spm_unit *prev, *next; /* LRU list, head = most recently used */
+    uint32_t bytes; /* unit bytes (the stride) */
+    uint32_t pins;
+    uint32_t magic;
+    uint8_t dirty;
+} spm_unit;
+
+typedef struct spm_frame {
+    dmm_gaddr seg; /* the segment whose page is here (0 = free frame) */
+    uint64_t stamp;
+    uint8_t *mem;
+    bool dirty;
+} spm_frame;
+
+typedef struct spm_open {
+    uint32_t cls;
+    dmm_gaddr seg;
+} spm_open;
+
+struct dmm_spm {
+    _Alignas(16) uint8_t scratch[16];     /* a 16-byte DMA line */
+    _Alignas(16) uint8_t bounce[SPM_BOUNCE];
+    uint32_t magic;
+    dmm_spm_config cfg;
+    dmm_spm_global *g;
+    unsigned core;
+    dmm_spm_port port;
+    uint64_t gsize;
+    uint8_t *local;
+    size_t size, control_bytes;
+    size_t page, page_entries;
+    uint8_t *table;
+    dmm_heap *heap;
+    uint8_t *heap_mem;
+    size_t heap_bytes, max_object;
+    spm_frame frames[SPM_MAX_FRAMES];
+    unsigned last_frame;
+    spm_unit *lru_head, *lru_tail;
+    size_t resident;
+    spm_unit *quarantine; /* paranoid: evicted, poisoned, not yet freed */
+    spm_open open[SPM_OPEN];
+    unsigned open_next;
+    dmm_gaddr seg_head;
+    uint64_t tick;
+    size_t local_in_use;
+    dmm_spm_stats st;
+    dmm_status last;
+};
+
+dmm_status dmm_spm_config_check_(const dmm_spm_config *cfg, const char **reason);
+
+#endif
