@@ -73,7 +73,15 @@ _Noreturn void hm_fail(const char *what, hm_ref r, size_t n)
 #endif
         fputc('\n', stderr);
     } else {
-        fprintf(stderr, "%s failed on address 0x%" PRIx64 "\n", what, r);
+        fprintf(stderr, "%s failed on address 0x%" PRIx64, what, r);
+#if defined(HM_BACKEND_SPM)
+        if (c && c->spm)
+            fprintf(stderr, " (%s)", dmm_status_str(dmm_spm_last_status(c->spm)));
+#elif defined(HM_BACKEND_SWC)
+        if (c && c->swc)
+            fprintf(stderr, " (%s)", dmm_status_str(dmm_swc_last_status(c->swc)));
+#endif
+        fputc('\n', stderr);
     }
     exit(1);
 }
@@ -196,6 +204,17 @@ typedef struct core_run {
 #endif
 } core_run;
 
+#if defined(HM_HAS_GLOBAL)
+/* The library's error reports (a bad address, an object that does not
+ * fit), printed as they happen: the failing call then ends the program. */
+static void report_error(void *ctx, const dmm_error *e)
+{
+    const hm_core *c = ctx;
+    fprintf(stderr, "%s (%s backend, core %u): the library reports: %s (operation %d, address 0x%" PRIxPTR ")\n",
+            hm_prog_name, HM_BACKEND_NAME, c->id, e->message, (int)e->op, (uintptr_t)e->ptr);
+}
+#endif
+
 static void *core_main(void *arg)
 {
     core_run *cr = arg;
@@ -229,6 +248,8 @@ static void *core_main(void *arg)
     cfg.unit_bytes = (size_t)O.unit;
     cfg.segment = (size_t)O.segment;
     cfg.timing = O.json != NULL;
+    cfg.error_fn = report_error;
+    cfg.error_ctx = &cr->core;
     dmm_spm_hostport_init(&cr->hp, cr->g, NULL);
     if (!local || (st = dmm_spm_create(&cr->core.spm, local, (size_t)O.local, &cfg, cr->g, cr->core.id,
                                        &cr->hp.port)) != DMM_OK) {
@@ -243,6 +264,8 @@ static void *core_main(void *arg)
     cfg.line = (size_t)O.cache_line;
     cfg.ways = (unsigned)O.cache_ways;
     cfg.timing = O.json != NULL;
+    cfg.error_fn = report_error;
+    cfg.error_ctx = &cr->core;
     dmm_spm_hostport_init(&cr->hp, cr->g, NULL);
     if (!local || (st = dmm_swc_create(&cr->core.swc, local, (size_t)O.local, &cfg, cr->g, cr->core.id,
                                        &cr->hp.port)) != DMM_OK) {
