@@ -19,7 +19,10 @@
  * --tuned-cache blocks per size class (0: none).
  *
  *   mh_threads [--threads 1,2,4,8] [--steps N] [--reps R]
- *              [--tuned-heap lean|ship] [--tuned-cache N] [--json FILE]
+ *              [--tuned-heap lean|ship] [--tuned-cache N] [--only KEY] [--json FILE]
+ *
+ * --only KEY runs one column (lazy, lazy_queue, lazy_tuned, central, malloc),
+ * e.g. under callgrind to count instructions per operation.
  *
  * The machine may have fewer cores than threads: runs beyond the core count
  * measure contention, not scaling (the output says how many cores there are).
@@ -220,6 +223,7 @@ int main(int argc, char **argv)
     long steps = 200000;
     int reps = 5;
     const char *json = NULL;
+    int only = -1; /* --only KEY: run one column (for profiling) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             nt = 0;
@@ -248,13 +252,22 @@ int main(int argc, char **argv)
                 fprintf(stderr, "mh_threads: --tuned-heap is lean or ship\n");
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            i++;
+            for (int a = 0; a < A_COUNT; a++)
+                if (!strcmp(argv[i], a_key[a]))
+                    only = a;
+            if (only < 0) {
+                fprintf(stderr, "mh_threads: --only takes lazy, lazy_queue, lazy_tuned, central or malloc\n");
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--tuned-cache") && i + 1 < argc) {
             tuned_cache = (unsigned)atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json = argv[++i];
         } else {
             fprintf(stderr, "usage: mh_threads [--threads 1,2,4,8] [--steps N] [--reps R] [--tuned-heap lean|ship] "
-                            "[--tuned-cache N] [--json FILE]\n");
+                            "[--tuned-cache N] [--only KEY] [--json FILE]\n");
             return 2;
         }
     }
@@ -269,6 +282,10 @@ int main(int argc, char **argv)
         for (int rep = 0; rep < reps; rep++)
             for (int a = 0; a < A_COUNT; a++) {
                 int aa = (a + rep) % A_COUNT; /* rotate the order per repetition */
+                if (only >= 0 && aa != only) {
+                    res[ti][aa][rep] = 0;
+                    continue;
+                }
                 res[ti][aa][rep] = one_run(aa, tl[ti], steps, per_node);
                 if (res[ti][aa][rep] < 0) {
                     fprintf(stderr, "mh_threads: %s failed at %u threads\n", a_name[aa], tl[ti]);

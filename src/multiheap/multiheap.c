@@ -58,6 +58,7 @@ struct dmm_mh {
     unsigned n, width;
     unsigned char *base;
     size_t node_bytes;
+    unsigned node_shift; /* log2(node_bytes) when that is a power of two, else 0 */
     mh_node *nodes;
     uint16_t *order; /* n x n */
     mh_cache *caches; /* n of them, or NULL (no home cache) */
@@ -245,6 +246,9 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
         return DMM_E_TOO_SMALL;
     mh->base = (unsigned char *)base;
     mh->node_bytes = node_bytes;
+    if ((node_bytes & (node_bytes - 1)) == 0)
+        while (((size_t)1 << mh->node_shift) < node_bytes)
+            mh->node_shift++;
     dmm_heap_config hc = cfg->heap;
     hc.lock = DMM_LOCK_NONE;
     hc.error_fn = cfg->error_fn;
@@ -289,7 +293,7 @@ unsigned dmm_mh_owner(const dmm_mh *mh, const void *ptr)
     uintptr_t off = (uintptr_t)ptr - (uintptr_t)mh->base;
     if ((uintptr_t)ptr < (uintptr_t)mh->base)
         return DMM_MH_NO_NODE;
-    size_t i = off / mh->node_bytes;
+    size_t i = mh->node_shift ? off >> mh->node_shift : off / mh->node_bytes;
     return i < mh->n ? (unsigned)i : DMM_MH_NO_NODE;
 }
 
@@ -397,8 +401,8 @@ static void cache_sort(dmm_mh *mh, unsigned home, mh_cache *c)
             continue;
         }
         unsigned b = (unsigned)(u / CACHE_GRAN);
-        bool dup = false;
-        for (void *q = c->bin[b]; q && !dup; q = *(void **)q)
+        bool dup = false; /* looked for only when the node heap is hardened */
+        for (void *q = mh->cfg.heap.harden != DMM_HARDEN_OFF ? c->bin[b] : NULL; q && !dup; q = *(void **)q)
             dup = q == p;
         if (dup) {
             report(mh, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, p, "double free of a block in the home cache");
