@@ -472,7 +472,8 @@ static void *cache_alloc(dmm_mh *mh, unsigned home, size_t size)
     drain(mh, home, home);
     cache_sort(mh, home, c);
     p = cache_pop(c, need);
-    if (p)
+    bool hit = p != NULL;
+    if (hit)
         c->hits++;
     else {
         size_t want = need ? need * CACHE_GRAN : 1;
@@ -485,7 +486,7 @@ static void *cache_alloc(dmm_mh *mh, unsigned home, size_t size)
     unlock(mh, home);
     dmm_port_spin_unlock(&c->busy);
     event(mh, home, home, DMM_MH_EV_ALLOC, p != NULL);
-    if (p)
+    if (p && !hit)
         count(&mh->nodes[home].local_allocs);
     return p;
 }
@@ -552,14 +553,15 @@ static void *alloc_at(dmm_mh *mh, unsigned home, unsigned i, size_t size, size_t
     return p;
 }
 
-static void *select_alloc(dmm_mh *mh, unsigned home, size_t size, size_t align)
+/* The policy's allocation; a NULL is counted as a failure when `last`. */
+static void *select_alloc_try(dmm_mh *mh, unsigned home, size_t size, size_t align, bool last)
 {
     if (home >= mh->n)
         return NULL;
     if (mh->cfg.policy == DMM_MH_CENTRAL) {
         lock(mh, 0);
         void *p = alloc_at(mh, home, 0, size, align);
-        if (!p)
+        if (!p && last)
             count(&mh->nodes[home].failures);
         return p;
     }
@@ -594,8 +596,14 @@ static void *select_alloc(dmm_mh *mh, unsigned home, size_t size, size_t align)
                 return p;
         }
     }
-    count(&mh->nodes[home].failures);
+    if (last)
+        count(&mh->nodes[home].failures);
     return NULL;
+}
+
+static void *select_alloc(dmm_mh *mh, unsigned home, size_t size, size_t align)
+{
+    return select_alloc_try(mh, home, size, align, true);
 }
 
 void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
@@ -604,6 +612,12 @@ void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
         void *p = cache_alloc(mh, home, size);
         if (p)
             return p;
+        p = select_alloc_try(mh, home, size, 0, false);
+        if (p)
+            return p;
+        /* Nothing anywhere: the blocks the home's cache holds (parked frees
+         * of any size among them) go back to its heap, and one more try. */
+        dmm_mh_cache_flush(mh, home);
     }
     return select_alloc(mh, home, size, 0);
 }
