@@ -451,6 +451,8 @@ static void *cache_pop(mh_cache *c, unsigned need)
     return NULL;
 }
 
+static void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need);
+
 /* malloc through home's cache: a block, or NULL to take the policy's path
  * (the cache is busy, the node offline, the size too large or the home
  * heap full). */
@@ -463,11 +465,19 @@ static void *cache_alloc(dmm_mh *mh, unsigned home, size_t size)
         return NULL; /* another thread of this home is in the cache */
     unsigned need = (unsigned)((size + CACHE_GRAN - 1) / CACHE_GRAN);
     void *p = cache_pop(c, need);
-    if (p) {
+    if (DMM_LIKELY(p != NULL)) {
         c->hits++;
         dmm_port_spin_unlock(&c->busy);
         return p;
     }
+    return cache_refill(mh, home, c, need);
+}
+
+/* A cache miss (the cache lock held; released here): the node lock, the
+ * parked frees sorted, another look, then the heap. */
+static DMM_NOINLINE void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need)
+{
+    void *p;
     lock(mh, home);
     drain(mh, home, home);
     cache_sort(mh, home, c);
@@ -491,6 +501,19 @@ static void *cache_alloc(dmm_mh *mh, unsigned home, size_t size)
     return p;
 }
 
+/* The parked frees are full: sorts them (the cache lock held); false when
+ * the node went offline meanwhile. */
+static DMM_NOINLINE bool cache_make_room(dmm_mh *mh, unsigned home, mh_cache *c)
+{
+    if (offline_node(mh, home))
+        return false;
+    lock(mh, home);
+    drain(mh, home, home);
+    cache_sort(mh, home, c);
+    unlock(mh, home);
+    return true;
+}
+
 /* Parks a free of home's own block in its cache; false: not parked (the
  * cache is busy, or it is full and the node went offline). */
 static bool cache_park(dmm_mh *mh, unsigned home, void *ptr)
@@ -498,15 +521,9 @@ static bool cache_park(dmm_mh *mh, unsigned home, void *ptr)
     mh_cache *c = &mh->caches[home];
     if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
         return false;
-    if (c->npend == DMM_MH_CACHE_PENDING) {
-        if (offline_node(mh, home)) {
-            dmm_port_spin_unlock(&c->busy);
-            return false;
-        }
-        lock(mh, home);
-        drain(mh, home, home);
-        cache_sort(mh, home, c);
-        unlock(mh, home);
+    if (DMM_UNLIKELY(c->npend == DMM_MH_CACHE_PENDING) && !cache_make_room(mh, home, c)) {
+        dmm_port_spin_unlock(&c->busy);
+        return false;
     }
     c->pend[c->npend++] = ptr;
     dmm_port_spin_unlock(&c->busy);
