@@ -9,7 +9,7 @@ cmake --preset release >/dev/null
 cmake --build --preset release --target mh_threads >/dev/null
 out=bench/results/mh_threads
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(--threads 1,2,4,8 --steps 300000 --reps 5)
+[ ${#args[@]} -gt 0 ] || args=(--threads 1,2,4,8 --steps 300000 --reps 9)
 {
     build/release/bench/mh_threads "${args[@]}" --json "$out.json"
     printf '\nMade by `scripts/mh_bench.sh %s` at commit %s.\n' "${args[*]}" "$(git rev-parse --short HEAD)"

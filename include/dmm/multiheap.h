@@ -106,7 +106,29 @@ typedef struct dmm_mh_config {
     dmm_error_policy on_error;
     dmm_error_fn error_fn;
     void *error_ctx;
+    unsigned home_cache;            /* blocks per size class in each home node's
+                                       cache of freed blocks (0 = no cache, the
+                                       default; at most DMM_MH_CACHE_MAX_BLOCKS).
+                                       Not for CENTRAL.  See "Home cache" below */
 } dmm_mh_config;
+
+/* Home cache (cfg.home_cache > 0; docs/multiheap.md).  Each home node keeps
+ * the blocks of its own heap that it freed, by size class (16-byte classes,
+ * blocks up to DMM_MH_CACHE_MAX_SIZE bytes), and serves its own requests of
+ * those sizes from them without taking the node heap's lock.  A free of a
+ * home's own block is parked in the home's cache (at most
+ * DMM_MH_CACHE_PENDING of them, unvalidated and unwritten) and sorted into
+ * the classes, validated by the node heap, the next time the home holds its
+ * heap's lock; a class that is full sends the block back to the heap.
+ * Remote frees still go to the owner (locked or queued).  A cache is guarded
+ * by its own lock, which its home only tries (busy: the call bypasses the
+ * cache), so several threads may still share a home.  Blocks in a cache are
+ * used blocks to the node heap (its live_count includes them) and are
+ * counted in the node's `cached`.  A cache never serves an offline node's
+ * requests; its blocks stay parked until the node is back. */
+#define DMM_MH_CACHE_MAX_SIZE 1024u
+#define DMM_MH_CACHE_MAX_BLOCKS 256u
+#define DMM_MH_CACHE_PENDING 32u
 
 /* nodes nodes, LAZY, locked remote frees, the tlsf preset per node. */
 dmm_mh_config dmm_mh_default_config(unsigned nodes);
@@ -156,13 +178,22 @@ typedef struct dmm_mh_node_stats {
     uint64_t queued_frees;   /* of those, queued (remote_free = QUEUE) */
     uint64_t failures;       /* this home's requests that returned NULL */
     uint64_t offline_frees;  /* frees refused because this node is offline */
+    uint64_t cache_hits;     /* of local_allocs, served by the home cache */
+    size_t cached;           /* blocks in this home's cache (used blocks to
+                                the node heap: heap.live_count includes them) */
     bool offline;
     dmm_heap_stats heap;     /* the node heap's counters (O(1) snapshot) */
 } dmm_mh_node_stats;
 
 dmm_mh_node_stats dmm_mh_get_node_stats(dmm_mh *mh, unsigned node);
 
-/* Checks every node heap (under its lock), the queues and the counters.
+/* Gives the blocks in home's cache back to its node heap (a thread that
+ * stops using a home calls it; nothing to do without a cache).  An offline
+ * node's cache keeps its blocks. */
+void dmm_mh_cache_flush(dmm_mh *mh, unsigned home);
+
+/* Checks every node heap (under its lock), the home caches, the queues and
+ * the counters.
  * DMM_OK or DMM_E_CORRUPT with *detail. */
 dmm_status dmm_mh_check(dmm_mh *mh, const char **detail);
 

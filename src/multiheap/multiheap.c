@@ -28,7 +28,7 @@
 #define RANGE_ALIGN 64u
 
 typedef struct mh_node {
-    dmm_heap *heap;
+    _Alignas(64) dmm_heap *heap; /* one cache line per node record at least */
     dmm_port_spinlock spin;
     _Atomic(void *) queue;
     atomic_bool offline;
@@ -36,14 +36,32 @@ typedef struct mh_node {
         offline_frees;
 } mh_node;
 
+/* A home node's cache of its own freed blocks (cfg.home_cache > 0): every
+ * field is guarded by `busy`, which the home only tries.  pend: frees not yet
+ * validated (nothing written to them); bin[k]: blocks whose usable size is
+ * in [16k, 16k+16), linked through their first word, n[k] of them. */
+#define CACHE_GRAN 16u
+#define CACHE_CLASSES (DMM_MH_CACHE_MAX_SIZE / CACHE_GRAN + 1u)
+typedef struct mh_cache {
+    _Alignas(64) dmm_port_spinlock busy;
+    unsigned npend;
+    size_t count; /* blocks in the bins */
+    uint64_t hits;
+    void *pend[DMM_MH_CACHE_PENDING];
+    void *bin[CACHE_CLASSES];
+    uint16_t n[CACHE_CLASSES];
+} mh_cache;
+
 struct dmm_mh {
     uint64_t magic;
     dmm_mh_config cfg;
     unsigned n, width;
     unsigned char *base;
     size_t node_bytes;
+    unsigned node_shift; /* log2(node_bytes) when that is a power of two, else 0 */
     mh_node *nodes;
     uint16_t *order; /* n x n */
+    mh_cache *caches; /* n of them, or NULL (no home cache) */
 };
 
 static const char *const policy_names[] = {"lazy", "central", "private", "priority"};
@@ -107,6 +125,10 @@ dmm_status dmm_mh_config_check(const dmm_mh_config *cfg, const char **reason)
         why = "unknown policy";
     else if ((unsigned)cfg->remote_free > DMM_MH_FREE_QUEUE)
         why = "unknown remote_free";
+    else if (cfg->home_cache > DMM_MH_CACHE_MAX_BLOCKS)
+        why = "home_cache is more than DMM_MH_CACHE_MAX_BLOCKS";
+    else if (cfg->home_cache && cfg->policy == DMM_MH_CENTRAL)
+        why = "home_cache is not for the central policy (one heap, one lock)";
     else if (cfg->mesh_width > cfg->nodes)
         why = "mesh_width is larger than the node count";
     else if ((cfg->lock_ops.try_lock || cfg->lock_ops.lock || cfg->lock_ops.unlock) &&
@@ -139,10 +161,13 @@ dmm_status dmm_mh_config_check(const dmm_mh_config *cfg, const char **reason)
     return why ? (cfg ? DMM_E_CONFIG : DMM_E_NULL) : DMM_OK;
 }
 
-static size_t control_bytes(unsigned n)
+static size_t control_bytes(const dmm_mh_config *cfg)
 {
-    size_t b = dmm_align_up(sizeof(struct dmm_mh), 64) + dmm_align_up((size_t)n * sizeof(mh_node), 64) +
-               dmm_align_up((size_t)n * n * sizeof(uint16_t), 64);
+    size_t n = cfg->nodes;
+    size_t b = dmm_align_up(sizeof(struct dmm_mh), 64) + dmm_align_up(n * sizeof(mh_node), 64) +
+               dmm_align_up(n * n * sizeof(uint16_t), 64);
+    if (cfg->home_cache)
+        b += n * sizeof(mh_cache);
     return b;
 }
 
@@ -153,7 +178,7 @@ size_t dmm_mh_buffer_size(const dmm_mh_config *cfg, size_t per_node)
     per_node = dmm_align_up(per_node, RANGE_ALIGN);
     if (per_node > (SIZE_MAX / 2) / cfg->nodes)
         return 0;
-    return 63 + control_bytes(cfg->nodes) + RANGE_ALIGN + (size_t)cfg->nodes * per_node;
+    return 63 + control_bytes(cfg) + RANGE_ALIGN + (size_t)cfg->nodes * per_node;
 }
 
 unsigned dmm_mh_distance(const dmm_mh *mh, unsigned a, unsigned b)
@@ -195,7 +220,7 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
         return DMM_E_CONFIG;
     unsigned n = cfg->nodes;
     uintptr_t at = dmm_align_up_ptr((uintptr_t)buf, 64), end = (uintptr_t)buf + size;
-    size_t ctrl = control_bytes(n);
+    size_t ctrl = control_bytes(cfg);
     if (at >= end || end - at <= ctrl + RANGE_ALIGN)
         return DMM_E_TOO_SMALL;
     dmm_mh *mh = (dmm_mh *)at;
@@ -205,6 +230,11 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
     mh->width = width_of(cfg);
     mh->nodes = (mh_node *)(at + dmm_align_up(sizeof(struct dmm_mh), 64));
     mh->order = (uint16_t *)((uintptr_t)mh->nodes + dmm_align_up((size_t)n * sizeof(mh_node), 64));
+    if (cfg->home_cache) {
+        mh->caches = (mh_cache *)((uintptr_t)mh->order + dmm_align_up((size_t)n * n * sizeof(uint16_t), 64));
+        for (unsigned i = 0; i < n; i++)
+            dmm_port_spin_init(&mh->caches[i].busy);
+    }
     if (cfg->order)
         dmm_port_memcpy(mh->order, cfg->order, (size_t)n * n * sizeof(uint16_t));
     else
@@ -216,6 +246,9 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
         return DMM_E_TOO_SMALL;
     mh->base = (unsigned char *)base;
     mh->node_bytes = node_bytes;
+    if ((node_bytes & (node_bytes - 1)) == 0)
+        while (((size_t)1 << mh->node_shift) < node_bytes)
+            mh->node_shift++;
     dmm_heap_config hc = cfg->heap;
     hc.lock = DMM_LOCK_NONE;
     hc.error_fn = cfg->error_fn;
@@ -260,7 +293,7 @@ unsigned dmm_mh_owner(const dmm_mh *mh, const void *ptr)
     uintptr_t off = (uintptr_t)ptr - (uintptr_t)mh->base;
     if ((uintptr_t)ptr < (uintptr_t)mh->base)
         return DMM_MH_NO_NODE;
-    size_t i = off / mh->node_bytes;
+    size_t i = mh->node_shift ? off >> mh->node_shift : off / mh->node_bytes;
     return i < mh->n ? (unsigned)i : DMM_MH_NO_NODE;
 }
 
@@ -313,15 +346,25 @@ static unsigned heap_index(const dmm_mh *mh, unsigned i)
     return mh->cfg.policy == DMM_MH_CENTRAL ? 0u : i;
 }
 
+/* Most blocks heap i can hold: its bytes over the smallest block.  A bound
+ * on any list of its blocks that holds without the heap's counters (a node
+ * heap may run with stats off). */
+static size_t max_blocks(const dmm_mh *mh, unsigned i)
+{
+    size_t bytes = mh->cfg.policy == DMM_MH_CENTRAL ? mh->node_bytes * mh->n : mh->node_bytes;
+    (void)i;
+    return bytes / DMM_HEAP_ALIGN + 1;
+}
+
 /* Frees the blocks queued for heap i into it (its lock held).  At most as
- * many as the heap has in use: a broken queue cannot loop. */
+ * many as the heap can hold: a broken queue cannot loop. */
 static void drain(dmm_mh *mh, unsigned home, unsigned i)
 {
     mh_node *nd = &mh->nodes[i];
     if (!atomic_load_explicit(&nd->queue, memory_order_relaxed))
         return;
     void *p = atomic_exchange_explicit(&nd->queue, NULL, memory_order_acquire);
-    size_t limit = dmm_heap_get_counters(nd->heap).live_count + 1, done = 0;
+    size_t limit = max_blocks(mh, i), done = 0;
     while (p && done < limit) {
         void *next = *(void **)p; /* read before the heap reuses the block */
         dmm_heap_free(nd->heap, p);
@@ -333,6 +376,177 @@ static void drain(dmm_mh *mh, unsigned home, unsigned i)
         }
     }
     event(mh, home, i, DMM_MH_EV_DRAIN, done);
+}
+
+/* ---- the home cache (docs/multiheap.md, "Home cache") ------------------------------ */
+
+static bool offline_node(dmm_mh *mh, unsigned i)
+{
+    return atomic_load_explicit(&mh->nodes[i].offline, memory_order_acquire);
+}
+
+/* Sorts home's parked frees into the bins (the cache and the node lock
+ * held).  The heap validates each one first (usable size 0 under hardening:
+ * not a used block, so the heap's free reports it); a block already in its
+ * bin is a double free; a full bin or a block too large for the classes
+ * sends the block back to the heap. */
+static void cache_sort(dmm_mh *mh, unsigned home, mh_cache *c)
+{
+    dmm_heap *heap = mh->nodes[home].heap;
+    for (unsigned k = 0; k < c->npend; k++) {
+        void *p = c->pend[k];
+        size_t u = dmm_heap_usable_size(heap, p);
+        if (u == 0 || u >= CACHE_CLASSES * CACHE_GRAN) {
+            dmm_heap_free(heap, p);
+            continue;
+        }
+        unsigned b = (unsigned)(u / CACHE_GRAN);
+        bool dup = false; /* looked for only when the node heap is hardened */
+        for (void *q = mh->cfg.heap.harden != DMM_HARDEN_OFF ? c->bin[b] : NULL; q && !dup; q = *(void **)q)
+            dup = q == p;
+        if (dup) {
+            report(mh, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, p, "double free of a block in the home cache");
+            continue;
+        }
+        if (c->n[b] >= mh->cfg.home_cache) {
+            dmm_heap_free(heap, p);
+            continue;
+        }
+        *(void **)p = c->bin[b];
+        c->bin[b] = p;
+        c->n[b]++;
+        c->count++;
+    }
+    c->npend = 0;
+}
+
+/* Gives every block in the bins back to the heap (both locks held). */
+static void cache_empty_bins(dmm_mh *mh, unsigned home, mh_cache *c)
+{
+    for (unsigned b = 0; b < CACHE_CLASSES; b++) {
+        void *p = c->bin[b];
+        for (unsigned k = 0; p && k < c->n[b]; k++) {
+            void *next = *(void **)p;
+            dmm_heap_free(mh->nodes[home].heap, p);
+            p = next;
+        }
+        c->bin[b] = NULL;
+        c->n[b] = 0;
+    }
+    c->count = 0;
+}
+
+/* A block of class need or the next one up, or NULL (the cache lock held). */
+static void *cache_pop(mh_cache *c, unsigned need)
+{
+    for (unsigned b = need; b < CACHE_CLASSES && b <= need + 1; b++) {
+        void *p = c->bin[b];
+        if (p) {
+            c->bin[b] = *(void **)p;
+            c->n[b]--;
+            c->count--;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need);
+
+/* malloc through home's cache: a block, or NULL to take the policy's path
+ * (the cache is busy, the node offline, the size too large or the home
+ * heap full). */
+static void *cache_alloc(dmm_mh *mh, unsigned home, size_t size)
+{
+    mh_cache *c = &mh->caches[home];
+    if (size > DMM_MH_CACHE_MAX_SIZE || offline_node(mh, home))
+        return NULL;
+    if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
+        return NULL; /* another thread of this home is in the cache */
+    unsigned need = (unsigned)((size + CACHE_GRAN - 1) / CACHE_GRAN);
+    void *p = cache_pop(c, need);
+    if (DMM_LIKELY(p != NULL)) {
+        c->hits++;
+        dmm_port_spin_unlock(&c->busy);
+        return p;
+    }
+    return cache_refill(mh, home, c, need);
+}
+
+/* A cache miss (the cache lock held; released here): the node lock, the
+ * parked frees sorted, another look, then the heap. */
+static DMM_NOINLINE void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need)
+{
+    void *p;
+    lock(mh, home);
+    drain(mh, home, home);
+    cache_sort(mh, home, c);
+    p = cache_pop(c, need);
+    bool hit = p != NULL;
+    if (hit)
+        c->hits++;
+    else {
+        size_t want = need ? need * CACHE_GRAN : 1;
+        p = dmm_heap_malloc(mh->nodes[home].heap, want);
+        if (!p && c->count) { /* the heap is full: what the cache holds first */
+            cache_empty_bins(mh, home, c);
+            p = dmm_heap_malloc(mh->nodes[home].heap, want);
+        }
+    }
+    unlock(mh, home);
+    dmm_port_spin_unlock(&c->busy);
+    event(mh, home, home, DMM_MH_EV_ALLOC, p != NULL);
+    if (p && !hit)
+        count(&mh->nodes[home].local_allocs);
+    return p;
+}
+
+/* The parked frees are full: sorts them (the cache lock held); false when
+ * the node went offline meanwhile. */
+static DMM_NOINLINE bool cache_make_room(dmm_mh *mh, unsigned home, mh_cache *c)
+{
+    if (offline_node(mh, home))
+        return false;
+    lock(mh, home);
+    drain(mh, home, home);
+    cache_sort(mh, home, c);
+    unlock(mh, home);
+    return true;
+}
+
+/* Parks a free of home's own block in its cache; false: not parked (the
+ * cache is busy, or it is full and the node went offline). */
+static bool cache_park(dmm_mh *mh, unsigned home, void *ptr)
+{
+    mh_cache *c = &mh->caches[home];
+    if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
+        return false;
+    if (DMM_UNLIKELY(c->npend == DMM_MH_CACHE_PENDING) && !cache_make_room(mh, home, c)) {
+        dmm_port_spin_unlock(&c->busy);
+        return false;
+    }
+    c->pend[c->npend++] = ptr;
+    dmm_port_spin_unlock(&c->busy);
+    return true;
+}
+
+void dmm_mh_cache_flush(dmm_mh *mh, unsigned home)
+{
+    if (!mh || !mh->caches || home >= mh->n)
+        return;
+    mh_cache *c = &mh->caches[home];
+    dmm_port_spin_lock(&c->busy);
+    if (!offline_node(mh, home)) {
+        lock(mh, home);
+        drain(mh, home, home);
+        cache_empty_bins(mh, home, c);
+        for (unsigned k = 0; k < c->npend; k++) /* the heap validates them */
+            dmm_heap_free(mh->nodes[home].heap, c->pend[k]);
+        c->npend = 0;
+        unlock(mh, home);
+        event(mh, home, home, DMM_MH_EV_FREE, 1);
+    }
+    dmm_port_spin_unlock(&c->busy);
 }
 
 /* ---- allocation ----------------------------------------------------------------- */
@@ -356,14 +570,15 @@ static void *alloc_at(dmm_mh *mh, unsigned home, unsigned i, size_t size, size_t
     return p;
 }
 
-static void *select_alloc(dmm_mh *mh, unsigned home, size_t size, size_t align)
+/* The policy's allocation; a NULL is counted as a failure when `last`. */
+static void *select_alloc_try(dmm_mh *mh, unsigned home, size_t size, size_t align, bool last)
 {
     if (home >= mh->n)
         return NULL;
     if (mh->cfg.policy == DMM_MH_CENTRAL) {
         lock(mh, 0);
         void *p = alloc_at(mh, home, 0, size, align);
-        if (!p)
+        if (!p && last)
             count(&mh->nodes[home].failures);
         return p;
     }
@@ -398,12 +613,29 @@ static void *select_alloc(dmm_mh *mh, unsigned home, size_t size, size_t align)
                 return p;
         }
     }
-    count(&mh->nodes[home].failures);
+    if (last)
+        count(&mh->nodes[home].failures);
     return NULL;
+}
+
+static void *select_alloc(dmm_mh *mh, unsigned home, size_t size, size_t align)
+{
+    return select_alloc_try(mh, home, size, align, true);
 }
 
 void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
 {
+    if (mh->caches && home < mh->n) {
+        void *p = cache_alloc(mh, home, size);
+        if (p)
+            return p;
+        p = select_alloc_try(mh, home, size, 0, false);
+        if (p)
+            return p;
+        /* Nothing anywhere: the blocks the home's cache holds (parked frees
+         * of any size among them) go back to its heap, and one more try. */
+        dmm_mh_cache_flush(mh, home);
+    }
     return select_alloc(mh, home, size, 0);
 }
 
@@ -449,6 +681,8 @@ void dmm_mh_free(dmm_mh *mh, unsigned home, void *ptr)
         return;
     unsigned o = owner_for_free(mh, ptr, DMM_OP_FREE);
     if (o == DMM_MH_NO_NODE)
+        return;
+    if (o == home && mh->caches && cache_park(mh, home, ptr))
         return;
     unsigned h = heap_index(mh, o);
     if (o != home)
@@ -544,12 +778,49 @@ dmm_mh_node_stats dmm_mh_get_node_stats(dmm_mh *mh, unsigned node)
     s.failures = load(&nd->failures);
     s.offline_frees = load(&nd->offline_frees);
     s.offline = atomic_load_explicit(&nd->offline, memory_order_acquire);
+    if (mh->caches) {
+        mh_cache *c = &mh->caches[node];
+        dmm_port_spin_lock(&c->busy);
+        s.cache_hits = c->hits;
+        s.cached = c->count + c->npend;
+        dmm_port_spin_unlock(&c->busy);
+        s.local_allocs += s.cache_hits;
+    }
     if (nd->heap) {
         lock(mh, node);
         s.heap = dmm_heap_get_counters(nd->heap);
         unlock(mh, node);
     }
     return s;
+}
+
+/* Home i's cache (both locks held): NULL or what is wrong. */
+static const char *check_cache(dmm_mh *mh, unsigned i, mh_cache *c)
+{
+    if (c->npend > DMM_MH_CACHE_PENDING)
+        return "a home cache holds more parked frees than it can";
+    for (unsigned k = 0; k < c->npend; k++)
+        if (dmm_mh_owner(mh, c->pend[k]) != i)
+            return "a home cache holds a parked free of another node";
+    size_t total = 0;
+    for (unsigned b = 0; b < CACHE_CLASSES; b++) {
+        if (c->n[b] > mh->cfg.home_cache)
+            return "a home cache class holds more blocks than home_cache";
+        unsigned k = 0;
+        for (void *p = c->bin[b]; p; p = *(void **)p) {
+            if (++k > c->n[b])
+                return "a home cache class is longer than its count (a cycle or an overwritten link?)";
+            if (dmm_mh_owner(mh, p) != i)
+                return "a home cache holds a block of another node";
+            size_t u = dmm_heap_usable_size(mh->nodes[i].heap, p);
+            if (u / CACHE_GRAN != b)
+                return "a block in a home cache is not a used block of its class";
+        }
+        if (k != c->n[b])
+            return "a home cache class is shorter than its count";
+        total += k;
+    }
+    return total == c->count ? NULL : "a home cache's block count is wrong";
 }
 
 dmm_status dmm_mh_check(dmm_mh *mh, const char **detail)
@@ -563,19 +834,26 @@ dmm_status dmm_mh_check(dmm_mh *mh, const char **detail)
         mh_node *nd = &mh->nodes[i];
         if (!nd->heap)
             continue;
+        mh_cache *c = mh->caches ? &mh->caches[i] : NULL;
+        if (c)
+            dmm_port_spin_lock(&c->busy);
         lock(mh, i);
         dmm_heap_check_report r;
         if (dmm_heap_check(nd->heap, &r) != DMM_OK)
             why = r.detail;
-        /* the queue: every entry in this node's heap, at most live_count of them */
-        size_t limit = dmm_heap_get_counters(nd->heap).live_count, k = 0;
+        /* the queue: every entry in this node's heap, no more than it can hold */
+        size_t limit = max_blocks(mh, i), k = 0;
         for (void *p = atomic_load_explicit(&nd->queue, memory_order_acquire); p && !why; p = *(void **)p) {
             if (heap_index(mh, dmm_mh_owner(mh, p)) != i)
                 why = "a remote-free queue holds a block of another node";
             else if (++k > limit)
-                why = "a remote-free queue is longer than the heap's used blocks (a cycle?)";
+                why = "a remote-free queue is longer than its heap can hold (a cycle?)";
         }
+        if (c && !why)
+            why = check_cache(mh, i, c);
         unlock(mh, i);
+        if (c)
+            dmm_port_spin_unlock(&c->busy);
     }
     for (unsigned h = 0; h < mh->n && !why; h++) {
         const uint16_t *row = mh->order + (size_t)h * mh->n;

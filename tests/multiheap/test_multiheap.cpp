@@ -362,3 +362,263 @@ TEST(MultiheapAligned, AlignedRequestsFollowThePolicy)
         dmm_mh_free(m.mh, 1, p);
     expect_ok(m.mh);
 }
+
+// ---- the home cache (cfg.home_cache) ------------------------------------------------
+
+namespace {
+
+dmm_mh_config cached_config(unsigned nodes, unsigned per_class, Errors *errs = nullptr)
+{
+    dmm_mh_config c = dmm_mh_default_config(nodes);
+    c.home_cache = per_class;
+    if (errs) {
+        c.error_fn = Errors::fn;
+        c.error_ctx = errs;
+    }
+    return c;
+}
+
+size_t cached_total(dmm_mh *mh)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < dmm_mh_nodes(mh); i++)
+        n += dmm_mh_get_node_stats(mh, i).cached;
+    return n;
+}
+
+} // namespace
+
+TEST(MultiheapCache, ConfigRules)
+{
+    dmm_mh_config c = dmm_mh_default_config(4);
+    EXPECT_EQ(c.home_cache, 0u); // off unless asked for
+    c.home_cache = DMM_MH_CACHE_MAX_BLOCKS + 1;
+    const char *why = nullptr;
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_E_CONFIG);
+    c.home_cache = 8;
+    c.policy = DMM_MH_CENTRAL;
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_E_CONFIG);
+    c.policy = DMM_MH_PRIVATE;
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_OK);
+}
+
+// Random malloc/realloc/free from random homes (so a third of the frees are
+// remote, some queued), data tags verified, the checker after every batch;
+// the stats count cached blocks as used blocks of their heap.
+TEST(MultiheapCache, RandomSequencesKeepEveryInvariant)
+{
+    for (dmm_mh_remote_free rf : {DMM_MH_FREE_LOCKED, DMM_MH_FREE_QUEUE}) {
+        Errors errs;
+        dmm_mh_config c = cached_config(4, 4, &errs);
+        c.remote_free = rf;
+        MH m(c, 64 * 1024);
+        std::mt19937_64 rng(rf == DMM_MH_FREE_QUEUE ? 11 : 12);
+        struct Blk {
+            unsigned char *p;
+            size_t n;
+            unsigned char tag;
+        };
+        std::vector<Blk> live;
+        uint64_t ops = 0;
+        for (int batch = 0; batch < 40; batch++) {
+            for (int i = 0; i < 100; i++, ops++) {
+                unsigned home = rng() % 3; // node 3 only serves spills
+                unsigned r = rng() % 10;
+                if (r < 5 || live.empty()) {
+                    size_t n = 1 + rng() % (r == 0 ? 3000 : 600);
+                    auto *p = static_cast<unsigned char *>(dmm_mh_malloc(m.mh, home, n));
+                    if (!p)
+                        continue;
+                    ASSERT_GE(dmm_mh_usable_size(m.mh, p), n);
+                    unsigned char tag = static_cast<unsigned char>(ops);
+                    std::memset(p, tag, n);
+                    live.push_back({p, n, tag});
+                } else {
+                    size_t k = rng() % live.size();
+                    Blk b = live[k];
+                    for (size_t j = 0; j < b.n; j++)
+                        ASSERT_EQ(b.p[j], b.tag) << "block overwritten while live";
+                    if (r == 9) {
+                        size_t n = 1 + rng() % 900;
+                        auto *q = static_cast<unsigned char *>(dmm_mh_realloc(m.mh, home, b.p, n));
+                        if (q) {
+                            for (size_t j = 0; j < std::min(n, b.n); j++)
+                                ASSERT_EQ(q[j], b.tag);
+                            std::memset(q, b.tag, n);
+                            live[k] = {q, n, b.tag};
+                        }
+                        continue;
+                    }
+                    dmm_mh_free(m.mh, home, b.p);
+                    live[k] = live.back();
+                    live.pop_back();
+                }
+            }
+            expect_ok(m.mh);
+            // every used block of a heap is live or in its home's cache
+            size_t used = 0, cached = 0, hits = 0;
+            for (unsigned i = 0; i < 4; i++) {
+                dmm_mh_free(m.mh, i, dmm_mh_malloc(m.mh, i, 2000)); // drains any queue; the free is parked
+                dmm_mh_node_stats s = dmm_mh_get_node_stats(m.mh, i);
+                used += s.heap.live_count;
+                cached += s.cached;
+                hits += s.cache_hits;
+                EXPECT_LE(s.cache_hits, s.local_allocs);
+            }
+            EXPECT_EQ(used, live.size() + cached);
+            if (batch == 39) {
+                EXPECT_GT(hits, 0u);
+            }
+        }
+        for (auto &b : live)
+            dmm_mh_free(m.mh, rng() % 4, b.p);
+        for (unsigned i = 0; i < 4; i++)
+            dmm_mh_cache_flush(m.mh, i);
+        expect_ok(m.mh);
+        EXPECT_EQ(cached_total(m.mh), 0u);
+        for (unsigned i = 0; i < 4; i++) {
+            dmm_mh_free(m.mh, i, dmm_mh_malloc(m.mh, i, 2000));
+            dmm_mh_cache_flush(m.mh, i);
+            EXPECT_EQ(dmm_mh_get_node_stats(m.mh, i).heap.live_count, 0u) << "node " << i;
+        }
+        EXPECT_TRUE(errs.kinds.empty());
+    }
+}
+
+// A home's own free is served back to it without visiting the heap; a free
+// from another node goes to the owner, never into the freeing node's cache.
+TEST(MultiheapCache, HitsAreLocalRemoteFreesGoToTheOwner)
+{
+    dmm_mh_config c = cached_config(4, 8);
+    MH m(c);
+    void *a = dmm_mh_malloc(m.mh, 0, 100);
+    ASSERT_EQ(dmm_mh_owner(m.mh, a), 0u);
+    dmm_mh_free(m.mh, 0, a);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 0).cached, 1u);
+    void *b = dmm_mh_malloc(m.mh, 0, 100);
+    EXPECT_EQ(b, a); // the parked block, now sorted into its class
+    dmm_mh_node_stats s = dmm_mh_get_node_stats(m.mh, 0);
+    EXPECT_EQ(s.cache_hits, 1u);
+    EXPECT_EQ(s.local_allocs, 2u);
+    EXPECT_EQ(s.cached, 0u);
+    dmm_mh_free(m.mh, 1, b); // remote: to node 0, not node 1's cache
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 1).cached, 0u);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 0).cached, 0u);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 0).remote_frees, 1u);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 0).heap.live_count, 0u);
+    // a class that is full sends the block back to the heap
+    std::vector<void *> v;
+    for (int i = 0; i < 20; i++)
+        v.push_back(dmm_mh_malloc(m.mh, 2, 40));
+    for (void *p : v)
+        dmm_mh_free(m.mh, 2, p);
+    dmm_mh_free(m.mh, 2, dmm_mh_malloc(m.mh, 2, 700)); // a miss: sorts the parked frees
+    s = dmm_mh_get_node_stats(m.mh, 2);
+    EXPECT_LE(s.cached, 8u + 1u);
+    EXPECT_EQ(s.heap.live_count, s.cached);
+    expect_ok(m.mh);
+    dmm_mh_cache_flush(m.mh, 2);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 2).heap.live_count, 0u);
+}
+
+// An offline node's cache serves nobody: its home's requests go to other
+// nodes, its blocks stay parked (counted), and come back with the node.
+TEST(MultiheapCache, OfflineNodeWithCachedBlocks)
+{
+    Errors errs;
+    dmm_mh_config c = cached_config(4, 8, &errs);
+    MH m(c);
+    std::vector<void *> v;
+    for (int i = 0; i < 6; i++)
+        v.push_back(dmm_mh_malloc(m.mh, 1, 64));
+    for (void *p : v)
+        dmm_mh_free(m.mh, 1, p);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 1).cached, 6u);
+    ASSERT_EQ(dmm_mh_set_offline(m.mh, 1, true), DMM_OK);
+    for (int i = 0; i < 10; i++) {
+        void *p = dmm_mh_malloc(m.mh, 1, 64);
+        ASSERT_NE(p, nullptr);
+        EXPECT_NE(dmm_mh_owner(m.mh, p), 1u) << "a cache served an offline node";
+        dmm_mh_free(m.mh, 1, p);
+    }
+    dmm_mh_cache_flush(m.mh, 1); // keeps them: the heap is out of service
+    dmm_mh_node_stats s = dmm_mh_get_node_stats(m.mh, 1);
+    EXPECT_EQ(s.cached, 6u);
+    EXPECT_EQ(s.heap.live_count, 6u);
+    EXPECT_EQ(s.cache_hits, 0u);
+    expect_ok(m.mh);
+    EXPECT_TRUE(errs.kinds.empty());
+    ASSERT_EQ(dmm_mh_set_offline(m.mh, 1, false), DMM_OK);
+    void *p = dmm_mh_malloc(m.mh, 1, 64);
+    EXPECT_EQ(dmm_mh_owner(m.mh, p), 1u);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 1).cache_hits, 1u);
+    dmm_mh_free(m.mh, 1, p);
+    dmm_mh_cache_flush(m.mh, 1);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 1).heap.live_count, 0u);
+    expect_ok(m.mh);
+}
+
+// With a hardened node heap, misuse through the cache is still caught: a
+// double free is reported (not handed out twice), a foreign pointer is
+// validated by the heap before anything is written, and an overwritten link
+// in a cached block fails the checker.
+TEST(MultiheapCache, MisuseIsCaught)
+{
+    Errors errs;
+    dmm_mh_config c = cached_config(2, 8, &errs);
+    MH m(c);
+    void *a = dmm_mh_malloc(m.mh, 0, 48);
+    dmm_mh_free(m.mh, 0, a);
+    dmm_mh_free(m.mh, 0, a); // double free, both parked
+    void *x = dmm_mh_malloc(m.mh, 0, 48);
+    void *y = dmm_mh_malloc(m.mh, 0, 48);
+    EXPECT_EQ(x, a);
+    EXPECT_NE(y, a);
+    ASSERT_EQ(errs.kinds.size(), 1u);
+    EXPECT_EQ(errs.kinds[0], DMM_ERR_DOUBLE_FREE);
+    // a pointer inside node 0's range that is no block: the heap reports it
+    auto *inside = static_cast<unsigned char *>(y) + 8;
+    unsigned char before[8];
+    std::memcpy(before, inside, 8);
+    dmm_mh_free(m.mh, 0, inside);
+    dmm_mh_cache_flush(m.mh, 0);
+    EXPECT_EQ(std::memcmp(before, inside, 8), 0);
+    ASSERT_EQ(errs.kinds.size(), 2u);
+    // a use after free that overwrites the link of a cached block
+    dmm_mh_free(m.mh, 0, x);
+    dmm_mh_free(m.mh, 0, dmm_mh_malloc(m.mh, 0, 900)); // sorts x into its class
+    expect_ok(m.mh);
+    void *saved = *static_cast<void **>(x);
+    *static_cast<void **>(x) = y;
+    const char *d = nullptr;
+    EXPECT_EQ(dmm_mh_check(m.mh, &d), DMM_E_CORRUPT);
+    *static_cast<void **>(x) = saved;
+    expect_ok(m.mh);
+    dmm_mh_free(m.mh, 0, y);
+}
+
+// When no heap can serve a request, the home's cache (parked frees of any
+// size included) goes back to its heap before the request fails.
+TEST(MultiheapCache, AFullHeapTakesBackWhatTheCacheHolds)
+{
+    dmm_mh_config c = cached_config(1, 8);
+    MH m(c, 16384);
+    void *big = dmm_mh_malloc(m.mh, 0, 9000);
+    ASSERT_NE(big, nullptr);
+    std::vector<void *> small;
+    for (void *p; (p = dmm_mh_malloc(m.mh, 0, 200)) != nullptr;)
+        small.push_back(p);
+    dmm_mh_free(m.mh, 0, big); // parked, not yet in the heap
+    for (void *p : small)
+        dmm_mh_free(m.mh, 0, p);
+    dmm_mh_node_stats s = dmm_mh_get_node_stats(m.mh, 0);
+    EXPECT_GT(s.cached, 0u);
+    EXPECT_EQ(s.failures, 1u); // the request that found the heap full
+    void *again = dmm_mh_malloc(m.mh, 0, 9000);
+    EXPECT_NE(again, nullptr);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 0).failures, 1u); // not counted: it was served
+    expect_ok(m.mh);
+    dmm_mh_free(m.mh, 0, again);
+    dmm_mh_cache_flush(m.mh, 0);
+    EXPECT_EQ(dmm_mh_get_node_stats(m.mh, 0).heap.live_count, 0u);
+}

@@ -21,6 +21,8 @@ namespace {
 struct Param {
     dmm_mh_policy policy;
     dmm_mh_remote_free rf;
+    unsigned cache; // cfg.home_cache
+    unsigned homes; // threads share homes when fewer than the threads
 };
 
 class MultiheapThreads : public ::testing::TestWithParam<Param> {};
@@ -33,6 +35,8 @@ TEST_P(MultiheapThreads, CrossNodeTrafficLosesNothing)
     dmm_mh_config c = dmm_mh_default_config(nodes);
     c.policy = GetParam().policy;
     c.remote_free = GetParam().rf;
+    c.home_cache = GetParam().cache;
+    const unsigned homes = GetParam().homes;
     size_t bytes = dmm_mh_buffer_size(&c, 64 * 1024);
     std::vector<unsigned char> mem(bytes);
     dmm_mh *mh = nullptr;
@@ -41,14 +45,16 @@ TEST_P(MultiheapThreads, CrossNodeTrafficLosesNothing)
     std::vector<std::vector<void *>> box(threads);
     std::vector<std::mutex> box_mu(threads);
     std::atomic<int> bad{0};
+    std::atomic<int> running{static_cast<int>(threads)};
     auto worker = [&](unsigned id) {
+        const unsigned home = id % homes;
         std::mt19937 rng(1234 + id);
         std::vector<std::pair<unsigned char *, unsigned char>> mine;
         for (int op = 0; op < 3000; op++) {
             unsigned r = rng() % 10;
             if (r < 5 || mine.empty()) {
                 size_t sz = 8 + rng() % 600;
-                auto *p = static_cast<unsigned char *>(dmm_mh_malloc(mh, id, sz));
+                auto *p = static_cast<unsigned char *>(dmm_mh_malloc(mh, home, sz));
                 if (!p)
                     continue;
                 unsigned char tag = static_cast<unsigned char>(id * 16 + (op & 15));
@@ -66,7 +72,7 @@ TEST_P(MultiheapThreads, CrossNodeTrafficLosesNothing)
                 size_t k = rng() % mine.size();
                 if (mine[k].first[0] != mine[k].second)
                     bad++;
-                dmm_mh_free(mh, id, mine[k].first);
+                dmm_mh_free(mh, home, mine[k].first);
                 mine[k] = mine.back();
                 mine.pop_back();
             }
@@ -77,24 +83,36 @@ TEST_P(MultiheapThreads, CrossNodeTrafficLosesNothing)
                     got.swap(box[id]);
                 }
                 for (void *p : got)
-                    dmm_mh_free(mh, id, p);
+                    dmm_mh_free(mh, home, p);
             }
         }
         for (auto &kv : mine)
-            dmm_mh_free(mh, id, kv.first);
+            dmm_mh_free(mh, home, kv.first);
+        running--;
     };
     std::vector<std::thread> ts;
     for (unsigned i = 0; i < threads; i++)
         ts.emplace_back(worker, i);
+    // the checker and the statistics while the threads run (caches included)
+    int checks = 0;
+    while (running.load() > 0 && checks < 200) {
+        const char *d = nullptr;
+        EXPECT_EQ(dmm_mh_check(mh, &d), DMM_OK) << d;
+        for (unsigned i = 0; i < nodes; i++)
+            (void)dmm_mh_get_node_stats(mh, i);
+        checks++;
+    }
     for (auto &t : ts)
         t.join();
     for (unsigned i = 0; i < threads; i++)
         for (void *p : box[i])
-            dmm_mh_free(mh, i, p);
+            dmm_mh_free(mh, i % homes, p);
     EXPECT_EQ(bad.load(), 0);
     // drain every queue (a visit by the owner), then everything is free
     for (unsigned i = 0; i < nodes; i++)
         dmm_mh_free(mh, i, dmm_mh_malloc(mh, i, 8));
+    for (unsigned i = 0; i < nodes; i++) // what the home caches hold goes back
+        dmm_mh_cache_flush(mh, i);
     const char *d = nullptr;
     EXPECT_EQ(dmm_mh_check(mh, &d), DMM_OK) << d;
     uint64_t remote = 0;
@@ -110,19 +128,28 @@ TEST_P(MultiheapThreads, CrossNodeTrafficLosesNothing)
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, MultiheapThreads,
-                         ::testing::Values(Param{DMM_MH_LAZY, DMM_MH_FREE_LOCKED}, Param{DMM_MH_LAZY, DMM_MH_FREE_QUEUE},
-                                           Param{DMM_MH_CENTRAL, DMM_MH_FREE_LOCKED},
-                                           Param{DMM_MH_PRIVATE, DMM_MH_FREE_QUEUE},
-                                           Param{DMM_MH_PRIORITY, DMM_MH_FREE_LOCKED}));
+                         ::testing::Values(Param{DMM_MH_LAZY, DMM_MH_FREE_LOCKED, 0, 4},
+                                           Param{DMM_MH_LAZY, DMM_MH_FREE_QUEUE, 0, 4},
+                                           Param{DMM_MH_CENTRAL, DMM_MH_FREE_LOCKED, 0, 4},
+                                           Param{DMM_MH_PRIVATE, DMM_MH_FREE_QUEUE, 0, 4},
+                                           Param{DMM_MH_PRIORITY, DMM_MH_FREE_LOCKED, 0, 4},
+                                           // home caches: one thread per home, and homes shared
+                                           Param{DMM_MH_LAZY, DMM_MH_FREE_QUEUE, 8, 4},
+                                           Param{DMM_MH_LAZY, DMM_MH_FREE_LOCKED, 4, 2},
+                                           Param{DMM_MH_PRIVATE, DMM_MH_FREE_QUEUE, 16, 2},
+                                           Param{DMM_MH_PRIORITY, DMM_MH_FREE_QUEUE, 8, 4}));
 
 // A node taken out of service while threads run: its blocks' frees are
 // reported and kept, allocation goes on from the other nodes, and nothing
 // held by the other nodes is lost.
-TEST(MultiheapThreadsFault, ANodeGoesOfflineWhileThreadsRun)
+class MultiheapThreadsFault : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(MultiheapThreadsFault, ANodeGoesOfflineWhileThreadsRun)
 {
     const unsigned nodes = 4, threads = 4;
     std::atomic<uint64_t> reported{0};
     dmm_mh_config c = dmm_mh_default_config(nodes);
+    c.home_cache = GetParam(); // with caches, node 2's cache keeps its blocks parked
     // With its home out of service, a thread's every try is a try-lock that
     // skips busy heaps; the final blocking pass makes it wait instead of
     // failing when all were busy at once.
@@ -169,9 +196,12 @@ TEST(MultiheapThreadsFault, ANodeGoesOfflineWhileThreadsRun)
     for (auto &t : ts)
         t.join();
     EXPECT_EQ(failures.load(), 0); // the other nodes served node 2's home
+    for (unsigned i = 0; i < nodes; i++) // node 2's cache keeps its blocks: out of service
+        dmm_mh_cache_flush(mh, i);
     dmm_mh_node_stats s2 = dmm_mh_get_node_stats(mh, 2);
     EXPECT_EQ(s2.offline_frees, reported.load());
-    EXPECT_EQ(s2.heap.live_count, s2.offline_frees); // every refused block is kept, nothing else
+    // every refused block is kept, and the blocks parked in node 2's cache
+    EXPECT_EQ(s2.heap.live_count, s2.offline_frees + s2.cached);
     for (unsigned i = 0; i < nodes; i++) {
         if (i != 2) {
             EXPECT_EQ(dmm_mh_get_node_stats(mh, i).heap.live_count, 0u) << "node " << i;
@@ -181,3 +211,5 @@ TEST(MultiheapThreadsFault, ANodeGoesOfflineWhileThreadsRun)
     EXPECT_EQ(dmm_mh_check(mh, &d), DMM_OK) << d;
     dmm_mh_destroy(mh);
 }
+
+INSTANTIATE_TEST_SUITE_P(HomeCache, MultiheapThreadsFault, ::testing::Values(0u, 8u));
