@@ -295,14 +295,52 @@ typedef struct spm_ref {
 /* Resolves global address a.  start: a must be the start of a live object.
  * Reports and returns false on a bad address; nothing is changed except
  * which table page is resident. */
+/* Whether the 16-byte line at seg (resident frame, else fetched into the
+ * scratch line) is a segment header of this core; *large and *bytes (the
+ * object's rounded size) describe a large run. */
+static bool header_at(dmm_spm *s, dmm_gaddr seg, bool *large, uint32_t *bytes)
+{
+    const uint8_t *l = line_open(s, seg);
+    spm_seghdr h;
+    dmm_port_memcpy(&h, l, 16);
+    *large = h.kind == SPM_KIND_LARGE;
+    *bytes = h.slot_size;
+    return h.magic == (SPM_MAGIC ^ (uint32_t)(seg >> 4)) && h.core == s->core;
+}
+
+/* The segment whose page describes address a.  A large object spans several
+ * segments and only its first carries a header: for an address past that,
+ * walk back segment by segment (at most the largest object's length) to the
+ * run's header, fetching 16 bytes per step; a header of another segment on
+ * the way ends the walk.  0 when a lies in no segment of this core.  The
+ * header is peeked before any page is fetched, so object data never enters
+ * a table frame. */
+static dmm_gaddr segment_of(dmm_spm *s, dmm_gaddr a)
+{
+    dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
+    if (seg + s->page > s->gsize)
+        return 0;
+    bool large;
+    uint32_t bytes;
+    if (frame_of(s, seg) >= 0 || header_at(s, seg, &large, &bytes))
+        return seg;
+    for (dmm_gaddr back = s->cfg.segment; back <= seg && back < s->page + s->max_object + s->cfg.segment;
+         back += s->cfg.segment) {
+        dmm_gaddr s0 = seg - back;
+        if (header_at(s, s0, &large, &bytes))
+            return large && a < s0 + s->page + bytes ? s0 : 0;
+    }
+    return 0;
+}
+
 static bool lookup(dmm_spm *s, dmm_gaddr a, dmm_op op, bool start, spm_ref *r)
 {
     if (a == 0 || a >= s->gsize) {
         report(s, op, DMM_ERR_FOREIGN_POINTER, a, "address outside global memory");
         return false;
     }
-    dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
-    if (seg + s->page > s->gsize) {
+    dmm_gaddr seg = segment_of(s, a);
+    if (!seg) {
         report(s, op, DMM_ERR_FOREIGN_POINTER, a, "address not in a segment of this core");
         return false;
     }

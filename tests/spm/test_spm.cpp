@@ -532,6 +532,55 @@ TEST(SpmFlush, DataVisibleThroughGlobalHost)
     }
 }
 
+// An object larger than a segment spans a run of segments and only the first
+// carries a header: every address inside it must still resolve (p2s of an
+// interior byte gives that byte), and addresses just past it must not.
+TEST(SpmLarge, InteriorAddressesAcrossSegments)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
+        Rig r({mode, 8192, "table=256,frames=1,gran=1,unit=256,segment=1024"});
+        ASSERT_NE(r.s, nullptr);
+        const size_t n = 3000; // about three segments
+        dmm_gaddr small = dmm_spm_malloc(r.s, 48);
+        dmm_gaddr a = dmm_spm_malloc(r.s, n);
+        dmm_gaddr b = dmm_spm_malloc(r.s, 2100);
+        ASSERT_NE(a, DMM_GNULL);
+        ASSERT_NE(b, DMM_GNULL);
+        ASSERT_NE(small, DMM_GNULL);
+        for (size_t i = 0; i < n; i += 16) {
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a + i));
+            ASSERT_NE(p, nullptr) << "offset " << i;
+            *p = static_cast<unsigned char>(i / 16);
+        }
+        for (size_t i = 0; i < 2100; i += 16) {
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b + i));
+            ASSERT_NE(p, nullptr) << "offset " << i;
+            *p = static_cast<unsigned char>(0x80 ^ (i / 16));
+        }
+        for (size_t i = 0; i < n; i += 16) {
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a + i));
+            ASSERT_NE(p, nullptr) << "offset " << i;
+            ASSERT_EQ(*p, static_cast<unsigned char>(i / 16)) << "offset " << i;
+            ASSERT_EQ(dmm_spm_s2p(r.s, p), a + i);
+        }
+        EXPECT_TRUE(r.ok());
+        EXPECT_EQ(r.err.count, 0);
+        // an interior free is refused, the object stays intact
+        dmm_spm_free(r.s, a + 1040);
+        EXPECT_EQ(r.err.count, 1);
+        const auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a + 2992));
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(*q, static_cast<unsigned char>(2992 / 16));
+        dmm_spm_free(r.s, a);
+        dmm_spm_free(r.s, b);
+        dmm_spm_free(r.s, small);
+        EXPECT_EQ(r.err.count, 1);
+        // freed: its interior addresses no longer resolve
+        EXPECT_EQ(dmm_spm_p2s(r.s, a + 2048), nullptr);
+        EXPECT_TRUE(r.ok());
+    }
+}
+
 // ---- configuration text ------------------------------------------------------
 
 TEST(SpmConfig, RoundTripAndRefusals)
