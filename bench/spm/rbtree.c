@@ -326,14 +326,40 @@ static void destroy(tree *t)
     t->root = HM_NULL;
 }
 
-/* keys[]: a growable array of the present keys, in global memory */
-static void push_key(hm_ref *keys, uint64_t *nkeys, uint64_t *cap, uint64_t k)
+/* keys[]: the present keys, in global memory.  The unmanaged program keeps
+ * one array grown by realloc; at 65,536 keys that is 512 KiB, more than a
+ * scratchpad's heap region can hold as one object, so here it is chunked:
+ * a directory (grown by realloc) of 4 KiB chunks.  Same keys in the same
+ * order, so the same checksum. */
+#define KCHUNK 512u
+typedef struct keyarr {
+    hm_ref dir;
+    uint64_t chunks, dircap;
+} keyarr;
+
+static uint64_t kget(const keyarr *a, uint64_t j)
 {
-    if (*nkeys == *cap) {
-        *cap *= 2;
-        *keys = HM_REALLOC(*keys, sizeof(uint64_t) * *cap);
+    hm_ref c = HM_AGET(hm_ref, a->dir, j / KCHUNK);
+    return HM_AGET(uint64_t, c, j % KCHUNK);
+}
+
+static void kset(const keyarr *a, uint64_t j, uint64_t v)
+{
+    hm_ref c = HM_AGET(hm_ref, a->dir, j / KCHUNK);
+    HM_ASET(uint64_t, c, j % KCHUNK, v);
+}
+
+static void push_key(keyarr *a, uint64_t *nkeys, uint64_t k)
+{
+    if (*nkeys == a->chunks * KCHUNK) {
+        if (a->chunks == a->dircap) {
+            a->dircap *= 2;
+            a->dir = HM_REALLOC(a->dir, sizeof(hm_ref) * a->dircap);
+        }
+        hm_ref c = HM_MALLOC(sizeof(uint64_t) * KCHUNK);
+        HM_ASET(hm_ref, a->dir, a->chunks++, c);
     }
-    HM_ASET(uint64_t, *keys, (*nkeys)++, k);
+    kset(a, (*nkeys)++, k);
 }
 
 static int prog_main(int argc, char **argv)
@@ -347,8 +373,8 @@ static int prog_main(int argc, char **argv)
     tree t = {HM_NULL, 0};
     prog_rng r;
     prog_sum s;
-    uint64_t keyspace, nkeys = 0, hits = 0, allocs = 0, frees = 0, cap = 1024;
-    hm_ref keys;
+    uint64_t keyspace, nkeys = 0, hits = 0, allocs = 0, frees = 0;
+    keyarr keys = {HM_NULL, 0, 16};
     size_t counted = 0;
     int height = 0, bh;
 
@@ -358,29 +384,29 @@ static int prog_main(int argc, char **argv)
         ops = n;
     rng_seed(&r, seed);
     keyspace = 4 * n;
-    keys = HM_MALLOC(sizeof(uint64_t) * 1024);
+    keys.dir = HM_MALLOC(sizeof(hm_ref) * keys.dircap);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t k = rng_below(&r, keyspace);
         if (insert(&t, k, rng_next(&r))) {
-            push_key(&keys, &nkeys, &cap, k);
+            push_key(&keys, &nkeys, k);
             allocs++;
         }
     }
     for (uint64_t i = 0; i < ops; i++) {
         unsigned pick = (unsigned)rng_below(&r, 100);
         if (pick < 50 && nkeys) {
-            uint64_t j = rng_below(&r, nkeys), kj = HM_AGET(uint64_t, keys, j);
+            uint64_t j = rng_below(&r, nkeys), kj = kget(&keys, j);
             hm_ref z = find(&t, kj);
             if (!z)
                 prog_die(1, "self-check: key %" PRIu64 " vanished", kj);
             erase(&t, z);
             nkeys--;
-            HM_ASET(uint64_t, keys, j, HM_AGET(uint64_t, keys, nkeys));
+            kset(&keys, j, kget(&keys, nkeys));
             frees++;
         } else if (pick < 85) {
             uint64_t k = rng_below(&r, keyspace);
             if (insert(&t, k, rng_next(&r))) {
-                push_key(&keys, &nkeys, &cap, k);
+                push_key(&keys, &nkeys, k);
                 allocs++;
             }
         } else {
@@ -401,7 +427,9 @@ static int prog_main(int argc, char **argv)
             "allocs=%" PRIu64 " deletes=%" PRIu64 " hits=%" PRIu64,
             n, ops, seed, t.count, height, bh, allocs, frees, hits);
     destroy(&t);
-    HM_FREE(keys);
+    for (uint64_t c = 0; c < keys.chunks; c++)
+        HM_FREE(HM_AGET(hm_ref, keys.dir, c));
+    HM_FREE(keys.dir);
     if (t.count != 0)
         prog_die(1, "self-check failed: %zu nodes left after destroy", t.count);
     hm_checksum(s.h);
