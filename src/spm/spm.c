@@ -1,6 +1,6 @@
 /*
  * src/spm/spm.c - one execution core's scratchpad heap (include/dmm/spm.h,
- * docs/spm-core.md): objects live in global memory in size-class segments
+ * docs/spm.md): objects live in global memory in size-class segments
  * whose table pages describe their units; units are copied into the local
  * dmm heap on demand (p2s) and evicted least-recently-used.
  *
@@ -181,6 +181,7 @@ static void lru_front(dmm_spm *s, spm_unit *u)
 
 static void local_release(dmm_spm *s, spm_unit *u)
 {
+    s->tlb_n = 0;
     s->local_in_use -= SPM_UHDR + u->bytes;
     u->magic = 0;
     dmm_heap_free(s->heap, u);
@@ -201,6 +202,7 @@ static void quarantine_release(dmm_spm *s)
  * address reads the poison pattern instead of a newer unit. */
 static void evict(dmm_spm *s, spm_unit *u, bool drop)
 {
+    s->tlb_n = 0;
     if (u->dirty && !drop) {
         dma_put(s, u->gaddr, udata(u), u->bytes);
         s->st.unit_writebacks++;
@@ -760,6 +762,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
 static void do_free(dmm_spm *s, dmm_gaddr a)
 {
     spm_ref r;
+    s->tlb_n = 0;
     if (!lookup(s, a, DMM_OP_FREE, true, &r))
         return;
     spm_seghdr *h = hdr_of(r.f);
@@ -826,15 +829,37 @@ size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a)
     return hdr_of(r.f)->slot_size;
 }
 
+/* Remembers r's object (resident in u) as the last one resolved. */
+static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
+{
+    size_t n = hdr_of(r->f)->slot_size;
+    s->tlb_g = r->unit + (dmm_gaddr)r->slot * n;
+    s->tlb_l = udata(u) + (size_t)r->slot * n;
+    s->tlb_u = u;
+    s->tlb_n = n;
+}
+
 static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
+    spm_unit *u = s->tlb_u;
+    if (s->tlb_n && a - s->tlb_g < s->tlb_n && (!dirty || u->dirty)) {
+        /* the object resolved last: resident, live, its entry up to date */
+        s->st.p2s_hits++;
+        if (u != s->lru_head) {
+            lru_unlink(s, u);
+            lru_front(s, u);
+        }
+        u->pins += pin;
+        return s->tlb_l + (a - s->tlb_g);
+    }
     spm_ref r;
     if (!lookup(s, a, DMM_OP_P2S, false, &r))
         return NULL;
-    spm_unit *u = make_resident(s, &r, dirty);
+    u = make_resident(s, &r, dirty);
     if (!u)
         return NULL;
     u->pins += pin;
+    tlb_fill(s, &r, u);
     return udata(u) + (a - r.unit);
 }
 
@@ -950,6 +975,8 @@ dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local)
     dmm_gaddr as_g = (dmm_gaddr)(uintptr_t)local;
     if (!p || p < s->heap_mem || p >= s->heap_mem + s->heap_bytes) {
         report(s, DMM_OP_S2P, DMM_ERR_FOREIGN_POINTER, as_g, "not a local address of this heap");
+    } else if (s->tlb_n && (size_t)(p - s->tlb_l) < s->tlb_n && p >= s->tlb_l) {
+        out = s->tlb_g + (dmm_gaddr)(p - s->tlb_l); /* the object resolved last */
     } else {
         spm_unit *u = s->lru_head;
         while (u && !(p >= udata(u) && p < udata(u) + u->bytes))
@@ -960,8 +987,10 @@ dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local)
             dmm_gaddr a = u->gaddr + (dmm_gaddr)(p - udata(u));
             spm_ref r;
             /* the slot must hold a live object (lookup reports it if not) */
-            if (lookup(s, a, DMM_OP_S2P, false, &r))
+            if (lookup(s, a, DMM_OP_S2P, false, &r)) {
                 out = a;
+                tlb_fill(s, &r, u);
+            }
         }
     }
     t_end(s, DMM_SPM_FN_S2P, c);
@@ -1151,3 +1180,4 @@ out:
         *reason = r;
     return r ? DMM_E_CORRUPT : DMM_OK;
 }
+

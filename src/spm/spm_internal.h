@@ -1,6 +1,6 @@
 /*
  * src/spm/spm_internal.h - the per-core scratchpad heap's private layout
- * (include/dmm/spm.h, docs/spm-core.md).  Shared by spm.c and config.c.
+ * (include/dmm/spm.h, docs/spm.md).  Shared by spm.c and config.c.
  *
  * Local memory [local, local+S):
  *   control block (struct dmm_spm, rounded to 16) | K table frames of P = T/K
@@ -92,6 +92,14 @@ struct dmm_spm {
     size_t heap_bytes, max_object;
     spm_frame frames[SPM_MAX_FRAMES];
     unsigned last_frame;
+    /* The last object p2s or s2p resolved (a one-entry translation cache):
+     * global [tlb_g, tlb_g + tlb_n) is at local tlb_l, in unit tlb_u.
+     * tlb_n == 0: empty.  Emptied whenever a unit leaves local memory or an
+     * object is freed, so a hit is always a live, resident object. */
+    dmm_gaddr tlb_g;
+    uint8_t *tlb_l;
+    size_t tlb_n;
+    spm_unit *tlb_u;
     spm_unit *lru_head, *lru_tail;
     size_t resident;
     spm_unit *quarantine; /* paranoid: evicted, poisoned, not yet freed */
