@@ -7,7 +7,9 @@
  *
  * Harness options (removed from argv before the program parses the rest):
  *   --cores N        copies of the program, one per core thread (1)
- *   --json FILE      statistics as JSON
+ *   --json FILE      statistics as JSON (the library's per-function host
+ *                    clocks on, unless --no-timing: they cost two clock
+ *                    reads per call)
  *   raw:  --local-heap B   allocate from a dmm heap on a B-byte buffer
  *                          (0 = the C library); running out exits 1
  *   spm:  --local S --table T --frames K --gran G --unit B --segment B
@@ -49,10 +51,11 @@ typedef struct hm_opts {
     uint64_t local_heap;                  /* raw */
     uint64_t local, table, frames, gran, unit, segment, global; /* spm, swc */
     int static_mode;
+    int no_timing;                        /* --json without per-function clocks */
     uint64_t cache_line, cache_ways;      /* swc */
 } hm_opts;
 
-static hm_opts O = {1, NULL, 0, 65536, 4096, 1, 1, 256, 16384, 64u << 20, 0, 128, 4};
+static hm_opts O = {1, NULL, 0, 65536, 4096, 1, 1, 256, 16384, 64u << 20, 0, 0, 128, 4};
 
 _Noreturn void hm_fail(const char *what, hm_ref r, size_t n)
 {
@@ -157,6 +160,10 @@ static int strip_options(int argc, char **argv)
             O.static_mode = 1;
             continue;
         }
+        if (!strcmp(a, "--no-timing")) {
+            O.no_timing = 1;
+            continue;
+        }
         if (!strcmp(a, "--cores") || !strcmp(a, "--json")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "%s: option %s needs a value\n", hm_prog_name, a);
@@ -247,7 +254,7 @@ static void *core_main(void *arg)
     cfg.gran = (unsigned)O.gran;
     cfg.unit_bytes = (size_t)O.unit;
     cfg.segment = (size_t)O.segment;
-    cfg.timing = O.json != NULL;
+    cfg.timing = O.json != NULL && !O.no_timing;
     cfg.error_fn = report_error;
     cfg.error_ctx = &cr->core;
     dmm_spm_hostport_init(&cr->hp, cr->g, NULL);
@@ -263,7 +270,7 @@ static void *core_main(void *arg)
     dmm_status st;
     cfg.line = (size_t)O.cache_line;
     cfg.ways = (unsigned)O.cache_ways;
-    cfg.timing = O.json != NULL;
+    cfg.timing = O.json != NULL && !O.no_timing;
     cfg.error_fn = report_error;
     cfg.error_ctx = &cr->core;
     dmm_spm_hostport_init(&cr->hp, cr->g, NULL);
