@@ -1,7 +1,7 @@
 /*
  * src/spm/config.c - the per-core scratchpad heap's configuration: defaults,
  * validation, the text form "table=4096,frames=1,gran=1,unit=256,
- * segment=16384,harden=checked,timing=off,on_error=report" (docs/spm-core.md).
+ * segment=16384,harden=checked,timing=off,on_error=report" (docs/spm.md).
  */
 #include "spm_internal.h"
 
