@@ -365,13 +365,14 @@ stage_python() {
 }
 
 # Unit tests that cannot run under qemu-user without binfmt_misc (which a
-# container rarely has): the "threadsafe" death tests re-execute the test
+# container rarely has): the "threadsafe" death tests (these and the host
+# port's HostPort.IllegalTransfersStop) re-execute the test
 # program with execv(), which the host kernel refuses for an AArch64 binary,
 # and frozen_header_*, mhsim_{determinism,badopts,json,offline} and the managed
 # programs' spm_programs.* run a tool (dmm-config, dmm-mhsim, bench/spm's
 # programs) from a CMake script, outside the emulator.  Everything else
 # labelled "unit" runs.
-AARCH64_EXCLUDE='^(AbortPolicy\.(DoubleFree|ForeignPointer|Canary)StopsTheProgram|ForgedLinks\.CycleDoesNotHangMalloc|frozen_header_.*|mhsim_(determinism|badopts|json|offline)|spm_programs\..*)$'
+AARCH64_EXCLUDE='^(AbortPolicy\.(DoubleFree|ForeignPointer|Canary)StopsTheProgram|ForgedLinks\.CycleDoesNotHangMalloc|HostPort\.IllegalTransfersStop|frozen_header_.*|mhsim_(determinism|badopts|json|offline)|spm_programs\..*)$'
 
 stage_aarch64() {
     local dir="$ROOT/build/aarch64" t
