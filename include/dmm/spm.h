@@ -236,8 +236,9 @@ typedef struct dmm_spm_layout {
 
 /* Formats core `core`'s heap on the local buffer [local, local+size)
  * (16-byte aligned, size <= DMM_SPM_MAX_LOCAL), talking to global memory
- * through g and port.  DMM_E_NULL, DMM_E_CONFIG, DMM_E_TOO_SMALL,
- * DMM_E_RANGE (core out of range or already attached). */
+ * through g and port.  DMM_E_NULL, DMM_E_CONFIG, DMM_E_TOO_SMALL.  A core
+ * number out of range makes every segment request fail; a second heap for
+ * the same core is not detected (one heap per core is the caller's rule). */
 dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm_config *cfg,
                           dmm_spm_global *g, unsigned core, const dmm_spm_port *port);
 /* Gives every global segment back and detaches the core. */
@@ -305,7 +306,7 @@ typedef struct dmm_spm_stats {
     uint64_t segment_requests;  /* global memory asked of the main core */
     uint64_t mailbox_words;
     uint64_t live_objects;
-    uint64_t live_bytes;        /* requested bytes of live objects */
+    uint64_t live_bytes;        /* bytes of live objects (sizes rounded to 16) */
     size_t local_peak;          /* most bytes of H in use at once */
     uint64_t errors;            /* bad addresses reported */
 } dmm_spm_stats;
