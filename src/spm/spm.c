@@ -324,7 +324,7 @@ static dmm_gaddr segment_of(dmm_spm *s, dmm_gaddr a)
         return 0;
     bool large;
     uint32_t bytes;
-    if (frame_of(s, seg) >= 0 || header_at(s, seg, &large, &bytes))
+    if (header_at(s, seg, &large, &bytes)) /* reads a resident page's frame, else 16 bytes */
         return seg;
     for (dmm_gaddr back = s->cfg.segment; back <= seg && back < s->page + s->max_object + s->cfg.segment;
          back += s->cfg.segment) {
