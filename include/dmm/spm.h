@@ -227,7 +227,7 @@ size_t dmm_spm_config_format(const dmm_spm_config *cfg, char *buf, size_t cap);
 /* How local memory is split (bytes). */
 typedef struct dmm_spm_layout {
     size_t local_size;       /* S */
-    size_t control_bytes;    /* the dmm_spm control block */
+    size_t control_bytes;    /* the dmm_spm control block and its translation cache */
     size_t table_bytes;      /* T */
     size_t heap_bytes;       /* H = S - control - T */
     size_t page_entries;     /* entries per table page */

@@ -21,8 +21,15 @@ static size_t r16(size_t n) { return (n + 15u) & ~(size_t)15u; }
 
 /* ---- DMA ----------------------------------------------------------------- */
 
+/* The port's clock is read around each port call (not around each API
+ * call): only port calls advance a simulated clock, and a p2s that hits
+ * makes none.  The cycles pile up in s->cyc until t_end charges them to the
+ * API function that made the calls. */
+static uint64_t clock_now(dmm_spm *s) { return s->port.clock ? s->port.clock(s->port.ctx) : 0; }
+
 static void dma_get(dmm_spm *s, void *local, dmm_gaddr g, size_t n)
 {
+    uint64_t c0 = clock_now(s);
     size_t max = s->port.max_transfer & ~(s->port.align - 1);
     for (size_t o = 0; o < n;) {
         size_t c = n - o < max ? n - o : max;
@@ -30,10 +37,12 @@ static void dma_get(dmm_spm *s, void *local, dmm_gaddr g, size_t n)
         o += c;
     }
     s->port.wait(s->port.ctx, 1u);
+    s->cyc += clock_now(s) - c0;
 }
 
 static void dma_put(dmm_spm *s, dmm_gaddr g, const void *local, size_t n)
 {
+    uint64_t c0 = clock_now(s);
     size_t max = s->port.max_transfer & ~(s->port.align - 1);
     for (size_t o = 0; o < n;) {
         size_t c = n - o < max ? n - o : max;
@@ -41,13 +50,17 @@ static void dma_put(dmm_spm *s, dmm_gaddr g, const void *local, size_t n)
         o += c;
     }
     s->port.wait(s->port.ctx, 1u);
+    s->cyc += clock_now(s) - c0;
 }
 
 static void charge(dmm_spm *s, unsigned words)
 {
     s->st.mailbox_words += words;
-    if (words && s->port.mailbox)
+    if (words && s->port.mailbox) {
+        uint64_t c0 = clock_now(s);
         s->port.mailbox(s->port.ctx, words);
+        s->cyc += clock_now(s) - c0;
+    }
 }
 
 /* ---- errors --------------------------------------------------------------- */
@@ -179,9 +192,46 @@ static void lru_front(dmm_spm *s, spm_unit *u)
     s->resident++;
 }
 
+/* ---- translations -------------------------------------------------------- */
+
+static unsigned xc_index(const dmm_spm *s, dmm_gaddr a)
+{
+    uint32_t h = (uint32_t)(a >> 4) * 0x9E3779B1u; /* Fibonacci hashing */
+    return s->xc_bits ? (unsigned)(h >> (32u - s->xc_bits)) : 0u;
+}
+
+/* Forgets every translation into unit u (it is leaving local memory). */
+static void xc_drop_unit(dmm_spm *s, spm_unit *u)
+{
+    if (s->recent.u == u)
+        s->recent.n = 0;
+    size_t n = u->bytes / u->slots;
+    uint16_t u4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
+    for (unsigned i = 0; i < u->slots; i++) {
+        spm_xc *x = &s->xc[xc_index(s, u->gaddr + (dmm_gaddr)i * n)];
+        if (x->u4 == u4)
+            x->n4 = 0;
+    }
+}
+
+static spm_unit *xc_unit(const dmm_spm *s, const spm_xc *x)
+{
+    return (spm_unit *)(void *)(s->local + (size_t)x->u4 * 16u);
+}
+
+/* Forgets the translation of the object that starts at a (it is freed). */
+static void xc_drop_object(dmm_spm *s, dmm_gaddr a)
+{
+    if (s->recent.n && s->recent.g == a)
+        s->recent.n = 0;
+    spm_xc *x = &s->xc[xc_index(s, a)];
+    if (x->n4 && x->g4 == (uint32_t)(a >> 4))
+        x->n4 = 0;
+}
+
 static void local_release(dmm_spm *s, spm_unit *u)
 {
-    s->tlb_n = 0;
+    xc_drop_unit(s, u);
     s->local_in_use -= SPM_UHDR + u->bytes;
     u->magic = 0;
     dmm_heap_free(s->heap, u);
@@ -200,9 +250,9 @@ static void quarantine_release(dmm_spm *s)
  * `drop`: its objects are gone), its entry updated.  Paranoid: the bytes are
  * poisoned and the block kept until the next moving call, so a stale local
  * address reads the poison pattern instead of a newer unit. */
-static void evict(dmm_spm *s, spm_unit *u, bool drop)
+static void evict_core(dmm_spm *s, spm_unit *u, bool drop)
 {
-    s->tlb_n = 0;
+    xc_drop_unit(s, u);
     if (u->dirty && !drop) {
         dma_put(s, u->gaddr, udata(u), u->bytes);
         s->st.unit_writebacks++;
@@ -210,12 +260,17 @@ static void evict(dmm_spm *s, spm_unit *u, bool drop)
     if (!drop) {
         uint8_t *l = line_open(s, u->entry);
         spm_entry *e = (spm_entry *)(void *)l;
-        e->flags = (uint8_t)(e->flags & ~(SPM_E_RESIDENT | SPM_E_DIRTY));
+        e->flags = (uint8_t)(e->flags & ~SPM_E_RESIDENT);
         e->local4 = 0;
         line_close(s, u->entry, l);
         s->st.unit_evictions++;
     }
     lru_unlink(s, u);
+}
+
+static void evict(dmm_spm *s, spm_unit *u, bool drop)
+{
+    evict_core(s, u, drop);
     if (s->cfg.harden == DMM_HARDEN_PARANOID) {
         dmm_port_memset(udata(u), SPM_POISON, u->bytes);
         u->magic = 0;
@@ -226,14 +281,12 @@ static void evict(dmm_spm *s, spm_unit *u, bool drop)
     }
 }
 
-static bool evict_lru(dmm_spm *s)
+static spm_unit *lru_victim(dmm_spm *s)
 {
     for (spm_unit *u = s->lru_tail; u; u = u->prev)
-        if (!u->pins) {
-            evict(s, u, false);
-            return true;
-        }
-    return false;
+        if (!u->pins)
+            return u;
+    return NULL;
 }
 
 static void paranoid_sweep(dmm_spm *s)
@@ -252,27 +305,53 @@ static void paranoid_sweep(dmm_spm *s)
 
 /* Local space for a unit of `bytes`, evicting LRU unpinned units until the
  * dmm heap can serve it.  NULL (status set) when only pinned units remain. */
-static spm_unit *local_alloc(dmm_spm *s, size_t bytes, dmm_gaddr unit, dmm_gaddr entry)
+static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr unit, dmm_gaddr entry)
 {
     void *p;
+    size_t evicted = 0;
+    bool failed = false;
     for (;;) {
+        /* Local memory full (in steady state it always is): when the unit
+         * LRU order would evict next has the size wanted, its block is
+         * taken over as it is, which saves the local heap a failing search,
+         * a free and an allocation per fetch.  Not under paranoid, whose
+         * evicted blocks go to the quarantine.  "Full" means the last unit
+         * placed needed evictions that left no spare bytes, and no unit was
+         * freed since. */
+        if (s->heap_full && s->cfg.harden != DMM_HARDEN_PARANOID) {
+            spm_unit *v = lru_victim(s);
+            if (v && v->bytes == bytes) {
+                evict_core(s, v, false);
+                p = v;
+                s->local_in_use -= SPM_UHDR + bytes; /* counted again below */
+                break;
+            }
+        }
         p = dmm_heap_aligned_alloc(s->heap, 16, SPM_UHDR + bytes);
-        if (p)
+        if (p) {
+            if (failed)
+                s->heap_full = evicted <= SPM_UHDR + bytes;
             break;
+        }
+        failed = true;
         if (s->quarantine) {
             quarantine_release(s);
             continue;
         }
-        if (!evict_lru(s)) {
+        spm_unit *v = lru_victim(s);
+        if (!v) {
             s->last = DMM_E_UNSUPPORTED;
             return NULL;
         }
+        evicted += SPM_UHDR + v->bytes;
+        evict(s, v, false);
     }
     spm_unit *u = (spm_unit *)p;
     dmm_port_memset(u, 0, SPM_UHDR);
     u->gaddr = unit;
     u->entry = entry;
     u->bytes = (uint32_t)bytes;
+    u->slots = (uint8_t)slots;
     u->magic = SPM_UNIT_MAGIC;
     lru_front(s, u);
     s->local_in_use += SPM_UHDR + bytes;
@@ -399,7 +478,7 @@ static spm_unit *make_resident(dmm_spm *s, spm_ref *r, bool dirty)
         }
     } else {
         size_t bytes = stride_of(hdr_of(r->f));
-        u = local_alloc(s, bytes, r->unit,
+        u = local_alloc(s, bytes, hdr_of(r->f)->slots, r->unit,
                         r->seg + SPM_HDR_BYTES + (dmm_gaddr)r->idx * DMM_SPM_ENTRY_BYTES);
         if (!u)
             return NULL;
@@ -410,25 +489,22 @@ static spm_unit *make_resident(dmm_spm *s, spm_ref *r, bool dirty)
         e->stamp = (uint32_t)++s->tick;
         r->f->dirty = true;
     }
-    if (dirty && !u->dirty) {
-        u->dirty = 1;
-        e->flags |= SPM_E_DIRTY;
-        r->f->dirty = true;
-    }
+    if (dirty)
+        u->dirty = 1; /* local only: the entry carries no dirty bit */
     return u;
 }
 
 /* ---- timing --------------------------------------------------------------- */
 
 typedef struct spm_clock {
-    uint64_t c0, t0;
+    uint64_t t0;
 } spm_clock;
 
 static spm_clock t_begin(dmm_spm *s)
 {
     spm_clock c;
-    c.c0 = s->port.clock ? s->port.clock(s->port.ctx) : 0;
     c.t0 = s->cfg.timing ? dmm_port_clock_ns() : 0;
+    s->cyc = 0;
     s->last = DMM_OK;
     return c;
 }
@@ -436,8 +512,8 @@ static spm_clock t_begin(dmm_spm *s)
 static void t_end(dmm_spm *s, dmm_spm_fn fn, spm_clock c)
 {
     s->st.calls[fn]++;
-    if (s->port.clock)
-        s->st.sim_cycles[fn] += s->port.clock(s->port.ctx) - c.c0;
+    s->st.sim_cycles[fn] += s->cyc;
+    s->cyc = 0;
     if (s->cfg.timing)
         s->st.host_ns[fn] += dmm_port_clock_ns() - c.t0;
 }
@@ -479,8 +555,22 @@ dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm
     s->table = s->local + control;
     for (unsigned i = 0; i < c.table_frames; i++)
         s->frames[i].mem = s->table + (size_t)i * s->page;
-    s->heap_mem = s->table + c.table_bytes;
-    s->heap_bytes = size - control - c.table_bytes;
+    size_t region = size - control - c.table_bytes, xc_n = 1;
+    while (xc_n < (1u << SPM_XC_MAX_BITS) && xc_n * 2 * SPM_XC_H_PER_ENTRY <= region)
+        xc_n *= 2;
+    if (xc_n < 8) { /* a tiny heap region: one entry, kept in the control block */
+        s->xc = &s->xc_one;
+        s->xc_bits = 0;
+    } else {
+        s->xc = (spm_xc *)(void *)(s->table + c.table_bytes);
+        dmm_port_memset(s->xc, 0, xc_n * sizeof(spm_xc));
+        while ((1u << s->xc_bits) < xc_n)
+            s->xc_bits++;
+        region -= r16(xc_n * sizeof(spm_xc));
+        s->control_bytes += r16(xc_n * sizeof(spm_xc));
+    }
+    s->heap_mem = s->local + size - region;
+    s->heap_bytes = region;
     /* A first-fit, address-ordered, coalescing heap: its control block is a
      * few words (a binned heap's bin table would eat a 2-4 KiB local memory)
      * and the resident set is small, so its O(n) search is short. */
@@ -716,7 +806,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     } else {
         /* A new unit: nothing to read, it is born resident and dirty. */
         dmm_gaddr ega = seg + SPM_HDR_BYTES + (dmm_gaddr)idx * DMM_SPM_ENTRY_BYTES;
-        spm_unit *u = local_alloc(s, stride, unit, ega);
+        spm_unit *u = local_alloc(s, stride, slots, unit, ega);
         if (!u) {
             if (fresh)
                 segment_release(s, f);
@@ -730,7 +820,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         e->size4 = (uint16_t)(cls >> 4);
         e->live = 1;
         e->slots = (uint8_t)slots;
-        e->flags = SPM_E_VALID | SPM_E_RESIDENT | SPM_E_DIRTY;
+        e->flags = SPM_E_VALID | SPM_E_RESIDENT;
         hdr_of(f)->used++;
         f->dirty = true;
         zero = false; /* already zero */
@@ -762,9 +852,9 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
 static void do_free(dmm_spm *s, dmm_gaddr a)
 {
     spm_ref r;
-    s->tlb_n = 0;
     if (!lookup(s, a, DMM_OP_FREE, true, &r))
         return;
+    xc_drop_object(s, a);
     spm_seghdr *h = hdr_of(r.f);
     spm_entry *e = entry_of(r.f, r.idx);
     e->live = (uint16_t)(e->live & ~(1u << r.slot));
@@ -773,8 +863,10 @@ static void do_free(dmm_spm *s, dmm_gaddr a)
     s->st.live_bytes -= h->slot_size;
     if (e->live)
         return;
-    if (e->flags & SPM_E_RESIDENT)
+    if (e->flags & SPM_E_RESIDENT) {
         evict(s, unit_at(s, e), true);
+        s->heap_full = false; /* its bytes are free now */
+    }
     dmm_port_memset(e, 0, sizeof *e);
     h->used--;
     if (h->used == 0)
@@ -829,28 +921,48 @@ size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a)
     return hdr_of(r.f)->slot_size;
 }
 
-/* Remembers r's object (resident in u) as the last one resolved. */
+/* Remembers r's object (resident in u) as the last one resolved and in
+ * the translation cache. */
 static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
 {
     size_t n = hdr_of(r->f)->slot_size;
-    s->tlb_g = r->unit + (dmm_gaddr)r->slot * n;
-    s->tlb_l = udata(u) + (size_t)r->slot * n;
-    s->tlb_u = u;
-    s->tlb_n = n;
+    s->recent.g = r->unit + (dmm_gaddr)r->slot * n;
+    s->recent.l = udata(u) + (size_t)r->slot * n;
+    s->recent.u = u;
+    s->recent.n = n;
+    spm_xc *x = &s->xc[xc_index(s, s->recent.g)];
+    x->g4 = (uint32_t)(s->recent.g >> 4);
+    x->u4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
+    x->n4 = (uint16_t)(n >> 4);
 }
 
 static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
-    spm_unit *u = s->tlb_u;
-    if (s->tlb_n && a - s->tlb_g < s->tlb_n && (!dirty || u->dirty)) {
-        /* the object resolved last: resident, live, its entry up to date */
+    spm_unit *u = NULL;
+    if (s->recent.n && a - s->recent.g < s->recent.n) {
+        u = s->recent.u;
+    } else {
+        const spm_xc *x = &s->xc[xc_index(s, a)];
+        dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
+        if (x->n4 && a - g < (dmm_gaddr)x->n4 << 4) {
+            u = xc_unit(s, x);
+            s->recent.g = g;
+            s->recent.n = (size_t)x->n4 << 4;
+            s->recent.u = u;
+            s->recent.l = udata(u) + (g - u->gaddr);
+        }
+    }
+    if (u) {
+        /* a live resident object: no table page is needed */
+        if (dirty)
+            u->dirty = 1;
         s->st.p2s_hits++;
         if (u != s->lru_head) {
             lru_unlink(s, u);
             lru_front(s, u);
         }
         u->pins += pin;
-        return s->tlb_l + (a - s->tlb_g);
+        return s->recent.l + (a - s->recent.g);
     }
     spm_ref r;
     if (!lookup(s, a, DMM_OP_P2S, false, &r))
@@ -975,8 +1087,8 @@ dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local)
     dmm_gaddr as_g = (dmm_gaddr)(uintptr_t)local;
     if (!p || p < s->heap_mem || p >= s->heap_mem + s->heap_bytes) {
         report(s, DMM_OP_S2P, DMM_ERR_FOREIGN_POINTER, as_g, "not a local address of this heap");
-    } else if (s->tlb_n && (size_t)(p - s->tlb_l) < s->tlb_n && p >= s->tlb_l) {
-        out = s->tlb_g + (dmm_gaddr)(p - s->tlb_l); /* the object resolved last */
+    } else if (s->recent.n && p >= s->recent.l && (size_t)(p - s->recent.l) < s->recent.n) {
+        out = s->recent.g + (dmm_gaddr)(p - s->recent.l); /* the object resolved last */
     } else {
         spm_unit *u = s->lru_head;
         while (u && !(p >= udata(u) && p < udata(u) + u->bytes))
@@ -1150,7 +1262,7 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
             if (e->flags & SPM_E_RESIDENT) {
                 resident_entries++;
                 if (!u || unit_at(s, e) != u || u->bytes != stride_of(h) ||
-                    !u->dirty != !(e->flags & SPM_E_DIRTY) ||
+                    (e->flags & SPM_E_DIRTY) ||
                     u->entry != seg + SPM_HDR_BYTES + (dmm_gaddr)i * DMM_SPM_ENTRY_BYTES) {
                     r = "resident entry disagrees with its local unit";
                     goto out;
@@ -1174,6 +1286,36 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     if (live != s->st.live_objects) {
         r = "live objects differ from the live bits";
         goto out;
+    }
+    /* translations: each names a live object at its place in a resident unit */
+    for (unsigned i = 0; i <= (1u << s->xc_bits); i++) {
+        spm_xlate y, *x = &s->recent;
+        if (i < (1u << s->xc_bits)) {
+            const spm_xc *c = &s->xc[i];
+            y.g = (dmm_gaddr)c->g4 << 4;
+            y.n = (size_t)c->n4 << 4;
+            y.u = xc_unit(s, c);
+            y.l = y.n && y.g >= y.u->gaddr ? udata(y.u) + (y.g - y.u->gaddr) : NULL;
+            x = &y;
+        }
+        if (!x->n)
+            continue;
+        spm_unit *u = s->lru_head;
+        while (u && u != x->u)
+            u = u->next;
+        if (!u || u->slots == 0 || x->n != u->bytes / u->slots || x->g < u->gaddr ||
+            x->g - u->gaddr >= u->bytes || (x->g - u->gaddr) % x->n ||
+            x->l != udata(u) + (x->g - u->gaddr) ||
+            (i < (1u << s->xc_bits) && xc_index(s, x->g) != i)) {
+            r = "translation cache entry names no object of a resident unit";
+            goto out;
+        }
+        spm_entry e;
+        dmm_port_memcpy(&e, line_open(s, u->entry), sizeof e);
+        if (!(e.live >> ((x->g - u->gaddr) / x->n) & 1u)) {
+            r = "translation cache entry names a freed object";
+            goto out;
+        }
     }
 out:
     if (reason)

@@ -23,8 +23,13 @@
 #define SPM_OPEN 8u               /* open-segment cache records */
 #define SPM_BOUNCE 64u            /* realloc copies through this many bytes */
 #define SPM_POISON 0xA5u           /* stale local bytes under paranoid */
+#define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
+#define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
 
 enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
+/* SPM_E_DIRTY is reserved and always clear: whether a resident unit was
+ * written is kept only in its local header, so the first write to a unit
+ * touches no table page. */
 enum { SPM_E_VALID = 1u, SPM_E_RESIDENT = 2u, SPM_E_DIRTY = 4u };
 
 /* Segment header, the first 32 bytes of a table page. */
@@ -48,7 +53,7 @@ typedef struct spm_entry {
     uint16_t size4;  /* slot size >> 4 */
     uint16_t live;   /* bit i: slot i holds a live object */
     uint8_t slots;   /* slots in this unit */
-    uint8_t flags;   /* SPM_E_VALID | SPM_E_RESIDENT | SPM_E_DIRTY */
+    uint8_t flags;   /* SPM_E_VALID | SPM_E_RESIDENT (SPM_E_DIRTY: reserved, 0) */
 } spm_entry;
 
 /* Local header of a resident unit (inside a block of the local dmm heap). */
@@ -60,7 +65,27 @@ typedef struct spm_unit {
     uint32_t pins;
     uint32_t magic;
     uint8_t dirty;
+    uint8_t slots; /* objects per unit (bytes / slots = the slot size) */
 } spm_unit;
+
+_Static_assert(sizeof(spm_unit) <= SPM_UHDR, "a resident unit's local header outgrew SPM_UHDR");
+
+/* One translation: the live object at global [g, g + n) is resident at
+ * local l, in unit u (n == 0: empty). */
+typedef struct spm_xlate {
+    dmm_gaddr g;
+    uint8_t *l;
+    spm_unit *u;
+    size_t n;
+} spm_xlate;
+
+/* The same, packed for the translation cache (it lives in local memory):
+ * g = g4 * 16, n = n4 * 16, u at local offset u4 * 16 (S <= 1 MiB). */
+typedef struct spm_xc {
+    uint32_t g4;
+    uint16_t u4;
+    uint16_t n4;
+} spm_xc;
 
 typedef struct spm_frame {
     dmm_gaddr seg; /* the segment whose page is here (0 = free frame) */
@@ -92,14 +117,21 @@ struct dmm_spm {
     size_t heap_bytes, max_object;
     spm_frame frames[SPM_MAX_FRAMES];
     unsigned last_frame;
-    /* The last object p2s or s2p resolved (a one-entry translation cache):
-     * global [tlb_g, tlb_g + tlb_n) is at local tlb_l, in unit tlb_u.
-     * tlb_n == 0: empty.  Emptied whenever a unit leaves local memory or an
-     * object is freed, so a hit is always a live, resident object. */
-    dmm_gaddr tlb_g;
-    uint8_t *tlb_l;
-    size_t tlb_n;
-    spm_unit *tlb_u;
+    /* Translations of live resident objects, so that a p2s of a resident
+     * object reads no table page: `recent` is the object p2s or s2p resolved
+     * last (it serves interior addresses and the s2p that follows a p2s);
+     * xc is direct-mapped by the object's start address, 2^xc_bits
+     * entries carved from local memory after the table frames (one per
+     * SPM_XC_H_PER_ENTRY bytes of heap region, at most 2^SPM_XC_MAX_BITS;
+     * xc_bits = 0: the single entry xc_one).  An entry goes
+     * when its unit leaves local memory or its object is freed, so a hit is
+     * always a live, resident object. */
+    spm_xlate recent;
+    spm_xc *xc;
+    unsigned xc_bits;
+    spm_xc xc_one;
+    uint64_t cyc;    /* port cycles of the running API call (t_end charges them) */
+    bool heap_full;  /* the local heap refused a unit and nothing was freed since */
     spm_unit *lru_head, *lru_tail;
     size_t resident;
     spm_unit *quarantine; /* paranoid: evicted, poisoned, not yet freed */

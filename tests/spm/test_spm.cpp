@@ -298,6 +298,8 @@ const SpmSetup kSetups[] = {
     {DMM_SPM_DYNAMIC, 4096, "table=256,frames=1,gran=4,unit=128,segment=4096"},
     {DMM_SPM_DYNAMIC, 3072, "table=256,frames=2,gran=1,unit=256,segment=1024"},
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048,harden=paranoid"},
+    // a heap region large enough for a translation cache of 16 entries
+    {DMM_SPM_DYNAMIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"},
 };
 
 class SpmRandom : public ::testing::TestWithParam<int> {};
@@ -314,7 +316,7 @@ TEST_P(SpmRandom, ShadowModelSeeds)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom, ::testing::Range(0, 5));
+INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom, ::testing::Range(0, 6));
 
 // ---- bad input: reported, nothing changed ----------------------------------
 
@@ -565,6 +567,57 @@ TEST(SpmTlb, FreedObjectNoLongerResolves)
     EXPECT_NE(dmm_spm_p2s(r.s, b), nullptr); // the unit's other object is fine
     EXPECT_TRUE(r.ok());
     dmm_spm_free(r.s, b);
+}
+
+// A p2s of a resident object reads no table page: with the seed's whole-table
+// granularity (one frame), alternating between objects of two size classes
+// (two segments, two pages) would otherwise swap the page on every access.
+// A freed object's translation goes with it.
+TEST(SpmTranslations, ResidentObjectsNeedNoTablePage)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=1,gran=1,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 6; i++) {
+        for (size_t n : {32u, 64u}) {
+            dmm_gaddr a = dmm_spm_malloc(r.s, n);
+            ASSERT_NE(a, DMM_GNULL);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, static_cast<int>(objs.size() + 1), n);
+            objs.push_back(a); // classes alternate: 32, 64, 32, ...
+        }
+    }
+    ASSERT_TRUE(r.ok());
+    dmm_spm_stats before = dmm_spm_get_stats(r.s);
+    ASSERT_EQ(before.unit_evictions, 0u); // all twelve stay resident
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < objs.size(); i++) {
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, objs[i]));
+            ASSERT_NE(p, nullptr);
+            EXPECT_EQ(p[0], i + 1);
+            EXPECT_EQ(dmm_spm_s2p(r.s, p), objs[i]);
+        }
+    }
+    dmm_spm_stats after = dmm_spm_get_stats(r.s);
+    EXPECT_EQ(after.p2s_hits - before.p2s_hits, 3 * objs.size());
+    // 36 accesses; without translations each would fetch the other page.  A
+    // direct-mapped cache may lose an object or two to a shared slot.
+    EXPECT_LE(after.page_fetches - before.page_fetches, 6u);
+    ASSERT_TRUE(r.ok());
+    // a freed object no longer resolves, its neighbours still do
+    dmm_spm_free(r.s, objs[4]);
+    EXPECT_EQ(dmm_spm_p2s(r.s, objs[4]), nullptr);
+    EXPECT_EQ(r.err.count, 1);
+    EXPECT_NE(dmm_spm_p2s(r.s, objs[2]), nullptr);
+    EXPECT_NE(dmm_spm_p2s(r.s, objs[6]), nullptr);
+    ASSERT_TRUE(r.ok());
+    for (size_t i = 0; i < objs.size(); i++) {
+        if (i != 4) {
+            dmm_spm_free(r.s, objs[i]);
+        }
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
 
 // An object larger than a segment spans a run of segments and only the first
