@@ -18,6 +18,10 @@ PACKAGES=(
     gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
     # AArch64 cross build, its tests under qemu-user (scripts/test.sh aarch64)
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+    # bare-metal demo (scripts/test.sh baremetal): the boards under
+    # qemu-system-arm (mps2-an386) and qemu-system-riscv32 (virt, in -misc),
+    # and the RV32 compiler (its rv32imac/ilp32 libgcc; no C library used)
+    qemu-system-arm qemu-system-misc gcc-riscv64-unknown-elf
     # allocators the benchmarks compare against
     libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev
     libgoogle-perftools4 libtcmalloc-minimal4 libtbbmalloc2

@@ -23,6 +23,11 @@
 #             analyse, compare, explore and generate from it, outside the
 #             source tree
 #   size      scripts/size_report.sh: Cortex-M4 freestanding build + size table
+#   baremetal embedded/: the bare-metal demo (seeded heap + pool workload,
+#             checkers, per-op instruction counts) built for qemu-system-arm
+#             mps2-an386 (Cortex-M4, semihosting) and qemu-system-riscv32 virt
+#             (rv32imac, UART) and run there under -icount; each run must exit
+#             0 and print DMM-DEMO PASS, and a run without -icount must fail
 #   python    python/run_tests.sh: the front end's pytest suite (venv at .venv)
 #   aarch64   cross build for AArch64 Linux (cmake/toolchain-aarch64.cmake,
 #             build/aarch64, RelWithDebInfo, no benchmarks): the programs of
@@ -43,7 +48,7 @@ cd "$ROOT"
 JOBS=${DMM_JOBS:-2}
 export DMM_JOBS=$JOBS
 
-ALL_STAGES=(setup debug asan tsan annotate fuzz release install size python aarch64)
+ALL_STAGES=(setup debug asan tsan annotate fuzz release install size baremetal python aarch64)
 
 # Sanitizer run-time options (the CTest presets carry the same).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1}
@@ -357,6 +362,54 @@ stage_install() {
 
 stage_size() {
     run "$ROOT/scripts/size_report.sh"
+}
+
+# The bare-metal demo (embedded/README.md) on both emulated boards.  QEMU
+# runs with -icount so that the demo's counter counts instructions; its
+# output is kept in build/bare-<board>/demo.out.
+baremetal_run() { # <expect: pass|fail> <elf> <out> <qemu command...>
+    local expect=$1 elf=$2 out=$3 rc
+    shift 3
+    printf '+ %s -kernel %s\n' "$*" "$elf"
+    timeout 120 "$@" -kernel "$elf" </dev/null >"$out" 2>&1
+    rc=$?
+    tr -d '\r' <"$out" >"$out.tmp" && mv "$out.tmp" "$out"
+    if [ "$expect" = pass ]; then
+        cat "$out"
+        [ "$rc" -eq 0 ] || { echo "the demo exited with status $rc (expected 0)"; return 1; }
+        grep -qx 'DMM-DEMO PASS' "$out" || { echo "no 'DMM-DEMO PASS' line"; return 1; }
+        grep -q 'probe_64_nops=64$' "$out" || { echo "the instruction counter is not exact"; return 1; }
+        grep -Eq '^insns malloc calls=[1-9][0-9]* min=[0-9]+ avg=[0-9]+ max=[1-9]' "$out" \
+            || { echo "no malloc instruction counts"; return 1; }
+        grep -q '^heap end .* live_blocks=0 ' "$out" || { echo "no final heap statistics"; return 1; }
+        grep -q '^pool end ' "$out" || { echo "no pool statistics"; return 1; }
+    else
+        # Without -icount the counter is not exact: the demo must say so and
+        # exit non-zero (the exit status really carries a failure).
+        grep -q '^DMM-DEMO FAIL' "$out" && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] \
+            || { echo "expected a failing run (status $rc):"; cat "$out"; return 1; }
+        echo "(failing run as expected: status $rc, $(grep -c '^CHECK FAILED' "$out") check(s) failed)"
+    fi
+}
+
+stage_baremetal() {
+    local t arm="$ROOT/build/bare-mps2" rv="$ROOT/build/bare-riscv"
+    for t in arm-none-eabi-gcc riscv64-unknown-elf-gcc qemu-system-arm qemu-system-riscv32; do
+        command -v "$t" >/dev/null || { echo "$t not found (scripts/setup.sh installs it)"; return 1; }
+    done
+    run cmake -S "$ROOT/embedded" -B "$arm" -G Ninja -DDMM_BOARD=mps2 \
+        -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/arm-none-eabi.cmake" || return 1
+    run cmake --build "$arm" -j "$JOBS" || return 1
+    run cmake -S "$ROOT/embedded" -B "$rv" -G Ninja -DDMM_BOARD=riscv-virt \
+        -DCMAKE_TOOLCHAIN_FILE="$ROOT/embedded/riscv/riscv32-none-elf.cmake" || return 1
+    run cmake --build "$rv" -j "$JOBS" || return 1
+    local qarm=(qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none
+                -semihosting-config enable=on,target=native)
+    local qrv=(qemu-system-riscv32 -M virt -bios none -nographic -monitor none)
+    baremetal_run pass "$arm/dmm_demo.elf" "$arm/demo.out" "${qarm[@]}" -icount shift=8 || return 1
+    baremetal_run pass "$rv/dmm_demo.elf" "$rv/demo.out" "${qrv[@]}" -icount shift=0 || return 1
+    baremetal_run fail "$arm/dmm_demo.elf" "$arm/demo-noicount.out" "${qarm[@]}" || return 1
+    baremetal_run fail "$rv/dmm_demo.elf" "$rv/demo-noicount.out" "${qrv[@]}" || return 1
 }
 
 # The Python front end: venv, pip install, pytest (uses the release build).
