@@ -18,6 +18,9 @@ PACKAGES=(
     gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
     # AArch64 cross build, its tests under qemu-user (scripts/test.sh aarch64)
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+    # rv32imac cross build for the size report (scripts/size_report.sh; the
+    # overhead probe runs under qemu-user's qemu-riscv32, listed above)
+    gcc-riscv64-unknown-elf
     # allocators the benchmarks compare against
     libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev
     libgoogle-perftools4 libtcmalloc-minimal4 libtbbmalloc2

@@ -606,7 +606,7 @@ mkdir -p "$OUT_DIR"
         echo "     \"components\": {$comps},"
         echo "     \"linked_malloc_free_path\": {\"text\": $(first "${PRB[$k:heap_full]}"), \"data\": $(first "${PRB[$k:heap_full]}" 2), \"bss\": $(first "${PRB[$k:heap_full]}" 3)},"
         echo "     \"probes\": {$probes},"
-        echo "     \"per_block\": {\"layout_overhead\": ${OVH[$k:layout]}, \"consumed\": [${consumed%,}], \"overhead_at_64\": $((OVH[$k:64] - 64)),"
+        echo "     \"per_block\": {\"layout_overhead\": ${OVH[$k:layout]}, \"consumed\": [${consumed%,}], \"least_overhead\": $(least_overhead "$k"),"
         echo "                   \"pool_32_align8\": {\"blocks\": $pb, \"stride\": $pst, \"control\": $pctl, \"meta\": $pmeta}}}$sep"
     done
     echo "  ]"

@@ -22,7 +22,9 @@
 #             pip install the front end into the prefix and run record,
 #             analyse, compare, explore and generate from it, outside the
 #             source tree
-#   size      scripts/size_report.sh: Cortex-M4 freestanding build + size table
+#   size      scripts/size_report.sh: freestanding builds for Cortex-M4 and rv32imac,
+#             sizes per component and preset, link probes, per-block overhead
+#             under qemu-user -> bench/results/embedded_size.{md,json}
 #   python    python/run_tests.sh: the front end's pytest suite (venv at .venv)
 #   aarch64   cross build for AArch64 Linux (cmake/toolchain-aarch64.cmake,
 #             build/aarch64, RelWithDebInfo, no benchmarks): the programs of
