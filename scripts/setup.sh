@@ -19,8 +19,10 @@ PACKAGES=(
     # AArch64 cross build, its tests under qemu-user (scripts/test.sh aarch64)
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
     # bare-metal demo (scripts/test.sh baremetal): the boards under
-    # qemu-system-arm (mps2-an386) and qemu-system-riscv32 (virt, in -misc),
-    # and the RV32 compiler (its rv32imac/ilp32 libgcc; no C library used)
+    # qemu-system-arm (mps2-an386) and qemu-system-riscv32 (virt, in -misc);
+    # the RV32 compiler (its rv32imac/ilp32 libgcc; no C library used) also
+    # serves the size report's rv32imac build (scripts/size_report.sh; its
+    # overhead probe runs under qemu-user's qemu-riscv32, listed above)
     qemu-system-arm qemu-system-misc gcc-riscv64-unknown-elf
     # allocators the benchmarks compare against
     libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev

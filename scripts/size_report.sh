@@ -1,34 +1,49 @@
 #!/usr/bin/env bash
-# scripts/size_report.sh - Cortex-M4 code size of the dmmkit heap, per
-# configuration, and proof that the library is freestanding.
+# scripts/size_report.sh - code size and per-block overhead of the dmmkit
+# library on 32-bit bare-metal targets, per component and per heap preset,
+# and proof that the library is freestanding.
 #
-# Builds the static library libdmm_heap.a with Debian's gcc-arm-none-eabi
-# (-Os -mcpu=cortex-m4 -mthumb -ffreestanding -ffunction-sections
-# -fdata-sections, DMM_PORT=freestanding) once runtime-configurable and once
-# per frozen preset (configs/frozen/<preset>.h), then for each variant:
-#   1. lists the archive's undefined symbols that no member defines and fails
-#      unless they are memcpy / memset / memmove or libgcc helpers
-#      (__aeabi_*, __udivsi3, __clzsi2, ...);
-#   2. sums the archive's .text / .rodata / .data / .bss (arm-none-eabi-size -A);
-#   3. links a tiny probe (init, malloc, calloc, realloc, free on a static
-#      arena) with -nostdlib -Wl,--gc-sections and only libgcc, and reports the
-#      text the heap adds to it: the cost of the malloc/free path in a real
-#      firmware image.
-# Prints a markdown table and writes bench/results/cortex_m4_size.{md,json}.
+# Targets: cortex-m4 (Debian's gcc-arm-none-eabi, -mcpu=cortex-m4 -mthumb,
+# cmake/arm-none-eabi.cmake) and rv32imac (gcc-riscv64-unknown-elf,
+# -march=rv32imac -mabi=ilp32, cmake/riscv32-elf.cmake).  For each target the
+# static library libdmm_heap.a (src/core, src/heap, src/pool, src/multiheap,
+# src/spm + the freestanding port) is built once runtime-configurable and once
+# per frozen preset (configs/frozen/<preset>.h), all -Os -ffreestanding
+# -ffunction-sections -fdata-sections, MinSizeRel, DMM_PORT=freestanding.
+# Then, per build:
+#   1. the archive's undefined symbols that no member defines must be
+#      memcpy / memset / memmove or libgcc helpers, else it fails;
+#   2. .text / .rodata / .data / .bss summed per component (the object files
+#      of src/core, src/heap, src/pool, src/multiheap, src/spm, src/port);
+#   3. link probes (-nostdlib -Wl,--gc-sections, only libgcc): the bytes an
+#      empty image gains for heap init+malloc+free, for init+malloc+calloc+
+#      realloc+free, for a pool (init, alloc, free), a multi-heap (init,
+#      malloc, free; built-in spin locks, no threads) and a scratchpad heap
+#      (static global memory, one core, a dummy DMA port given by the probe);
+#   4. the per-block overhead, measured: a probe program (Linux system calls,
+#      no C library) run under qemu-user (qemu-arm -cpu any runs the
+#      Cortex-M4 Thumb-2 code; qemu-riscv32) allocates 64 blocks of each
+#      request size on a fresh heap and divides the growth of the heap's
+#      extent by 64; it also prints the library's own layout query
+#      (dmm_heap_block_overhead) and a pool's layout.
+# Prints markdown tables and writes bench/results/embedded_size.{md,json}.
 #
-#   scripts/size_report.sh                 all variants
+#   scripts/size_report.sh                 all targets and variants
 #   scripts/size_report.sh runtime p2012   some variants
-# Environment: DMM_JOBS (default 2), DMM_SIZE_BUILD_DIR (default build/cortex-m4).
+# Environment: DMM_JOBS (default 2), DMM_SIZE_BUILD_DIR (default build/embedded),
+#   DMM_SIZE_TARGETS (default "cortex-m4 rv32imac").
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${DMM_SIZE_BUILD_DIR:-$ROOT/build/cortex-m4}
+BUILD=${DMM_SIZE_BUILD_DIR:-$ROOT/build/embedded}
 OUT_DIR=$ROOT/bench/results
 JOBS=${DMM_JOBS:-2}
-TOOL=arm-none-eabi-
-CPU_FLAGS="-mcpu=cortex-m4 -mthumb"
 SECTION_FLAGS="-ffunction-sections -fdata-sections"
 ALL_VARIANTS=(runtime dlmalloc tlsf halffit firstfit p2012)
+read -r -a TARGETS <<<"${DMM_SIZE_TARGETS:-cortex-m4 rv32imac}"
+COMPONENTS=(core heap pool multiheap spm port)
+PROBES=(heap_min heap_full pool mh spm)
+REQUESTS=(1 8 16 24 32 64 100)
 
 if [ $# -gt 0 ]; then
     VARIANTS=("$@")
@@ -37,28 +52,72 @@ else
 fi
 
 say() { printf 'size: %s\n' "$*"; }
+START=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - START ))s"; }
 
-for t in gcc nm size; do
-    if ! command -v "${TOOL}$t" >/dev/null 2>&1; then
-        say "${TOOL}$t not found: run scripts/setup.sh first"
-        exit 1
-    fi
+# Per target: tool prefix, CPU flags, toolchain file and its cache variables,
+# extra link flags for the run probe, the emulator.
+target_setup() {
+    case "$1" in
+        cortex-m4)
+            TOOL=arm-none-eabi-
+            CPU_FLAGS="-mcpu=cortex-m4 -mthumb"
+            TOOLCHAIN=$ROOT/cmake/arm-none-eabi.cmake
+            CMAKE_TARGET_ARGS=(-DDMM_ARM_CPU_FLAGS="$CPU_FLAGS" -DDMM_ARM_EXTRA_FLAGS="$SECTION_FLAGS")
+            RUN_LDFLAGS=()
+            EMU=(qemu-arm -cpu any) ;;
+        rv32imac)
+            TOOL=riscv64-unknown-elf-
+            CPU_FLAGS="-march=rv32imac -mabi=ilp32"
+            TOOLCHAIN=$ROOT/cmake/riscv32-elf.cmake
+            CMAKE_TARGET_ARGS=(-DDMM_RISCV_ARCH_FLAGS="$CPU_FLAGS" -DDMM_RISCV_EXTRA_FLAGS="$SECTION_FLAGS")
+            # The run probe has no start-up code to set gp: no gp relaxation.
+            RUN_LDFLAGS=(-Wl,--no-relax)
+            EMU=(qemu-riscv32) ;;
+        *)  say "unknown target '$1' (cortex-m4, rv32imac)"; exit 1 ;;
+    esac
+}
+
+for tg in "${TARGETS[@]}"; do
+    target_setup "$tg"
+    for t in gcc nm size; do
+        if ! command -v "${TOOL}$t" >/dev/null 2>&1; then
+            say "${TOOL}$t not found: run scripts/setup.sh first"
+            exit 1
+        fi
+    done
 done
 
 mkdir -p "$BUILD"
 
-# ---- the link probe -------------------------------------------------------
+# ---- the probes -------------------------------------------------------------
 PROBE="$BUILD/size_probe.c"
-cat > "$PROBE" <<'EOF'
-/* Generated by scripts/size_report.sh: the smallest firmware that uses the
- * heap.  Entry point dmm_size_probe; linked with -nostdlib. */
+cat > "$PROBE" <<'EOF_PROBE'
+/* Generated by scripts/size_report.sh.  One source, several probes picked by
+ * -DPROBE_<name>; all are linked with -nostdlib and only libgcc.
+ *   BASE       the empty image: entry, mem* loops, arena
+ *   HEAP_MIN   + dmm_heap_init, malloc, free
+ *   HEAP_FULL  + calloc, realloc
+ *   POOL       + dmm_pool_init, alloc, free (no heap calls)
+ *   MH         + dmm_mh_init, malloc, free (built-in spin locks, no threads)
+ *   SPM        + a static-mode global memory and one core's scratchpad heap
+ *                over a dummy DMA port (plain copies), malloc, p2s, free
+ *   RUN        a program for qemu-user (Linux system calls, no C library)
+ *              that measures the heap's per-block overhead and prints it. */
+#include <stddef.h>
+#include <stdint.h>
 #include "dmm/heap.h"
+#include "dmm/pool.h"
+#include "dmm/multiheap.h"
+#include "dmm/spm.h"
 
-static unsigned char arena[4096] __attribute__((aligned(8)));
+#ifdef PROBE_RUN
+static unsigned char arena[32768] __attribute__((aligned(16)));
+#else
+static unsigned char arena[4096] __attribute__((aligned(16)));
+#endif
 volatile size_t dmm_size_probe_sink;
 
-/* The only libc functions the library may need; plain loops so that the
- * probe links without a C library. */
 __attribute__((weak)) void *memcpy(void *d, const void *s, size_t n)
 { unsigned char *a = d; const unsigned char *b = s; while (n--) *a++ = *b++; return d; }
 __attribute__((weak)) void *memmove(void *d, const void *s, size_t n)
@@ -67,35 +126,177 @@ __attribute__((weak)) void *memmove(void *d, const void *s, size_t n)
 __attribute__((weak)) void *memset(void *d, int c, size_t n)
 { unsigned char *a = d; while (n--) *a++ = (unsigned char)c; return d; }
 
+#if defined(PROBE_SPM)
+/* The dummy DMA port: global memory is addressable, transfers are copies. */
+static void port_get(void *ctx, void *local, dmm_gaddr src, size_t n, unsigned tag)
+{ (void)tag; memcpy(local, dmm_spm_global_host((dmm_spm_global *)ctx, src, n), n); }
+static void port_put(void *ctx, dmm_gaddr dst, const void *local, size_t n, unsigned tag)
+{ (void)tag; memcpy(dmm_spm_global_host((dmm_spm_global *)ctx, dst, n), local, n); }
+static void port_wait(void *ctx, uint32_t mask) { (void)ctx; (void)mask; }
+#endif
+
+#ifndef PROBE_RUN
 void dmm_size_probe(void)
 {
-#ifdef DMM_SIZE_PROBE_BASELINE
+#if defined(PROBE_BASE)
     void *volatile keep[3] = { (void *)memcpy, (void *)memmove, (void *)memset };
     arena[dmm_size_probe_sink] = 1;
     dmm_size_probe_sink = (size_t)keep[0] + (size_t)keep[1] + (size_t)keep[2];
-#else
+#elif defined(PROBE_HEAP_MIN) || defined(PROBE_HEAP_FULL)
     dmm_heap *h;
-    void *a, *b, *c;
+    void *a;
     if (dmm_heap_init(&h, arena, sizeof arena, (const dmm_heap_config *)0) != DMM_OK)
         return;
     a = dmm_heap_malloc(h, dmm_size_probe_sink);
-    b = dmm_heap_realloc(h, a, dmm_size_probe_sink + 24);
-    c = dmm_heap_calloc(h, 3, dmm_size_probe_sink);
-    dmm_heap_free(h, b);
-    dmm_heap_free(h, c);
+#if defined(PROBE_HEAP_FULL)
+    a = dmm_heap_realloc(h, a, dmm_size_probe_sink + 24);
+    dmm_heap_free(h, dmm_heap_calloc(h, 3, dmm_size_probe_sink));
+#endif
+    dmm_heap_free(h, a);
+#elif defined(PROBE_POOL)
+    dmm_pool *p;
+    dmm_pool_config cfg = dmm_pool_default_config();
+    cfg.block_size = 32;
+    cfg.align = 8;
+    if (dmm_pool_init(&p, arena, sizeof arena, &cfg) != DMM_OK)
+        return;
+    dmm_pool_free(p, dmm_pool_alloc(p));
+#elif defined(PROBE_MH)
+    dmm_mh *mh;
+    dmm_mh_config cfg = dmm_mh_default_config(2);
+    if (dmm_mh_init(&mh, arena, sizeof arena, &cfg) != DMM_OK)
+        return;
+    dmm_mh_free(mh, 1, dmm_mh_malloc(mh, 0, dmm_size_probe_sink));
+#elif defined(PROBE_SPM)
+    static unsigned char local[8192] __attribute__((aligned(16)));
+    dmm_spm_global *g;
+    dmm_spm *s;
+    dmm_gaddr x;
+    dmm_spm_global_config gc = dmm_spm_global_default_config();
+    dmm_spm_config sc = dmm_spm_default_config();
+    dmm_spm_port port = { 0 };
+    gc.mode = DMM_SPM_STATIC;
+    gc.manager_thread = false;
+    if (dmm_spm_global_create(&g, arena, sizeof arena, &gc) != DMM_OK)
+        return;
+    port.ctx = g; port.get = port_get; port.put = port_put; port.wait = port_wait;
+    port.align = 16; port.max_transfer = 4096;
+    if (dmm_spm_create(&s, local, sizeof local, &sc, g, 0, &port) != DMM_OK)
+        return;
+    x = dmm_spm_malloc(s, dmm_size_probe_sink);
+    dmm_size_probe_sink = (size_t)dmm_spm_p2s(s, x);
+    dmm_spm_free(s, x);
+#else
+#error "no PROBE_ selected"
 #endif
 }
-EOF
+#else /* PROBE_RUN */
+static long sys3(long n, long a, long b, long c)
+{
+#if defined(__arm__)
+    register long r7 __asm__("r7") = n;
+    register long r0 __asm__("r0") = a;
+    register long r1 __asm__("r1") = b;
+    register long r2 __asm__("r2") = c;
+    __asm__ volatile("svc #0" : "+r"(r0) : "r"(r7), "r"(r1), "r"(r2) : "memory");
+    return r0;
+#elif defined(__riscv)
+    register long a7 __asm__("a7") = n;
+    register long a0 __asm__("a0") = a;
+    register long a1 __asm__("a1") = b;
+    register long a2 __asm__("a2") = c;
+    __asm__ volatile("ecall" : "+r"(a0) : "r"(a7), "r"(a1), "r"(a2) : "memory");
+    return a0;
+#else
+#error "PROBE_RUN: Arm or RISC-V only"
+#endif
+}
+#if defined(__arm__)
+enum { SYS_WRITE = 4, SYS_EXIT = 1 };
+#else
+enum { SYS_WRITE = 64, SYS_EXIT = 93 };
+#endif
+static char line[160];
+static size_t line_len;
+static void put_s(const char *s) { while (*s && line_len < sizeof line) line[line_len++] = *s++; }
+static void put_u(size_t v)
+{
+    char b[24];
+    int n = 0;
+    do { b[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (n && line_len < sizeof line) line[line_len++] = b[--n];
+}
+static void end_line(void)
+{
+    put_s("\n");
+    sys3(SYS_WRITE, 1, (long)line, (long)line_len);
+    line_len = 0;
+}
+static __attribute__((noreturn)) void quit(int code)
+{
+    for (;;) sys3(SYS_EXIT, code, 0, 0);
+}
 
-PROBE_CFLAGS=(-Os $CPU_FLAGS -ffreestanding $SECTION_FLAGS -fno-tree-loop-distribute-patterns
-              -std=c11 -I"$ROOT/include")
-PROBE_LDFLAGS=($CPU_FLAGS -nostdlib -nostartfiles -Wl,--gc-sections -Wl,-e,dmm_size_probe)
+/* Bytes the heap consumes per block: n blocks of `request` bytes carved
+ * from a fresh heap, divided into the growth of the heap's extent (the
+ * bytes it has used of its region: blocks, headers, tails). */
+static int per_block(size_t request, size_t *consumed)
+{
+    enum { N = 64 };
+    dmm_heap *h;
+    dmm_heap_stats before, after;
+    size_t i;
+    if (dmm_heap_init(&h, arena, sizeof arena, (const dmm_heap_config *)0) != DMM_OK)
+        return 0;
+    before = dmm_heap_get_stats(h);
+    for (i = 0; i < N; i++) {
+        if (!dmm_heap_malloc(h, request))
+            return 0;
+    }
+    after = dmm_heap_get_stats(h);
+    if (after.live_count != before.live_count + N || after.extent <= before.extent ||
+        (after.extent - before.extent) % N != 0)
+        return 0;
+    *consumed = (after.extent - before.extent) / N;
+    return 1;
+}
 
-# Baseline: the probe without the heap (mem* loops + arena).
-"${TOOL}gcc" "${PROBE_CFLAGS[@]}" -DDMM_SIZE_PROBE_BASELINE -c "$PROBE" -o "$BUILD/probe_base.o"
-"${TOOL}gcc" "${PROBE_LDFLAGS[@]}" "$BUILD/probe_base.o" -lgcc -o "$BUILD/probe_base.elf"
-"${TOOL}gcc" "${PROBE_CFLAGS[@]}" -c "$PROBE" -o "$BUILD/probe.o"
-read -r BASE_TEXT BASE_DATA BASE_BSS < <("${TOOL}size" -B "$BUILD/probe_base.elf" | awk 'NR==2 {print $1, $2, $3}')
+void _start(void)
+{
+    static const size_t req[] = { 1, 8, 16, 24, 32, 64, 100 };
+    size_t i, c;
+    dmm_heap *h;
+    dmm_heap_config cfg;
+    dmm_pool *p;
+    dmm_pool_config pc = dmm_pool_default_config();
+    dmm_pool_layout lay;
+
+    put_s("ptr "); put_u(sizeof(void *)); end_line();
+    if (dmm_heap_init(&h, arena, sizeof arena, (const dmm_heap_config *)0) != DMM_OK) {
+        put_s("error heap_init"); end_line(); quit(2);
+    }
+    cfg = dmm_heap_get_config(h);
+    put_s("layout_overhead "); put_u(dmm_heap_block_overhead(&cfg)); end_line();
+    for (i = 0; i < sizeof req / sizeof req[0]; i++) {
+        if (!per_block(req[i], &c)) {
+            put_s("error per_block "); put_u(req[i]); end_line(); quit(3);
+        }
+        put_s("consumed "); put_u(req[i]); put_s(" "); put_u(c);
+        put_s(" "); put_u(dmm_heap_block_size(&cfg, req[i])); end_line();
+    }
+    pc.block_size = 32;
+    pc.align = 8;
+    if (dmm_pool_init(&p, arena, sizeof arena, &pc) != DMM_OK) {
+        put_s("error pool_init"); end_line(); quit(4);
+    }
+    lay = dmm_pool_get_layout(p);
+    put_s("pool "); put_u(lay.blocks); put_s(" "); put_u(lay.block_size); put_s(" ");
+    put_u(lay.stride); put_s(" "); put_u(lay.control_bytes); put_s(" "); put_u(lay.meta_bytes);
+    end_line();
+    quit(0);
+}
+#endif
+EOF_PROBE
 
 # Undefined symbols the library may leave to the C library / libgcc.
 allowed_symbol() {
@@ -108,172 +309,309 @@ allowed_symbol() {
     [[ "$1" =~ ^__(u?(div|mod|divmod)|mul|neg|ashl|ashr|lshr|u?cmp|clz|ctz|popcount|ffs|parity|bswap)[sdt]i[0-9]$ ]]
 }
 
-declare -A R_TEXT R_RODATA R_DATA R_BSS R_LTEXT R_LDATA R_LBSS R_CONFIG
-failed=0
-ok_variants=()
+# text data bss of an image (size -B: .text includes .rodata)
+image_size() { "${TOOL}size" -B "$1" | awk 'NR==2 {print $1, $2, $3}'; }
 
-for v in "${VARIANTS[@]}"; do
-    if [ "$v" = runtime ]; then
-        frozen=""
-        R_CONFIG[$v]="runtime (config struct)"
-    else
-        frozen="$ROOT/configs/frozen/$v.h"
-        R_CONFIG[$v]="configs/frozen/$v.h"
-        if [ ! -f "$frozen" ]; then
-            say "FAIL $v: $frozen does not exist"
+# Keys are "<target>:<variant>" (and ":<component>" / ":<probe>").
+declare -A R_CONFIG SEC PRB OVH RUNINFO
+failed=0
+ok_keys=()
+declare -A GCC_VERSION
+
+for tg in "${TARGETS[@]}"; do
+    target_setup "$tg"
+    GCC_VERSION[$tg]=$("${TOOL}gcc" -dumpfullversion 2>/dev/null || "${TOOL}gcc" -dumpversion)
+    tdir="$BUILD/$tg"
+    mkdir -p "$tdir"
+    PROBE_CFLAGS=(-Os $CPU_FLAGS -ffreestanding $SECTION_FLAGS -fno-tree-loop-distribute-patterns
+                  -std=c11 -Wall -Wextra -I"$ROOT/include")
+    PROBE_LDFLAGS=($CPU_FLAGS -nostdlib -nostartfiles -Wl,--gc-sections -Wl,-e,dmm_size_probe
+                   -Wl,--no-warn-rwx-segments)
+    say "[$(elapsed)] $tg: compiling the probes (${TOOL}gcc ${GCC_VERSION[$tg]})"
+    for p in base "${PROBES[@]}" run; do
+        P=$(tr '[:lower:]' '[:upper:]' <<<"$p")
+        "${TOOL}gcc" "${PROBE_CFLAGS[@]}" -DPROBE_$P -c "$PROBE" -o "$tdir/probe_$p.o"
+    done
+    "${TOOL}gcc" "${PROBE_LDFLAGS[@]}" "$tdir/probe_base.o" -lgcc -o "$tdir/probe_base.elf"
+    read -r BASE_TEXT BASE_DATA BASE_BSS < <(image_size "$tdir/probe_base.elf")
+
+    for v in "${VARIANTS[@]}"; do
+        k="$tg:$v"
+        if [ "$v" = runtime ]; then
+            frozen=""
+            R_CONFIG[$v]="runtime (config struct)"
+        else
+            frozen="$ROOT/configs/frozen/$v.h"
+            R_CONFIG[$v]="configs/frozen/$v.h"
+            if [ ! -f "$frozen" ]; then
+                say "FAIL $k: $frozen does not exist"
+                failed=1
+                continue
+            fi
+        fi
+        dir="$tdir/$v"
+        log="$tdir/$v.log"
+        say "[$(elapsed)] $tg: building $v -> $dir"
+        if ! { cmake -S "$ROOT" -B "$dir" -G Ninja \
+                  -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" \
+                  -DCMAKE_BUILD_TYPE=MinSizeRel \
+                  "${CMAKE_TARGET_ARGS[@]}" \
+                  -DDMM_PORT=freestanding \
+                  -DDMM_FROZEN_CONFIG="$frozen" \
+                  -DDMM_ANNOTATE=OFF \
+                  -DDMM_BUILD_TESTS=OFF -DDMM_BUILD_BENCH=OFF -DDMM_BUILD_SHARED=OFF \
+               && cmake --build "$dir" --target dmm_heap -j "$JOBS"; } >"$log" 2>&1; then
+            say "FAIL $k: build failed; log $log:"
+            tail -n 40 "$log" | sed 's/^/    /'
             failed=1
             continue
         fi
-    fi
-    dir="$BUILD/$v"
-    log="$BUILD/$v.log"
-    say "building $v -> $dir"
-    if ! { cmake -S "$ROOT" -B "$dir" -G Ninja \
-              -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/arm-none-eabi.cmake" \
-              -DCMAKE_BUILD_TYPE=MinSizeRel \
-              -DDMM_ARM_CPU_FLAGS="$CPU_FLAGS" \
-              -DDMM_ARM_EXTRA_FLAGS="$SECTION_FLAGS" \
-              -DDMM_PORT=freestanding \
-              -DDMM_FROZEN_CONFIG="$frozen" \
-              -DDMM_ANNOTATE=OFF \
-              -DDMM_BUILD_TESTS=OFF -DDMM_BUILD_BENCH=OFF -DDMM_BUILD_SHARED=OFF \
-           && cmake --build "$dir" --target dmm_heap -j "$JOBS"; } >"$log" 2>&1; then
-        say "FAIL $v: build failed; log $log:"
-        tail -n 40 "$log" | sed 's/^/    /'
-        failed=1
-        continue
-    fi
-    # The flags really used (guards against a toolchain-file mix-up).
-    for f in $CPU_FLAGS -ffreestanding $SECTION_FLAGS -Os; do
-        if ! grep -q -e " $f " -e " $f\$" "$dir/build.ninja"; then
-            say "FAIL $v: $f is missing from the compile flags (see $dir/build.ninja)"
-            failed=1
-            continue 2
-        fi
-    done
-    lib="$dir/lib/libdmm_heap.a"
-    if [ ! -f "$lib" ]; then
-        say "FAIL $v: $lib was not produced"
-        failed=1
-        continue
-    fi
-
-    # 1. undefined symbols not defined inside the archive
-    defined=$("${TOOL}nm" -P -g --defined-only "$lib" 2>/dev/null | awk 'NF >= 2 && $1 !~ /:$/ {print $1}' | sort -u)
-    undefined=$("${TOOL}nm" -P -g -u "$lib" 2>/dev/null | awk 'NF >= 2 && $1 !~ /:$/ {print $1 " " $2}' | sort -u)
-    bad=()
-    weak=()
-    while read -r sym type; do
-        [ -n "$sym" ] || continue
-        if grep -qxF "$sym" <<<"$defined"; then continue; fi
-        if allowed_symbol "$sym"; then continue; fi
-        if [ "$type" = w ] || [ "$type" = v ]; then weak+=("$sym"); continue; fi
-        bad+=("$sym")
-    done <<<"$undefined"
-    if [ ${#weak[@]} -gt 0 ]; then
-        say "note $v: weak undefined symbols (resolve to 0 if absent): ${weak[*]}"
-    fi
-    if [ ${#bad[@]} -gt 0 ]; then
-        say "FAIL $v: the freestanding library needs symbols it does not define: ${bad[*]}"
-        for s in "${bad[@]}"; do
-            "${TOOL}nm" -A -u "$lib" 2>/dev/null | awk -v s="$s" '$NF == s {print "      used by " $1}' | sed 's/:$//'
+        # The flags really used (guards against a toolchain-file mix-up).
+        for f in $CPU_FLAGS -ffreestanding $SECTION_FLAGS -Os; do
+            if ! grep -q -e " $f " -e " $f\$" "$dir/build.ninja"; then
+                say "FAIL $k: $f is missing from the compile flags (see $dir/build.ninja)"
+                failed=1
+                continue 2
+            fi
         done
-        failed=1
-        continue
-    fi
+        lib="$dir/lib/libdmm_heap.a"
+        if [ ! -f "$lib" ]; then
+            say "FAIL $k: $lib was not produced"
+            failed=1
+            continue
+        fi
 
-    # 2. section sizes of the archive
-    read -r t r d b < <("${TOOL}size" -A "$lib" | awk '
-        $1 ~ /^\.text/   { t += $2 }
-        $1 ~ /^\.rodata/ { r += $2 }
-        $1 ~ /^\.data/   { d += $2 }
-        $1 ~ /^\.bss/    { b += $2 }
-        END { print t + 0, r + 0, d + 0, b + 0 }')
-    R_TEXT[$v]=$t; R_RODATA[$v]=$r; R_DATA[$v]=$d; R_BSS[$v]=$b
+        # 1. undefined symbols not defined inside the archive
+        defined=$("${TOOL}nm" -P -g --defined-only "$lib" 2>/dev/null | awk 'NF >= 2 && $1 !~ /:$/ {print $1}' | sort -u)
+        undefined=$("${TOOL}nm" -P -g -u "$lib" 2>/dev/null | awk 'NF >= 2 && $1 !~ /:$/ {print $1 " " $2}' | sort -u)
+        bad=()
+        weak=()
+        while read -r sym type; do
+            [ -n "$sym" ] || continue
+            if grep -qxF "$sym" <<<"$defined"; then continue; fi
+            if allowed_symbol "$sym"; then continue; fi
+            if [ "$type" = w ] || [ "$type" = v ]; then weak+=("$sym"); continue; fi
+            bad+=("$sym")
+        done <<<"$undefined"
+        if [ ${#weak[@]} -gt 0 ]; then
+            say "note $k: weak undefined symbols (resolve to 0 if absent): ${weak[*]}"
+        fi
+        if [ ${#bad[@]} -gt 0 ]; then
+            say "FAIL $k: the freestanding library needs symbols it does not define: ${bad[*]}"
+            for s in "${bad[@]}"; do
+                "${TOOL}nm" -A -u "$lib" 2>/dev/null | awk -v s="$s" '$NF == s {print "      used by " $1}' | sed 's/:$//'
+            done
+            failed=1
+            continue
+        fi
 
-    # 3. the linked probe (fails if anything outside libgcc is still missing)
-    if ! "${TOOL}gcc" "${PROBE_LDFLAGS[@]}" "$BUILD/probe.o" "$lib" -lgcc -o "$dir/probe.elf" >"$dir/probe.log" 2>&1; then
-        say "FAIL $v: the probe does not link without a C library:"
-        sed 's/^/    /' "$dir/probe.log" | tail -n 20
-        failed=1
-        continue
-    fi
-    read -r lt ld lb < <("${TOOL}size" -B "$dir/probe.elf" | awk 'NR==2 {print $1, $2, $3}')
-    R_LTEXT[$v]=$((lt - BASE_TEXT)); R_LDATA[$v]=$((ld - BASE_DATA)); R_LBSS[$v]=$((lb - BASE_BSS))
-    ok_variants+=("$v")
-    say "ok $v: .text $t, .rodata $r, .data $d, .bss $b; linked malloc/free path $((lt - BASE_TEXT)) B"
+        # 2. section sizes per component, from the object files (the archive
+        # has two members called config.c.obj: heap's and pool's).
+        objdir="$dir/CMakeFiles/dmm_heap.dir/src"
+        for c in "${COMPONENTS[@]}"; do
+            objs=()
+            if [ -d "$objdir/$c" ]; then
+                mapfile -t objs < <(find "$objdir/$c" -name '*.obj' -o -name '*.o' | sort)
+            fi
+            if [ "$c" != port ] && [ ${#objs[@]} -eq 0 ]; then
+                say "FAIL $k: no object files for src/$c in $objdir"
+                failed=1
+                continue 2
+            fi
+            if [ ${#objs[@]} -eq 0 ]; then SEC[$k:$c]="0 0 0 0"; continue; fi
+            SEC[$k:$c]=$("${TOOL}size" -A "${objs[@]}" | awk '
+                $1 ~ /^\.text/   { t += $2 }
+                $1 ~ /^\.rodata/ || $1 ~ /^\.srodata/ { r += $2 }
+                $1 ~ /^\.data/   || $1 ~ /^\.sdata/   { d += $2 }
+                $1 ~ /^\.bss/    || $1 ~ /^\.sbss/    { b += $2 }
+                END { print t + 0, r + 0, d + 0, b + 0 }')
+        done
+
+        # 3. linked probes (fail if anything outside libgcc is still missing)
+        for p in "${PROBES[@]}"; do
+            if ! "${TOOL}gcc" "${PROBE_LDFLAGS[@]}" "$tdir/probe_$p.o" "$lib" -lgcc \
+                    -o "$dir/probe_$p.elf" >"$dir/probe_$p.log" 2>&1; then
+                say "FAIL $k: the $p probe does not link without a C library:"
+                sed 's/^/    /' "$dir/probe_$p.log" | tail -n 20
+                failed=1
+                continue 2
+            fi
+            read -r lt ld lb < <(image_size "$dir/probe_$p.elf")
+            PRB[$k:$p]="$((lt - BASE_TEXT)) $((ld - BASE_DATA)) $((lb - BASE_BSS))"
+        done
+
+        # 4. per-block overhead, run under qemu-user
+        if ! "${TOOL}gcc" $CPU_FLAGS -nostdlib -nostartfiles -Wl,--gc-sections -Wl,--no-warn-rwx-segments \
+                "${RUN_LDFLAGS[@]}" "$tdir/probe_run.o" "$lib" -lgcc -o "$dir/probe_run.elf" \
+                >"$dir/probe_run.log" 2>&1; then
+            say "FAIL $k: the overhead probe does not link:"
+            sed 's/^/    /' "$dir/probe_run.log" | tail -n 20
+            failed=1
+            continue
+        fi
+        if ! command -v "${EMU[0]}" >/dev/null 2>&1; then
+            say "FAIL $k: ${EMU[0]} not found (qemu-user; run scripts/setup.sh)"
+            failed=1
+            continue
+        fi
+        if ! out=$(timeout 60 "${EMU[@]}" "$dir/probe_run.elf" 2>&1); then
+            say "FAIL $k: the overhead probe failed under ${EMU[*]}:"
+            sed 's/^/    /' <<<"$out" | tail -n 20
+            failed=1
+            continue
+        fi
+        ptr=$(awk '$1 == "ptr" {print $2}' <<<"$out")
+        if [ "$ptr" != 4 ]; then
+            say "FAIL $k: the overhead probe says sizeof(void *) is '$ptr', not 4"
+            failed=1
+            continue
+        fi
+        OVH[$k:layout]=$(awk '$1 == "layout_overhead" {print $2}' <<<"$out")
+        bad_probe=0
+        for r in "${REQUESTS[@]}"; do
+            read -r consumed predicted < <(awk -v r="$r" '$1 == "consumed" && $2 == r {print $3, $4}' <<<"$out")
+            if [ -z "${consumed:-}" ]; then bad_probe=1; break; fi
+            OVH[$k:$r]=$consumed
+            # The library's own prediction must match what the heap did.
+            if [ "$consumed" != "$predicted" ]; then
+                say "note $k: a $r B request consumed $consumed B, dmm_heap_block_size says $predicted"
+            fi
+        done
+        if [ "$bad_probe" -ne 0 ]; then
+            say "FAIL $k: the overhead probe's output is incomplete:"
+            sed 's/^/    /' <<<"$out"
+            failed=1
+            continue
+        fi
+        RUNINFO[$k:pool]=$(awk '$1 == "pool" {print $2, $3, $4, $5, $6}' <<<"$out")
+        ok_keys+=("$k")
+        say "ok $k: heap $(cut -d' ' -f1 <<<"${SEC[$k:heap]}") B .text; init+malloc+free $(cut -d' ' -f1 <<<"${PRB[$k:heap_min]}") B; per-block consumption at N=1,8,16,24,32,64,100: $(for r in "${REQUESTS[@]}"; do printf '%s ' "${OVH[$k:$r]}"; done)B"
+    done
 done
 
 # ---- report -------------------------------------------------------------------
-gcc_version=$("${TOOL}gcc" -dumpfullversion 2>/dev/null || "${TOOL}gcc" -dumpversion)
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ "$commit" != unknown ] && [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
     commit="$commit-dirty"
 fi
 date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-flags="-Os $CPU_FLAGS -ffreestanding $SECTION_FLAGS"
 
-table=$(
-    echo "| variant | config | .text | .rodata | .data | .bss | .text+.rodata | linked malloc/free path |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|"
-    for v in "${ok_variants[@]}"; do
-        echo "| $v | ${R_CONFIG[$v]} | ${R_TEXT[$v]} | ${R_RODATA[$v]} | ${R_DATA[$v]} | ${R_BSS[$v]} | $((R_TEXT[$v] + R_RODATA[$v])) | ${R_LTEXT[$v]} |"
+# min over the requests of (bytes consumed - N): the header alone, where N
+# plus the header needs no rounding to the heap's alignment.
+least_overhead() {
+    local k=$1 r m=""
+    for r in "${REQUESTS[@]}"; do
+        if [ -z "$m" ] || [ $((OVH[$k:$r] - r)) -lt "$m" ]; then m=$((OVH[$k:$r] - r)); fi
+    done
+    echo "$m"
+}
+first() { cut -d' ' -f"${2:-1}" <<<"$1"; }
+sum_sections() { awk '{print $1 + $2}' <<<"$1"; }
+
+tables=$(
+    for tg in "${TARGETS[@]}"; do
+        target_setup "$tg"
+        keys=()
+        for k in "${ok_keys[@]}"; do [[ $k == "$tg:"* ]] && keys+=("$k"); done
+        [ ${#keys[@]} -gt 0 ] || continue
+        echo "### $tg ($("${TOOL}gcc" -dumpmachine) gcc ${GCC_VERSION[$tg]}, \`-Os $CPU_FLAGS -ffreestanding $SECTION_FLAGS\`)"
+        echo
+        echo "Linked path: bytes (.text+.rodata) an empty image gains."
+        echo
+        echo "| variant | heap init+malloc+free | + calloc+realloc | pool init+alloc+free | multi-heap init+malloc+free | spm create+malloc+p2s+free |"
+        echo "|---|---:|---:|---:|---:|---:|"
+        for k in "${keys[@]}"; do
+            echo "| ${k#*:} | $(first "${PRB[$k:heap_min]}") | $(first "${PRB[$k:heap_full]}") | $(first "${PRB[$k:pool]}") | $(first "${PRB[$k:mh]}") | $(first "${PRB[$k:spm]}") |"
+        done
+        echo
+        echo "Per component, whole library (.text/.rodata/.data/.bss):"
+        echo
+        echo "| variant | core | heap | pool | multiheap | spm | port | total .text+.rodata |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+        for k in "${keys[@]}"; do
+            row="| ${k#*:} |"
+            tot=0
+            for c in "${COMPONENTS[@]}"; do
+                read -r t r d b <<<"${SEC[$k:$c]}"
+                row="$row $t/$r/$d/$b |"
+                tot=$((tot + t + r))
+            done
+            echo "$row $tot |"
+        done
+        echo
+        echo "Per-block overhead, measured under ${EMU[*]} (bytes a block consumes for a request of N bytes; 64 blocks on a fresh heap):"
+        echo
+        echo "| variant | layout query (header) | $(for r in "${REQUESTS[@]}"; do printf 'N=%s | ' "$r"; done)least overhead |"
+        echo "|---|---:|$(for r in "${REQUESTS[@]}"; do printf -- '---:|'; done)---:|"
+        for k in "${keys[@]}"; do
+            echo "| ${k#*:} | ${OVH[$k:layout]} | $(for r in "${REQUESTS[@]}"; do printf '%s | ' "${OVH[$k:$r]}"; done)$(least_overhead "$k") |"
+        done
+        k=${keys[0]}
+        read -r pb pbs pst pctl pmeta <<<"${RUNINFO[$k:pool]}"
+        echo
+        echo "Pool (block 32, align 8, default hardening checked) on a 32 KiB buffer: $pb blocks, stride $pst, control block $pctl B, free list + bitmap $pmeta B = $(awk -v m="$pmeta" -v n="$pb" 'BEGIN {printf "%.2f", m / n}') B per block outside the blocks."
+        echo
     done
 )
 
 echo
-echo "Cortex-M4 size of libdmm_heap.a (bytes; arm-none-eabi-gcc $gcc_version, $flags, MinSizeRel, commit $commit)"
-echo
-echo "$table"
-echo
-echo "linked malloc/free path: text+rodata a firmware gains when it calls dmm_heap_init/malloc/calloc/realloc/free (probe linked with -nostdlib -Wl,--gc-sections, minus a baseline without the heap)."
+echo "$tables"
 
 if [ "$failed" -ne 0 ]; then
-    say "FAILED (results files not written)"
+    say "[$(elapsed)] FAILED (results files not written)"
     exit 1
 fi
 
 mkdir -p "$OUT_DIR"
 {
-    echo "# Cortex-M4 code size"
+    echo "# Embedded code size and per-block overhead"
     echo
-    echo "Generated by \`scripts/size_report.sh\` on $date_utc (commit $commit)."
-    echo "Compiler: arm-none-eabi-gcc $gcc_version; flags: \`$flags\`; CMake build type MinSizeRel; DMM_PORT=freestanding."
-    echo "Sizes in bytes, summed over the members of \`libdmm_heap.a\`."
+    echo "Generated by \`scripts/size_report.sh\` on $date_utc (commit $commit); docs/embedded-size.md explains the columns."
+    echo "CMake build type MinSizeRel, DMM_PORT=freestanding; sizes in bytes."
     echo
-    echo "$table"
-    echo
-    echo "*linked malloc/free path*: text+rodata that a firmware image gains when it calls"
-    echo "\`dmm_heap_init\`, \`malloc\`, \`calloc\`, \`realloc\` and \`free\` (a probe linked with"
-    echo "\`-nostdlib -Wl,--gc-sections\` and only libgcc, minus the same probe without the heap)."
-    echo "The runtime variant is initialised with the default configuration and keeps every policy's code."
-} > "$OUT_DIR/cortex_m4_size.md"
+    echo "$tables"
+} > "$OUT_DIR/embedded_size.md"
 
 {
     echo "{"
-    echo "  \"schema\": \"dmmkit.size_report/1\","
-    echo "  \"context\": {"
-    echo "    \"date\": \"$date_utc\","
-    echo "    \"commit\": \"$commit\","
-    echo "    \"target\": \"cortex-m4\","
-    echo "    \"compiler\": \"arm-none-eabi-gcc $gcc_version\","
-    echo "    \"flags\": \"$flags\","
-    echo "    \"build_type\": \"MinSizeRel\","
-    echo "    \"port\": \"freestanding\","
-    echo "    \"units\": \"bytes\""
-    echo "  },"
+    echo "  \"schema\": \"dmmkit.size_report/2\","
+    echo "  \"context\": {\"date\": \"$date_utc\", \"commit\": \"$commit\", \"build_type\": \"MinSizeRel\","
+    echo "              \"port\": \"freestanding\", \"units\": \"bytes\", \"per_block_requests\": [$(IFS=,; echo "${REQUESTS[*]}")]},"
     echo "  \"variants\": ["
-    n=${#ok_variants[@]}
+    n=${#ok_keys[@]}
     i=0
-    for v in "${ok_variants[@]}"; do
+    for k in "${ok_keys[@]}"; do
         i=$((i + 1))
+        tg=${k%%:*}; v=${k#*:}
+        target_setup "$tg"
         if [ "$v" = runtime ]; then cfg=null; else cfg="\"configs/frozen/$v.h\""; fi
         sep=","; [ "$i" -eq "$n" ] && sep=""
-        echo "    {\"name\": \"$v\", \"frozen_config\": $cfg,"
-        echo "     \"archive\": {\"text\": ${R_TEXT[$v]}, \"rodata\": ${R_RODATA[$v]}, \"data\": ${R_DATA[$v]}, \"bss\": ${R_BSS[$v]}},"
-        echo "     \"linked_malloc_free_path\": {\"text\": ${R_LTEXT[$v]}, \"data\": ${R_LDATA[$v]}, \"bss\": ${R_LBSS[$v]}}}$sep"
+        at=0; ar=0; ad=0; ab=0
+        comps=""
+        for c in "${COMPONENTS[@]}"; do
+            read -r t r d b <<<"${SEC[$k:$c]}"
+            at=$((at + t)); ar=$((ar + r)); ad=$((ad + d)); ab=$((ab + b))
+            comps="$comps${comps:+, }\"$c\": {\"text\": $t, \"rodata\": $r, \"data\": $d, \"bss\": $b}"
+        done
+        probes=""
+        for p in "${PROBES[@]}"; do
+            read -r lt ld lb <<<"${PRB[$k:$p]}"
+            probes="$probes${probes:+, }\"$p\": {\"text\": $lt, \"data\": $ld, \"bss\": $lb}"
+        done
+        consumed=$(for r in "${REQUESTS[@]}"; do printf '%s,' "${OVH[$k:$r]}"; done)
+        read -r pb pbs pst pctl pmeta <<<"${RUNINFO[$k:pool]}"
+        echo "    {\"name\": \"$v\", \"target\": \"$tg\", \"compiler\": \"${TOOL}gcc ${GCC_VERSION[$tg]}\","
+        echo "     \"flags\": \"-Os $CPU_FLAGS -ffreestanding $SECTION_FLAGS\", \"frozen_config\": $cfg,"
+        echo "     \"archive\": {\"text\": $at, \"rodata\": $ar, \"data\": $ad, \"bss\": $ab},"
+        echo "     \"components\": {$comps},"
+        echo "     \"linked_malloc_free_path\": {\"text\": $(first "${PRB[$k:heap_full]}"), \"data\": $(first "${PRB[$k:heap_full]}" 2), \"bss\": $(first "${PRB[$k:heap_full]}" 3)},"
+        echo "     \"probes\": {$probes},"
+        echo "     \"per_block\": {\"layout_overhead\": ${OVH[$k:layout]}, \"consumed\": [${consumed%,}], \"least_overhead\": $(least_overhead "$k"),"
+        echo "                   \"pool_32_align8\": {\"blocks\": $pb, \"stride\": $pst, \"control\": $pctl, \"meta\": $pmeta}}}$sep"
     done
     echo "  ]"
     echo "}"
-} > "$OUT_DIR/cortex_m4_size.json"
-say "wrote bench/results/cortex_m4_size.md and bench/results/cortex_m4_size.json"
+} > "$OUT_DIR/embedded_size.json"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$OUT_DIR/embedded_size.json" 2>/dev/null \
+    || { command -v python3 >/dev/null && { say "FAIL: embedded_size.json is not valid JSON"; exit 1; }; }
+say "[$(elapsed)] wrote bench/results/embedded_size.md and bench/results/embedded_size.json"

@@ -22,7 +22,9 @@
 #             pip install the front end into the prefix and run record,
 #             analyse, compare, explore and generate from it, outside the
 #             source tree
-#   size      scripts/size_report.sh: Cortex-M4 freestanding build + size table
+#   size      scripts/size_report.sh: freestanding builds for Cortex-M4 and rv32imac,
+#             sizes per component and preset, link probes, per-block overhead
+#             under qemu-user -> bench/results/embedded_size.{md,json}
 #   baremetal embedded/: the bare-metal demo (seeded heap + pool workload,
 #             checkers, per-op instruction counts) built for qemu-system-arm
 #             mps2-an386 (Cortex-M4, semihosting) and qemu-system-riscv32 virt
