@@ -12,7 +12,7 @@ benchmark (scripts/bench.sh) into results.  Standard library only.
         workload, callgrind profile; G: gen-workloads' output (op counts).
         -> schema dmmkit.workloads_callgrind/1
   markdown --timing workloads.json [--callgrind workloads_callgrind.json]
-           [--commands F] [--size cortex_m4_size.json] --out workloads.md
+           [--commands F] [--size embedded_size.json] --out workloads.md
   table    --timing workloads.json      console tables (scripts/demo.sh)
   headline --timing workloads.json [--callgrind workloads_callgrind.json]
 
@@ -699,12 +699,13 @@ def cmd_markdown(a):
                             "all runtime", "all frozen", "frozen / runtime"], rows), ""]
     if size:
         L += ["## Cortex-M4 code size", "",
-              "From `bench/results/cortex_m4_size.json` (see `cortex_m4_size.md`), bytes:", ""]
+              "From `bench/results/embedded_size.json` (see `embedded_size.md` and docs/embedded-size.md; "
+              "other targets there too), bytes:", ""]
         variants = size.get("variants")
         if isinstance(variants, list):
             rows = []
             for v in variants:
-                if not isinstance(v, dict):
+                if not isinstance(v, dict) or v.get("target", "cortex-m4") != "cortex-m4":
                     continue
                 ar, ln = v.get("archive") or {}, v.get("linked_malloc_free_path") or {}
                 rows.append([v.get("name"), v.get("frozen_config") or "runtime", fmt(ar.get("text")),

@@ -262,7 +262,7 @@ if [ -f "$OUT/workloads.json" ]; then
     step "writing $(rel "$OUT")/workloads.md"
     MD_ARGS=(--timing "$OUT/workloads.json" --commands "$COMMANDS" --out "$OUT/workloads.md" --script "$SCRIPT_LINE")
     if [ -f "$OUT/workloads_callgrind.json" ]; then MD_ARGS+=(--callgrind "$OUT/workloads_callgrind.json"); fi
-    if [ -f "$OUT/cortex_m4_size.json" ]; then MD_ARGS+=(--size "$OUT/cortex_m4_size.json"); fi
+    if [ -f "$OUT/embedded_size.json" ]; then MD_ARGS+=(--size "$OUT/embedded_size.json"); fi
     "$PY" "$ROOT/bench/report.py" markdown "${MD_ARGS[@]}"
     H_ARGS=(--timing "$OUT/workloads.json")
     if [ -f "$OUT/workloads_callgrind.json" ]; then H_ARGS+=(--callgrind "$OUT/workloads_callgrind.json"); fi
