@@ -236,9 +236,9 @@ typedef struct dmm_spm_layout {
 
 /* Formats core `core`'s heap on the local buffer [local, local+size)
  * (16-byte aligned, size <= DMM_SPM_MAX_LOCAL), talking to global memory
- * through g and port.  DMM_E_NULL, DMM_E_CONFIG, DMM_E_TOO_SMALL.  A core
- * number out of range makes every segment request fail; a second heap for
- * the same core is not detected (one heap per core is the caller's rule). */
+ * through g and port.  DMM_E_NULL, DMM_E_CONFIG, DMM_E_TOO_SMALL;
+ * DMM_E_RANGE for a core g was not made for; DMM_E_OVERLAP while another
+ * heap for the same core exists (until its dmm_spm_destroy). */
 dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm_config *cfg,
                           dmm_spm_global *g, unsigned core, const dmm_spm_port *port);
 /* Gives every global segment back and detaches the core. */

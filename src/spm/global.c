@@ -48,6 +48,7 @@ typedef struct spmg_core {
     dmm_heap *heap;        /* static mode: this core's slice */
     size_t lo, hi;         /* static mode: the slice's address range */
     atomic_size_t errors; /* static mode: refused frees of this slice */
+    atomic_bool attached; /* a per-core heap (dmm_spm_create) uses this core */
 } spmg_core;
 
 struct dmm_spm_global {
@@ -186,6 +187,8 @@ dmm_status dmm_spm_global_create(dmm_spm_global **out, void *buf, size_t size,
     atomic_init(&g->errors, 0);
     atomic_init(&g->in_use, 0);
     atomic_init(&g->peak, 0);
+    for (unsigned i = 0; i < c.cores; i++)
+        atomic_init(&g->core[i].attached, false);
 
     if (c.mode == DMM_SPM_STATIC) {
         for (unsigned i = 0; i < c.cores; i++) {
@@ -288,6 +291,22 @@ void *dmm_spm_global_host(dmm_spm_global *g, dmm_gaddr a, size_t n)
 }
 
 size_t dmm_spm_global_size(const dmm_spm_global *g) { return g ? g->size : 0; }
+
+dmm_status dmm_spm_global_attach_(dmm_spm_global *g, unsigned core)
+{
+    if (!g || g->magic != SPMG_MAGIC)
+        return DMM_E_NULL;
+    if (core >= g->cores)
+        return DMM_E_RANGE;
+    bool no = false;
+    return atomic_compare_exchange_strong(&g->core[core].attached, &no, true) ? DMM_OK : DMM_E_OVERLAP;
+}
+
+void dmm_spm_global_detach_(dmm_spm_global *g, unsigned core)
+{
+    if (g && g->magic == SPMG_MAGIC && core < g->cores)
+        atomic_store(&g->core[core].attached, false);
+}
 
 dmm_spm_mode dmm_spm_global_mode(const dmm_spm_global *g) { return g ? g->mode : DMM_SPM_DYNAMIC; }
 

@@ -540,6 +540,9 @@ dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm
     size_t control = r16(sizeof(dmm_spm));
     if (size < control + c.table_bytes + 256)
         return DMM_E_TOO_SMALL;
+    dmm_status at = dmm_spm_global_attach_(g, core);
+    if (at != DMM_OK)
+        return at;
     dmm_spm *s = (dmm_spm *)local;
     dmm_port_memset(s, 0, sizeof *s);
     s->cfg = c;
@@ -580,8 +583,10 @@ dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm
     hc.on_error = DMM_ON_ERROR_REPORT;
     hc.error_fn = NULL;
     hc.grow_granularity = 0;
-    if (dmm_heap_init(&s->heap, s->heap_mem, s->heap_bytes, &hc) != DMM_OK)
+    if (dmm_heap_init(&s->heap, s->heap_mem, s->heap_bytes, &hc) != DMM_OK) {
+        dmm_spm_global_detach_(g, core);
         return DMM_E_TOO_SMALL;
+    }
     /* The largest object: the largest unit the empty local heap can hold. */
     size_t lo = 0, hi = s->heap_bytes / 16u;
     while (lo < hi) {
@@ -599,6 +604,7 @@ dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm
         s->max_object = 65535u * 16u;
     if (s->max_object < 16) {
         dmm_heap_destroy(s->heap);
+        dmm_spm_global_detach_(g, core);
         return DMM_E_TOO_SMALL;
     }
     s->magic = SPM_MAGIC;
@@ -623,6 +629,7 @@ void dmm_spm_destroy(dmm_spm *s)
         seg = next;
     }
     dmm_heap_destroy(s->heap);
+    dmm_spm_global_detach_(s->g, s->core);
     s->magic = 0;
 }
 

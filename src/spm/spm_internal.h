@@ -146,4 +146,9 @@ struct dmm_spm {
 
 dmm_status dmm_spm_config_check_(const dmm_spm_config *cfg, const char **reason);
 
+/* global.c: one per-core heap per core.  attach: DMM_OK, DMM_E_RANGE (no such
+ * core), DMM_E_OVERLAP (a heap for that core exists); detach undoes it. */
+dmm_status dmm_spm_global_attach_(dmm_spm_global *g, unsigned core);
+void dmm_spm_global_detach_(dmm_spm_global *g, unsigned core);
+
 #endif

@@ -735,6 +735,20 @@ TEST(SpmConfig, RoundTripAndRefusals)
     EXPECT_EQ(dmm_spm_create(&s, local, 1024, nullptr, g, 0, &hp.port), DMM_E_TOO_SMALL);
     EXPECT_EQ(dmm_spm_create(nullptr, local, 4096, nullptr, g, 0, &hp.port), DMM_E_NULL);
     EXPECT_EQ(s, nullptr);
+    // one heap per core: a core g was not made for, and a second heap for a
+    // core in use, are refused; after destroy the core can be used again
+    EXPECT_EQ(dmm_spm_create(&s, local, sizeof local, nullptr, g, 1, &hp.port), DMM_E_RANGE);
+    ASSERT_EQ(dmm_spm_create(&s, local, sizeof local, nullptr, g, 0, &hp.port), DMM_OK);
+    alignas(16) static unsigned char other[8192];
+    dmm_spm *s2 = nullptr;
+    EXPECT_EQ(dmm_spm_create(&s2, other, sizeof other, nullptr, g, 0, &hp.port), DMM_E_OVERLAP);
+    EXPECT_EQ(s2, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(s, 32);
+    EXPECT_NE(a, DMM_GNULL); // the first heap is untouched
+    dmm_spm_free(s, a);
+    dmm_spm_destroy(s);
+    ASSERT_EQ(dmm_spm_create(&s2, other, sizeof other, nullptr, g, 0, &hp.port), DMM_OK);
+    dmm_spm_destroy(s2);
     dmm_spm_global_destroy(g);
     std::free(gbuf);
 }
