@@ -89,6 +89,8 @@ static inline void dmm_ann_resize(void *p, size_t n, size_t kept, const void *en
 
 #define DMM_ANN_ENTER() ((void)0)
 #define DMM_ANN_LEAVE() ((void)0)
+static inline void dmm_ann_poison(const void *p, size_t n) { (void)p; (void)n; }
+static inline void dmm_ann_unpoison(const void *p, size_t n) { (void)p; (void)n; }
 static inline void dmm_ann_region(const void *p, size_t n) { (void)p; (void)n; }
 static inline void dmm_ann_alloc(void *p, size_t n, const void *end) { (void)p; (void)n; (void)end; }
 static inline void dmm_ann_free(void *p, const void *end) { (void)p; (void)end; }

@@ -15,6 +15,7 @@
 #include "spm_internal.h"
 
 #include "../core/text.h"
+#include "../port/annotate.h"
 #include "../port/port.h"
 
 static size_t r16(size_t n) { return (n + 15u) & ~(size_t)15u; }
@@ -273,6 +274,7 @@ static void evict(dmm_spm *s, spm_unit *u, bool drop)
     evict_core(s, u, drop);
     if (s->cfg.harden == DMM_HARDEN_PARANOID) {
         dmm_port_memset(udata(u), SPM_POISON, u->bytes);
+        dmm_ann_poison(udata(u), u->bytes); /* DMM_ANNOTATE: ASan sees a stale access */
         u->magic = 0;
         u->next = s->quarantine;
         s->quarantine = u;
