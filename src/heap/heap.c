@@ -23,6 +23,7 @@ static bool overlaps(const dmm_heap *h, uintptr_t lo, uintptr_t hi)
     return false;
 }
 
+#if !DMM_HEAP_FROZEN
 /* The first variant compiled into this library that runs cfg. */
 static const dmm__heap_ops *variant_for(const dmm_heap_config *cfg)
 {
@@ -31,6 +32,7 @@ static const dmm__heap_ops *variant_for(const dmm_heap_config *cfg)
             return dmm__heap_variants[i];
     return dmm__heap_variants[dmm__heap_variant_count - 1u];
 }
+#endif
 
 /* A well-mixed 64-bit value (splitmix64's finaliser). */
 static uint64_t mix64(uint64_t x)
@@ -113,7 +115,9 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
      * bits of a link non-zero, so that a zeroed link decodes to garbage */
     h->link_key = (uintptr_t)mix64((uint64_t)h->cookie + 0x9E3779B97F4A7C15ull);
     h->link_key2 = (uintptr_t)mix64((uint64_t)h->link_key ^ 0xD1B54A32D192ED03ull);
-    h->ops = variant_for(&cfg);
+#if !DMM_HEAP_FROZEN
+    h->ops = variant_for(&cfg); /* a frozen build has no table (NULL) */
+#endif
     atomic_flag_clear(&h->spin);
     if (cfg.lock == DMM_LOCK_MUTEX)
         dmm_port_mutex_init(&h->mutex);
@@ -219,14 +223,15 @@ void *dmm_heap_calloc(dmm_heap *h, size_t n, size_t size) { return h->ops->callo
 void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return h->ops->realloc(h, ptr, GRAN, size); }
 void *dmm_heap_aligned_alloc(dmm_heap *h, size_t align, size_t size) { return h->ops->aligned(h, align, size); }
 size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr) { return h->ops->usable(h, ptr); }
-#endif
-
 void *dmm_heap_realloc_aligned(dmm_heap *h, void *ptr, size_t align, size_t size)
 {
     return h->ops->realloc(h, ptr, align, size);
 }
 
 const char *dmm_heap_variant(const dmm_heap *h) { return h ? h->ops->name : NULL; }
+#else
+const char *dmm_heap_variant(const dmm_heap *h) { return h ? "frozen" : NULL; }
+#endif
 
 dmm_heap_config dmm_heap_get_config(const dmm_heap *h) { return h->cfg; }
 
