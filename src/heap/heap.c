@@ -34,14 +34,24 @@ static const dmm__heap_ops *variant_for(const dmm_heap_config *cfg)
 }
 #endif
 
-/* A well-mixed 64-bit value (splitmix64's finaliser). */
-static uint64_t mix64(uint64_t x)
+/* A well-mixed word.  64-bit targets: splitmix64's finaliser.  32-bit
+ * targets: a 32-bit finaliser of the same xor-shift-multiply form, so that
+ * init needs no 64-bit multiplications (a library call on many MCUs). */
+static uintptr_t mixw(uintptr_t x)
 {
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
+    if (sizeof x > 4u) {
+        uint64_t y = (uint64_t)x;
+        y ^= y >> 30;
+        y *= 0xBF58476D1CE4E5B9ull;
+        y ^= y >> 27;
+        y *= 0x94D049BB133111EBull;
+        return (uintptr_t)(y ^ (y >> 31));
+    }
+    x ^= x >> 16;
+    x *= (uintptr_t)0x7FEB352Du;
+    x ^= x >> 15;
+    x *= (uintptr_t)0x846CA68Bu;
+    return x ^ (x >> 16);
 }
 
 static void enter_plain(dmm_heap *h)
@@ -110,11 +120,11 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     dmm__heap_derive(h, &cfg, range);
     h->buf = buf;
     h->ctrl_size = ctrl + (size_t)(start - (uintptr_t)buf);
-    h->cookie = cfg.cookie ? cfg.cookie : (uintptr_t)mix64((uint64_t)(uintptr_t)h ^ 0xA5A5F00Dull);
+    h->cookie = cfg.cookie ? cfg.cookie : mixw((uintptr_t)h ^ (uintptr_t)0xA5A5F00Du);
     /* the link key must differ from the canary cookie and keep the low
      * bits of a link non-zero, so that a zeroed link decodes to garbage */
-    h->link_key = (uintptr_t)mix64((uint64_t)h->cookie + 0x9E3779B97F4A7C15ull);
-    h->link_key2 = (uintptr_t)mix64((uint64_t)h->link_key ^ 0xD1B54A32D192ED03ull);
+    h->link_key = mixw(h->cookie + (uintptr_t)0x9E3779B97F4A7C15ull);
+    h->link_key2 = mixw(h->link_key ^ (uintptr_t)0xD1B54A32D192ED03ull);
 #if !DMM_HEAP_FROZEN
     h->ops = variant_for(&cfg); /* a frozen build has no table (NULL) */
 #endif
