@@ -54,6 +54,16 @@ static uintptr_t mixw(uintptr_t x)
     return x ^ (x >> 16);
 }
 
+/* What init must prepare: in a frozen build only what its policies use
+ * (keys from hardening CHECKED up, a mutex under lock=mutex). */
+#if DMM_HEAP_FROZEN
+#define INIT_KEYS ((DMM_FROZEN_HARDEN) >= DMM_HARDEN_CHECKED)
+#define INIT_MUTEX ((DMM_FROZEN_LOCK) == DMM_LOCK_MUTEX)
+#else
+#define INIT_KEYS 1
+#define INIT_MUTEX 1
+#endif
+
 static void enter_plain(dmm_heap *h)
 {
     DMM_ANN_ENTER();
@@ -107,7 +117,7 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
         range--;
     }
     rest = (size_t)(end - start) - ctrl;
-    if (cfg.lock == DMM_LOCK_MUTEX) {
+    if (INIT_MUTEX && cfg.lock == DMM_LOCK_MUTEX) {
         dmm_port_mutex m;
         if (!dmm_port_mutex_init(&m))
             return DMM_E_UNSUPPORTED;
@@ -120,16 +130,20 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     dmm__heap_derive(h, &cfg, range);
     h->buf = buf;
     h->ctrl_size = ctrl + (size_t)(start - (uintptr_t)buf);
-    h->cookie = cfg.cookie ? cfg.cookie : mixw((uintptr_t)h ^ (uintptr_t)0xA5A5F00Du);
-    /* the link key must differ from the canary cookie and keep the low
-     * bits of a link non-zero, so that a zeroed link decodes to garbage */
-    h->link_key = mixw(h->cookie + (uintptr_t)0x9E3779B97F4A7C15ull);
-    h->link_key2 = mixw(h->link_key ^ (uintptr_t)0xD1B54A32D192ED03ull);
+    h->cookie = cfg.cookie;
+    if (INIT_KEYS) {
+        if (!h->cookie)
+            h->cookie = mixw((uintptr_t)h ^ (uintptr_t)0xA5A5F00Du);
+        /* the link key must differ from the canary cookie and keep the low
+         * bits of a link non-zero, so that a zeroed link decodes to garbage */
+        h->link_key = mixw(h->cookie + (uintptr_t)0x9E3779B97F4A7C15ull);
+        h->link_key2 = mixw(h->link_key ^ (uintptr_t)0xD1B54A32D192ED03ull);
+    }
 #if !DMM_HEAP_FROZEN
     h->ops = variant_for(&cfg); /* a frozen build has no table (NULL) */
 #endif
     atomic_flag_clear(&h->spin);
-    if (cfg.lock == DMM_LOCK_MUTEX)
+    if (INIT_MUTEX && cfg.lock == DMM_LOCK_MUTEX)
         dmm_port_mutex_init(&h->mutex);
     h->st.footprint = ctrl;
     DMM_ANN_ENTER();
