@@ -88,13 +88,14 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
         *out = NULL;
     if (!out || !buf)
         return DMM_E_NULL;
-#if DMM_HEAP_FROZEN
-    cfg = dmm__heap_frozen_config(); /* the frozen build's own config (heap_fields.h) */
-#else
-    cfg = dmm_heap_default_config();
-#endif
     if (cfg_in)
         cfg = *cfg_in;
+    else
+#if DMM_HEAP_FROZEN
+        cfg = dmm__heap_frozen_config(); /* the frozen build's own config (heap_fields.h) */
+#else
+        cfg = dmm_heap_default_config();
+#endif
     if ((st = dmm__config_verdict(&cfg)) != DMM_OK)
         return st;
     start = dmm_align_up_ptr((uintptr_t)buf, GRAN);
