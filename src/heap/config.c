@@ -235,6 +235,13 @@ static unsigned verdict_of(const dmm_heap_config *c)
 {
     if (!c)
         return V_NULL;
+#if DMM_HEAP_FROZEN
+    /* First in a frozen build: once the policy fields equal the header's
+     * constants, the compiler folds the range and cross-field checks on
+     * them away (init validates every config through here). */
+    if (0 DMM_HEAP_CONFIG_FIELDS(HF_FZCHK_E, HF_FZCHK_B, HF_FZCHK_N, HF_FZCHK_R, HF_NONE))
+        return V_FROZEN;
+#endif
     DMM_HEAP_CONFIG_FIELDS(HF_CHECK_E, HF_NONE, HF_NONE, HF_CHECK_R, HF_NONE)
     if (c->org == DMM_ORG_SEG_EXACT &&
         (!dmm_is_pow2(c->exact_max) || c->exact_max < 4 * GRAN || c->exact_max > ((size_t)1 << 16)))
@@ -262,10 +269,6 @@ static unsigned verdict_of(const dmm_heap_config *c)
         return V_MUTEX;
     if (c->grow_granularity != 0 && dmm_port_page_size() == 0)
         return V_GROW;
-#if DMM_HEAP_FROZEN
-    if (0 DMM_HEAP_CONFIG_FIELDS(HF_FZCHK_E, HF_FZCHK_B, HF_FZCHK_N, HF_FZCHK_R, HF_NONE))
-        return V_FROZEN;
-#endif
     return V_OK;
 }
 

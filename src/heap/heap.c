@@ -23,6 +23,7 @@ static bool overlaps(const dmm_heap *h, uintptr_t lo, uintptr_t hi)
     return false;
 }
 
+#if !DMM_HEAP_FROZEN
 /* The first variant compiled into this library that runs cfg. */
 static const dmm__heap_ops *variant_for(const dmm_heap_config *cfg)
 {
@@ -31,16 +32,37 @@ static const dmm__heap_ops *variant_for(const dmm_heap_config *cfg)
             return dmm__heap_variants[i];
     return dmm__heap_variants[dmm__heap_variant_count - 1u];
 }
+#endif
 
-/* A well-mixed 64-bit value (splitmix64's finaliser). */
-static uint64_t mix64(uint64_t x)
+/* A well-mixed word.  64-bit targets: splitmix64's finaliser.  32-bit
+ * targets: a 32-bit finaliser of the same xor-shift-multiply form, so that
+ * init needs no 64-bit multiplications (a library call on many MCUs). */
+static uintptr_t mixw(uintptr_t x)
 {
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
+    if (sizeof x > 4u) {
+        uint64_t y = (uint64_t)x;
+        y ^= y >> 30;
+        y *= 0xBF58476D1CE4E5B9ull;
+        y ^= y >> 27;
+        y *= 0x94D049BB133111EBull;
+        return (uintptr_t)(y ^ (y >> 31));
+    }
+    x ^= x >> 16;
+    x *= (uintptr_t)0x7FEB352Du;
+    x ^= x >> 15;
+    x *= (uintptr_t)0x846CA68Bu;
+    return x ^ (x >> 16);
 }
+
+/* What init must prepare: in a frozen build only what its policies use
+ * (keys from hardening CHECKED up, a mutex under lock=mutex). */
+#if DMM_HEAP_FROZEN
+#define INIT_KEYS ((DMM_FROZEN_HARDEN) >= DMM_HARDEN_CHECKED)
+#define INIT_MUTEX ((DMM_FROZEN_LOCK) == DMM_LOCK_MUTEX)
+#else
+#define INIT_KEYS 1
+#define INIT_MUTEX 1
+#endif
 
 static void enter_plain(dmm_heap *h)
 {
@@ -66,13 +88,14 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
         *out = NULL;
     if (!out || !buf)
         return DMM_E_NULL;
-#if DMM_HEAP_FROZEN
-    cfg = dmm__heap_frozen_config(); /* the frozen build's own config (heap_fields.h) */
-#else
-    cfg = dmm_heap_default_config();
-#endif
     if (cfg_in)
         cfg = *cfg_in;
+    else
+#if DMM_HEAP_FROZEN
+        cfg = dmm__heap_frozen_config(); /* the frozen build's own config (heap_fields.h) */
+#else
+        cfg = dmm_heap_default_config();
+#endif
     if ((st = dmm__config_verdict(&cfg)) != DMM_OK)
         return st;
     start = dmm_align_up_ptr((uintptr_t)buf, GRAN);
@@ -95,7 +118,7 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
         range--;
     }
     rest = (size_t)(end - start) - ctrl;
-    if (cfg.lock == DMM_LOCK_MUTEX) {
+    if (INIT_MUTEX && cfg.lock == DMM_LOCK_MUTEX) {
         dmm_port_mutex m;
         if (!dmm_port_mutex_init(&m))
             return DMM_E_UNSUPPORTED;
@@ -108,14 +131,20 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     dmm__heap_derive(h, &cfg, range);
     h->buf = buf;
     h->ctrl_size = ctrl + (size_t)(start - (uintptr_t)buf);
-    h->cookie = cfg.cookie ? cfg.cookie : (uintptr_t)mix64((uint64_t)(uintptr_t)h ^ 0xA5A5F00Dull);
-    /* the link key must differ from the canary cookie and keep the low
-     * bits of a link non-zero, so that a zeroed link decodes to garbage */
-    h->link_key = (uintptr_t)mix64((uint64_t)h->cookie + 0x9E3779B97F4A7C15ull);
-    h->link_key2 = (uintptr_t)mix64((uint64_t)h->link_key ^ 0xD1B54A32D192ED03ull);
-    h->ops = variant_for(&cfg);
+    h->cookie = cfg.cookie;
+    if (INIT_KEYS) {
+        if (!h->cookie)
+            h->cookie = mixw((uintptr_t)h ^ (uintptr_t)0xA5A5F00Du);
+        /* the link key must differ from the canary cookie and keep the low
+         * bits of a link non-zero, so that a zeroed link decodes to garbage */
+        h->link_key = mixw(h->cookie + (uintptr_t)0x9E3779B97F4A7C15ull);
+        h->link_key2 = mixw(h->link_key ^ (uintptr_t)0xD1B54A32D192ED03ull);
+    }
+#if !DMM_HEAP_FROZEN
+    h->ops = variant_for(&cfg); /* a frozen build has no table (NULL) */
+#endif
     atomic_flag_clear(&h->spin);
-    if (cfg.lock == DMM_LOCK_MUTEX)
+    if (INIT_MUTEX && cfg.lock == DMM_LOCK_MUTEX)
         dmm_port_mutex_init(&h->mutex);
     h->st.footprint = ctrl;
     DMM_ANN_ENTER();
@@ -219,14 +248,15 @@ void *dmm_heap_calloc(dmm_heap *h, size_t n, size_t size) { return h->ops->callo
 void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return h->ops->realloc(h, ptr, GRAN, size); }
 void *dmm_heap_aligned_alloc(dmm_heap *h, size_t align, size_t size) { return h->ops->aligned(h, align, size); }
 size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr) { return h->ops->usable(h, ptr); }
-#endif
-
 void *dmm_heap_realloc_aligned(dmm_heap *h, void *ptr, size_t align, size_t size)
 {
     return h->ops->realloc(h, ptr, align, size);
 }
 
 const char *dmm_heap_variant(const dmm_heap *h) { return h ? h->ops->name : NULL; }
+#else
+const char *dmm_heap_variant(const dmm_heap *h) { return h ? "frozen" : NULL; }
+#endif
 
 dmm_heap_config dmm_heap_get_config(const dmm_heap *h) { return h->cfg; }
 

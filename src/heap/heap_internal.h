@@ -336,6 +336,16 @@ dmm_status dmm__config_verdict(const dmm_heap_config *cfg);
 void dmm__heap_lock(dmm_heap *h);
 void dmm__heap_unlock(dmm_heap *h);
 void dmm__heap_report(dmm_heap *h, dmm_error_kind kind, const void *ptr, const char *msg);
+/* DMM_HEAP_ERROR_TEXT=0 (a compile definition): reports carry an empty
+ * message, so that a firmware links none of the sentences (the error kind
+ * still says what happened).  The parentheses in the definition (lock.c)
+ * keep this macro from renaming it. */
+#ifndef DMM_HEAP_ERROR_TEXT
+#define DMM_HEAP_ERROR_TEXT 1
+#endif
+#if !DMM_HEAP_ERROR_TEXT
+#define dmm__heap_report(h, kind, ptr, msg) (dmm__heap_report)((h), (kind), (ptr), "")
+#endif
 void dmm__heap_leave_check(dmm_heap *h);
 int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx);
 dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep);

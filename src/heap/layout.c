@@ -5,11 +5,30 @@
  */
 #include "heap_internal.h"
 
+/* The policy fields the layout depends on.  Every caller validated c first
+ * (dmm__config_verdict), so in a frozen build they equal the header's
+ * constants, and the compiler drops what other policies would need. */
+#if DMM_HEAP_FROZEN
+#define L_ORG(c) ((void)(c), (dmm_heap_org)(DMM_FROZEN_ORG))
+#define L_ORDER(c) ((void)(c), (dmm_heap_order)(DMM_FROZEN_ORDER))
+#define L_QUICK(c) (DMM_FROZEN_QUICK_MAX != 0 && (c)->quick_max != 0)
+#define L_GROW(c) (DMM_FROZEN_GROW_GRANULARITY != 0 && (c)->grow_granularity != 0)
+#define L_TAIL(c)                                                                                            \
+    ((void)(c), (((DMM_FROZEN_STATS) == DMM_STATS_FULL) ? WORD : 0u) +                                      \
+                    (((DMM_FROZEN_HARDEN) >= DMM_HARDEN_CANARY) ? WORD : 0u))
+#else
+#define L_ORG(c) ((c)->org)
+#define L_ORDER(c) ((c)->order)
+#define L_QUICK(c) ((c)->quick_max != 0)
+#define L_GROW(c) ((c)->grow_granularity != 0)
+#define L_TAIL(c) TAIL_BYTES_OF(c)
+#endif
+
 static unsigned bins_for(const dmm_heap_config *c, unsigned range)
 {
-    size_t lin_max = LIN_MAX_OF(c->org, c->sl_bits, c->exact_max);
+    size_t lin_max = LIN_MAX_OF(L_ORG(c), c->sl_bits, c->exact_max);
     unsigned lin_log2 = dmm_log2_floor(lin_max);
-    if (c->org == DMM_ORG_SINGLE)
+    if (L_ORG(c) == DMM_ORG_SINGLE)
         return 1;
     if (range <= lin_log2)
         return (unsigned)(((size_t)1 << range) / GRAN);
@@ -19,7 +38,7 @@ static unsigned bins_for(const dmm_heap_config *c, unsigned range)
 static unsigned quick_count(const dmm_heap_config *c)
 {
     size_t s;
-    if (c->quick_max == 0)
+    if (!L_QUICK(c))
         return 0;
     s = dmm__req2size(c, c->quick_max);
     return (unsigned)((s - MINB) / GRAN + 1u);
@@ -27,7 +46,7 @@ static unsigned quick_count(const dmm_heap_config *c)
 
 size_t dmm__req2size(const dmm_heap_config *c, size_t req)
 {
-    return req2size_tail(req, TAIL_BYTES_OF(c));
+    return req2size_tail(req, L_TAIL(c));
 }
 
 unsigned dmm__heap_range_for(const dmm_heap_config *c, size_t bytes)
@@ -37,7 +56,7 @@ unsigned dmm__heap_range_for(const dmm_heap_config *c, size_t bytes)
     if (c->max_block_log2)
         r = c->max_block_log2;
     else {
-        size_t m = bytes > c->grow_granularity ? bytes : c->grow_granularity;
+        size_t m = L_GROW(c) && c->grow_granularity > bytes ? c->grow_granularity : bytes;
         r = dmm_log2_ceil(m);
         if (r < dmm_log2_floor(MINB) + 1u)
             r = dmm_log2_floor(MINB) + 1u;
@@ -56,7 +75,7 @@ size_t dmm__heap_ctrl_size(const dmm_heap_config *c, unsigned range, unsigned *n
     unsigned nw = (unsigned)((nb + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
     unsigned nq = quick_count(c);
     size_t s = dmm_align_up(sizeof(dmm_heap), sizeof(void *));
-    s += nb * sizeof(blk *) * (c->order == DMM_ORDER_FIFO ? 2u : 1u); /* heads (+ tails) */
+    s += nb * sizeof(blk *) * (L_ORDER(c) == DMM_ORDER_FIFO ? 2u : 1u); /* heads (+ tails) */
     s += nw * sizeof(size_t);
     s += nq * sizeof(blk *);
     s += nq * sizeof(unsigned);
@@ -69,9 +88,9 @@ void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *c, unsigned range)
 {
     char *p = (char *)h + dmm_align_up(sizeof(dmm_heap), sizeof(void *));
     h->cfg = *c;
-    h->tail_bytes = TAIL_BYTES_OF(c);
+    h->tail_bytes = L_TAIL(c);
     h->split_min = c->split_min > MINB ? dmm_align_up(c->split_min, GRAN) : MINB;
-    h->lin_max = LIN_MAX_OF(c->org, c->sl_bits, c->exact_max);
+    h->lin_max = LIN_MAX_OF(L_ORG(c), c->sl_bits, c->exact_max);
     h->lin_bins = (unsigned)(h->lin_max / GRAN);
     h->lin_log2 = dmm_log2_floor(h->lin_max);
     h->sub = c->sl_bits;
@@ -83,7 +102,7 @@ void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *c, unsigned range)
     h->heads = (blk **)(void *)p;
     p += h->nbins * sizeof(blk *);
     h->tails = NULL;
-    if (c->order == DMM_ORDER_FIFO) {
+    if (L_ORDER(c) == DMM_ORDER_FIFO) {
         h->tails = (blk **)(void *)p;
         p += h->nbins * sizeof(blk *);
     }
@@ -100,7 +119,7 @@ size_t dmm_heap_block_overhead(const dmm_heap_config *c)
 {
     if (dmm__config_verdict(c) != DMM_OK)
         return 0;
-    return WORD + TAIL_BYTES_OF(c);
+    return WORD + L_TAIL(c);
 }
 
 size_t dmm_heap_block_size(const dmm_heap_config *c, size_t request)

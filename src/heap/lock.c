@@ -39,7 +39,7 @@ void dmm__heap_unlock(dmm_heap *h)
     }
 }
 
-void dmm__heap_report(dmm_heap *h, dmm_error_kind kind, const void *ptr, const char *msg)
+void(dmm__heap_report)(dmm_heap *h, dmm_error_kind kind, const void *ptr, const char *msg)
 {
     dmm_error e;
     if (h->cfg.stats != DMM_STATS_OFF)

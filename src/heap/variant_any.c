@@ -7,16 +7,14 @@
 #include "heap_internal.h"
 
 #define DMM_VARIANT_OPS dmm__heap_ops_any
-#if DMM_HEAP_FROZEN
-#define DMM_VARIANT_NAME "frozen"
-#else
 #define DMM_VARIANT_NAME "any"
-#endif
 #include "engine/entry.h"
 
 /* Most specific first (every ship and lean variant, then the shapes);
  * dmm__heap_ops_any accepts every valid config. */
-#if DMM_HEAP_FROZEN || !DMM_HEAP_VARIANTS
+#if DMM_HEAP_FROZEN
+/* no table: entry.h defines the public functions directly */
+#elif !DMM_HEAP_VARIANTS
 const dmm__heap_ops *const dmm__heap_variants[] = {&dmm__heap_ops_any};
 #else
 extern const dmm__heap_ops dmm__heap_ops_dlmalloc_ship, dmm__heap_ops_tlsf_ship, dmm__heap_ops_halffit_ship, dmm__heap_ops_firstfit_ship, dmm__heap_ops_p2012_ship, dmm__heap_ops_dlmalloc_lean, dmm__heap_ops_tlsf_lean, dmm__heap_ops_halffit_lean, dmm__heap_ops_firstfit_lean, dmm__heap_ops_p2012_lean, dmm__heap_ops_dlmalloc_shape, dmm__heap_ops_tlsf_shape, dmm__heap_ops_halffit_shape, dmm__heap_ops_firstfit_shape, dmm__heap_ops_p2012_shape;
@@ -39,4 +37,6 @@ const dmm__heap_ops *const dmm__heap_variants[] = {
     &dmm__heap_ops_any,
 };
 #endif
+#if !DMM_HEAP_FROZEN
 const unsigned dmm__heap_variant_count = sizeof dmm__heap_variants / sizeof dmm__heap_variants[0];
+#endif

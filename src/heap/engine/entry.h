@@ -6,8 +6,8 @@
  * directly by variant_any.c), after the variant has defined
  * DMM_VARIANT_OPS (the table's name), DMM_VARIANT_NAME and the DMM_V_*
  * policy fields it fixes.  In a frozen build only variant_any.c
- * compiles, and it also defines the public functions directly (no
- * dispatch).
+ * compiles, and it defines the public functions directly instead of a
+ * table (no dispatch, and only the called entry points are linked).
  */
 #ifndef DMM_ENGINE_ENTRY_H
 #define DMM_ENGINE_ENTRY_H
@@ -100,11 +100,24 @@ static size_t e_usable(dmm_heap *h, const void *ptr)
     return n;
 }
 
+#if DMM_HEAP_FROZEN
+/* A frozen build has no ops table: the public functions call the entry
+ * points directly, so a firmware links only the ones it calls (a table of
+ * pointers would pull in every entry point and what it reaches). */
+void *dmm_heap_malloc(dmm_heap *h, size_t size) { return e_malloc(h, size); }
+void dmm_heap_free(dmm_heap *h, void *ptr) { e_free(h, ptr); }
+void *dmm_heap_calloc(dmm_heap *h, size_t n, size_t size) { return e_calloc(h, n, size); }
+void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return e_realloc(h, ptr, GRAN, size); }
+void *dmm_heap_realloc_aligned(dmm_heap *h, void *ptr, size_t align, size_t size)
+{
+    return e_realloc(h, ptr, align, size);
+}
+void *dmm_heap_aligned_alloc(dmm_heap *h, size_t align, size_t size) { return e_aligned(h, align, size); }
+size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr) { return e_usable(h, ptr); }
+#else
 /* Does this variant run cfg?  Every policy field it fixes must match. */
 static bool e_accepts(const dmm_heap_config *c)
 {
-    (void)c;
-#if !DMM_HEAP_FROZEN
 #ifdef DMM_V_ORG
     if (c->org != (dmm_heap_org)(DMM_V_ORG))
         return false;
@@ -158,21 +171,12 @@ static bool e_accepts(const dmm_heap_config *c)
         (c->org == DMM_ORG_SEG_EXACT && c->exact_max != (size_t)(DMM_V_EXACT_MAX)))
         return false;
 #endif
-#endif /* a frozen build's config was checked against it by validation */
     return true;
 }
 
 const dmm__heap_ops DMM_VARIANT_OPS = {
     DMM_VARIANT_NAME, e_accepts, e_malloc, e_free, e_realloc, e_calloc, e_aligned, e_usable,
 };
-
-#if DMM_HEAP_FROZEN
-void *dmm_heap_malloc(dmm_heap *h, size_t size) { return e_malloc(h, size); }
-void dmm_heap_free(dmm_heap *h, void *ptr) { e_free(h, ptr); }
-void *dmm_heap_calloc(dmm_heap *h, size_t n, size_t size) { return e_calloc(h, n, size); }
-void *dmm_heap_realloc(dmm_heap *h, void *ptr, size_t size) { return e_realloc(h, ptr, GRAN, size); }
-void *dmm_heap_aligned_alloc(dmm_heap *h, size_t align, size_t size) { return e_aligned(h, align, size); }
-size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr) { return e_usable(h, ptr); }
-#endif
+#endif /* DMM_HEAP_FROZEN */
 
 #endif
