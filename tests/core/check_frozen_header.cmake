@@ -13,22 +13,32 @@ foreach(_v TOOL ROOT PRESET)
         message(FATAL_ERROR "check_frozen_header.cmake: -D${_v}=... missing")
     endif()
 endforeach()
-set(_rel "configs/frozen/${PRESET}.h")
+# Optional: -DTEXT=<config text> (default preset=<PRESET>) and -DREL=<header
+# path from the root> (default configs/frozen/<PRESET>.h), for headers written
+# from a preset with other settings (configs/frozen/lean/).
+if(NOT DEFINED TEXT)
+    set(TEXT "preset=${PRESET}")
+endif()
+if(DEFINED REL)
+    set(_rel "${REL}")
+else()
+    set(_rel "configs/frozen/${PRESET}.h")
+endif()
 set(_file "${ROOT}/${_rel}")
 if(NOT EXISTS "${_file}")
     message(FATAL_ERROR "${_file} does not exist")
 endif()
-execute_process(COMMAND "${TOOL}" header "preset=${PRESET}" --name "${_rel}"
+execute_process(COMMAND "${TOOL}" header "${TEXT}" --name "${_rel}"
                 OUTPUT_VARIABLE _want ERROR_VARIABLE _err RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
-    message(FATAL_ERROR "dmm-config header preset=${PRESET} failed (${_rc}): ${_err}")
+    message(FATAL_ERROR "dmm-config header ${TEXT} failed (${_rc}): ${_err}")
 endif()
 file(READ "${_file}" _have)
 if(NOT _have STREQUAL _want)
     file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/frozen_${PRESET}.expected.h" "${_want}")
-    message(FATAL_ERROR "${_rel} differs from what the library writes for preset ${PRESET}.\n"
+    message(FATAL_ERROR "${_rel} differs from what the library writes for ${TEXT}.\n"
                         "Expected (also in ${CMAKE_CURRENT_BINARY_DIR}/frozen_${PRESET}.expected.h):\n${_want}\n"
                         "Regenerate from the source root with:\n"
-                        "  ${TOOL} header preset=${PRESET} --name ${_rel} > ${_rel}")
+                        "  ${TOOL} header ${TEXT} --name ${_rel} > ${_rel}")
 endif()
-message(STATUS "${_rel} matches dmm-config header preset=${PRESET}")
+message(STATUS "${_rel} matches dmm-config header ${TEXT}")

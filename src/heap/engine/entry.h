@@ -118,6 +118,7 @@ size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr) { return e_usable(h, p
 /* Does this variant run cfg?  Every policy field it fixes must match. */
 static bool e_accepts(const dmm_heap_config *c)
 {
+    (void)c; /* unused when the variant fixes no policy field */
 #ifdef DMM_V_ORG
     if (c->org != (dmm_heap_org)(DMM_V_ORG))
         return false;
