@@ -39,7 +39,10 @@ BUILD=${DMM_SIZE_BUILD_DIR:-$ROOT/build/embedded}
 OUT_DIR=$ROOT/bench/results
 JOBS=${DMM_JOBS:-2}
 SECTION_FLAGS="-ffunction-sections -fdata-sections"
-ALL_VARIANTS=(runtime dlmalloc tlsf halffit firstfit p2012)
+# lean/<preset>: configs/frozen/lean/<preset>.h, the preset with stats and
+# hardening off (the smallest firmware builds; docs/heap.md).
+ALL_VARIANTS=(runtime dlmalloc tlsf halffit firstfit p2012
+              lean/dlmalloc lean/tlsf lean/halffit lean/firstfit lean/p2012)
 read -r -a TARGETS <<<"${DMM_SIZE_TARGETS:-cortex-m4 rv32imac}"
 COMPONENTS=(core heap pool multiheap spm port)
 PROBES=(heap_min heap_full pool mh spm)
@@ -239,7 +242,8 @@ static __attribute__((noreturn)) void quit(int code)
 
 /* Bytes the heap consumes per block: n blocks of `request` bytes carved
  * from a fresh heap, divided into the growth of the heap's extent (the
- * bytes it has used of its region: blocks, headers, tails). */
+ * bytes it has used of its region: blocks, headers, tails); without
+ * statistics, the distance between neighbouring blocks. */
 static int per_block(size_t request, size_t *consumed)
 {
     enum { N = 64 };
@@ -248,12 +252,25 @@ static int per_block(size_t request, size_t *consumed)
     size_t i;
     if (dmm_heap_init(&h, arena, sizeof arena, (const dmm_heap_config *)0) != DMM_OK)
         return 0;
+    unsigned char *p[N];
     before = dmm_heap_get_stats(h);
     for (i = 0; i < N; i++) {
-        if (!dmm_heap_malloc(h, request))
+        p[i] = (unsigned char *)dmm_heap_malloc(h, request);
+        if (!p[i])
             return 0;
     }
     after = dmm_heap_get_stats(h);
+    if (after.live_count == 0 && before.live_count == 0) {
+        /* stats=off (the lean presets): a fresh heap carves its blocks one
+         * after the other, so the distance between neighbours is what one
+         * block consumes; every distance must agree */
+        size_t d = (size_t)(p[1] - p[0]);
+        for (i = 1; i < N; i++)
+            if (p[i] <= p[i - 1] || (size_t)(p[i] - p[i - 1]) != d)
+                return 0;
+        *consumed = d;
+        return 1;
+    }
     if (after.live_count != before.live_count + N || after.extent <= before.extent ||
         (after.extent - before.extent) % N != 0)
         return 0;
@@ -351,6 +368,7 @@ for tg in "${TARGETS[@]}"; do
         fi
         dir="$tdir/$v"
         log="$tdir/$v.log"
+        mkdir -p "$(dirname "$log")"
         say "[$(elapsed)] $tg: building $v -> $dir"
         if ! { cmake -S "$ROOT" -B "$dir" -G Ninja \
                   -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" \

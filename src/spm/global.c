@@ -48,7 +48,7 @@ typedef struct spmg_core {
     dmm_heap *heap;        /* static mode: this core's slice */
     size_t lo, hi;         /* static mode: the slice's address range */
     atomic_size_t errors; /* static mode: refused frees of this slice */
-    atomic_bool attached; /* a per-core heap (dmm_spm_create) uses this core */
+    atomic_uint attached; /* a per-core heap (dmm_spm_create) uses this core */
 } spmg_core;
 
 struct dmm_spm_global {
@@ -188,7 +188,7 @@ dmm_status dmm_spm_global_create(dmm_spm_global **out, void *buf, size_t size,
     atomic_init(&g->in_use, 0);
     atomic_init(&g->peak, 0);
     for (unsigned i = 0; i < c.cores; i++)
-        atomic_init(&g->core[i].attached, false);
+        atomic_init(&g->core[i].attached, 0u);
 
     if (c.mode == DMM_SPM_STATIC) {
         for (unsigned i = 0; i < c.cores; i++) {
@@ -298,14 +298,14 @@ dmm_status dmm_spm_global_attach_(dmm_spm_global *g, unsigned core)
         return DMM_E_NULL;
     if (core >= g->cores)
         return DMM_E_RANGE;
-    bool no = false;
-    return atomic_compare_exchange_strong(&g->core[core].attached, &no, true) ? DMM_OK : DMM_E_OVERLAP;
+    unsigned no = 0; /* a word, not a bool: RV32 has no byte-wide compare-and-swap */
+    return atomic_compare_exchange_strong(&g->core[core].attached, &no, 1u) ? DMM_OK : DMM_E_OVERLAP;
 }
 
 void dmm_spm_global_detach_(dmm_spm_global *g, unsigned core)
 {
     if (g && g->magic == SPMG_MAGIC && core < g->cores)
-        atomic_store(&g->core[core].attached, false);
+        atomic_store(&g->core[core].attached, 0u);
 }
 
 dmm_spm_mode dmm_spm_global_mode(const dmm_spm_global *g) { return g ? g->mode : DMM_SPM_DYNAMIC; }
