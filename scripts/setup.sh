@@ -18,6 +18,11 @@ PACKAGES=(
     gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi
     # AArch64 cross build, its tests under qemu-user (scripts/test.sh aarch64)
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+    # 32-bit builds and their unit tests (scripts/test.sh arm32 x86_32): ARM
+    # under qemu-user (above), x86 through Debian's i686 cross compiler (not
+    # gcc-multilib, which conflicts with the AArch64 cross compiler)
+    gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf libc6-dev-armhf-cross
+    gcc-i686-linux-gnu g++-i686-linux-gnu libc6-dev-i386-cross
     # allocators the benchmarks compare against
     libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev
     libgoogle-perftools4 libtcmalloc-minimal4 libtbbmalloc2
