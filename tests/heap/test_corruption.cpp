@@ -463,13 +463,16 @@ TEST_P(Misuse, HeaderSmashing) {
         std::vector<Write> writes;
     } smashes[] = {
         {"size word garbage", b, {{&head_word(b), (size_t)0x7}}},
-        // The block the lie points at starts inside c's payload; its "head"
-        // is a pattern word whose F_PUSED bit depends on the word size, so
-        // it is cleared explicitly (a payload word that says "b is free").
+        // The block each lie points at starts inside a payload (c's, b's);
+        // its "head" is whatever word lies there, whose F_PUSED bit depended
+        // on the word size, so it is cleared explicitly (a payload word that
+        // says "b is free").
         {"size word too large", b,
          {{&head_word(b), (bsz + 3 * GRANULE) | (head & FLAG_MASK)},
           {&head_word((char *)b + bsz + 3 * GRANULE), head_word((char *)b + bsz + 3 * GRANULE) & ~F_PUSED}}},
-        {"size word too small", b, {{&head_word(b), (bsz - GRANULE) | (head & FLAG_MASK)}}},
+        {"size word too small", b,
+         {{&head_word(b), (bsz - GRANULE) | (head & FLAG_MASK)},
+          {&head_word((char *)b + bsz - GRANULE), head_word((char *)b + bsz - GRANULE) & ~F_PUSED}}},
         {"size word huge", b, {{&head_word(b), ((size_t)1 << (W * 8 - 2)) | (head & FLAG_MASK)}}},
         // v1 had a prev_size tag in front of every block.  In v2 the word in
         // front of c's header belongs to b (payload or canary) while b is
