@@ -24,6 +24,11 @@ PACKAGES=(
     # serves the size report's rv32imac build (scripts/size_report.sh; its
     # overhead probe runs under qemu-user's qemu-riscv32, listed above)
     qemu-system-arm qemu-system-misc gcc-riscv64-unknown-elf
+    # 32-bit builds and their unit tests (scripts/test.sh arm32 x86_32): ARM
+    # under qemu-user (above), x86 through Debian's i686 cross compiler (not
+    # gcc-multilib, which conflicts with the AArch64 cross compiler)
+    gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf libc6-dev-armhf-cross
+    gcc-i686-linux-gnu g++-i686-linux-gnu libc6-dev-i386-cross
     # allocators the benchmarks compare against
     libjemalloc2 libjemalloc-dev libmimalloc2.0 libmimalloc-dev
     libgoogle-perftools4 libtcmalloc-minimal4 libtbbmalloc2

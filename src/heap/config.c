@@ -117,7 +117,7 @@ dmm_heap_config dmm_heap_preset_config(dmm_heap_preset p)
         c.sl_bits = 1;
         c.order = DMM_ORDER_FIFO;
         c.fit = DMM_FIT_BEST;
-        c.quick_max = 8 * sizeof(void *);
+        c.quick_max = 64; /* the same on every target: frozen headers are shared */
         break;
     case DMM_PRESET_TLSF:
         break; /* the base config is TLSF */

@@ -114,8 +114,9 @@ bool dmm__pool_plan(const dmm_pool_config *cfg, uintptr_t buf, size_t size, dmm_
     /* The largest n that fits: binary search (used_for grows with n). */
     size_t lo = 0, hi = size / stride;
     /* The free list holds 32-bit byte offsets: the last block must start
-     * below 4 GiB from the first. */
-    if (hi > (size_t)(UINT32_MAX / stride) + 1)
+     * below 4 GiB from the first.  (hi - 1 is compared: with a 32-bit
+     * size_t, UINT32_MAX / stride + 1 wraps to 0 for stride 1.) */
+    if (hi > 0 && hi - 1 > (size_t)(UINT32_MAX / stride))
         hi = (size_t)(UINT32_MAX / stride) + 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo + 1) / 2;

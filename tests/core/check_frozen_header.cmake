@@ -5,9 +5,8 @@
 #
 # configs/frozen/<PRESET>.h must be byte for byte the output of
 #   dmm-config header preset=<PRESET> --name configs/frozen/<PRESET>.h
-# (run from the source root to regenerate it).  The numbers in it are the
-# host's (dlmalloc's quick_max is 8 * sizeof(void *)): the check assumes a
-# 64-bit host, like the committed files.
+# (run from the source root to regenerate it).  The presets are the same on
+# every target (32- and 64-bit), so the committed files are too.
 foreach(_v TOOL ROOT PRESET)
     if(NOT DEFINED ${_v})
         message(FATAL_ERROR "check_frozen_header.cmake: -D${_v}=... missing")

@@ -326,9 +326,11 @@ TEST(Init, MinBufferIsExactlySufficient) {
     // Regression (heap v2 issue): a max_block_log2 whose bins exceed what the
     // bitmap holds (here 4096 exact bins + 32 per power of two up to 2^63)
     // is clamped by init; min_buffer must be exact for the clamped range too
-    // (it reported 91,264 bytes while init succeeded in 67,008).
+    // (it reported 91,264 bytes while init succeeded in 67,008).  The
+    // largest valid max_block_log2 is one below the bits of size_t (63 on
+    // 64-bit targets, 31 on 32-bit ones, where 63 is a bad config).
     c.exact_max = 65536;
-    c.max_block_log2 = 63;
+    c.max_block_log2 = kBits - 1;
     cfgs.push_back(c);
     for (const dmm_heap_config &cfg : cfgs) {
         SCOPED_TRACE(cfg_str(cfg));

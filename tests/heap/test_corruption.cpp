@@ -326,12 +326,14 @@ TEST_P(Misuse, MisalignedPointers) {
 
 namespace {
 
-// Crafts, inside the zeroed payload p (1024 bytes, p 16-aligned), a fake used
-// block that is consistent for every O(1) check of v2 validation:
-//   fake0  block at p+16  (head p+24), size 64, free, F_PUSED set;
-//   fake1  block at p+80  (foot p+80 = 64: fake0's size tag; head p+88 =
-//          128 | USED, F_PUSED clear: "my predecessor is free"), payload p+96;
-//   succ   block at p+208 (foot p+208 = fake1's canary; head p+216 =
+// Crafts, inside the zeroed payload p (1024 bytes, p DMM_HEAP_ALIGN-aligned),
+// a fake used block that is consistent for every O(1) check of v2
+// validation (offsets for W = 8; the heads and payloads move with W):
+//   fake0  block at p+16  (head p+16+W), size 64, free, F_PUSED set;
+//   fake1  block at p+80  (foot p+80 = 64: fake0's size tag; head p+80+W =
+//          128 | USED, F_PUSED clear: "my predecessor is free"), payload
+//          p+80+2W;
+//   succ   block at p+208 (foot p+208 = fake1's canary; head p+208+W =
 //          64 | USED | PUSED: "my predecessor is used").
 // Returns fake1's payload.
 void *craft_fake_block(unsigned char *p, uintptr_t cookie) {
@@ -341,7 +343,7 @@ void *craft_fake_block(unsigned char *p, uintptr_t cookie) {
     put(80 + W, 128 | F_USED);           // fake1 head: used, previous free
     put(208, cookie ^ (uintptr_t)(p + 80)); // fake1's canary = succ's foot
     put(208 + W, 64 | F_USED | F_PUSED); // succ head: knows fake1 as used
-    return p + 96;
+    return p + 80 + 2 * W;               // fake1's payload
 }
 
 } // namespace
@@ -461,8 +463,16 @@ TEST_P(Misuse, HeaderSmashing) {
         std::vector<Write> writes;
     } smashes[] = {
         {"size word garbage", b, {{&head_word(b), (size_t)0x7}}},
-        {"size word too large", b, {{&head_word(b), (bsz + 3 * GRANULE) | (head & FLAG_MASK)}}},
-        {"size word too small", b, {{&head_word(b), (bsz - GRANULE) | (head & FLAG_MASK)}}},
+        // The block each lie points at starts inside a payload (c's, b's);
+        // its "head" is whatever word lies there, whose F_PUSED bit depended
+        // on the word size, so it is cleared explicitly (a payload word that
+        // says "b is free").
+        {"size word too large", b,
+         {{&head_word(b), (bsz + 3 * GRANULE) | (head & FLAG_MASK)},
+          {&head_word((char *)b + bsz + 3 * GRANULE), head_word((char *)b + bsz + 3 * GRANULE) & ~F_PUSED}}},
+        {"size word too small", b,
+         {{&head_word(b), (bsz - GRANULE) | (head & FLAG_MASK)},
+          {&head_word((char *)b + bsz - GRANULE), head_word((char *)b + bsz - GRANULE) & ~F_PUSED}}},
         {"size word huge", b, {{&head_word(b), ((size_t)1 << (W * 8 - 2)) | (head & FLAG_MASK)}}},
         // v1 had a prev_size tag in front of every block.  In v2 the word in
         // front of c's header belongs to b (payload or canary) while b is
