@@ -59,6 +59,7 @@ struct dmm_spm_global {
     size_t size;
     size_t data_off;       /* first address past the control block */
     dmm_heap *heap;        /* dynamic mode */
+    dmm_heap_config hcfg;  /* the configuration of every heap here */
     atomic_size_t heap_errors; /* refused frees of the dynamic heap */
 
     bool sync;             /* mu and the conditions are initialised */
@@ -79,6 +80,7 @@ struct dmm_spm_global {
 };
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+static void granule_prime(const dmm_spm_global *g, dmm_heap *h);
 
 static bool is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
@@ -174,6 +176,7 @@ dmm_status dmm_spm_global_create(dmm_spm_global **out, void *buf, size_t size,
     dmm_port_memset(g, 0, ctrl);
     g->mode = c.mode;
     g->cores = c.cores;
+    g->hcfg = hc;
     g->depth = c.mailbox_depth;
     g->buf = buf;
     g->size = size;
@@ -203,6 +206,7 @@ dmm_status dmm_spm_global_create(dmm_spm_global **out, void *buf, size_t size,
                     dmm_heap_destroy(g->core[j].heap);
                 return st;
             }
+            granule_prime(g, k->heap);
         }
         g->magic = SPMG_MAGIC;
         *out = g;
@@ -220,6 +224,7 @@ dmm_status dmm_spm_global_create(dmm_spm_global **out, void *buf, size_t size,
     st = dmm_heap_init(&g->heap, g->buf + ctrl, rest, &hc);
     if (st != DMM_OK)
         return st;
+    granule_prime(g, g->heap);
     unsigned cv_done = 0;
     bool ok = dmm_port_mutex_init(&g->mu);
     bool mu_ok = ok;
@@ -335,9 +340,54 @@ typedef struct shift_tag {
     size_t check; /* ~a */
 } shift_tag;
 
-static void *heap_get(dmm_heap *h, size_t n, size_t align)
+/* The request, at least n, whose heap block is a multiple of the DMA
+ * granule.  Blocks laid end to end then keep their payloads on the granule
+ * (on 64-bit targets every block is one already; on 32-bit ones the heap's
+ * granule is 8 bytes and a 4-byte header would shift every other block). */
+static size_t granule_request(const dmm_spm_global *g, size_t n)
 {
-    return align > DMM_HEAP_ALIGN ? dmm_heap_aligned_alloc(h, align, n) : dmm_heap_malloc(h, n);
+    size_t r = n;
+    for (unsigned i = 0; i < SPMG_GRAIN / DMM_HEAP_ALIGN; i++, r += DMM_HEAP_ALIGN)
+        if (dmm_heap_block_size(&g->hcfg, r) % SPMG_GRAIN == 0)
+            return r;
+    return n;
+}
+
+/* Puts a fresh heap's first free payload on the DMA granule (32-bit
+ * targets): when it is not, a block of an odd number of heap granules is
+ * kept for good, which shifts everything after it by one. */
+static void granule_prime(const dmm_spm_global *g, dmm_heap *h)
+{
+    if (DMM_HEAP_ALIGN >= SPMG_GRAIN)
+        return;
+    void *p = dmm_heap_malloc(h, granule_request(g, 1));
+    if (!p)
+        return;
+    bool on = ((uintptr_t)p & (SPMG_GRAIN - 1)) == 0;
+    dmm_heap_free(h, p);
+    for (size_t r = 1; !on && r <= 2 * SPMG_GRAIN; r++)
+        if (dmm_heap_block_size(&g->hcfg, r) % SPMG_GRAIN == DMM_HEAP_ALIGN % SPMG_GRAIN) {
+            (void)dmm_heap_malloc(h, r);
+            break;
+        }
+}
+
+static void *heap_get(const dmm_spm_global *g, dmm_heap *h, size_t n, size_t align)
+{
+    if (align <= DMM_HEAP_ALIGN)
+        return dmm_heap_malloc(h, n);
+    if (align <= SPMG_GRAIN) {
+        /* The DMA granule above the heap's (32-bit targets): aligned_alloc
+         * needs room to split off a misaligned front, which a hole an
+         * object left does not have; with granule-sized blocks a plain
+         * block is aligned almost always. */
+        void *p = dmm_heap_malloc(h, granule_request(g, n));
+        if (p && ((uintptr_t)p & (align - 1)) == 0)
+            return p;
+        if (p)
+            dmm_heap_free(h, p);
+    }
+    return dmm_heap_aligned_alloc(h, align, n);
 }
 
 static dmm_gaddr do_alloc(dmm_spm_global *g, dmm_heap *h, uint64_t bytes, size_t align)
@@ -349,11 +399,11 @@ static dmm_gaddr do_alloc(dmm_spm_global *g, dmm_heap *h, uint64_t bytes, size_t
     if (bytes > 0 && bytes <= (uint64_t)(SIZE_MAX / 4) && align <= SIZE_MAX / 4) {
         size_t n = round_up((size_t)bytes, SPMG_GRAIN);
         if (((uintptr_t)g->buf & (align - 1)) == 0) {
-            p = heap_get(h, n, align);
+            p = heap_get(g, h, n, align);
             if (p)
                 a = (dmm_gaddr)((unsigned char *)p - g->buf);
         } else {
-            p = heap_get(h, n + align + SPMG_GRAIN, SPMG_GRAIN);
+            p = heap_get(g, h, n + align + SPMG_GRAIN, SPMG_GRAIN);
             if (p) {
                 dmm_gaddr block = (dmm_gaddr)((unsigned char *)p - g->buf);
                 a = (block + SPMG_GRAIN + align - 1) & ~(dmm_gaddr)(align - 1);
