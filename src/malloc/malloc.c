@@ -196,7 +196,7 @@ static _Atomic(_Atomic uint64_t *) reg_top[REG_TOP];
 
 static _Atomic uint64_t *reg_leaf(uintptr_t a, bool create)
 {
-    size_t t = (size_t)(a >> REG_TOP_SHIFT);
+    size_t t = (size_t)((uint64_t)a >> REG_TOP_SHIFT); /* 0 on 32-bit targets */
     _Atomic uint64_t *leaf;
     if (t >= REG_TOP)
         return NULL;
@@ -229,7 +229,7 @@ static bool reg_set(uintptr_t seg, bool on)
 
 static inline bool reg_has(uintptr_t seg)
 {
-    size_t t = (size_t)(seg >> REG_TOP_SHIFT), u = (size_t)((seg >> SEG_SHIFT) & (REG_LEAF_BITS - 1u));
+    size_t t = (size_t)((uint64_t)seg >> REG_TOP_SHIFT), u = (size_t)((seg >> SEG_SHIFT) & (REG_LEAF_BITS - 1u));
     _Atomic uint64_t *leaf = t < REG_TOP ? atomic_load_explicit(&reg_top[t], memory_order_acquire) : NULL;
     return leaf && (atomic_load_explicit(&leaf[u / 64u], memory_order_acquire) >> (u % 64u) & 1u);
 }

@@ -205,7 +205,7 @@ TEST(Malloc, AlignedFamily)
     EXPECT_EQ(dmm_posix_memalign(&p, 24, 10), EINVAL);
     EXPECT_EQ(dmm_posix_memalign(&p, 2, 10), EINVAL);
     EXPECT_EQ(p, reinterpret_cast<void *>(0x1)) << "out written on failure";
-    EXPECT_EQ(dmm_posix_memalign(&p, (size_t)1 << 40, 10), ENOMEM);
+    EXPECT_EQ(dmm_posix_memalign(&p, (size_t)1 << (sizeof(size_t) * 8 - 2), 10), ENOMEM);
     errno = 0;
     EXPECT_EQ(dmm_aligned_alloc(48, 96), nullptr);
     EXPECT_EQ(errno, EINVAL);

@@ -85,11 +85,12 @@ TEST(TraceMalformed, EveryTruncationIsAnErrorWithAnOffset)
         EXPECT_LE(e.offset, len) << err_str(e);
         EXPECT_NE(e.reason[0], '\0') << len;
         EXPECT_EQ(t->n, 0u);
-        if (len >= 14) // after the header and metadata length: the reason says what is missing
+        if (len >= 14) { // after the header and metadata length: the reason says what is missing
             EXPECT_TRUE(std::string(e.reason).find("truncated") != std::string::npos ||
                         std::string(e.reason).find("exceeds the file") != std::string::npos ||
                         std::string(e.reason).find("larger than the file") != std::string::npos)
                 << len << ": " << err_str(e);
+        }
     }
 }
 

@@ -84,8 +84,9 @@ TEST(TraceRoundTrip, BinaryTextBinaryOnRandomTraces)
             uint64_t h = dmm_trace_hash(orig.get());
             EXPECT_EQ(dmm_trace_hash(b.get()), h);
             EXPECT_EQ(dmm_trace_hash(x.get()), h);
-            if (c.shape.ops > 0)
+            if (c.shape.ops > 0) {
                 EXPECT_NE(h, 0xcbf29ce484222325ull);
+            }
         }
     }
 }
