@@ -14,6 +14,7 @@
  */
 #include "spm_internal.h"
 
+#include "../core/bits.h"
 #include "../core/text.h"
 #include "../port/annotate.h"
 #include "../port/port.h"
@@ -204,8 +205,9 @@ static unsigned xc_index(const dmm_spm *s, dmm_gaddr a)
 /* Forgets every translation into unit u (it is leaving local memory). */
 static void xc_drop_unit(dmm_spm *s, spm_unit *u)
 {
-    if (s->recent.u == u)
-        s->recent.n = 0;
+    for (unsigned i = 0; i < SPM_RECENT; i++)
+        if (s->recent[i].u == u)
+            s->recent[i].n = 0;
     size_t n = u->bytes / u->slots;
     uint16_t u4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
     for (unsigned i = 0; i < u->slots; i++) {
@@ -223,8 +225,9 @@ static spm_unit *xc_unit(const dmm_spm *s, const spm_xc *x)
 /* Forgets the translation of the object that starts at a (it is freed). */
 static void xc_drop_object(dmm_spm *s, dmm_gaddr a)
 {
-    if (s->recent.n && s->recent.g == a)
-        s->recent.n = 0;
+    for (unsigned i = 0; i < SPM_RECENT; i++)
+        if (s->recent[i].n && s->recent[i].g == a)
+            s->recent[i].n = 0;
     spm_xc *x = &s->xc[xc_index(s, a)];
     if (x->n4 && x->g4 == (uint32_t)(a >> 4))
         x->n4 = 0;
@@ -930,50 +933,76 @@ size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a)
     return hdr_of(r.f)->slot_size;
 }
 
+/* Remembers x as the last translation, in the next recent slot. */
+static void recent_add(dmm_spm *s, const spm_xlate *x)
+{
+    unsigned i = s->recent_next;
+    s->recent_next = (i + 1) % SPM_RECENT;
+    s->recent[i] = *x;
+    s->recent_last = i;
+}
+
 /* Remembers r's object (resident in u) as the last one resolved and in
  * the translation cache. */
 static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
 {
     size_t n = hdr_of(r->f)->slot_size;
-    s->recent.g = r->unit + (dmm_gaddr)r->slot * n;
-    s->recent.l = udata(u) + (size_t)r->slot * n;
-    s->recent.u = u;
-    s->recent.n = n;
-    spm_xc *x = &s->xc[xc_index(s, s->recent.g)];
-    x->g4 = (uint32_t)(s->recent.g >> 4);
+    spm_xlate t;
+    t.g = r->unit + (dmm_gaddr)r->slot * n;
+    t.l = udata(u) + (size_t)r->slot * n;
+    t.u = u;
+    t.n = n;
+    recent_add(s, &t);
+    spm_xc *x = &s->xc[xc_index(s, t.g)];
+    x->g4 = (uint32_t)(t.g >> 4);
     x->u4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
     x->n4 = (uint16_t)(n >> 4);
 }
 
-static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+/* The hit path: a live resident object found among the translations
+ * (recent ones by range, then the cache by start address); NULL when it is
+ * not there.  Marks the unit dirty (p2s, pin), moves it to the LRU head. */
+static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
-    spm_unit *u = NULL;
-    if (s->recent.n && a - s->recent.g < s->recent.n) {
-        u = s->recent.u;
-    } else {
+    const spm_xlate *r = NULL;
+    for (unsigned i = 0; i < SPM_RECENT; i++)
+        if (s->recent[i].n && a - s->recent[i].g < s->recent[i].n) {
+            s->recent_last = i;
+            r = &s->recent[i];
+            break;
+        }
+    if (!r) {
         const spm_xc *x = &s->xc[xc_index(s, a)];
         dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
-        if (x->n4 && a - g < (dmm_gaddr)x->n4 << 4) {
-            u = xc_unit(s, x);
-            s->recent.g = g;
-            s->recent.n = (size_t)x->n4 << 4;
-            s->recent.u = u;
-            s->recent.l = udata(u) + (g - u->gaddr);
-        }
+        if (!x->n4 || a - g >= (dmm_gaddr)x->n4 << 4)
+            return NULL;
+        spm_xlate t;
+        t.u = xc_unit(s, x);
+        t.g = g;
+        t.n = (size_t)x->n4 << 4;
+        t.l = udata(t.u) + (g - t.u->gaddr);
+        recent_add(s, &t);
+        r = &s->recent[s->recent_last];
     }
-    if (u) {
-        /* a live resident object: no table page is needed */
-        if (dirty)
-            u->dirty = 1;
-        s->st.p2s_hits++;
-        if (u != s->lru_head) {
-            lru_unlink(s, u);
-            lru_front(s, u);
-        }
-        u->pins += pin;
-        return s->recent.l + (a - s->recent.g);
+    spm_unit *u = r->u;
+    if (dirty)
+        u->dirty = 1;
+    s->st.p2s_hits++;
+    if (u != s->lru_head) {
+        lru_unlink(s, u);
+        lru_front(s, u);
     }
+    u->pins += pin;
+    return r->l + (a - r->g);
+}
+
+static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+{
+    void *hit = p2s_hit(s, a, dirty, pin);
+    if (hit)
+        return hit;
     spm_ref r;
+    spm_unit *u;
     if (!lookup(s, a, DMM_OP_P2S, false, &r))
         return NULL;
     u = make_resident(s, &r, dirty);
@@ -1036,37 +1065,54 @@ dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
     return out;
 }
 
+/* A p2s that hits moves no data and makes no port call: without paranoid
+ * sweeps or host timing, it is counted and answered here, before the
+ * general path (which the compiler then keeps out of the caller's way). */
+static inline bool fast_ok(const dmm_spm *s)
+{
+    return s->cfg.harden != DMM_HARDEN_PARANOID && !s->cfg.timing;
+}
+
+static inline void *fast_p2s(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+{
+    void *p = fast_ok(s) ? p2s_hit(s, a, dirty, pin) : NULL;
+    if (p) {
+        s->st.calls[DMM_SPM_FN_P2S]++;
+        s->last = DMM_OK;
+    }
+    return p;
+}
+
+/* The general path of p2s, p2s_ro and pin (out of line: the hit path
+ * above stays small). */
+static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+{
+    spm_clock c = t_begin(s);
+    paranoid_sweep(s);
+    void *p = p2s_core(s, a, dirty, pin);
+    t_end(s, DMM_SPM_FN_P2S, c);
+    return p;
+}
+
 void *dmm_spm_p2s(dmm_spm *s, dmm_gaddr a)
 {
     if (!s)
         return NULL;
-    spm_clock c = t_begin(s);
-    paranoid_sweep(s);
-    void *p = p2s_core(s, a, true, 0);
-    t_end(s, DMM_SPM_FN_P2S, c);
-    return p;
+    void *hit = fast_p2s(s, a, true, 0);
+    return hit ? hit : p2s_slow(s, a, true, 0);
 }
 
 const void *dmm_spm_p2s_ro(dmm_spm *s, dmm_gaddr a)
 {
     if (!s)
         return NULL;
-    spm_clock c = t_begin(s);
-    paranoid_sweep(s);
-    const void *p = p2s_core(s, a, false, 0);
-    t_end(s, DMM_SPM_FN_P2S, c);
-    return p;
+    const void *hit = fast_p2s(s, a, false, 0);
+    return hit ? hit : p2s_slow(s, a, false, 0);
 }
 
 void *dmm_spm_pin(dmm_spm *s, dmm_gaddr a)
 {
-    if (!s)
-        return NULL;
-    spm_clock c = t_begin(s);
-    paranoid_sweep(s);
-    void *p = p2s_core(s, a, true, 1);
-    t_end(s, DMM_SPM_FN_P2S, c);
-    return p;
+    return s ? p2s_slow(s, a, true, 1) : NULL;
 }
 
 void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
@@ -1086,18 +1132,34 @@ void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
     t_end(s, DMM_SPM_FN_S2P, c);
 }
 
+static DMM_NOINLINE dmm_gaddr s2p_slow(dmm_spm *s, const void *local);
+
 dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local)
 {
     if (!s)
         return 0;
+    const spm_xlate *x = &s->recent[s->recent_last];
+    const uint8_t *q = (const uint8_t *)local;
+    if (!s->cfg.timing && x->n && q >= x->l && (size_t)(q - x->l) < x->n) {
+        s->st.calls[DMM_SPM_FN_S2P]++; /* the object resolved last */
+        s->last = DMM_OK;
+        return x->g + (dmm_gaddr)(q - x->l);
+    }
+    return s2p_slow(s, local);
+}
+
+static DMM_NOINLINE dmm_gaddr s2p_slow(dmm_spm *s, const void *local)
+{
     spm_clock c = t_begin(s);
     dmm_gaddr out = 0;
     const uint8_t *p = (const uint8_t *)local;
     dmm_gaddr as_g = (dmm_gaddr)(uintptr_t)local;
     if (!p || p < s->heap_mem || p >= s->heap_mem + s->heap_bytes) {
         report(s, DMM_OP_S2P, DMM_ERR_FOREIGN_POINTER, as_g, "not a local address of this heap");
-    } else if (s->recent.n && p >= s->recent.l && (size_t)(p - s->recent.l) < s->recent.n) {
-        out = s->recent.g + (dmm_gaddr)(p - s->recent.l); /* the object resolved last */
+    } else if (s->recent[s->recent_last].n && p >= s->recent[s->recent_last].l &&
+               (size_t)(p - s->recent[s->recent_last].l) < s->recent[s->recent_last].n) {
+        const spm_xlate *x = &s->recent[s->recent_last]; /* the object resolved last */
+        out = x->g + (dmm_gaddr)(p - x->l);
     } else {
         spm_unit *u = s->lru_head;
         while (u && !(p >= udata(u) && p < udata(u) + u->bytes))
@@ -1297,8 +1359,8 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
         goto out;
     }
     /* translations: each names a live object at its place in a resident unit */
-    for (unsigned i = 0; i <= (1u << s->xc_bits); i++) {
-        spm_xlate y, *x = &s->recent;
+    for (unsigned i = 0; i < (1u << s->xc_bits) + SPM_RECENT; i++) {
+        spm_xlate y, *x = &s->recent[i < (1u << s->xc_bits) ? 0 : i - (1u << s->xc_bits)];
         if (i < (1u << s->xc_bits)) {
             const spm_xc *c = &s->xc[i];
             y.g = (dmm_gaddr)c->g4 << 4;

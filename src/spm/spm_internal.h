@@ -23,6 +23,7 @@
 #define SPM_OPEN 8u               /* open-segment cache records */
 #define SPM_BOUNCE 64u            /* realloc copies through this many bytes */
 #define SPM_POISON 0xA5u           /* stale local bytes under paranoid */
+#define SPM_RECENT 4u              /* objects resolved last, searched by range */
 #define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
 #define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
 
@@ -118,15 +119,18 @@ struct dmm_spm {
     spm_frame frames[SPM_MAX_FRAMES];
     unsigned last_frame;
     /* Translations of live resident objects, so that a p2s of a resident
-     * object reads no table page: `recent` is the object p2s or s2p resolved
-     * last (it serves interior addresses and the s2p that follows a p2s);
+     * object reads no table page: `recent` holds the SPM_RECENT objects p2s
+     * or s2p resolved last (replaced in turn, recent_next; recent_last is
+     * the very last), searched by address range (so they serve interior
+     * addresses, as in a loop over an array, and the s2p that follows a p2s);
      * xc is direct-mapped by the object's start address, 2^xc_bits
      * entries carved from local memory after the table frames (one per
      * SPM_XC_H_PER_ENTRY bytes of heap region, at most 2^SPM_XC_MAX_BITS;
      * xc_bits = 0: the single entry xc_one).  An entry goes
      * when its unit leaves local memory or its object is freed, so a hit is
      * always a live, resident object. */
-    spm_xlate recent;
+    spm_xlate recent[SPM_RECENT];
+    unsigned recent_next, recent_last;
     spm_xc *xc;
     unsigned xc_bits;
     spm_xc xc_one;

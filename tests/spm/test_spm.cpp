@@ -7,6 +7,7 @@
 // flush making data visible to the main core; the config text form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -141,7 +142,7 @@ void random_run(const SpmSetup &su, unsigned seed, int ops)
             return 1 + rng() % lay.max_object; // up to the largest
         }
         if (k < 4) {
-            return 1 + rng() % 400;
+            return 1 + rng() % std::min<size_t>(400, lay.max_object);
         }
         return 1 + rng() % 64;
     };
@@ -604,6 +605,25 @@ TEST(SpmTranslations, ResidentObjectsNeedNoTablePage)
     // 36 accesses; without translations each would fetch the other page.  A
     // direct-mapped cache may lose an object or two to a shared slot.
     EXPECT_LE(after.page_fetches - before.page_fetches, 6u);
+    ASSERT_TRUE(r.ok());
+    // interior addresses of a few objects in turn (a loop over arrays): after
+    // the first round, the recent translations serve them by range
+    for (int round = 0; round < 5; round++) {
+        if (round == 1) {
+            before = dmm_spm_get_stats(r.s);
+        }
+        for (size_t i : {0u, 1u, 3u}) {
+            for (size_t off : {16u, 24u}) { // not the start's 16 bytes
+                const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, objs[i] + off));
+                ASSERT_NE(p, nullptr);
+                EXPECT_EQ(*p, i + 1);
+                EXPECT_EQ(dmm_spm_s2p(r.s, p), objs[i] + off);
+            }
+        }
+    }
+    after = dmm_spm_get_stats(r.s);
+    EXPECT_EQ(after.page_fetches, before.page_fetches);
+    EXPECT_EQ(after.p2s_hits - before.p2s_hits, 24u);
     ASSERT_TRUE(r.ok());
     // a freed object no longer resolves, its neighbours still do
     dmm_spm_free(r.s, objs[4]);
