@@ -9,22 +9,8 @@
 # (scripts/test.sh aarch64 does exactly that.)  The port stays posix: the
 # system name is Linux.  CTest and gtest_discover_tests run every target
 # program through CMAKE_CROSSCOMPILING_EMULATOR.
-set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
-
 set(DMM_CROSS_PREFIX "aarch64-linux-gnu-" CACHE STRING "Cross tool prefix")
-set(CMAKE_C_COMPILER "${DMM_CROSS_PREFIX}gcc")
-set(CMAKE_CXX_COMPILER "${DMM_CROSS_PREFIX}g++")
-
 set(DMM_CROSS_SYSROOT "/usr/aarch64-linux-gnu" CACHE PATH "Target libraries (qemu -L)")
-find_program(DMM_QEMU_AARCH64 qemu-aarch64)
-if(DMM_QEMU_AARCH64)
-    set(CMAKE_CROSSCOMPILING_EMULATOR "${DMM_QEMU_AARCH64};-L;${DMM_CROSS_SYSROOT}")
-endif()
-
-# Libraries and headers of the target only; programs of the host.
-set(CMAKE_FIND_ROOT_PATH "${DMM_CROSS_SYSROOT}")
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+set(DMM_CROSS_QEMU qemu-aarch64)
+include("${CMAKE_CURRENT_LIST_DIR}/cross-linux.cmake")

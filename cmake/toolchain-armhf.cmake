@@ -12,22 +12,8 @@
 # a 64-bit word.  The port stays posix (system name Linux); CTest and
 # gtest_discover_tests run every target program through
 # CMAKE_CROSSCOMPILING_EMULATOR.
-set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR arm)
-
 set(DMM_CROSS_PREFIX "arm-linux-gnueabihf-" CACHE STRING "Cross tool prefix")
-set(CMAKE_C_COMPILER "${DMM_CROSS_PREFIX}gcc")
-set(CMAKE_CXX_COMPILER "${DMM_CROSS_PREFIX}g++")
-
 set(DMM_CROSS_SYSROOT "/usr/arm-linux-gnueabihf" CACHE PATH "Target libraries (qemu -L)")
-find_program(DMM_QEMU_ARM qemu-arm)
-if(DMM_QEMU_ARM)
-    set(CMAKE_CROSSCOMPILING_EMULATOR "${DMM_QEMU_ARM};-L;${DMM_CROSS_SYSROOT}")
-endif()
-
-# Libraries and headers of the target only; programs of the host.
-set(CMAKE_FIND_ROOT_PATH "${DMM_CROSS_SYSROOT}")
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+set(DMM_CROSS_QEMU qemu-arm)
+include("${CMAKE_CURRENT_LIST_DIR}/cross-linux.cmake")

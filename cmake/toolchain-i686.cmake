@@ -18,29 +18,14 @@
 # and tests that run a tool from a CMake script, work too).  On a host whose
 # kernel lacks 32-bit support, set DMM_I686_QEMU=ON to run them under
 # qemu-i386 instead.
-set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR i686)
-
 set(DMM_CROSS_PREFIX "i686-linux-gnu-" CACHE STRING "Cross tool prefix")
-set(CMAKE_C_COMPILER "${DMM_CROSS_PREFIX}gcc")
-set(CMAKE_CXX_COMPILER "${DMM_CROSS_PREFIX}g++")
-
 set(DMM_CROSS_SYSROOT "/usr/i686-linux-gnu" CACHE PATH "Target libraries")
 set(CMAKE_EXE_LINKER_FLAGS_INIT
     "-Wl,--dynamic-linker=${DMM_CROSS_SYSROOT}/lib/ld-linux.so.2 -Wl,-rpath,${DMM_CROSS_SYSROOT}/lib")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath,${DMM_CROSS_SYSROOT}/lib")
-
 option(DMM_I686_QEMU "Run the i686 programs under qemu-i386 instead of natively" OFF)
 if(DMM_I686_QEMU)
-    find_program(DMM_QEMU_I386 qemu-i386)
-    if(DMM_QEMU_I386)
-        set(CMAKE_CROSSCOMPILING_EMULATOR "${DMM_QEMU_I386};-L;${DMM_CROSS_SYSROOT}")
-    endif()
+    set(DMM_CROSS_QEMU qemu-i386)
 endif()
-
-# Libraries and headers of the target only; programs of the host.
-set(CMAKE_FIND_ROOT_PATH "${DMM_CROSS_SYSROOT}")
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+include("${CMAKE_CURRENT_LIST_DIR}/cross-linux.cmake")

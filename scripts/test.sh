@@ -410,7 +410,7 @@ stage_baremetal() {
         -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/arm-none-eabi.cmake" || return 1
     run cmake --build "$arm" -j "$JOBS" || return 1
     run cmake -S "$ROOT/embedded" -B "$rv" -G Ninja -DDMM_BOARD=riscv-virt \
-        -DCMAKE_TOOLCHAIN_FILE="$ROOT/embedded/riscv/riscv32-none-elf.cmake" || return 1
+        -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/riscv32-elf.cmake" -DDMM_RISCV_EXTRA_FLAGS=-mcmodel=medany || return 1
     run cmake --build "$rv" -j "$JOBS" || return 1
     local qarm=(qemu-system-arm -M mps2-an386 -nographic -monitor none -serial none
                 -semihosting-config enable=on,target=native)
