@@ -4,6 +4,8 @@
  */
 #include "heap_internal.h"
 
+#include "../core/report.h"
+
 void dmm__heap_lock(dmm_heap *h)
 {
     switch (h->cfg.lock) {
@@ -41,7 +43,6 @@ void dmm__heap_unlock(dmm_heap *h)
 
 void(dmm__heap_report)(dmm_heap *h, dmm_error_kind kind, const void *ptr, const char *msg)
 {
-    dmm_error e;
     if (h->cfg.stats != DMM_STATS_OFF)
         h->st.error_count++;
     h->errors_seen++;
@@ -49,14 +50,7 @@ void(dmm__heap_report)(dmm_heap *h, dmm_error_kind kind, const void *ptr, const 
      * the heap's own memory may leave it inconsistent for good */
     if (kind == DMM_ERR_FREE_LIST || kind == DMM_ERR_POISON || kind == DMM_ERR_HEADER || kind == DMM_ERR_CANARY)
         h->damaged = true;
-    e.kind = kind;
-    e.op = h->op;
-    e.ptr = ptr;
-    e.message = msg;
-    if (h->cfg.error_fn)
-        h->cfg.error_fn(h->cfg.error_ctx, &e);
-    if (h->cfg.on_error == DMM_ON_ERROR_ABORT)
-        dmm_port_abort();
+    dmm__report_error(h->cfg.error_fn, h->cfg.error_ctx, h->cfg.on_error, kind, h->op, ptr, msg);
 }
 
 /* Assertion level 3: the full checker after every public operation.  A

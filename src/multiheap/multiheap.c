@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 
 #include "../core/bits.h"
+#include "../core/report.h"
 #include "../port/port.h"
 #include "dmm/multiheap.h"
 
@@ -333,11 +334,7 @@ static void count(atomic_size_t *c) { atomic_fetch_add_explicit(c, 1, memory_ord
 
 static void report(dmm_mh *mh, dmm_error_kind kind, dmm_op op, const void *ptr, const char *msg)
 {
-    dmm_error e = {kind, op, ptr, msg};
-    if (mh->cfg.error_fn)
-        mh->cfg.error_fn(mh->cfg.error_ctx, &e);
-    if (mh->cfg.on_error == DMM_ON_ERROR_ABORT)
-        dmm_port_abort();
+    dmm__report_error(mh->cfg.error_fn, mh->cfg.error_ctx, mh->cfg.on_error, kind, op, ptr, msg);
 }
 
 /* The heap that serves node i's range. */

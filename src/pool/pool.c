@@ -3,6 +3,7 @@
  * allocation and free with validation, blocking allocation with FIFO
  * hand-over, block fills, statistics, the checker and the walker.
  */
+#include "../core/report.h"
 #include "../port/annotate.h"
 #include "dmm/vec.h"
 #include "pool_internal.h"
@@ -49,11 +50,7 @@ void dmm__pool_report(const dmm_pool_config *cfg, uint64_t *count, dmm_error_kin
 {
     if (count)
         (*count)++;
-    dmm_error e = {kind, op, ptr, msg};
-    if (cfg->error_fn)
-        cfg->error_fn(cfg->error_ctx, &e);
-    if (cfg->on_error == DMM_ON_ERROR_ABORT)
-        dmm_port_abort();
+    dmm__report_error(cfg->error_fn, cfg->error_ctx, cfg->on_error, kind, op, ptr, msg);
 }
 
 static void report(dmm_pool *p, dmm_error_kind kind, dmm_op op, const void *ptr, const char *msg)

@@ -15,6 +15,7 @@
 #include "spm_internal.h"
 
 #include "../core/bits.h"
+#include "../core/report.h"
 #include "../core/text.h"
 #include "../port/annotate.h"
 #include "../port/port.h"
@@ -71,16 +72,7 @@ static void report(dmm_spm *s, dmm_op op, dmm_error_kind kind, dmm_gaddr a, cons
 {
     s->st.errors++;
     s->last = DMM_E_RANGE;
-    if (s->cfg.error_fn) {
-        dmm_error e;
-        e.kind = kind;
-        e.op = op;
-        e.ptr = (const void *)(uintptr_t)a;
-        e.message = msg;
-        s->cfg.error_fn(s->cfg.error_ctx, &e);
-    }
-    if (s->cfg.on_error == DMM_ON_ERROR_ABORT)
-        dmm_port_abort();
+    dmm__report_error(s->cfg.error_fn, s->cfg.error_ctx, s->cfg.on_error, kind, op, (const void *)(uintptr_t)a, msg);
 }
 
 /* ---- table pages ----------------------------------------------------------- */
@@ -518,7 +510,6 @@ static void t_end(dmm_spm *s, dmm_spm_fn fn, spm_clock c)
 {
     s->st.calls[fn]++;
     s->st.sim_cycles[fn] += s->cyc;
-    s->cyc = 0;
     if (s->cfg.timing)
         s->st.host_ns[fn] += dmm_port_clock_ns() - c.t0;
 }

@@ -14,6 +14,7 @@
  */
 #include "dmm/swcache.h"
 
+#include "../core/report.h"
 #include "../port/port.h"
 
 #define SWC_MAGIC 0x43575344u /* "DSWC" */
@@ -175,16 +176,7 @@ static void end(dmm_swc *c, dmm_swc_fn fn, t0 t)
 static void report(dmm_swc *c, dmm_error_kind k, dmm_op op, dmm_gaddr a, const char *msg)
 {
     c->st.errors++;
-    if (c->cfg.error_fn) {
-        dmm_error e;
-        e.kind = k;
-        e.op = op;
-        e.ptr = (const void *)(uintptr_t)a;
-        e.message = msg;
-        c->cfg.error_fn(c->cfg.error_ctx, &e);
-    }
-    if (c->cfg.on_error == DMM_ON_ERROR_ABORT)
-        dmm_port_abort();
+    dmm__report_error(c->cfg.error_fn, c->cfg.error_ctx, c->cfg.on_error, k, op, (const void *)(uintptr_t)a, msg);
 }
 
 /* ---- lines -------------------------------------------------------------- */
