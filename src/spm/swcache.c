@@ -500,36 +500,30 @@ size_t dmm_swc_size(dmm_swc *c, dmm_gaddr a)
 
 /* ---- access --------------------------------------------------------------- */
 
-dmm_status dmm_swc_read(dmm_swc *c, dmm_gaddr a, void *dst, size_t n)
+/* One read (dst) or write (src) call through the cache. */
+static dmm_status access_call(dmm_swc *c, dmm_gaddr a, void *dst, const void *src, size_t n)
 {
-    if (!valid(c) || (!dst && n))
+    if (!valid(c) || (!dst && !src && n))
         return DMM_E_NULL;
     t0 t = begin(c);
     retire(c);
     dmm_status s = DMM_OK;
     if (!in_range(c, a, n))
         s = DMM_E_RANGE;
-    else
+    else if (dst)
         do_read(c, a, dst, n);
-    c->last = s;
-    end(c, DMM_SWC_FN_ACCESS, t);
-    return s;
-}
-
-dmm_status dmm_swc_write(dmm_swc *c, dmm_gaddr a, const void *src, size_t n)
-{
-    if (!valid(c) || (!src && n))
-        return DMM_E_NULL;
-    t0 t = begin(c);
-    retire(c);
-    dmm_status s = DMM_OK;
-    if (!in_range(c, a, n))
-        s = DMM_E_RANGE;
     else
         do_write(c, a, src, n);
     c->last = s;
     end(c, DMM_SWC_FN_ACCESS, t);
     return s;
+}
+
+dmm_status dmm_swc_read(dmm_swc *c, dmm_gaddr a, void *dst, size_t n) { return access_call(c, a, dst, NULL, n); }
+
+dmm_status dmm_swc_write(dmm_swc *c, dmm_gaddr a, const void *src, size_t n)
+{
+    return access_call(c, a, NULL, src, n);
 }
 
 void *dmm_swc_map(dmm_swc *c, dmm_gaddr a, size_t n, bool write)
