@@ -74,6 +74,10 @@ def record(ctx, out, timestamps, follow_fork, signal, program):
     prog = list(program)
     if prog and prog[0] == "--":
         prog = prog[1:]
+    from .advise import python_hint
+    hint = python_hint(prog)
+    if hint:
+        err_console.print(hint, markup=False, soft_wrap=True)
     rc = do_record(_tools(ctx), out, prog, timestamps, follow_fork, signal)
     ctx.exit(rc)
 
@@ -279,6 +283,49 @@ def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, 
         else:
             raise e
     run_study(tools, opts)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-o", "--output", "outdir", metavar="DIR",
+              help="Output directory (default ./dmmkit-advise; with --from: print only unless given).")
+@click.option("--budget-minutes", default=5.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Time budget, split between the steps (recording runs the program once, whatever it is).")
+@click.option("--current", default="glibc", show_default=True, metavar="NAME",
+              help="The allocator the program uses today: the baseline of every ratio.")
+@click.option("--program", "program_text", metavar="CMD", help="With TRACE: the program it came from (for the "
+                                                               "end-to-end check).")
+@click.option("--from", "from_results", is_flag=True, help="ARGS are compare/explore/advise results files: an "
+                                                           "answer from them, no new measurement.")
+@click.option("--keep-going", is_flag=True, help="Advise on the trace of a program that failed while recorded.")
+@click.option("--e2e-reps", default=5, show_default=True, type=click.IntRange(5, 1000),
+              help="Least repetitions of the end-to-end check (more when the budget allows).")
+@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def advise(ctx, outdir, budget_minutes, current, program_text, from_results, keep_going, e2e_reps, args):
+    """From a program (or a trace) to one answer per goal: speed, memory,
+    worst case.
+
+    \b
+    dmmkit advise [OPTIONS] -- PROGRAM ARGS...   record, analyse, explore, compare, generate, run it end to end
+    dmmkit advise TRACE [--program "CMD"]        the same from a trace
+    dmmkit advise --from RESULTS...              an answer from existing results (no new measurement)"""
+    import shlex
+    from .advise import AdviseOptions, run_advise
+    args = list(args)
+    opts = AdviseOptions(outdir=outdir, budget_minutes=budget_minutes, current=current, keep_going=keep_going,
+                         e2e_reps=e2e_reps, argv=_argv())
+    if from_results:
+        opts.from_results = [a for a in args if a != "--"]
+    elif args[0] == "--" or program_text is None and len(args) > 1:
+        opts.program = args[1:] if args[0] == "--" else args
+    elif len(args) == 1:
+        opts.trace = args[0]
+        if program_text:
+            opts.program = shlex.split(program_text)
+    else:
+        raise DmmkitError("one TRACE, or a program after --: dmmkit advise -- PROGRAM ARGS")
+    tools = None if from_results else _tools(ctx)
+    run_advise(tools, opts)
 
 
 def main(argv=None):

@@ -1,0 +1,553 @@
+"""`dmmkit advise`: from a program (or a trace) to one answer per goal.
+
+    dmmkit advise [OPTIONS] -- PROGRAM ARGS...     record, analyse, explore, compare, generate, e2e, answer
+    dmmkit advise TRACE [--program "CMD"]          the same from a recorded trace (e2e only with --program)
+    dmmkit advise --from RESULTS...                an answer from existing compare/explore results
+
+Everything goes under one output directory (default ./dmmkit-advise):
+trace.trace, record.log, explore.json, compare.json, generated/ (the
+chosen dmm config as an LD_PRELOAD library), report/, and advise.json
+(schema dmmkit-advise/1: the answer, the e2e figures and the paths of the
+other results).  advise.json is rewritten after every step, so an
+interrupted or failed run keeps what was measured.
+
+The time budget (--budget-minutes) is split between the steps: each step
+gets a deadline (a share of the budget, plus what earlier steps left
+unused) and sizes its work to it from a probe replay of the trace.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import re
+import shlex
+import signal as _signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .answer import make_answer, print_answer
+from .cache import write_json_atomic
+from .errors import BAD_INPUT, RUNTIME, DmmkitError
+from .tools import Tools, validate_trace
+from .ui import console
+
+SCHEMA = "dmmkit-advise/1"
+# shares of the budget after recording (recording runs the program once, whatever the budget)
+SHARES = {"analyse": 0.05, "explore": 0.35, "compare": 0.25, "generate": 0.15, "e2e": 0.15, "report": 0.05}
+BYTES_PER_OP = 64  # what dmm-replay holds in memory per operation, rounded up (the trace check)
+PY_HINT = ("Python programs allocate through pymalloc's arenas; recording without PYTHONMALLOC=malloc yields a few "
+           "thousand operations instead of every allocation")
+
+
+@dataclass
+class AdviseOptions:
+    program: list[str] = field(default_factory=list)
+    trace: str | None = None
+    from_results: list[str] = field(default_factory=list)
+    outdir: str | None = None          # None: ./dmmkit-advise (with --from: print only)
+    budget_minutes: float = 5.0
+    current: str = "glibc"
+    keep_going: bool = False           # use the trace of a program that failed while recorded
+    e2e_reps: int = 5
+    compare_reps: int | None = None    # None: from the budget
+    argv: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------ interpreters ---
+
+_PY_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?([dmu]*)?$")
+
+
+def python_interpreter(program: list[str]) -> bool:
+    """Whether the program runs under a Python interpreter: its name
+    (python3, python3.11, pypy3, a pyenv shim of those), `env python3 ...`,
+    or a script whose #! line names one."""
+    if not program:
+        return False
+    args = list(program)
+    if os.path.basename(args[0]) == "env":
+        args = [a for a in args[1:] if "=" not in a and not a.startswith("-")] or [""]
+    name = os.path.basename(args[0])
+    if _PY_NAME.match(name):
+        return True
+    from shutil import which
+    path = args[0] if "/" in args[0] else which(args[0])
+    if not path:
+        return False
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return False
+    if not first.startswith(b"#!"):
+        return False
+    words = first[2:].decode("utf-8", "replace").split()
+    return any(_PY_NAME.match(os.path.basename(w)) for w in words[:3])
+
+
+def python_hint(program: list[str], env: dict | None = None) -> str | None:
+    """The hint `dmmkit record` prints for a Python program recorded without
+    PYTHONMALLOC=malloc; None when it does not apply."""
+    env = os.environ if env is None else env
+    if env.get("PYTHONMALLOC") == "malloc" or not python_interpreter(program):
+        return None
+    return (f"hint: {PY_HINT}: PYTHONMALLOC=malloc dmmkit record ... -- {shlex.join(program)}")
+
+
+# ------------------------------------------------------------------ driver ---
+
+class _Run:
+    """The state of one advise run: steps, deadlines, the results file."""
+
+    def __init__(self, opts: AdviseOptions, steps: list[str]):
+        self.opts = opts
+        self.t0 = time.monotonic()
+        self.budget = max(0.0, opts.budget_minutes * 60.0)
+        self.steps = steps
+        self.k = 0
+        self.out = Path(opts.outdir or "dmmkit-advise")
+        self.doc: dict = {"schema": SCHEMA,
+                          "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                          "argv": opts.argv, "output_dir": str(self.out), "program": opts.program or None,
+                          "trace": None, "current": opts.current,
+                          "budget": {"minutes": opts.budget_minutes, "steps": {}},
+                          "compare": None, "explore": None, "generated": None, "e2e": None, "report": None,
+                          "answer": None, "notes": [], "complete": False}
+        self.step_start = self.t0
+        self.plan_from = None  # (time, seconds) the shares are taken of
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def step(self, name: str, what: str) -> None:
+        self.k += 1
+        self.step_start = time.monotonic()
+        console.print(f"[bold]advise[/] step {self.k}/{len(self.steps)} [{self.elapsed():.0f} s]: {name} - {what}")
+
+    def done(self, name: str) -> None:
+        self.doc["budget"]["steps"][name] = round(time.monotonic() - self.step_start, 2)
+        self.save()
+
+    def deadline(self, name: str) -> float:
+        """The monotonic time by which step `name` should end: the start of
+        the plan plus the cumulative shares up to and including it."""
+        start, total = self.plan_from or (self.t0, self.budget)
+        cum = 0.0
+        for s in self.steps:
+            cum += SHARES.get(s, 0.0)
+            if s == name:
+                break
+        return start + total * cum / sum(SHARES.get(s, 0.0) for s in self.steps)
+
+    def left(self, name: str) -> float:
+        return self.deadline(name) - time.monotonic()
+
+    def note(self, text: str) -> None:
+        self.doc["notes"].append(text)
+        console.print(f"[yellow]note[/]: {text}", soft_wrap=True)
+
+    def save(self) -> None:
+        self.doc["budget"]["used_s"] = round(self.elapsed(), 2)
+        write_json_atomic(self.out / "advise.json", self.doc)
+
+
+def _signal_name(rc: int) -> str | None:
+    sig = -rc if rc < 0 else rc - 128 if 128 < rc < 160 else None
+    if sig is None:
+        return None
+    try:
+        return _signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _check_memory(trace: str, ops: int | None) -> None:
+    """A trace whose replay would not fit in the available memory is refused
+    with one message (before dmm-replay would be killed by the kernel)."""
+    try:
+        size = os.path.getsize(trace)
+    except OSError:
+        return
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for ln in f:
+                if ln.startswith("MemAvailable:"):
+                    avail = int(ln.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return
+    need = max(size * 4, (ops or 0) * BYTES_PER_OP)
+    if avail is not None and need > avail:
+        raise DmmkitError(f"trace {trace} is too large for this machine's memory: replaying it needs about "
+                          f"{need >> 20} MiB, {avail >> 20} MiB are available", BAD_INPUT)
+
+
+def _trace_ops(analysis: dict) -> int | None:
+    oc = analysis.get("op_counts") or {}
+    try:
+        return int(sum(v for k, v in oc.items() if k != "sync"))
+    except (TypeError, ValueError):
+        return None
+
+
+def run_advise(tools: Tools | None, opts: AdviseOptions) -> dict:
+    if opts.from_results:
+        return advise_from(opts)
+    if not opts.program and not opts.trace:
+        raise DmmkitError("give a program after -- (dmmkit advise -- PROGRAM ARGS), a TRACE, or --from RESULTS")
+    if opts.budget_minutes <= 0:
+        raise DmmkitError("--budget-minutes must be positive")
+    if opts.program:
+        from .e2e import program_exists
+        if program_exists(opts.program) is None:
+            raise DmmkitError(f"program not found: {opts.program[0]} (not a file, not on PATH)", BAD_INPUT)
+    if opts.trace:
+        validate_trace(tools, opts.trace)
+    steps = (["record"] if not opts.trace else []) + ["analyse", "explore", "compare", "generate", "e2e", "report"]
+    r = _Run(opts, steps)
+    try:
+        r.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DmmkitError(f"cannot create {r.out}: {e.strerror}")
+    console.print(f"[bold]advise[/]: results go to {r.out}/ (advise.json, compare.json, explore.json, report/); "
+                  f"budget {opts.budget_minutes:g} min")
+    try:
+        return _advise(tools, r)
+    except KeyboardInterrupt:
+        r.doc["interrupted"] = True
+        r.save()
+        raise DmmkitError(f"interrupted after {r.elapsed():.0f} s; what was measured is kept in {r.out}/ "
+                          "(advise.json lists it)", 130) from None
+    except DmmkitError as e:
+        r.doc["error"] = e.message
+        r.save()
+        if str(r.out) not in e.message:
+            e.message += f" (what was measured is kept in {r.out}/)"
+        raise
+
+
+def _advise(tools: Tools, r: _Run) -> dict:
+    opts, out = r.opts, r.out
+    program = opts.program
+
+    # ---- record -------------------------------------------------------------
+    if not opts.trace:
+        trace = str(out / "trace.trace")
+        env_note = ""
+        saved = os.environ.get("PYTHONMALLOC")
+        if python_interpreter(program) and saved != "malloc":
+            os.environ["PYTHONMALLOC"] = "malloc"
+            env_note = " with PYTHONMALLOC=malloc"
+            r.note(f"{program[0]} is a Python interpreter: recording{env_note} ({PY_HINT})")
+        r.step("record", f"{shlex.join(program)[:100]}{env_note} -> {trace} (the program's output: "
+                         f"{out / 'record.log'})")
+        from .study import record_quietly
+        try:
+            if os.path.exists(trace):
+                os.unlink(trace)
+            t_rec = time.monotonic()
+            rc = record_quietly(tools, Path(trace), program, out / "record.log")
+            r.doc["record"] = {"exit": rc, "seconds": round(time.monotonic() - t_rec, 3),
+                               "env": {"PYTHONMALLOC": "malloc"} if env_note else {}, "log": str(out / "record.log")}
+        finally:
+            if env_note:
+                if saved is None:
+                    os.environ.pop("PYTHONMALLOC", None)
+                else:
+                    os.environ["PYTHONMALLOC"] = saved
+        has_trace = os.path.exists(trace) and os.path.getsize(trace) > 0
+        if rc != 0:
+            sig = _signal_name(rc)
+            what = f"was killed by {sig}" if sig else f"exited with status {rc}"
+            if rc == 127 and not has_trace:
+                raise DmmkitError(f"program not found or not executable: {program[0]} (see {out / 'record.log'})",
+                                  BAD_INPUT)
+            if not has_trace:
+                raise DmmkitError(f"{program[0]} {what} while recorded and no trace was written "
+                                  f"(its output: {out / 'record.log'})", RUNTIME)
+            if not opts.keep_going:
+                raise DmmkitError(f"{program[0]} {what} while recorded; the trace of what it did is kept in {trace} "
+                                  f"(its output: {out / 'record.log'}); --keep-going advises on it anyway", RUNTIME)
+            r.note(f"{program[0]} {what} while recorded; going on with the trace of what it did (--keep-going)")
+        if not has_trace:
+            raise DmmkitError(f"no trace was written for {program[0]} (statically linked, or it exits through "
+                              f"_exit/abort); see {out / 'record.log'}", RUNTIME)
+        validate_trace(tools, trace)
+        r.doc["trace"] = {"path": trace}
+        r.done("record")
+    else:
+        trace = opts.trace
+        r.doc["trace"] = {"path": trace}
+    # the shares are of the budget left after recording
+    r.plan_from = (time.monotonic(), max(0.0, r.budget - r.elapsed()))
+
+    # ---- analyse + probe ------------------------------------------------------
+    r.step("analyse", f"request patterns of {trace}, one probe replay")
+    from .analyse import analyse_json
+    from .measure import TaskError, measure_timing
+    analysis = analyse_json(tools, trace)
+    ops = _trace_ops(analysis)
+    _check_memory(trace, ops)
+    r.doc["trace"].update({"ops": ops, "threads": (analysis.get("threads") or {}).get("count"),
+                           "peak_live": (analysis.get("peak") or {}).get("live_bytes")})
+    console.print(f"  {ops} operations, peak live {(analysis.get('peak') or {}).get('live_bytes')} B")
+    if program and ops is not None and ops < 10000 and python_interpreter(program):
+        r.note(f"only {ops} operations recorded from a Python program")
+    t = time.monotonic()
+    try:
+        measure_timing({"replay": str(tools.replay), "trace": trace, "args": ["--alloc", "system"], "env": None})
+    except TaskError as e:
+        raise DmmkitError(f"the probe replay of {trace} failed: {e}", RUNTIME)
+    probe = max(0.01, time.monotonic() - t)
+    r.doc["budget"]["probe_replay_s"] = round(probe, 3)
+    r.done("analyse")
+
+    # ---- explore ----------------------------------------------------------------
+    from .compare import DEFAULT_ALLOCATORS
+    n_alloc = len(DEFAULT_ALLOCATORS.split(",")) + 1
+    min_compare = n_alloc * probe * 1.3  # one round of every allocator
+    if r.budget - r.elapsed() < min_compare:
+        raise DmmkitError(f"the budget of {opts.budget_minutes:g} min is too small: {r.elapsed():.0f} s are used "
+                          f"and one compare round alone needs about {min_compare:.0f} s; raise --budget-minutes",
+                          RUNTIME)
+    r.step("explore", f"dmm configs on the trace, within {max(0, r.left('explore')):.0f} s")
+    explore_doc = _explore(tools, r, trace, probe)
+    r.done("explore")
+
+    # ---- compare ----------------------------------------------------------------
+    r.step("compare", "system allocators on this machine + dmm presets"
+           + (" + explore's best" if explore_doc and explore_doc.get("best") else ""))
+    compare_doc = _compare(tools, r, trace, probe, explore_doc)
+    r.done("compare")
+
+    # ---- generate ---------------------------------------------------------------
+    r.step("generate", "the fastest dmm config as an LD_PRELOAD library")
+    gen = _generate(tools, r, compare_doc)
+    r.done("generate")
+
+    # ---- e2e --------------------------------------------------------------------
+    r.step("e2e", "the real program under each candidate allocator" if program else "skipped (no program)")
+    e2e = _e2e(r, compare_doc, gen)
+    r.done("e2e")
+
+    # ---- answer + report ----------------------------------------------------------
+    r.step("report", "the answer and the report")
+    answer = make_answer(compare_doc, explore_doc, e2e, current=opts.current, program=program or None)
+    r.doc["answer"] = answer
+    r.save()
+    try:
+        from .report import write_report
+        paths = [p for p in (r.doc.get("explore"), r.doc.get("compare")) if p]
+        # issue 14: filled at merge - the report reads the answer from advise.json once it knows dmmkit-advise/1
+        rep = write_report(paths, str(out / "report"))
+        r.doc["report"] = str(rep)
+    except DmmkitError as e:
+        r.note(f"report not written: {e.message}")
+    r.doc["complete"] = True
+    r.done("report")
+    console.rule("answer")
+    print_answer(answer)
+    console.print(f"advise: done in {r.elapsed():.0f} s (budget {opts.budget_minutes:g} min); results: "
+                  f"{out / 'advise.json'}" + (f", report: {r.doc['report']}" if r.doc.get("report") else ""))
+    return r.doc
+
+
+def _explore(tools: Tools, r: _Run, trace: str, probe: float) -> dict | None:
+    from .explore import Options, run_explore
+    from .measure import find_valgrind
+    left = r.left("explore")
+    # the cost of one config: the minimum-arena bisection (about 20 replays),
+    # callgrind (about 40 replays' time), 2 timing runs; 5 presets, 2 workers
+    instr = find_valgrind() is not None
+    per_config = probe * ((20 + 40) if instr else 20) + 2 * probe
+    grid = "presets"
+    extra: dict = {}
+    # issue 14: filled at merge - the budgeted explore's time limit (Options.time_limit) lets the default grid run
+    if "time_limit" in getattr(Options, "__dataclass_fields__", {}):
+        extra["time_limit"] = max(1.0, left)
+        grid = "default"
+    if "time_limit" not in extra and per_config * 5 / 2 > left:
+        if instr and (probe * 22 * 5 / 2) <= left:
+            instr = False
+            r.note("explore without instruction counts (callgrind does not fit in its share of the budget)")
+        else:
+            r.note(f"explore skipped: one pass over the presets needs about {per_config * 5 / 2:.0f} s, its share "
+                   f"of the budget is {max(0, left):.0f} s")
+            return None
+    path = str(r.out / "explore.json")
+    opts = Options(traces=[trace], grid=grid, objective="speed", results=path, reps=3, timing_max=6,
+                   instructions=instr, frozen=False, pictures=True, cache_dir=str(r.out / "cache"),
+                   argv=r.opts.argv)
+    for k, v in extra.items():
+        setattr(opts, k, v)
+    try:
+        doc = run_explore(tools, opts)
+    except DmmkitError as e:
+        if not os.path.exists(path):
+            r.note(f"explore failed: {e.message}")
+            return None
+        r.note(f"explore: {e.message}")
+        with open(path) as f:
+            doc = json.load(f)
+    r.doc["explore"] = path
+    return doc
+
+
+def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict | None) -> dict:
+    from .compare import DEFAULT_ALLOCATORS, CompareOptions, run_compare
+    named = []
+    best = (explore_doc or {}).get("best")
+    if best:
+        b = {c["id"]: c for c in explore_doc.get("configs") or []}.get(best) or {}
+        if b.get("config") and best not in ("tlsf", "p2012", "dlmalloc"):
+            named.append(f"explore-best=dmm:{b['config']}")
+    allocs = DEFAULT_ALLOCATORS
+    if r.opts.current not in allocs.split(","):
+        allocs += "," + r.opts.current
+    n = len(allocs.split(",")) + len(named)
+    left = r.left("compare")
+    pictures = left > n * probe * 3 * 2
+    per_round = n * probe * 1.3
+    reps = r.opts.compare_reps
+    if reps is None:
+        # issue 14: filled at merge - compare's adaptive repetitions (reps "auto") within this share
+        reps = int(max(3, min(15, (left - (n * probe * 2 if pictures else 0)) // per_round)))
+    path = str(r.out / "compare.json")
+    console.print(f"  {reps} interleaved repetitions ({per_round:.1f} s per round estimated, {max(0, left):.0f} s "
+                  "for this step)")
+    opts = CompareOptions(traces=[trace], allocators=[allocs], default_list=True, named=named, reps=reps,
+                          baseline=r.opts.current, results=path, pictures=pictures, argv=r.opts.argv)
+    try:
+        doc = run_compare(tools, opts)
+    except DmmkitError as e:
+        r.doc["compare"] = path if os.path.exists(path) else None
+        raise
+    r.doc["compare"] = path
+    return doc
+
+
+def _generate(tools: Tools, r: _Run, compare_doc: dict) -> dict | None:
+    ov = compare_doc.get("overall") or {}
+    dmm = [a for a in compare_doc.get("allocators") or [] if a.get("kind") == "dmm" and a.get("spec")]
+    dmm = [a for a in dmm if (ov.get(a["label"]) or {}).get("warm_avg_ratio_geomean") is not None]
+    if not dmm:
+        r.note("no dmm config to generate")
+        return None
+    a = min(dmm, key=lambda a: ov[a["label"]]["warm_avg_ratio_geomean"])
+    if r.left("generate") < 5:
+        r.note(f"generate skipped: the budget is used up; run: dmmkit generate {shlex.quote(a['spec'])} -o DIR")
+        return None
+    from .generate import generate
+    gdir = str(r.out / "generated")
+    try:
+        info = generate(tools, a["spec"], gdir)
+    except DmmkitError as e:
+        r.note(f"generate {a['spec']} failed: {e.message}")
+        return None
+    g = {"label": a["label"], "spec": a["spec"], "dir": gdir, "preload_library": info.get("preload_library"),
+         "config": info.get("config"), "command": f"dmmkit generate {shlex.quote(a['spec'])} -o {gdir}"}
+    r.doc["generated"] = g
+    return g
+
+
+def _e2e(r: _Run, compare_doc: dict, gen: dict | None) -> dict:
+    from .e2e import MIN_REPS, Candidate, print_e2e, ranking_check, run_e2e, skipped
+    program = r.opts.program
+    cur = r.opts.current
+    if not program:
+        e = skipped("no program to run (advise TRACE: give --program \"CMD\" to run the end-to-end check)",
+                    None, cur)
+        r.doc["e2e"] = e
+        console.print("  " + e["skipped"], markup=False)
+        return e
+    cands: list[Candidate] = []
+    for a in compare_doc.get("allocators") or []:
+        if a.get("kind") == "system":
+            lib = a.get("lib")
+            if a["label"] == cur:
+                cands.insert(0, Candidate(a["label"], lib, "current"))
+            else:
+                cands.append(Candidate(a["label"], lib, "system"))
+    if not any(c.label == cur for c in cands):
+        raise DmmkitError(f"the current allocator {cur} is not a system allocator of the comparison", BAD_INPUT)
+    if gen and gen.get("preload_library"):
+        cands.append(Candidate(gen["label"], gen["preload_library"], "dmm"))
+    from .allocators import find_libdmm
+    lib, _ = find_libdmm()
+    if lib is not None:
+        cands.append(Candidate("libdmm", str(lib), "peer"))
+    t_run = (r.doc.get("record") or {}).get("seconds")
+    if t_run is None:  # advise TRACE --program: one run to size the check
+        from .study import run_process
+        t_run = run_process(program, None, 600.0)[3]
+    t_run = max(0.005, t_run)
+    left = r.left("e2e")
+    reps = max(r.opts.e2e_reps, min(15, int(left // (len(cands) * t_run * 1.2))))
+    console.print(f"  {len(cands)} allocators x {reps} interleaved repetitions")
+    from .ui import progress
+    with progress() as prog:
+        task = prog.add_task("e2e runs", total=reps * len(cands))
+        e = run_e2e(program, cands, current=cur, reps=reps, timeout=max(60.0, t_run * 20),
+                    deadline=r.deadline("e2e") if reps > MIN_REPS else None,
+                    on_run=lambda d, t, lab: prog.update(task, completed=d, description=f"e2e: {lab}"))
+    e["ranking_check"] = ranking_check(e, compare_doc)
+    r.doc["e2e"] = e
+    print_e2e(e, compare_doc)
+    if e.get("interrupted"):
+        r.save()
+        raise KeyboardInterrupt
+    return e
+
+
+# -------------------------------------------------------------- from results ---
+
+def advise_from(opts: AdviseOptions) -> dict:
+    """An answer from existing results files: compare (the figures), explore
+    (caveats), an advise.json (its e2e figures and program)."""
+    from .schemas import COMPARE, EXPLORE
+    from .validate import load_document
+    compare = explore = e2e = None
+    program = None
+    for p in opts.from_results:
+        try:
+            with open(p) as f:
+                head = json.load(f)
+        except FileNotFoundError:
+            raise DmmkitError(f"{p}: no such file")
+        except (OSError, ValueError) as e:
+            raise DmmkitError(f"{p}: not a results file ({e})")
+        if isinstance(head, dict) and head.get("schema") == SCHEMA:
+            e2e = head.get("e2e")
+            program = head.get("program")
+            for key in ("compare", "explore"):
+                q = head.get(key)
+                if q and os.path.exists(q):
+                    d = load_document(q, COMPARE if key == "compare" else EXPLORE)[1]
+                    if key == "compare" and compare is None:
+                        compare = d
+                    elif key == "explore" and explore is None:
+                        explore = d
+            continue
+        kind, d = load_document(p, (COMPARE, EXPLORE))
+        if kind == COMPARE:
+            if compare is not None:
+                console.print(f"[yellow]note[/]: {p}: a second compare results file is left out", soft_wrap=True)
+            else:
+                compare = d
+        elif explore is None:
+            explore = d
+    if compare is None:
+        raise DmmkitError("--from needs compare results (dmmkit compare --results FILE) or an advise.json")
+    answer = make_answer(compare, explore, e2e, current=opts.current, program=program)
+    print_answer(answer)
+    doc = {"schema": SCHEMA, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "argv": opts.argv, "from": list(opts.from_results), "answer": answer, "complete": True}
+    if opts.outdir:
+        Path(opts.outdir).mkdir(parents=True, exist_ok=True)
+        write_json_atomic(Path(opts.outdir) / "advise.json", doc)
+        console.print(f"results: {Path(opts.outdir) / 'advise.json'}")
+    return doc

@@ -1,0 +1,355 @@
+"""The answer: one plain sentence per goal (speed, memory, worst case) from
+compare results, explore results and the end-to-end check (the contract is
+docs/frontend.md, "The answer").
+
+Pure functions over the result documents, tested on hand-made fixtures.
+Every figure a sentence carries is read from the documents (or derived from
+their runs); a figure that is missing is unknown, and the sentence says so
+instead of guessing.  A choice is only called better than what the program
+uses today when the interval of its ratio excludes 1; otherwise the
+sentence says the allocators cannot be told apart.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from scipy import stats as _st
+
+GOALS = ("speed", "memory", "worst case")
+METRICS = {"speed": "warm cycles/op (replay)", "memory": "peak footprint (replay)",
+           "worst case": "warm maximum cycles/op (replay)"}
+# a memory ratio within this distance of 1 is no change
+MEMORY_TIE = 0.02
+
+
+def _num(x) -> float | None:
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def _ci(x) -> list[float] | None:
+    if isinstance(x, (list, tuple)) and len(x) == 2:
+        lo, hi = _num(x[0]), _num(x[1])
+        if lo is not None and hi is not None:
+            return [lo, hi]
+    return None
+
+
+def fmt_x(r: float | None) -> str:
+    return "?" if r is None else f"{r:.2f}x"
+
+
+def fmt_ci(ci: list[float] | None) -> str:
+    return "" if not ci else f"95% CI {ci[0]:.2f}-{ci[1]:.2f}"
+
+
+def _join(names: list[str]) -> str:
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# ---------------------------------------------------------------- compare ---
+
+def _log_pairs(compare: dict, metric: str, a: str, b: str) -> list[float]:
+    """log(a / b) of the metric for every trace and repetition where both ran
+    (the paired figures of the runs)."""
+    out = []
+    for per in (compare.get("runs") or {}).values():
+        ra, rb = per.get(a) or [], per.get(b) or []
+        for x, y in zip(ra, rb):
+            va, vb = _num((x or {}).get(metric)), _num((y or {}).get(metric))
+            if va and vb and va > 0 and vb > 0:
+                out.append(math.log(va / vb))
+    return out
+
+
+def paired_log_ci(logs: list[float]) -> tuple[float | None, list[float] | None]:
+    """Geometric-mean ratio and its 95% Student-t interval from paired log
+    ratios (scipy.stats); the interval is None for fewer than 3 pairs."""
+    if not logs:
+        return None, None
+    m = sum(logs) / len(logs)
+    if len(logs) < 3:
+        return math.exp(m), None
+    sem = _st.sem(logs)
+    if not sem or math.isnan(sem):
+        return math.exp(m), [math.exp(m), math.exp(m)]
+    lo, hi = _st.t.interval(0.95, len(logs) - 1, loc=m, scale=sem)
+    return math.exp(m), [math.exp(lo), math.exp(hi)]
+
+
+def _fp_ratio(compare: dict, lab: str, cur: str) -> tuple[float | None, bool | None]:
+    """Peak footprint lab / cur: the compare field, else the geometric mean
+    over the traces of the per-trace figures."""
+    o = (compare.get("overall") or {}).get(lab) or {}
+    r = _num(o.get("peak_footprint_ratio_geomean"))
+    exact = o.get("memory_exact")
+    summary = compare.get("summary") or {}
+    if r is not None and cur == compare.get("baseline"):
+        return r, exact if isinstance(exact, bool) else None
+    logs, ex = [], True
+    for per in summary.values():
+        a, b = per.get(lab) or {}, per.get(cur) or {}
+        fa, fb = _num(a.get("peak_footprint")), _num(b.get("peak_footprint"))
+        if fa and fb and fa > 0 and fb > 0:
+            logs.append(math.log(fa / fb))
+            ex = ex and bool(a.get("memory_exact")) and bool(b.get("memory_exact"))
+    if not logs:
+        return None, None
+    return math.exp(sum(logs) / len(logs)), ex
+
+
+def _speed_figures(compare: dict, lab: str, cur: str, metric: str, caveats: set) -> dict:
+    """ratio / ci / p of lab against cur on a timing metric (warm_avg or
+    warm_max): the compare fields when they are relative to cur, else
+    derived from the paired runs."""
+    o = (compare.get("overall") or {}).get(lab) or {}
+    base = compare.get("baseline")
+    if lab == cur:
+        return {"ratio": 1.0, "ci": [1.0, 1.0], "p": None}
+    ratio = _num(o.get(f"{metric}_ratio_geomean"))
+    ci = _ci(o.get(f"{metric}_ratio_ci"))
+    p = _num(o.get(f"{metric}_ratio_p"))
+    if cur == base and ratio is not None and ci is not None:
+        return {"ratio": ratio, "ci": ci, "p": p}
+    logs = _log_pairs(compare, metric, lab, cur)
+    r2, ci2 = paired_log_ci(logs)
+    if r2 is not None:
+        caveats.add("some intervals were derived by advise from the paired runs (Student t on log ratios), "
+                    "as the compare results do not carry them against " + cur)
+        return {"ratio": r2, "ci": ci2, "p": None}
+    if cur == base:
+        return {"ratio": ratio, "ci": ci, "p": p}
+    return {"ratio": None, "ci": None, "p": None}
+
+
+def _confidence(ci: list[float] | None) -> str:
+    if ci is None:
+        return "unknown"
+    return "tie" if ci[0] <= 1.0 <= ci[1] else "significant"
+
+
+# --------------------------------------------------------------- the goals ---
+
+def _program_text(program: list[str] | None) -> str:
+    return shlex.join(program) if program else "PROGRAM ARGS"
+
+
+def _next(lab: str, kind: str, alloc: dict, program: list[str] | None, e2e: dict | None) -> str:
+    if kind == "current":
+        return "nothing to change" + (f": keep running {_program_text(program)}" if program else "")
+    lib = None
+    ent = ((e2e or {}).get("allocators") or {}).get(lab) or {}
+    lib = ent.get("lib") or alloc.get("lib")
+    if lib:
+        return f"LD_PRELOAD={shlex.quote(str(lib))} {_program_text(program)}"
+    spec = alloc.get("spec") or lab.removeprefix("dmm:")
+    if kind == "pool":
+        return f"dmmkit generate {shlex.quote(spec.split('heap=', 1)[-1] if 'heap=' in spec else 'tlsf')} " \
+               "-o dmmkit-generated (the pool front is not generated; this builds its heap)"
+    return f"dmmkit generate {shlex.quote(spec)} -o dmmkit-generated"
+
+
+def _e2e_for(goal: str, lab: str, cur: str, e2e: dict | None, replay: dict) -> dict | None:
+    if not e2e or e2e.get("skipped"):
+        return None
+    from .e2e import agreement
+    return agreement(e2e, goal, lab, cur, replay)
+
+
+def _no_answer(goal: str, why: str, cur: str) -> dict:
+    return {"goal": goal, "choice": None, "kind": None, "metric": METRICS[goal], "ratio": None, "ci": None,
+            "confidence": "unknown", "ties": [], "memory_ratio": None, "memory_exact": None, "e2e": None,
+            "next": None, "sentence": f"For {goal} there is no answer: {why}."}
+
+
+def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dict:
+    allocs = {a.get("label"): a for a in compare.get("allocators") or [] if a.get("label")}
+    labels = [lab for lab in allocs if lab in (compare.get("overall") or {})]
+    if cur not in labels:
+        return _no_answer(goal, f"{cur} (what the program uses today) is not in the compare results", cur)
+    rows = {}
+    for lab in labels:
+        if goal == "memory":
+            r, ex = _fp_ratio(compare, lab, cur) if lab != cur else (1.0, None)
+            rows[lab] = {"ratio": r, "ci": None, "exact": ex}
+        else:
+            rows[lab] = _speed_figures(compare, lab, cur, "warm_avg" if goal == "speed" else "warm_max", caveats)
+    known = [lab for lab in labels if rows[lab]["ratio"] is not None]
+    if len(known) < 2:
+        return _no_answer(goal, f"the compare results hold no {METRICS[goal]} figures against {cur}", cur)
+    best = min(known, key=lambda lab: rows[lab]["ratio"])
+    mem = {lab: _fp_ratio(compare, lab, cur) if lab != cur else (1.0, None) for lab in known}
+
+    if goal == "memory":
+        r, exact = rows[best]["ratio"], rows[best]["exact"]
+        ties = sorted((lab for lab in known if lab != best and abs(rows[lab]["ratio"] - r) <= MEMORY_TIE * r),
+                      key=lambda lab: rows[lab]["ratio"])
+        if best == cur or r >= 1 - MEMORY_TIE:
+            conf = "tie"
+        else:
+            conf = "significant" if exact else "unknown"
+        ci = None
+    else:
+        r, ci = rows[best]["ratio"], rows[best]["ci"]
+        conf = _confidence(ci) if best != cur else "tie"
+        groups = compare.get("groups") if goal == "speed" else None
+        ties = []
+        if isinstance(groups, list):
+            for g in groups:
+                if isinstance(g, list) and best in g:
+                    ties = [lab for lab in g if lab != best]
+        elif ci is not None:
+            # no groups in the results: those whose paired ratio to the
+            # choice has an interval that holds 1
+            metric = "warm_avg" if goal == "speed" else "warm_max"
+            for lab in known:
+                if lab == best:
+                    continue
+                _r, c2 = paired_log_ci(_log_pairs(compare, metric, lab, best))
+                if c2 is not None and c2[0] <= 1.0 <= c2[1]:
+                    ties.append(lab)
+        if cur in ties:
+            conf = "tie"
+    kind_of = lambda lab: "current" if lab == cur else (allocs[lab].get("kind") or "dmm")  # noqa: E731
+    choice = best
+    if conf == "tie" and (best == cur or cur in ties or goal == "memory"):
+        # nothing measurably better than today: keep it, name the others
+        others = [lab for lab in ([best] + ties) if lab != cur]
+        choice, kind = cur, "current"
+    else:
+        kind = kind_of(best)
+    m_r, m_ex = mem.get(choice, (None, None))
+    d = {"goal": goal, "choice": choice, "kind": kind, "metric": METRICS[goal],
+         "ratio": rows[choice]["ratio"] if choice != cur else (rows[best]["ratio"] if best != cur else 1.0),
+         "ci": rows[choice].get("ci") if choice != cur else (rows[best].get("ci") if best != cur else None),
+         "confidence": conf, "ties": ties if choice != cur else [lab for lab in ([best] + ties) if lab != cur],
+         "memory_ratio": m_r, "memory_exact": m_ex, "e2e": None, "next": None, "sentence": ""}
+    d["e2e"] = _e2e_for(goal, choice if choice != cur else best, cur, e2e, {"ratio": d["ratio"], "ci": d["ci"],
+                                                                            "confidence": conf})
+    d["next"] = _next(choice, kind, allocs.get(choice) or {}, program, e2e)
+    d["sentence"] = _sentence(d, cur, best, rows)
+    if m_ex is False or (goal == "memory" and rows[best].get("exact") is False):
+        caveats.add("footprint figures of system allocators are approximate (what the process mapped, not what the "
+                    "allocator holds); the end-to-end peak RSS is the real-program check")
+    return d
+
+
+def _sentence(d: dict, cur: str, best: str, rows: dict) -> str:
+    goal, metric = d["goal"], d["metric"].replace(" (replay)", "")
+    ci = fmt_ci(d["ci"])
+    iv = f" ({ci})" if ci else " (no interval)"
+    if d["kind"] == "current":
+        others = d["ties"]
+        if not others or best == cur:
+            s = f"For {goal} keep {cur}: nothing measured beats it"
+        elif goal == "memory":
+            s = (f"For {goal} keep {cur}: {_join(others)} {'is' if len(others) == 1 else 'are'} within "
+                 f"{int(MEMORY_TIE * 100)}% of its peak footprint (best {best} {fmt_x(d['ratio'])})")
+        else:
+            s = (f"For {goal} keep {cur}: {_join(others)} cannot be told apart from it (best {best} "
+                 f"{fmt_x(d['ratio'])} the {metric} of {cur}{iv})")
+    else:
+        ch = d["choice"]
+        if d["confidence"] == "tie" or (d["ties"] and goal == "speed"):
+            names = [ch] + d["ties"]
+            lead = f"For {goal} {_join(names)} cannot be told apart; any of them: {ch} " if d["ties"] \
+                else f"For {goal} {ch} may help but is not told apart from {cur}: "
+        else:
+            lead = f"For {goal} use {ch}: "
+        if goal == "memory":
+            s = lead + f"{fmt_x(d['ratio'])} the peak footprint of {cur}" + \
+                ("" if d["memory_exact"] else " (approximate)")
+        else:
+            s = lead + f"{fmt_x(d['ratio'])} the {metric} of {cur}{iv}"
+            if d["memory_ratio"] is not None:
+                s += f", peak footprint {fmt_x(d['memory_ratio'])}" + ("" if d["memory_exact"] else " (approximate)")
+            if d["confidence"] == "unknown":
+                s += "; the confidence is unknown (no interval)"
+    e = d.get("e2e")
+    if e:
+        parts = []
+        if e.get("wall_ratio") is not None:
+            parts.append(f"wall time {fmt_x(e['wall_ratio'])}" + (f" ({fmt_ci(e.get('wall_ci'))})"
+                                                                  if e.get("wall_ci") else ""))
+        if e.get("rss_ratio") is not None:
+            parts.append(f"peak RSS {fmt_x(e['rss_ratio'])}")
+        if parts:
+            s += "; on the real program " + ", ".join(parts)
+        if e.get("agrees") is False:
+            s += f" - the end-to-end check disagrees: {e.get('note') or 'see e2e'}"
+        elif e.get("agrees") is True:
+            s += ", which agrees"
+    return s + f". Next: {d['next']}."
+
+
+def make_answer(compare: dict | None, explore: dict | None = None, e2e: dict | None = None,
+                current: str | None = None, program: list[str] | None = None) -> dict:
+    """The answer of docs/frontend.md: three goals, in order, each with its
+    choice, ratio to the current allocator, interval, confidence, ties,
+    memory cost, end-to-end figures, next command and sentence."""
+    cur = current or (e2e or {}).get("current") or "glibc"
+    program = program or (e2e or {}).get("program") or None
+    caveats: set = set()
+    trace = None
+    if compare:
+        tr = (compare.get("traces") or [{}])
+        ops = None
+        for per in (compare.get("runs") or {}).values():
+            for rr in per.values():
+                for r in rr or []:
+                    if r and _num(r.get("ops")):
+                        ops = int(r["ops"])
+                        break
+                if ops:
+                    break
+            break
+        trace = {"label": tr[0].get("label"), "ops": ops} if tr and tr[0].get("label") else None
+        noise = compare.get("noise") or {}
+        if noise.get("warning"):
+            caveats.add(str(noise["warning"]))
+        if compare.get("complete") is False:
+            caveats.add("the compare run did not finish: " + str(compare.get("error") or "see its results file"))
+    goals = []
+    for g in GOALS:
+        if not compare:
+            goals.append(_no_answer(g, "no compare results", cur))
+        else:
+            goals.append(_goal(g, compare, cur, program, e2e, caveats))
+    if explore:
+        b = explore.get("best")
+        if b and not any(g.get("choice") and b in str(g.get("choice")) for g in goals):
+            caveats.add(f"explore's best config ({b}) ranks dmm configs against each other "
+                        f"(reference {explore.get('reference')}), not against {cur}")
+        budget = (explore.get("budget") or {}) if isinstance(explore.get("budget"), dict) else {}
+        dropped = budget.get("dropped") or []
+        if dropped:
+            caveats.add(f"explore dropped {len(dropped)} config(s) over its time budget")
+    if e2e:
+        if e2e.get("skipped"):
+            caveats.add("end-to-end check skipped: " + str(e2e["skipped"]))
+        for lab, ent in (e2e.get("allocators") or {}).items():
+            if ent.get("output_differs"):
+                caveats.add(f"the program's output under {lab} differs from its output under {cur}")
+            if ent.get("failed"):
+                caveats.add(f"the program failed under {lab}: {ent['failed']}")
+    return {"current": cur, "trace": trace, "program": list(program) if program else None, "goals": goals,
+            "caveats": sorted(caveats)}
+
+
+def print_answer(answer: dict, console=None) -> None:
+    """The sentences, one per goal, and the caveats."""
+    if console is None:
+        from .ui import console
+    console.print("[bold]answer[/] (what the program uses today: " + str(answer.get("current")) + ")")
+    for g in answer.get("goals") or []:
+        console.print("  " + g.get("sentence", ""), markup=False, soft_wrap=True)
+    for c in answer.get("caveats") or []:
+        console.print("  caveat: " + c, markup=False, soft_wrap=True)
