@@ -51,6 +51,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scipy import stats as _st
+
 from .allocators import LIBDMM, SYSTEM_ALLOCATORS, Allocator, parse_peers, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
@@ -81,26 +83,17 @@ KNOWN_FAILURES = {
                             "as asked (microsoft/mimalloc issue #700)",
 }
 
-# Student t, two-sided 95%, by degrees of freedom (1..30); beyond, 1.96.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
 def t95(df: int) -> float:
+    """The two-sided 95% Student t quantile for df degrees of freedom
+    (scipy.stats); NaN below 1."""
     if df < 1:
         return math.nan
-    if df <= len(_T95):
-        return _T95[df - 1]
-    if df <= 60:
-        return 2.000 + (2.042 - 2.000) * (60 - df) / 30
-    if df <= 120:
-        return 1.980 + (2.000 - 1.980) * (120 - df) / 60
-    return 1.960
+    return float(_st.t.ppf(0.975, df))
 
 
 def mean_ci(values: list[float]) -> dict:
     """n, mean, the half-width of the 95% confidence interval of the mean
-    (Student t; None for fewer than two values), sd, min, max."""
+    (Student t, scipy.stats; None for fewer than two values), sd, min, max."""
     v = [float(x) for x in values if x is not None and not math.isnan(float(x))]
     n = len(v)
     if n == 0:
@@ -108,8 +101,9 @@ def mean_ci(values: list[float]) -> dict:
     m = sum(v) / n
     if n < 2:
         return {"n": 1, "mean": m, "ci95": None, "sd": None, "min": v[0], "max": v[0]}
-    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1))
-    return {"n": n, "mean": m, "ci95": t95(n - 1) * sd / math.sqrt(n), "sd": sd, "min": min(v), "max": max(v)}
+    d = _st.describe(v)
+    sd = math.sqrt(d.variance)
+    return {"n": n, "mean": m, "ci95": t95(n - 1) * float(_st.sem(v)), "sd": sd, "min": min(v), "max": max(v)}
 
 
 # ------------------------------------------------------------ workloads ---
