@@ -83,6 +83,10 @@ def record(tools: Tools, out: str | None, program: list[str], time: bool = False
     the program's exit status."""
     if not program:
         raise DmmkitError("no program given: dmmkit record -o OUT -- PROGRAM [ARGS...]")
+    from .advise import python_hint
+    hint = python_hint(program)
+    if hint:  # a Python program recorded through pymalloc shows a few thousand operations
+        print("record: " + hint, file=sys.stderr)
     script = tools.root / "scripts" / "record.sh" if tools.root else None
     opts = []
     if out:

@@ -74,10 +74,6 @@ def record(ctx, out, timestamps, follow_fork, signal, program):
     prog = list(program)
     if prog and prog[0] == "--":
         prog = prog[1:]
-    from .advise import python_hint
-    hint = python_hint(prog)
-    if hint:
-        err_console.print(hint, markup=False, soft_wrap=True)
     rc = do_record(_tools(ctx), out, prog, timestamps, follow_fork, signal)
     ctx.exit(rc)
 
