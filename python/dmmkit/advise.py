@@ -54,6 +54,8 @@ class AdviseOptions:
     keep_going: bool = False           # use the trace of a program that failed while recorded
     e2e_reps: int = 5
     compare_reps: int | None = None    # None: from the budget
+    allocators: str | None = None      # compare's list (None: compare's default list)
+    skip: list[str] = field(default_factory=list)  # steps left out: explore, generate, e2e
     argv: list[str] = field(default_factory=list)
 
 
@@ -199,6 +201,9 @@ def run_advise(tools: Tools | None, opts: AdviseOptions) -> dict:
         return advise_from(opts)
     if not opts.program and not opts.trace:
         raise DmmkitError("give a program after -- (dmmkit advise -- PROGRAM ARGS), a TRACE, or --from RESULTS")
+    bad = [x for x in opts.skip if x not in ("explore", "generate", "e2e")]
+    if bad:
+        raise DmmkitError(f"--skip {bad[0]}: the steps that can be left out are explore, generate, e2e")
     if opts.budget_minutes <= 0:
         raise DmmkitError("--budget-minutes must be positive")
     if opts.program:
@@ -308,14 +313,15 @@ def _advise(tools: Tools, r: _Run) -> dict:
 
     # ---- explore ----------------------------------------------------------------
     from .compare import DEFAULT_ALLOCATORS
-    n_alloc = len(DEFAULT_ALLOCATORS.split(",")) + 1
+    n_alloc = len((opts.allocators or DEFAULT_ALLOCATORS).split(",")) + 1
     min_compare = n_alloc * probe * 1.3  # one round of every allocator
     if r.budget - r.elapsed() < min_compare:
         raise DmmkitError(f"the budget of {opts.budget_minutes:g} min is too small: {r.elapsed():.0f} s are used "
                           f"and one compare round alone needs about {min_compare:.0f} s; raise --budget-minutes",
                           RUNTIME)
-    r.step("explore", f"dmm configs on the trace, within {max(0, r.left('explore')):.0f} s")
-    explore_doc = _explore(tools, r, trace, probe)
+    r.step("explore", f"dmm configs on the trace, within {max(0, r.left('explore')):.0f} s"
+           if "explore" not in opts.skip else "skipped (--skip)")
+    explore_doc = _explore(tools, r, trace, probe) if "explore" not in opts.skip else None
     r.done("explore")
 
     # ---- compare ----------------------------------------------------------------
@@ -325,8 +331,9 @@ def _advise(tools: Tools, r: _Run) -> dict:
     r.done("compare")
 
     # ---- generate ---------------------------------------------------------------
-    r.step("generate", "the fastest dmm config as an LD_PRELOAD library")
-    gen = _generate(tools, r, compare_doc)
+    r.step("generate", "the fastest dmm config as an LD_PRELOAD library"
+           if "generate" not in opts.skip else "skipped (--skip)")
+    gen = _generate(tools, r, compare_doc) if "generate" not in opts.skip else None
     r.done("generate")
 
     # ---- e2e --------------------------------------------------------------------
@@ -405,7 +412,7 @@ def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict 
         b = {c["id"]: c for c in explore_doc.get("configs") or []}.get(best) or {}
         if b.get("config") and best not in ("tlsf", "p2012", "dlmalloc"):
             named.append(f"explore-best=dmm:{b['config']}")
-    allocs = DEFAULT_ALLOCATORS
+    allocs = r.opts.allocators or DEFAULT_ALLOCATORS
     if r.opts.current not in allocs.split(","):
         allocs += "," + r.opts.current
     n = len(allocs.split(",")) + len(named)
@@ -419,7 +426,7 @@ def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict 
     path = str(r.out / "compare.json")
     console.print(f"  {reps} interleaved repetitions ({per_round:.1f} s per round estimated, {max(0, left):.0f} s "
                   "for this step)")
-    opts = CompareOptions(traces=[trace], allocators=[allocs], default_list=True, named=named, reps=reps,
+    opts = CompareOptions(traces=[trace], allocators=[allocs], default_list=not r.opts.allocators, named=named, reps=reps,
                           baseline=r.opts.current, results=path, pictures=pictures, argv=r.opts.argv)
     try:
         doc = run_compare(tools, opts)
@@ -458,6 +465,10 @@ def _e2e(r: _Run, compare_doc: dict, gen: dict | None) -> dict:
     from .e2e import MIN_REPS, Candidate, print_e2e, ranking_check, run_e2e, skipped
     program = r.opts.program
     cur = r.opts.current
+    if "e2e" in r.opts.skip:
+        e = skipped("left out (--skip e2e)", program, cur)
+        r.doc["e2e"] = e
+        return e
     if not program:
         e = skipped("no program to run (advise TRACE: give --program \"CMD\" to run the end-to-end check)",
                     None, cur)

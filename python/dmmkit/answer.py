@@ -220,9 +220,8 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
             conf = "tie"
     kind_of = lambda lab: "current" if lab == cur else (allocs[lab].get("kind") or "dmm")  # noqa: E731
     choice = best
-    if conf == "tie" and (best == cur or cur in ties or goal == "memory"):
+    if conf == "tie":
         # nothing measurably better than today: keep it, name the others
-        others = [lab for lab in ([best] + ties) if lab != cur]
         choice, kind = cur, "current"
     else:
         kind = kind_of(best)

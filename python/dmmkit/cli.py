@@ -281,7 +281,7 @@ def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, 
     run_study(tools, opts)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@cli.command(context_settings={"ignore_unknown_options": True})
 @click.option("-o", "--output", "outdir", metavar="DIR",
               help="Output directory (default ./dmmkit-advise; with --from: print only unless given).")
 @click.option("--budget-minutes", default=5.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
@@ -293,11 +293,15 @@ def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, 
 @click.option("--from", "from_results", is_flag=True, help="ARGS are compare/explore/advise results files: an "
                                                            "answer from them, no new measurement.")
 @click.option("--keep-going", is_flag=True, help="Advise on the trace of a program that failed while recorded.")
+@click.option("-a", "--allocators", metavar="LIST", help="The allocators compared (compare's -a; default: compare's "
+                                                          "default list).")
+@click.option("--skip", metavar="STEPS", default="", help="Steps left out, comma-separated: explore, generate, e2e.")
 @click.option("--e2e-reps", default=5, show_default=True, type=click.IntRange(5, 1000),
               help="Least repetitions of the end-to-end check (more when the budget allows).")
 @click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def advise(ctx, outdir, budget_minutes, current, program_text, from_results, keep_going, e2e_reps, args):
+def advise(ctx, outdir, budget_minutes, current, program_text, from_results, keep_going, allocators, skip, e2e_reps,
+           args):
     """From a program (or a trace) to one answer per goal: speed, memory,
     worst case.
 
@@ -309,17 +313,21 @@ def advise(ctx, outdir, budget_minutes, current, program_text, from_results, kee
     from .advise import AdviseOptions, run_advise
     args = list(args)
     opts = AdviseOptions(outdir=outdir, budget_minutes=budget_minutes, current=current, keep_going=keep_going,
-                         e2e_reps=e2e_reps, argv=_argv())
+                         e2e_reps=e2e_reps, allocators=allocators, argv=_argv(),
+                         skip=[x.strip() for x in skip.split(",") if x.strip()])
+    if args and args[0] == "--":
+        args = args[1:]
     if from_results:
-        opts.from_results = [a for a in args if a != "--"]
-    elif args[0] == "--" or program_text is None and len(args) > 1:
-        opts.program = args[1:] if args[0] == "--" else args
-    elif len(args) == 1:
+        opts.from_results = args
+    elif len(args) == 1 and os.path.isfile(args[0]) and not os.access(args[0], os.X_OK):
+        # one file that is not a program: a trace
         opts.trace = args[0]
         if program_text:
             opts.program = shlex.split(program_text)
+    elif program_text:
+        raise DmmkitError("--program goes with a TRACE: dmmkit advise TRACE --program \"CMD\"")
     else:
-        raise DmmkitError("one TRACE, or a program after --: dmmkit advise -- PROGRAM ARGS")
+        opts.program = args
     tools = None if from_results else _tools(ctx)
     run_advise(tools, opts)
 

@@ -1,0 +1,144 @@
+"""The answer (dmmkit.answer.make_answer) on hand-made compare / explore /
+e2e documents whose right answer is known."""
+
+from __future__ import annotations
+
+import pytest
+
+from dmmkit.answer import GOALS, make_answer
+
+
+def _alloc(label, kind="system", spec=None, lib=None):
+    return {"label": label, "kind": kind, "spec": spec, "lib": lib}
+
+
+def compare_doc(overall: dict, groups=None, allocs=None, baseline="glibc"):
+    """A compare document holding the fields the answer reads."""
+    allocs = allocs or [_alloc(lab, "system", lib=None if lab == "glibc" else f"/lib/lib{lab}.so")
+                        for lab in overall]
+    d = {"schema": "dmmkit-compare/1", "baseline": baseline, "allocators": allocs,
+         "traces": [{"label": "t"}], "runs": {}, "summary": {}, "overall": overall}
+    if groups is not None:
+        d["groups"] = groups
+    return d
+
+
+def fig(ratio, ci=None, fp=1.0, exact=True, worst=None, group=None):
+    d = {"warm_avg_ratio_geomean": ratio, "peak_footprint_ratio_geomean": fp, "memory_exact": exact}
+    if ci is not None:
+        d["warm_avg_ratio_ci"] = ci
+    if worst is not None:
+        d["warm_max_ratio_geomean"], d["warm_max_ratio_ci"] = worst
+    if group is not None:
+        d["group"] = group
+    return d
+
+
+def goal(ans, name):
+    return next(g for g in ans["goals"] if g["goal"] == name)
+
+
+def test_clear_winner():
+    c = compare_doc({"glibc": fig(1.0, [1.0, 1.0]), "mimalloc": fig(0.8, [0.75, 0.85], fp=1.1, exact=False,
+                                                                    group=1),
+                     "jemalloc": fig(0.95, [0.92, 0.98], fp=0.9, group=2)},
+                    groups=[["mimalloc"], ["jemalloc"], ["glibc"]])
+    a = make_answer(c, program=["prog", "arg"])
+    assert [g["goal"] for g in a["goals"]] == list(GOALS)
+    s = goal(a, "speed")
+    assert s["choice"] == "mimalloc" and s["kind"] == "system" and s["confidence"] == "significant"
+    assert s["ratio"] == 0.8 and s["ci"] == [0.75, 0.85] and s["ties"] == []
+    assert s["memory_ratio"] == 1.1 and s["memory_exact"] is False
+    assert s["next"] == "LD_PRELOAD=/lib/libmimalloc.so prog arg"
+    assert s["sentence"].startswith("For speed use mimalloc: 0.80x")
+    assert "95% CI 0.75-0.85" in s["sentence"] and "(approximate)" in s["sentence"]
+    m = goal(a, "memory")
+    assert m["choice"] == "jemalloc" and m["ratio"] == 0.9 and m["confidence"] == "significant"
+    # no worst-case figures in these results: said, not guessed
+    w = goal(a, "worst case")
+    assert w["choice"] is None and w["confidence"] == "unknown" and "no answer" in w["sentence"]
+
+
+def test_tie_never_claims_a_winner():
+    c = compare_doc({"glibc": fig(1.0, [1.0, 1.0]), "mimalloc": fig(0.8, [0.7, 0.9]),
+                     "jemalloc": fig(0.82, [0.72, 0.92]), "tcmalloc": fig(0.81, [0.7, 0.93])},
+                    groups=[["mimalloc", "tcmalloc", "jemalloc"], ["glibc"]])
+    s = goal(make_answer(c), "speed")
+    assert s["choice"] == "mimalloc" and s["ties"] == ["tcmalloc", "jemalloc"]
+    assert "mimalloc, tcmalloc and jemalloc cannot be told apart; any of them" in s["sentence"]
+
+
+def test_interval_holding_one_keeps_the_current():
+    c = compare_doc({"glibc": fig(1.0, [1.0, 1.0]), "mimalloc": fig(0.97, [0.9, 1.05])})
+    s = goal(make_answer(c), "speed")
+    assert s["choice"] == "glibc" and s["kind"] == "current" and s["confidence"] == "tie"
+    assert s["ties"] == ["mimalloc"]
+    assert s["sentence"].startswith("For speed keep glibc: mimalloc cannot be told apart from it")
+    assert "use" not in s["sentence"].split(":")[0]
+
+
+def test_missing_figures_are_unknown():
+    # an older compare file: no intervals, no footprint ratios, no groups
+    c = compare_doc({"glibc": {"warm_avg_ratio_geomean": 1.0}, "mimalloc": {"warm_avg_ratio_geomean": 0.8}})
+    a = make_answer(c)
+    s = goal(a, "speed")
+    assert s["choice"] == "mimalloc" and s["ci"] is None and s["confidence"] == "unknown"
+    assert "no interval" in s["sentence"] and "confidence is unknown" in s["sentence"]
+    assert goal(a, "memory")["choice"] is None
+    a = make_answer(None)
+    assert all(g["choice"] is None and "no compare results" in g["sentence"] for g in a["goals"])
+
+
+def test_current_not_compared():
+    c = compare_doc({"glibc": fig(1.0, [1, 1]), "mimalloc": fig(0.8, [0.7, 0.9])})
+    a = make_answer(c, current="jemalloc")
+    assert a["current"] == "jemalloc"
+    assert all(g["choice"] is None and "jemalloc" in g["sentence"] for g in a["goals"])
+
+
+def test_e2e_agreement_and_generated_library():
+    allocs = [_alloc("glibc"), _alloc("dmm:tlsf", "dmm", spec="tlsf")]
+    c = compare_doc({"glibc": fig(1.0, [1, 1]), "dmm:tlsf": fig(0.7, [0.6, 0.8], fp=0.95)}, allocs=allocs)
+    e2e = {"program": ["p"], "current": "glibc",
+           "allocators": {"glibc": {"ok": 5, "wall_ratio": {"ratio": 1.0}, "rss_ratio": {"ratio": 1.0}},
+                          "dmm:tlsf": {"ok": 5, "lib": "/out/gen/lib.so",
+                                       "wall_ratio": {"ratio": 0.99, "ci": [0.95, 1.03]},
+                                       "rss_ratio": {"ratio": 0.96, "ci": [0.95, 0.97]}}}}
+    a = make_answer(c, None, e2e)
+    s = goal(a, "speed")
+    assert s["next"] == "LD_PRELOAD=/out/gen/lib.so p"
+    assert s["e2e"]["agrees"] is False and "tie" in s["e2e"]["note"]
+    assert "disagrees" in s["sentence"]
+    m = goal(a, "memory")
+    assert m["choice"] == "dmm:tlsf" and m["e2e"]["agrees"] is True
+    # without the library: the generate command
+    a = make_answer(c)
+    assert goal(a, "speed")["next"] == "dmmkit generate tlsf -o dmmkit-generated"
+
+
+def test_noise_warning_and_explore_caveats():
+    c = compare_doc({"glibc": fig(1.0, [1, 1]), "mimalloc": fig(0.8, [0.7, 0.9])})
+    c["noise"] = {"runs": 10, "preempted": 9, "share": 0.9, "warning": "9 of 10 runs were preempted"}
+    a = make_answer(c, {"best": "cfg7", "reference": "dlmalloc"})
+    assert "9 of 10 runs were preempted" in a["caveats"]
+    assert any("cfg7" in x for x in a["caveats"])
+
+
+def test_interval_derived_from_paired_runs():
+    """Results without intervals but with runs: the interval comes from the
+    paired runs; identical samples give a tie."""
+    runs = {"t": {"glibc": [{"warm_avg": v} for v in (100, 101, 99, 100, 102)],
+                  "same": [{"warm_avg": v} for v in (100, 101, 99, 100, 102)],
+                  "fast": [{"warm_avg": v} for v in (50, 52, 48, 51, 49)]}}
+    c = compare_doc({"glibc": {"warm_avg_ratio_geomean": 1.0}, "same": {"warm_avg_ratio_geomean": 1.0},
+                     "fast": {"warm_avg_ratio_geomean": 0.5}}, baseline="other")
+    c["runs"] = runs
+    s = goal(make_answer(c), "speed")
+    assert s["choice"] == "fast" and s["confidence"] == "significant"
+    assert s["ratio"] == pytest.approx(0.5, rel=0.02) and s["ci"][0] < s["ratio"] < s["ci"][1] < 1
+    assert s["ties"] == []
+    # identical samples: a tie, the current allocator is kept
+    del c["overall"]["fast"], runs["t"]["fast"]
+    c["allocators"] = [a for a in c["allocators"] if a["label"] != "fast"]
+    s = goal(make_answer(c), "speed")
+    assert s["choice"] == "glibc" and s["confidence"] == "tie" and s["ties"] == ["same"]
