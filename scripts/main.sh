@@ -23,9 +23,14 @@
 #      rank designs): dmm presets, the best explored configurations, glibc,
 #      jemalloc, mimalloc, tcmalloc, tbbmalloc
 #   7. dmmkit report -> out/report/index.html
+#   8. dmmkit advise --from out/compare.json out/explore-*.json: the answer,
+#      one sentence per goal (speed, memory, worst case) against glibc
 # Results: out/explore-kernels.json, out/explore-programs.json,
-# out/compare.json, out/report/.  Deterministic figures are cached in
-# .dmmkit-cache/, so a second run only re-measures the timings.
+# out/compare.json, out/report/, out/advise.json.  The output of steps 1-3
+# (apt, pip, cmake) goes to out/setup.log, shown only when a step fails; each
+# table is printed once, and the terms they use are explained at the start.
+# Deterministic figures are cached in .dmmkit-cache/, so a second run only
+# re-measures the timings.
 # Environment: DMM_JOBS (parallel jobs, default: CPUs), PYTHON (default python3).
 set -euo pipefail
 
@@ -40,28 +45,51 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --full) GRID=full; shift ;;
         --fresh) CACHE=(--no-cache); shift ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "main: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 JOBS=${DMM_JOBS:-$(nproc 2>/dev/null || echo 2)}
 PY=${PYTHON:-python3}
 
-say "1/7 setup: scripts/setup.sh"
-scripts/setup.sh
+mkdir -p out
+LOG=out/setup.log
+: > "$LOG"
+# quiet: a setup step's output goes to the log, shown (its end) only on failure
+quiet() {
+    if ! "$@" >>"$LOG" 2>&1; then
+        echo "main: '$*' failed; the end of $LOG:" >&2
+        tail -n 40 "$LOG" >&2
+        exit 1
+    fi
+}
 
-say "2/7 Python: .venv + pip install ./python"
+cat <<'TERMS'
+Terms used below (explained once):
+  instr/op      instructions per allocator call (callgrind: exact, the same on every run)
+  cycles/op     TSC cycles per call, measured; "warm" = the second pass over a trace (caches and the heap
+                already grown), "cold" = the first pass
+  x ref         ratio to the reference config (explore) or to glibc (compare); below 1 is better
+  frag #4       fragmentation #4: peak footprint / peak live bytes (1.00 = no overhead); only where exact
+  front D/F/T   on the Pareto front of instr/op vs memory (D), frozen instr/op vs memory (F), cycles vs memory (T)
+  ≈             a memory figure that is not exact (e.g. a system allocator's RSS growth)
+TERMS
+echo "setup output (steps 1-3) goes to $LOG"
+
+say "1/8 setup: scripts/setup.sh"
+quiet scripts/setup.sh
+
+say "2/8 Python: .venv + pip install ./python"
 if [ ! -x .venv/bin/python ]; then
-    "$PY" -m venv .venv
+    quiet "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check ./python
+quiet .venv/bin/python -m pip install -q --disable-pip-version-check ./python
 DMMKIT=("$ROOT/.venv/bin/dmmkit")
 
-say "3/7 native build: cmake --preset release; tools and recorder"
-cmake --preset release >/dev/null
-cmake --build --preset release -j "$JOBS" --target dmm-replay dmm-analyse dmm-trace dmmrec
+say "3/8 native build: cmake --preset release; tools and recorder"
+quiet cmake --preset release
+quiet cmake --build --preset release -j "$JOBS" --target dmm-replay dmm-analyse dmm-trace dmmrec
 
-mkdir -p out
 T=bench/traces
 KERNELS=("$T/integral.trace" "$T/gaussian.trace" "$T/fast.trace" "$T/matmul.trace" "$T/fast-rf.trace"
          "$T/matmul-rf.trace")
@@ -72,11 +100,11 @@ for f in "${KERNELS[@]}" "${PROGRAMS[@]}" "${STRESS[@]}"; do
     [ -f "$f" ] || { echo "main: bundled trace $f is missing (scripts/make_traces.sh makes them)" >&2; exit 1; }
 done
 
-say "4/7 explore ($GRID grid, each heap also behind pools): P2012-shaped kernel traces, objective speed"
+say "4/8 explore ($GRID grid, each heap also behind pools): P2012-shaped kernel traces, objective speed"
 "${DMMKIT[@]}" explore "${KERNELS[@]}" --grid "$GRID" --pools --objective speed -j "$JOBS" "${CACHE[@]}" \
     --results out/explore-kernels.json
 
-say "5/7 explore ($GRID grid): seed-000 program traces, objective balanced"
+say "5/8 explore ($GRID grid): seed-000 program traces, objective balanced"
 "${DMMKIT[@]}" explore "${PROGRAMS[@]}" --grid "$GRID" --objective balanced -j "$JOBS" "${CACHE[@]}" \
     --results out/explore-programs.json
 
@@ -98,14 +126,14 @@ for config, names in best.items():
 PYEOF
 )
 
-say "6/7 compare on every bundled trace (interleaved, 5 repetitions)"
+say "6/8 compare on every bundled trace (interleaved, 5 repetitions)"
 "${DMMKIT[@]}" compare "${KERNELS[@]}" "${PROGRAMS[@]}" "${STRESS[@]}" \
     -a dmm:p2012,dmm:dlmalloc,dmm:tlsf,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc \
     "${EXTRA[@]}" --reps 5 --results out/compare.json
 
-say "7/7 report: out/report/index.html"
+say "7/8 report: out/report/index.html"
 "${DMMKIT[@]}" report out/explore-kernels.json out/explore-programs.json out/compare.json -o out/report
 
-say "summary"
-"${DMMKIT[@]}" show out/explore-kernels.json out/explore-programs.json out/compare.json --top 5
-say "done in $(( $(date +%s) - T0 )) s: out/report/index.html"
+say "8/8 the answer: dmmkit advise --from out/compare.json out/explore-*.json"
+"${DMMKIT[@]}" advise --from out/compare.json out/explore-kernels.json out/explore-programs.json -o out
+say "done in $(( $(date +%s) - T0 )) s: out/report/index.html, out/advise.json"
