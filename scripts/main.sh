@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --full) GRID=full; shift ;;
         --fresh) CACHE=(--no-cache); shift ;;
-        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "main: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
