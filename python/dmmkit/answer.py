@@ -253,14 +253,19 @@ def _sentence(d: dict, cur: str, best: str, rows: dict) -> str:
             s = (f"For {goal} keep {cur}: {_join(others)} {'is' if len(others) == 1 else 'are'} within "
                  f"{int(MEMORY_TIE * 100)}% of its peak footprint (best {best} {fmt_x(d['ratio'])})")
         else:
-            s = (f"For {goal} keep {cur}: {_join(others)} cannot be told apart from it (best {best} "
-                 f"{fmt_x(d['ratio'])} the {metric} of {cur}{iv})")
+            s = (f"For {goal} keep {cur}: {_join(others)} cannot be told apart from it; the best, {best}, has "
+                 f"{fmt_x(d['ratio'])} the {metric} of {cur}{iv}")
     else:
         ch = d["choice"]
         if d["confidence"] == "tie" or (d["ties"] and goal == "speed"):
             names = [ch] + d["ties"]
             lead = f"For {goal} {_join(names)} cannot be told apart; any of them: {ch} " if d["ties"] \
                 else f"For {goal} {ch} may help but is not told apart from {cur}: "
+        elif d["confidence"] == "unknown" and goal == "memory":
+            lead = f"For {goal} {ch} measured smallest, but the figures are approximate: "
+        elif d["confidence"] == "unknown":
+            lead = f"For {goal} {ch} measured best, but the confidence is unknown (no interval): "
+            iv = ""
         else:
             lead = f"For {goal} use {ch}: "
         if goal == "memory":
@@ -270,8 +275,6 @@ def _sentence(d: dict, cur: str, best: str, rows: dict) -> str:
             s = lead + f"{fmt_x(d['ratio'])} the {metric} of {cur}{iv}"
             if d["memory_ratio"] is not None:
                 s += f", peak footprint {fmt_x(d['memory_ratio'])}" + ("" if d["memory_exact"] else " (approximate)")
-            if d["confidence"] == "unknown":
-                s += "; the confidence is unknown (no interval)"
     e = d.get("e2e")
     if e:
         parts = []
