@@ -134,3 +134,12 @@ def test_record_prints_python_hint(tmp_path):
     p = run_cli(["record", "-o", str(tmp_path / "t.trace"), "--", sys.executable, "-c", "pass"], cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "PYTHONMALLOC=malloc" in p.stderr  # (without the hint when it is set: test_python_interpreter_detection)
+
+
+def test_trace_too_large_for_memory(tiny_trace):
+    from dmmkit.advise import _check_memory
+    from dmmkit.errors import DmmkitError
+    _check_memory(str(tiny_trace), 400)  # fits
+    with pytest.raises(DmmkitError) as e:
+        _check_memory(str(tiny_trace), 10 ** 15)  # 64 PB of operations
+    assert e.value.status == 2 and "too large for this machine's memory" in e.value.message
