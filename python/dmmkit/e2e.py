@@ -164,8 +164,9 @@ def agreement(e2e: dict, goal: str, label: str, current: str, replay: dict) -> d
             return res
         res["agrees"] = real == rep_verdict
         if not res["agrees"]:
-            res["note"] = (f"replay says {rep_verdict} ({fmt_x(rr)}), the real program is {real} "
-                           f"(wall {fmt_x(wr)}, {fmt_ci(wci)})")
+            word = {"tie": f"not told apart from {current}"}
+            res["note"] = (f"replay says {word.get(rep_verdict, rep_verdict)} ({fmt_x(rr)}), on the real program it "
+                           f"is {word.get(real, real)} (wall {fmt_x(wr)}, {fmt_ci(wci)})")
             if rep_verdict == "faster" and real == "tie":
                 res["note"] += ": the allocator is a small part of its run time"
         return res

@@ -44,7 +44,7 @@ def test_agreement_per_goal():
     sig = {"ratio": 0.7, "ci": [0.6, 0.8], "confidence": "significant"}
     assert agreement(d, "speed", "fast", "glibc", sig)["agrees"] is True
     v = agreement(d, "speed", "flat", "glibc", sig)
-    assert v["agrees"] is False and "replay says faster" in v["note"]
+    assert v["agrees"] is False and "replay says faster" in v["note"] and "not told apart from glibc" in v["note"]
     # replay says less memory, the real program uses more
     v = agreement(d, "memory", "fast", "glibc", {"ratio": 0.8})
     assert v["agrees"] is False and "1.20x" in v["note"]
