@@ -219,6 +219,18 @@ def _preempted(fig: dict) -> bool:
     return bool((c or 0) + (w or 0))
 
 
+def _ranges(nums: list[int]) -> str:
+    """1, 2, 3, 5 -> "1-3, 5" (sorted, distinct numbers)."""
+    out, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
 def noise_check(runs: Iterable[tuple[int, dict | None]]) -> dict:
     """The noise of a set of timed runs, each (repetition, figures): runs,
     preempted (runs with an involuntary context switch in their cold or warm
@@ -244,7 +256,7 @@ def noise_check(runs: Iterable[tuple[int, dict | None]]) -> dict:
     text = None
     if warn:
         text = ("NOISY MEASUREMENTS: " + "; ".join(warn) + ". Spoiled repetitions: "
-                + ", ".join(str(r + 1) for r in spoiled) + ". The figures are less trustworthy; rerun on a quieter "
+                + _ranges([r + 1 for r in spoiled]) + ". The figures are less trustworthy; rerun on a quieter "
                 "machine (fewer other jobs, a fixed CPU frequency) or with more repetitions.")
     return {"runs": n, "preempted": len(pre), "share": share, "freq_changes": len(freq), "spoiled_reps": spoiled,
             "warning": text}

@@ -77,10 +77,11 @@ def test_noise_warning_fires_on_preempted_runs():
     loud = quiet[:7] + [(r, {"warm_preemptions": 3, "ticks_per_sec": 3.0e9}) for r in (7, 8, 9)]
     n = stats.noise_check(loud)
     assert n["preempted"] == 3 and abs(n["share"] - 0.3) < 1e-12 and n["spoiled_reps"] == [7, 8, 9]
-    assert "3 of 10 timed runs (30%) were preempted" in n["warning"] and "8, 9, 10" in n["warning"]
+    assert "3 of 10 timed runs (30%) were preempted" in n["warning"] and "repetitions: 8-10." in n["warning"]
     # 2 of 10 (20%) is not more than 20%: no warning; a frequency change always warns
     assert stats.noise_check(quiet[:8] + loud[8:])["warning"] is None
     f = stats.noise_check(quiet[:9] + [(9, {"ticks_per_sec": 3.1e9})])
+    assert stats._ranges([1, 2, 3, 5, 7, 8]) == "1-3, 5, 7-8"
     assert f["freq_changes"] == 1 and f["spoiled_reps"] == [9] and "TSC frequency changed" in f["warning"]
 
 
