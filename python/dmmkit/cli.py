@@ -123,12 +123,14 @@ def _reps_option(ctx, param, value):
               help="A dmm configuration shown as NAME (CONFIG: preset or key=value,...).")
 @click.option("--reps", default="auto", show_default=True, metavar="auto|N", callback=_reps_option,
               help="Interleaved repetitions (round-robin over the allocators): auto = at least 9, then more until "
-                   "every allocator's 95% interval against the baseline is within --ci-target or excludes 1 (at "
+                   "every allocator's 95% interval against the baseline is within --ci-target or it is told apart (at "
                    "most --max-reps); a number = exactly that many.")
 @click.option("--max-reps", default=30, show_default=True, type=click.IntRange(1, 1000),
               help="Most repetitions with --reps auto.")
-@click.option("--ci-target", default=0.02, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              help="--reps auto stops when every interval is narrower than +-this (relative) or excludes 1.")
+@click.option("--ci-target", default=0.02, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="--reps auto stops when every interval is narrower than +-this (relative) or told apart "
+                   "(excluding 1, p < 0.05).")
 @click.option("--explore-results", default="dmmkit-explore.json", show_default=True, metavar="FILE",
               help="Explore results that -a explore:best / explore:ID are looked up in.")
 @click.option("--baseline", metavar="NAME", help="Ratios are relative to this allocator (default glibc).")

@@ -14,7 +14,7 @@ trace and overall (the per-repetition geometric mean over the traces, still
 paired), and the groups of allocators that cannot be told apart.  By
 default the number of repetitions is adaptive (at least 9; then more, up to
 --max-reps, until every interval against the baseline is narrower than
---ci-target or excludes 1).  Preempted runs and TSC frequency changes are
+--ci-target or it is told apart from the baseline).  Preempted runs and TSC frequency changes are
 counted and, when they spoil the runs, announced loudly.
 
 System allocators run under LD_PRELOAD with `--expect NAME`, so a preload
@@ -168,7 +168,7 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     per_round = len(allocs) * len(refs)
     failure = None
     how = (f"{planned}-{opts.max_reps} rep(s) (adaptive: until every interval against {base} is within "
-           f"+-{opts.ci_target * 100:g}% or excludes 1)" if auto else f"{opts.reps} rep(s)")
+           f"+-{opts.ci_target * 100:g}% or told apart)" if auto else f"{opts.reps} rep(s)")
     console.print(f"[bold]compare[/]: {len(allocs)} allocator(s) x {len(refs)} trace(s) x {how}, "
                   f"interleaved; baseline {base}")
     reps_done, why = 0, None

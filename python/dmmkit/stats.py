@@ -176,13 +176,14 @@ def tie_groups(samples: dict[str, Sequence[float | int | None]], order: Sequence
 
 
 def settled(res: dict, target: float) -> str | None:
-    """Why a paired comparison needs no more repetitions ("excludes 1" or
-    "narrow"), or None."""
+    """Why a paired comparison needs no more repetitions, or None:
+    "separated" (its interval excludes 1 and the Wilcoxon p is below 0.05:
+    not a tie) or "narrow" (its interval is within +-target of its ratio)."""
     ci, r = res.get("ci"), res.get("ratio")
     if not ci or not r:
         return None
-    if ci[1] < 1.0 or ci[0] > 1.0:
-        return "excludes 1"
+    if res.get("tie") is False:
+        return "separated"
     if ci[1] / r - 1.0 <= target and 1.0 - ci[0] / r <= target:
         return "narrow"
     return None
@@ -193,18 +194,18 @@ def repetition_decision(tests: dict[str, dict], done: int, min_reps: int = 9, ma
     """The adaptive repetition rule.  `tests`: every allocator's paired_test
     against the baseline after `done` repetitions.  Returns (stop, why): keep
     going until at least min_reps, then until every interval is narrower than
-    +-target (relative to its ratio) or excludes 1, or max_reps is reached."""
+    +-target (relative to its ratio) or the allocator is told apart (not a tie), or max_reps is reached."""
     if done >= max_reps and done < min_reps:
         return True, f"stopped at the maximum of {max_reps} repetitions"
     if done < min_reps:
         return False, f"at least {min_reps} repetitions"
     open_ = [lab for lab, res in tests.items() if settled(res, target) is None]
     if not open_:
-        return True, (f"settled after {done} repetitions: every interval against the baseline excludes 1 or is "
-                      f"within +-{target * 100:g}%")
+        return True, (f"settled after {done} repetitions: every allocator is told apart from the baseline "
+                      f"(interval excluding 1, p < 0.05) or its interval is within +-{target * 100:g}%")
     if done >= max_reps:
-        return True, (f"stopped at the maximum of {max_reps} repetitions; not settled: {', '.join(open_)} (interval "
-                      f"wider than +-{target * 100:g}% and containing 1)")
+        return True, (f"stopped at the maximum of {max_reps} repetitions; not settled: {', '.join(open_)} (not told "
+                      f"apart from the baseline, interval wider than +-{target * 100:g}%)")
     return False, "not settled: " + ", ".join(open_)
 
 
