@@ -193,8 +193,49 @@ def parse_peers(values: list[str]) -> dict[str, Path]:
     return peers
 
 
+def explore_entry(arg: str, results: str | os.PathLike | None, option: str = "--results") -> dict:
+    """The configuration `arg` names in explore results: `best` (the file's
+    "best") or a configuration id ("configs"[].id).  A missing file, a file
+    without a best configuration or an unknown id raise one DmmkitError
+    (status 2).  Shared by generate and compare."""
+    from .schemas import EXPLORE
+    from .validate import load_document
+    if not results or not Path(results).is_file():
+        raise DmmkitError(f"explore result id {arg!r}: no explore results file to look it up in "
+                          f"({results or 'none given'}; use {option} FILE)")
+    _, doc = load_document(str(results), EXPLORE)
+    want = doc.get("best") if arg == "best" else arg
+    by_id = {c["id"]: c for c in doc["configs"]}
+    if arg == "best" and want is None:
+        raise DmmkitError(f"results file {results}: no best configuration (no configuration was feasible)")
+    if want not in by_id:
+        raise DmmkitError(f"no configuration {arg!r} in {results} (ids: "
+                          + ", ".join(list(by_id)[:8]) + (", ..." if len(by_id) > 8 else "") + ")")
+    return by_id[want]
+
+
+EXPLORE_PREFIX = "explore:"
+
+
+def explore_allocator(item: str, results: str | os.PathLike | None) -> Allocator:
+    """`explore:best` / `explore:ID` as an Allocator labelled "best:NAME" or
+    "ID:NAME" (NAME: the configuration's readable name)."""
+    arg = item[len(EXPLORE_PREFIX):]
+    if not arg:
+        raise DmmkitError(f"allocator {item!r}: expected explore:best or explore:ID")
+    entry = explore_entry(arg, results, option="--explore-results")
+    alloc = entry.get("alloc") or "dmm:" + entry["config"]
+    name = entry.get("name") or entry["id"]
+    label = f"best:{name}" if arg == "best" else (name if name == entry["id"] else f"{entry['id']}:{name}")
+    for prefix in SPEC_PREFIXES:
+        if alloc.startswith(prefix):
+            return Allocator(label, prefix[:-1], spec=alloc[len(prefix):])
+    raise DmmkitError(f"allocator {item!r}: the explore entry's allocator {alloc!r} is not one compare can run")
+
+
 def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing: list[str] | None = None,
-            tools_dir: str | os.PathLike | None = None) -> list[Allocator]:
+            tools_dir: str | os.PathLike | None = None,
+            explore_results: str | os.PathLike | None = None) -> list[Allocator]:
     """Turns allocator names into Allocators; the first unknown or missing
     one raises DmmkitError naming what was looked for.  With skip_missing (a
     list), a system allocator whose library is not installed is left out
@@ -206,7 +247,12 @@ def resolve(items: list[str], peers: dict[str, Path] | None = None, skip_missing
         if item in seen:
             continue
         seen.add(item)
-        if item.startswith("dmm:"):
+        if item.startswith(EXPLORE_PREFIX):
+            a = explore_allocator(item, explore_results)
+            if any(o.label == a.label for o in out):
+                continue
+            out.append(a)
+        elif item.startswith("dmm:"):
             spec = item[4:]
             if not spec:
                 raise DmmkitError("allocator 'dmm:' needs a preset or a config, e.g. dmm:tlsf")

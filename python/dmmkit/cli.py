@@ -98,30 +98,55 @@ def analyse(ctx, traces, as_json):
         click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
 
 
+def _reps_option(ctx, param, value):
+    """--reps: "auto" (None: the adaptive rule) or a count from 1 to 1000."""
+    if value is None or str(value).strip().lower() == "auto":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected auto or a number of repetitions") from None
+    if not 1 <= n <= 1000:
+        raise click.BadParameter(f"{n}: expected auto or 1 to 1000")
+    return n
+
+
 @cli.command()
 @click.argument("traces", nargs=-1, required=True)
 @click.option("-a", "--allocators", multiple=True, metavar="LIST",
               help="Comma-separated: dmm:PRESET or dmm:KEY=VALUE,..., glibc, jemalloc, mimalloc, tcmalloc, "
-                   "tbbmalloc, or a --peer name.  Default: "
+                   "tbbmalloc, a --peer name, or explore:best / explore:ID (from --explore-results).  Default: "
                    "dmm:tlsf,dmm:p2012,dmm:dlmalloc,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc (system "
                    "allocators that are not installed are then left out, with a note).")
 @click.option("--peer", multiple=True, metavar="NAME=LIB.so", help="Another malloc library to preload.")
 @click.option("--dmm", "dmm_named", multiple=True, metavar="NAME=CONFIG",
               help="A dmm configuration shown as NAME (CONFIG: preset or key=value,...).")
-@click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 1000),
-              help="Interleaved repetitions (round-robin over the allocators).")
+@click.option("--reps", default="auto", show_default=True, metavar="auto|N", callback=_reps_option,
+              help="Interleaved repetitions (round-robin over the allocators): auto = at least 9, then more until "
+                   "every allocator's 95% interval against the baseline is within --ci-target or it is told apart (at "
+                   "most --max-reps); a number = exactly that many.")
+@click.option("--max-reps", default=30, show_default=True, type=click.IntRange(1, 1000),
+              help="Most repetitions with --reps auto.")
+@click.option("--ci-target", default=0.02, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="--reps auto stops when every interval is narrower than +-this (relative) or told apart "
+                   "(excluding 1, p < 0.05).")
+@click.option("--explore-results", default="dmmkit-explore.json", show_default=True, metavar="FILE",
+              help="Explore results that -a explore:best / explore:ID are looked up in.")
 @click.option("--baseline", metavar="NAME", help="Ratios are relative to this allocator (default glibc).")
 @click.option("--results", default="dmmkit-compare.json", show_default=True, metavar="FILE",
               help="JSON results file (schema dmmkit-compare/1).")
 @click.option("--no-pictures", is_flag=True, help="Skip the untimed timeline / heap-map replays.")
 @click.pass_context
-def compare(ctx, traces, allocators, peer, dmm_named, reps, baseline, results, no_pictures):
+def compare(ctx, traces, allocators, peer, dmm_named, reps, max_reps, ci_target, explore_results, baseline, results,
+            no_pictures):
     """Replay TRACE(s) on dmm configurations and system allocators side by
     side: interleaved repetitions, ratios to a baseline with their spread."""
     from .compare import DEFAULT_ALLOCATORS, CompareOptions, run_compare
     opts = CompareOptions(traces=list(traces), allocators=list(allocators) or [DEFAULT_ALLOCATORS],
                           default_list=not allocators and not dmm_named and not peer,
-                          peers=list(peer), named=list(dmm_named), reps=reps, baseline=baseline, results=results,
+                          peers=list(peer), named=list(dmm_named), reps=reps, max_reps=max_reps, ci_target=ci_target,
+                          explore_results=explore_results, baseline=baseline, results=results,
                           pictures=not no_pictures, argv=_argv())
     run_compare(_tools(ctx), opts)
 

@@ -7,7 +7,15 @@ allocator, starting each round with a different allocator (round-robin), so
 slow drift of a shared machine hits all allocators alike.  Speed is the warm
 pass's average TSC cycles per operation; each allocator's figure is divided
 by the baseline's figure of the same round (paired ratios), and the ratios
-are summarised by their median, min/max and interquartile range.
+are summarised by their median, min/max and interquartile range, and
+tested (dmmkit.stats, on scipy.stats): the geometric mean of the paired
+ratios with a 95% bootstrap interval and a Wilcoxon signed-rank p-value, per
+trace and overall (the per-repetition geometric mean over the traces, still
+paired), and the groups of allocators that cannot be told apart.  By
+default the number of repetitions is adaptive (at least 9; then more, up to
+--max-reps, until every interval against the baseline is narrower than
+--ci-target or it is told apart from the baseline).  Preempted runs and TSC frequency changes are
+counted and, when they spoil the runs, announced loudly.
 
 System allocators run under LD_PRELOAD with `--expect NAME`, so a preload
 that did not take effect stops the comparison instead of silently measuring
@@ -27,15 +35,16 @@ from .allocators import Allocator, parse_peers, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
 from .measure import TaskError, measure_timing
-from .memfig import Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
+from .memfig import APPROX, Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
 from .schemas import HEAPMAP, TIMELINE
 from .validate import load_document
-from .stats import geomean, ratio_summary, summarize
+from .stats import geomean, noise_check, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
 from .tools import Tools, check_configs, run, validate_trace
 from .ui import console, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
 
 DEFAULT_ALLOCATORS = "dmm:tlsf,dmm:p2012,dmm:dlmalloc,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc"
 METRICS = ("warm_avg", "cold_avg", "warm_p99", "warm_max", "cold_max")
+MIN_CLEAN = 6  # fewest unpreempted pairs the tests are restricted to (6 pairs can reach p < 0.05)
 
 
 @dataclass
@@ -45,7 +54,11 @@ class CompareOptions:
     peers: list[str] = field(default_factory=list)
     named: list[str] = field(default_factory=list)  # NAME=CONFIG dmm allocators
     default_list: bool = False  # allocators not given: missing system allocators are skipped
-    reps: int = 3
+    reps: int | None = None  # None: adaptive (the repetition rule of dmmkit.stats)
+    min_reps: int = 9
+    max_reps: int = 30
+    ci_target: float = 0.02
+    explore_results: str = "dmmkit-explore.json"
     baseline: str | None = None
     results: str = "dmmkit-compare.json"
     pictures: bool = True
@@ -79,14 +92,18 @@ def _preload_check(a: Allocator, fig: dict) -> str | None:
 
 
 def run_compare(tools: Tools, opts: CompareOptions) -> dict:
-    if opts.reps < 1:
+    if opts.reps is not None and opts.reps < 1:
         raise DmmkitError("--reps must be at least 1")
+    if opts.max_reps < 1:
+        raise DmmkitError("--max-reps must be at least 1")
+    if not 0 < opts.ci_target < 1:
+        raise DmmkitError(f"--ci-target {opts.ci_target}: expected a relative half-width between 0 and 1 (0.02 = +-2%)")
     items = split_allocator_list(opts.allocators)
     if not items and not opts.named:
         raise DmmkitError("no allocators given")
     peers = parse_peers(opts.peers)
     notes: list[str] | None = [] if opts.default_list else None
-    allocs = resolve(items, peers, skip_missing=notes)
+    allocs = resolve(items, peers, skip_missing=notes, explore_results=opts.explore_results)
     for n in notes or []:
         console.print(f"[yellow]note[/]: {n}")
     for nv in opts.named:
@@ -124,15 +141,23 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     else:
         base = "glibc" if "glibc" in labels else labels[0]
 
-    runs: dict[str, dict[str, list]] = {tr.label: {a.label: [None] * opts.reps for a in allocs} for tr in refs}
+    auto = opts.reps is None
+    planned = min(opts.min_reps, opts.max_reps) if auto else opts.reps
+    runs: dict[str, dict[str, list]] = {tr.label: {a.label: [] for a in allocs} for tr in refs}
     doc = {
         "schema": "dmmkit-compare/1",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "argv": opts.argv,
         "tools": tools.as_dict(),
-        "settings": {"reps": opts.reps, "baseline": base, "speed": "warm pass, average TSC cycles per operation",
+        "settings": {"reps": planned, "reps_mode": "auto" if auto else "fixed",
+                     **({"min_reps": opts.min_reps, "max_reps": opts.max_reps, "ci_target": opts.ci_target}
+                        if auto else {}),
+                     "baseline": base, "speed": "warm pass, average TSC cycles per operation",
                      "ratios": "paired by repetition (same round), median [min-max] and IQR over repetitions; "
                                "only repetitions in which neither run was preempted, when there are any",
+                     "tests": f"geometric mean of the paired ratios, 95% bootstrap interval (BCa, seeded), Wilcoxon "
+                              f"signed-rank p; over the repetitions in which neither run was preempted when there "
+                              f"are at least {MIN_CLEAN}, else over all; tie = interval contains 1 or p >= 0.05",
                      "order": "round-robin: repetition r starts with allocator r mod n"},
         "allocators": [a.as_dict() for a in allocs],
         "baseline": base,
@@ -140,39 +165,33 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
         "runs": runs,
     }
     hists: dict[str, dict[str, list]] = {tr.label: {a.label: [] for a in allocs} for tr in refs}
-    schedule = []
-    for rep in range(opts.reps):
-        k = rep % len(allocs)
-        order = allocs[k:] + allocs[:k]
-        for tr in refs:
-            for a in order:
-                schedule.append((rep, tr, a))
+    per_round = len(allocs) * len(refs)
     failure = None
-    console.print(f"[bold]compare[/]: {len(allocs)} allocator(s) x {len(refs)} trace(s) x {opts.reps} rep(s), "
+    how = (f"{planned}-{opts.max_reps} rep(s) (adaptive: until every interval against {base} is within "
+           f"+-{opts.ci_target * 100:g}% or told apart)" if auto else f"{opts.reps} rep(s)")
+    console.print(f"[bold]compare[/]: {len(allocs)} allocator(s) x {len(refs)} trace(s) x {how}, "
                   f"interleaved; baseline {base}")
+    reps_done, why = 0, None
     with progress() as prog:
-        task = prog.add_task("replays (serial, interleaved)", total=len(schedule))
-        for rep, tr, a in schedule:
-            item = {"replay": str(tools.replay), "trace": tr.path, "args": a.replay_args(), "env": a.env(),
-                    "hist": True}
-            try:
-                fig = measure_timing(item)
-            except TaskError as e:
-                msg = str(e)
-                if a.kind == "system" and "expected allocator" in msg:
-                    failure = f"allocator {a.label}: the preload did not take effect: {msg}"
-                else:
-                    failure = f"allocator {a.label} on {tr.label}: dmm-replay failed: {msg}"
+        task = prog.add_task("replays (serial, interleaved)", total=planned * per_round)
+        while failure is None:
+            if auto:
+                if reps_done:
+                    stop, why = repetition_decision(overall_tests(doc), reps_done, opts.min_reps, opts.max_reps,
+                                                    opts.ci_target)
+                    if stop:
+                        break
+                prog.update(task, total=max(planned, reps_done + 1) * per_round)
+            elif reps_done >= opts.reps:
+                why = f"the {opts.reps} repetition(s) asked for (--reps)"
                 break
-            bad = _preload_check(a, fig)
-            if bad:
-                failure = bad
-                break
-            h = fig.pop("histograms", None)
-            if h:
-                hists[tr.label][a.label].append(h)
-            runs[tr.label][a.label][rep] = fig
-            prog.advance(task)
+            failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task)
+            if failure is None:
+                reps_done += 1
+    doc["reps_done"] = reps_done
+    if auto:
+        doc["settings"]["reps"] = reps_done
+    doc["reps_stop"] = why if failure is None else "stopped by an error"
     doc["histograms"] = {t: {a: {p: merge_hists([h.get(p) or {} for h in hs]) for p in ("cold", "warm")}
                              for a, hs in d.items()} for t, d in hists.items()}
     summarise_compare(doc)
@@ -187,6 +206,38 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     if failure:
         raise DmmkitError(failure + f" (runs finished so far are in {opts.results})", RUNTIME)
     return doc
+
+
+def _one_round(tools: Tools, doc: dict, allocs: list[Allocator], refs, rep: int, hists: dict, prog, task) -> str | None:
+    """Repetition `rep`: every trace on every allocator, starting with
+    allocator rep mod n (round-robin); the figures go into doc["runs"].
+    Returns the failure text, or None."""
+    runs = doc["runs"]
+    for tr in refs:
+        for a in allocs:
+            runs[tr.label][a.label].append(None)
+    k = rep % len(allocs)
+    order = allocs[k:] + allocs[:k]
+    for tr in refs:
+        for a in order:
+            item = {"replay": str(tools.replay), "trace": tr.path, "args": a.replay_args(), "env": a.env(),
+                    "hist": True}
+            try:
+                fig = measure_timing(item)
+            except TaskError as e:
+                msg = str(e)
+                if a.kind == "system" and "expected allocator" in msg:
+                    return f"allocator {a.label}: the preload did not take effect: {msg}"
+                return f"allocator {a.label} on {tr.label}: dmm-replay failed: {msg}"
+            bad = _preload_check(a, fig)
+            if bad:
+                return bad
+            h = fig.pop("histograms", None)
+            if h:
+                hists[tr.label][a.label].append(h)
+            runs[tr.label][a.label][rep] = fig
+            prog.advance(task)
+    return None
 
 
 def summarise_compare(doc: dict) -> None:
@@ -245,8 +296,96 @@ def summarise_compare(doc: dict) -> None:
         }
     doc["summary"] = summary
     doc["overall"] = overall
+    _tests(doc, labels, kinds)
     doc["ranking"] = sorted(labels, key=lambda l: (overall[l]["warm_avg_ratio_geomean"] is None,
                                                     overall[l]["warm_avg_ratio_geomean"] or 0.0))
+    doc["noise"] = noise_check((r, f) for per in doc["runs"].values() for rr in per.values()
+                               for r, f in enumerate(rr))
+
+
+def _series(doc: dict, lab: str, trace: str | None, metric: str = "warm_avg") -> tuple[list, list]:
+    """Per repetition: the metric of `lab` on `trace` (None: the geometric
+    mean over every trace, known only when known on all) and whether that
+    pass was free of preemption (on every trace)."""
+    pk = metric.split("_")[0]
+    traces = [trace] if trace is not None else list(doc["runs"])
+    cols = [(doc["runs"].get(t) or {}).get(lab) or [] for t in traces]
+    n = max((len(c) for c in cols), default=0)
+    vals, clean = [], []
+    for i in range(n):
+        figs = [c[i] if i < len(c) else None for c in cols]
+        xs = [f.get(metric) if f else None for f in figs]
+        ok = bool(xs) and all(x is not None and x > 0 for x in xs)
+        vals.append((xs[0] if len(xs) == 1 else geomean(xs)) if ok else None)
+        clean.append(all(_clean(f, pk) for f in figs))
+    return vals, clean
+
+
+def _pair_test(a: tuple[list, list], b: tuple[list, list]) -> dict:
+    """paired_test of series a against series b over the repetitions where
+    both are known and neither was preempted, when there are at least
+    MIN_CLEAN of them, else over all known ones."""
+    (va, ca), (vb, cb) = a, b
+    both = [i for i in range(min(len(va), len(vb))) if va[i] is not None and vb[i] is not None]
+    clean = [i for i in both if ca[i] and cb[i]]
+    use = clean if len(clean) >= MIN_CLEAN else both
+    res = paired_test([va[i] for i in use], [vb[i] for i in use])
+    res["clean_only"] = len(clean) >= MIN_CLEAN
+    return res
+
+
+def overall_tests(doc: dict, metric: str = "warm_avg") -> dict:
+    """Every allocator's paired test against the baseline on the
+    per-repetition geometric mean over the traces (what the adaptive rule
+    decides on)."""
+    base = doc["baseline"]
+    bs = _series(doc, base, None, metric)
+    return {a["label"]: _pair_test(_series(doc, a["label"], None, metric), bs)
+            for a in doc["allocators"] if a["label"] != base}
+
+
+def _groups(doc: dict, labels: list[str], ratio: dict, trace: str | None) -> list[list[str]]:
+    order = sorted((l for l in labels if ratio.get(l) is not None), key=lambda l: ratio[l])
+    ser = {l: _series(doc, l, trace) for l in order}
+    return tie_groups({l: ser[l][0] for l in order}, order, test=lambda a, b: _pair_test(ser[b], ser[a]))
+
+
+def _tests(doc: dict, labels: list[str], kinds: dict) -> None:
+    """The paired tests, tie groups and memory/worst-case ratios per trace
+    and overall (fields in docs/frontend.md, "compare results")."""
+    base, summary, overall = doc["baseline"], doc["summary"], doc["overall"]
+    bsum = {t: per.get(base) or {} for t, per in summary.items()}
+    doc["trace_groups"] = {}
+    for tl, per in summary.items():
+        bs = _series(doc, base, tl)
+        for lab in labels:
+            r = _pair_test(_series(doc, lab, tl), bs)
+            s = per[lab]
+            s["warm_avg_ratio_geomean"], s["warm_avg_ratio_ci"], s["warm_avg_ratio_p"] = r["ratio"], r["ci"], r["p"]
+            s["tie"] = r["tie"]
+        groups = _groups(doc, labels, {l: per[l]["warm_avg_ratio_geomean"] for l in labels}, tl)
+        doc["trace_groups"][tl] = groups
+        for g, members in enumerate(groups, 1):
+            for lab in members:
+                per[lab]["group"] = g
+    bs = _series(doc, base, None)
+    for lab in labels:
+        o = overall[lab]
+        r = _pair_test(_series(doc, lab, None), bs)
+        o["warm_avg_ratio_geomean"], o["warm_avg_ratio_ci"], o["warm_avg_ratio_p"] = r["ratio"], r["ci"], r["p"]
+        o["tie"], o["reps_tested"], o["clean_only"] = r["tie"], r["n"], r["clean_only"]
+        o["warm_max_ratio_geomean"] = geomean(summary[t][lab]["warm_max_ratio"]["median"] for t in summary)
+        fps = [(footprint_value(summary[t][lab]), footprint_value(bsum[t])) for t in summary]
+        o["peak_footprint_ratio_geomean"] = (geomean(a / b for a, b in fps) if fps and all(
+            a is not None and b for a, b in fps) else None)
+        o["memory_exact"] = bool(summary) and all(is_exact(summary[t][lab], kinds.get(lab))
+                                                  and is_exact(bsum[t], kinds.get(base)) for t in summary)
+        o["group"] = None
+    groups = _groups(doc, labels, {l: overall[l]["warm_avg_ratio_geomean"] for l in labels}, None)
+    for g, members in enumerate(groups, 1):
+        for lab in members:
+            overall[lab]["group"] = g
+    doc["groups"] = groups
 
 
 def _clean(run: dict | None, pass_kind: str) -> bool:
@@ -299,30 +438,78 @@ def compare_pictures(tools: Tools, refs, allocs: list[Allocator]) -> dict:
     return out
 
 
+def _group_text(o: dict, sizes: dict) -> str:
+    g = o.get("group")
+    if g is None:
+        return "-"
+    return f"={g}" if sizes.get(g, 1) > 1 else str(g)
+
+
+def _ci_text(ci) -> str:
+    return "-" if not ci or ci[0] is None or ci[1] is None else f"{ci[0]:.3f}-{ci[1]:.3f}"
+
+
+def _p_text(p) -> str:
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def print_noise(doc: dict) -> None:
+    """The noise warning of compare results, loudly, or one quiet line."""
+    noise = doc.get("noise") or {}
+    if noise.get("warning"):
+        console.print(f"[bold red]WARNING[/] [yellow]{noise['warning']}[/]")
+    elif noise.get("runs"):
+        console.print(f"noise: {noise.get('preempted', 0)} of {noise['runs']} timed runs preempted, "
+                      f"{noise.get('freq_changes', 0)} TSC frequency change(s)")
+
+
 def print_compare(doc: dict) -> None:
-    """The ranking, the per-trace speed ratios and the memory figures of
-    (checked) compare results."""
+    """The noise warning, the ranking, the per-trace speed ratios and the
+    memory figures of (checked) compare results; results written before the
+    statistics existed print with "-" in their columns."""
     summary, overall, base = doc.get("summary") or {}, doc.get("overall") or {}, doc["baseline"]
     ranking = doc.get("ranking") or []
-    t = Table(title=f"ranking: warm cycles/op relative to {base} (geometric mean over {len(summary)} trace(s); "
-                    "lower is faster)")
+    print_noise(doc)
+    sizes = {g: len(m) for g, m in enumerate(doc.get("groups") or [], 1)}
+    reps = doc.get("reps_done", (doc.get("settings") or {}).get("reps"))
+    why = f"; {doc['reps_stop']}" if doc.get("reps_stop") else ""
+    t = Table(title=f"ranking: warm cycles/op relative to {base} (paired by repetition, geometric mean over "
+                    f"{len(summary)} trace(s); lower is faster; {reps} repetition(s){why})")
     t.add_column("#", justify="right")
     t.add_column("allocator")
-    t.add_column("x " + base + " warm", justify="right")
-    t.add_column("range over traces", justify="right")
+    t.add_column("x " + base, justify="right")
+    t.add_column("95% CI", justify="right")
+    t.add_column("p", justify="right")
+    t.add_column("group", justify="right")
+    t.add_column("memory x " + base, justify="right")
+    t.add_column("worst x " + base, justify="right")
     t.add_column("x " + base + " cold", justify="right")
     t.add_column("fastest on", justify="right")
     t.add_column("failed", justify="right")
+    legend = Legend()
     for n, lab in enumerate(ranking, 1):
         o = overall[lab]
-        lo, hi = o.get("warm_avg_ratio_min"), o.get("warm_avg_ratio_max")
-        rng = "-" if lo is None or hi is None else f"{lo:.2f}-{hi:.2f}"
-        t.add_row(str(n), lab, fmt_ratio(o.get("warm_avg_ratio_geomean")), rng,
+        mem = o.get("peak_footprint_ratio_geomean")
+        exact = bool(o.get("memory_exact"))  # unknown counts as approximate
+        if mem is not None and not exact:
+            legend.note(False, "ratio")
+        t.add_row(str(n), lab, fmt_ratio(o.get("warm_avg_ratio_geomean")), _ci_text(o.get("warm_avg_ratio_ci")),
+                  _p_text(o.get("warm_avg_ratio_p")), _group_text(o, sizes),
+                  mark(fmt_ratio(mem), exact) if mem is not None else "-",
+                  fmt_ratio(o.get("warm_max_ratio_geomean")),
                   fmt_ratio(o.get("cold_avg_ratio_geomean")), f"{o.get('wins') or 0}/{len(summary)}",
                   str(o.get("failed") if o.get("failed") is not None else "-"))
     console.print(t)
+    console.print("group: allocators with the same number cannot be told apart (\"=N\": a tie; paired test against "
+                  "the group's fastest: 95% interval containing 1 or Wilcoxon p >= 0.05); worst: warm maximum "
+                  "cycles/op ratio", markup=False)
+    if legend.kinds:
+        console.print(f"{APPROX} memory ratio: a footprint figure of this allocator or of {base} is not the "
+                      "allocator's own exact count (approximate)", markup=False)
     m = Table(title=f"per trace: warm cycles/op of {base}, and each allocator's ratio to it "
-                    "(median over paired repetitions)")
+                    f"(median over paired repetitions; \"=\": not told apart from {base})")
     m.add_column("trace")
     m.add_column(base + " cyc/op", justify="right")
     for lab in ranking:
@@ -332,7 +519,11 @@ def print_compare(doc: dict) -> None:
         row = [tl, fmt_num(((per.get(base) or {}).get("warm_avg") or {}).get("median"))]
         for lab in ranking:
             if lab != base:
-                row.append(fmt_ratio((per[lab].get("warm_avg_ratio") or {}).get("median")))
+                s = per[lab]
+                cell = fmt_ratio((s.get("warm_avg_ratio") or {}).get("median"))
+                if s.get("tie") is True:
+                    cell += " ="  # not told apart from the baseline on this trace
+                row.append(cell)
         m.add_row(*row)
     console.print(m)
     print_compare_memory(doc)
@@ -347,7 +538,7 @@ def print_compare_memory(doc: dict) -> None:
     if not summary or not ranking:
         return
     legend = Legend()
-    m = Table(title="per trace: peak footprint [fragmentation #4] (first repetition)")
+    m = Table(title="per trace: peak footprint \\[fragmentation #4] (first repetition)")
     m.add_column("trace")
     for lab in ranking:
         m.add_column(lab, justify="right")

@@ -25,12 +25,12 @@ from pathlib import Path
 
 from rich.table import Table
 
-from .allocators import PRESETS
+from .allocators import PRESETS, explore_entry
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
 from .measure import timing_figures
 from .memfig import Legend, footprint_kind, footprint_value, frag_text, mark
-from .schemas import EXPLORE, REPLAY
-from .validate import check_document, load_document
+from .schemas import REPLAY
+from .validate import check_document
 from .tools import Tools, check_configs, first_error_line, replay_json, run, validate_trace
 from .ui import console, fmt_num, fmt_ratio, progress
 
@@ -132,15 +132,7 @@ def resolve_config(tools: Tools, arg: str, results: str | None) -> tuple[str, st
             raise DmmkitError(f"CONFIG {arg!r} is not a preset ({', '.join(PRESETS)}), not a config (key=value,...), "
                               f"and there is no explore results file to look it up in ({results or 'none given'}; "
                               "use --results FILE)")
-        _, doc = load_document(results, EXPLORE)
-        want = doc.get("best") if arg == "best" else arg
-        by_id = {c["id"]: c for c in doc["configs"]}
-        if arg == "best" and want is None:
-            raise DmmkitError(f"results file {results}: no best configuration (no configuration was feasible)")
-        if want not in by_id:
-            raise DmmkitError(f"no configuration {arg!r} in {results} (ids: "
-                              + ", ".join(list(by_id)[:8]) + (", ..." if len(by_id) > 8 else "") + ")")
-        entry = by_id[want]
+        entry = explore_entry(arg, results)
         if entry.get("kind") == "pool":
             raise DmmkitError(f"configuration {entry['id']} ({entry['alloc']}){' (the best)' if arg == 'best' else ''}"
                               f" is a heap behind pools: generate emits a heap allocator only (a frozen pool front "

@@ -114,15 +114,26 @@ EXPLORE_SHAPE = Check(Obj(
 
 # ---- compare results -------------------------------------------------------
 
+CI = Tup(Num, Num, min_len=2)  # a 95% interval [lo, hi]
+
 COMPARE_SUMMARY = Obj(optional={
     **{k: Opt(SUMMARY) for k in ("warm_avg", "cold_avg", "warm_p99", "warm_max", "cold_max", "warm_avg_ratio",
                                  "cold_avg_ratio", "warm_p99_ratio", "warm_max_ratio", "cold_max_ratio")},
     "peak_footprint": ONUM, "frag4": ONUM, "frag3": ONUM, "failed": Opt(COUNT), "preemptions": Opt(COUNT),
-    "reps": Opt(COUNT), "clean_reps": Opt(COUNT), **MEMORY_FIELDS})
+    "reps": Opt(COUNT), "clean_reps": Opt(COUNT), **MEMORY_FIELDS,
+    # the paired test against the baseline on this trace (dmmkit.stats; absent in older files)
+    "warm_avg_ratio_geomean": ONUM, "warm_avg_ratio_ci": Opt(CI), "warm_avg_ratio_p": Opt(Num(lo=0)),
+    "tie": OBOOL, "group": Opt(Int(lo=1))})
 
 OVERALL = Obj(optional={"warm_avg_ratio_geomean": ONUM, "cold_avg_ratio_geomean": ONUM,
                         "warm_avg_ratio_min": ONUM, "warm_avg_ratio_max": ONUM, "wins": Opt(COUNT),
-                        "failed": Opt(COUNT), "traces": Opt(COUNT)})
+                        "failed": Opt(COUNT), "traces": Opt(COUNT),
+                        "warm_avg_ratio_ci": Opt(CI), "warm_avg_ratio_p": Opt(Num(lo=0)), "tie": OBOOL,
+                        "group": Opt(Int(lo=1)), "reps_tested": Opt(COUNT), "clean_only": OBOOL,
+                        "peak_footprint_ratio_geomean": ONUM, "memory_exact": OBOOL, "warm_max_ratio_geomean": ONUM})
+NOISE = Obj({"runs": COUNT, "preempted": COUNT},
+            {"share": Opt(Num(lo=0)), "freq_changes": Opt(COUNT), "spoiled_reps": Opt(Arr(COUNT)),
+             "warning": OSTR})
 
 BUCKETS = Arr(Tup(Num(lo=0), Num(lo=0), COUNT))
 HISTOGRAMS = Map(Map(Opt(Obj(optional={"cold": Opt(Map(BUCKETS)), "warm": Opt(Map(BUCKETS))}))))
@@ -149,7 +160,8 @@ COMPARE_SHAPE = Check(Obj(
      "overall": Map(OVERALL),
      "ranking": Arr(Str)},
     {"histograms": Opt(HISTOGRAMS), "pictures": Opt(PICTURES), "complete": OBOOL, "error": OSTR,
-     "context": Opt(CONTEXT)}), _compare_refs)
+     "context": Opt(CONTEXT), "groups": Opt(Arr(Arr(Str))), "trace_groups": Opt(Map(Arr(Arr(Str)))),
+     "noise": Opt(NOISE), "reps_done": Opt(COUNT), "reps_stop": OSTR}), _compare_refs)
 
 # ---- study results (dmmkit study) -----------------------------------------
 

@@ -74,3 +74,190 @@ def relative(value: float | int | None, ref: float | int | None) -> float | None
     if ref <= 0 or math.isnan(value) or math.isnan(ref):
         return None
     return value / ref
+
+
+# ---- paired comparisons, tie groups, the repetition rule, noise ---------------
+#
+# Built on scipy.stats: a bootstrap confidence interval of the geometric
+# mean of the paired ratios (the mean of their logarithms, resampled), and
+# the Wilcoxon signed-rank test of the log ratios against 0 (no difference).
+# The bootstrap's generator is seeded, so the same samples always give the
+# same interval.
+
+CONFIDENCE = 0.95
+ALPHA = 0.05
+SEED = 20260114
+N_RESAMPLES = 4999
+
+
+def _bootstrap_mean_ci(logs):
+    """The 95% interval of the mean of `logs` (a numpy array with some
+    spread), BCa, falling back on the percentile method when BCa cannot be
+    computed (tiny or lopsided samples)."""
+    import inspect
+    import warnings
+
+    import numpy as np
+    from scipy import stats as st
+
+    seed_kw = "rng" if "rng" in inspect.signature(st.bootstrap).parameters else "random_state"
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = st.bootstrap((logs,), np.mean, confidence_level=CONFIDENCE, n_resamples=N_RESAMPLES,
+                               method=method, vectorized=True, **{seed_kw: np.random.default_rng(SEED)})
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if not (math.isnan(lo) or math.isnan(hi)):
+            return lo, hi
+    return None, None
+
+
+def paired_test(values: Sequence[float | int | None], base: Sequence[float | int | None]) -> dict:
+    """values against base, paired by repetition (index): n (pairs used),
+    ratio (geometric mean of the paired ratios values[i]/base[i]), ci (its
+    95% bootstrap interval, [lo, hi]), p (two-sided Wilcoxon signed-rank
+    p-value of the log ratios) and tie (True when the interval contains 1 or
+    p >= 0.05: the two cannot be told apart).  Identical samples are a tie
+    with p = 1 and ci = [1, 1].  With fewer than 2 pairs only the ratio is
+    known: ci and p are None and tie is None (unknown)."""
+    import numpy as np
+    from scipy import stats as st
+
+    ratios = [r for r in paired_ratios(values, base) if r > 0]
+    n = len(ratios)
+    out = {"n": n, "ratio": None, "ci": None, "p": None, "tie": None}
+    if n == 0:
+        return out
+    logs = np.log(np.asarray(ratios, dtype=float))
+    out["ratio"] = float(math.exp(logs.mean()))
+    if n < 2:
+        return out
+    if np.all(logs == 0.0):
+        out.update(ci=[1.0, 1.0], p=1.0, tie=True)  # identical samples: nothing to tell apart
+        return out
+    if np.ptp(logs) == 0.0:
+        ci = [out["ratio"], out["ratio"]]  # every pair the same ratio: no spread to resample
+    else:
+        lo, hi = _bootstrap_mean_ci(logs)
+        ci = None if lo is None else [math.exp(lo), math.exp(hi)]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = float(st.wilcoxon(logs, zero_method="wilcox", alternative="two-sided").pvalue)
+    if math.isnan(p):
+        p = 1.0
+    out["ci"], out["p"] = ci, p
+    out["tie"] = bool(p >= ALPHA or ci is None or (ci[0] <= 1.0 <= ci[1]))
+    return out
+
+
+def tie_groups(samples: dict[str, Sequence[float | int | None]], order: Sequence[str] | None = None,
+               test=None) -> list[list[str]]:
+    """Groups of allocators that cannot be told apart.  `order`: the labels
+    from the fastest (lowest ratio) on (default: by the geometric mean of
+    their samples).  The first label leads group 1; each next label joins the
+    current group while the paired test against the group's leader is a tie
+    (or unknown), otherwise it leads a new group.  `test(a, b)` returns
+    paired_test's dict of b against a (default: paired_test(samples[b],
+    samples[a]))."""
+    if order is None:
+        known = [k for k in samples if geomean(samples[k]) is not None]
+        order = sorted(known, key=lambda k: geomean(samples[k]))
+    if test is None:
+        def test(a, b):
+            return paired_test(samples[b], samples[a])
+    groups: list[list[str]] = []
+    for lab in order:
+        if groups and test(groups[-1][0], lab)["tie"] is not False:
+            groups[-1].append(lab)
+        else:
+            groups.append([lab])
+    return groups
+
+
+def settled(res: dict, target: float) -> str | None:
+    """Why a paired comparison needs no more repetitions, or None:
+    "separated" (its interval excludes 1 and the Wilcoxon p is below 0.05:
+    not a tie) or "narrow" (its interval is within +-target of its ratio)."""
+    ci, r = res.get("ci"), res.get("ratio")
+    if not ci or not r:
+        return None
+    if res.get("tie") is False:
+        return "separated"
+    if ci[1] / r - 1.0 <= target and 1.0 - ci[0] / r <= target:
+        return "narrow"
+    return None
+
+
+def repetition_decision(tests: dict[str, dict], done: int, min_reps: int = 9, max_reps: int = 30,
+                        target: float = 0.02) -> tuple[bool, str]:
+    """The adaptive repetition rule.  `tests`: every allocator's paired_test
+    against the baseline after `done` repetitions.  Returns (stop, why): keep
+    going until at least min_reps, then until every interval is narrower than
+    +-target (relative to its ratio) or the allocator is told apart (not a tie), or max_reps is reached."""
+    if done >= max_reps and done < min_reps:
+        return True, f"stopped at the maximum of {max_reps} repetitions"
+    if done < min_reps:
+        return False, f"at least {min_reps} repetitions"
+    open_ = [lab for lab, res in tests.items() if settled(res, target) is None]
+    if not open_:
+        return True, (f"settled after {done} repetitions: every allocator is told apart from the baseline "
+                      f"(interval excluding 1, p < 0.05) or its interval is within +-{target * 100:g}%")
+    if done >= max_reps:
+        return True, (f"stopped at the maximum of {max_reps} repetitions; not settled: {', '.join(open_)} (not told "
+                      f"apart from the baseline, interval wider than +-{target * 100:g}%)")
+    return False, "not settled: " + ", ".join(open_)
+
+
+PREEMPTED_SHARE = 0.2
+FREQ_TOLERANCE = 0.01
+
+
+def _preempted(fig: dict) -> bool:
+    c, w = fig.get("cold_preemptions"), fig.get("warm_preemptions")
+    if c is None and w is None:
+        return bool(fig.get("preemptions") or 0)
+    return bool((c or 0) + (w or 0))
+
+
+def _ranges(nums: list[int]) -> str:
+    """1, 2, 3, 5 -> "1-3, 5" (sorted, distinct numbers)."""
+    out, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def noise_check(runs: Iterable[tuple[int, dict | None]]) -> dict:
+    """The noise of a set of timed runs, each (repetition, figures): runs,
+    preempted (runs with an involuntary context switch in their cold or warm
+    pass), share, freq_changes (runs whose TSC ticks_per_sec differs by more
+    than 1% from the median of all runs), spoiled_reps (the repetitions with
+    a preempted or frequency-changed run) and warning (a text when more than
+    20% of the runs were preempted or the frequency changed, else None)."""
+    items = [(rep, f) for rep, f in runs if f]
+    n = len(items)
+    pre = [rep for rep, f in items if _preempted(f)]
+    tps = [float(f["ticks_per_sec"]) for _, f in items if f.get("ticks_per_sec")]
+    med = statistics.median(tps) if tps else None
+    freq = [rep for rep, f in items
+            if med and f.get("ticks_per_sec") and abs(float(f["ticks_per_sec"]) / med - 1.0) > FREQ_TOLERANCE]
+    share = len(pre) / n if n else 0.0
+    spoiled = sorted(set(pre) | set(freq))
+    warn = []
+    if n and share > PREEMPTED_SHARE:
+        warn.append(f"{len(pre)} of {n} timed runs ({share * 100:.0f}%) were preempted (involuntary context switches)")
+    if freq:
+        warn.append(f"the TSC frequency changed in {len(freq)} run(s) (more than {FREQ_TOLERANCE * 100:g}% from the "
+                    "median)")
+    text = None
+    if warn:
+        text = ("NOISY MEASUREMENTS: " + "; ".join(warn) + ". Spoiled repetitions: "
+                + _ranges([r + 1 for r in spoiled]) + ". The figures are less trustworthy; rerun on a quieter "
+                "machine (fewer other jobs, a fixed CPU frequency) or with more repetitions.")
+    return {"runs": n, "preempted": len(pre), "share": share, "freq_changes": len(freq), "spoiled_reps": spoiled,
+            "warning": text}
