@@ -406,28 +406,34 @@ def _explore(tools: Tools, r: _Run, trace: str, probe: float) -> dict | None:
 
 def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict | None) -> dict:
     from .compare import DEFAULT_ALLOCATORS, CompareOptions, run_compare
-    named = []
-    best = (explore_doc or {}).get("best")
-    if best:
-        b = {c["id"]: c for c in explore_doc.get("configs") or []}.get(best) or {}
-        if b.get("config") and best not in ("tlsf", "p2012", "dlmalloc"):
-            named.append(f"explore-best=dmm:{b['config']}")
     allocs = r.opts.allocators or DEFAULT_ALLOCATORS
     if r.opts.current not in allocs.split(","):
         allocs += "," + r.opts.current
-    n = len(allocs.split(",")) + len(named)
+    best = (explore_doc or {}).get("best")
+    if best and best not in allocs.split(",") and best not in ("tlsf", "p2012", "dlmalloc"):
+        allocs += ",explore:best"  # explore's answer, measured beside what the program uses today
+    n = len(allocs.split(","))
     left = r.left("compare")
     pictures = left > n * probe * 3 * 2
     per_round = n * probe * 1.3
+    rounds = int((left - (n * probe * 2 if pictures else 0)) // per_round)
     reps = r.opts.compare_reps
-    if reps is None:
-        # issue 14: filled at merge - compare's adaptive repetitions (reps "auto") within this share
-        reps = int(max(3, min(15, (left - (n * probe * 2 if pictures else 0)) // per_round)))
+    max_reps = 30
+    if reps is None and rounds >= 9:
+        max_reps = min(30, rounds)  # adaptive: at least 9, more while the budget lasts and a ratio is unsettled
+        console.print(f"  adaptive repetitions: 9 to {max_reps} interleaved rounds ({per_round:.1f} s per round "
+                      f"estimated, {max(0, left):.0f} s for this step)")
+    else:
+        if reps is None:
+            reps = max(3, rounds)
+            r.note(f"compare: the budget allows {reps} repetitions, fewer than the 9 that can separate "
+                   "allocators; the answer is likely to say 'tie' (raise --budget-minutes)")
+        console.print(f"  {reps} interleaved repetitions ({per_round:.1f} s per round estimated, "
+                      f"{max(0, left):.0f} s for this step)")
     path = str(r.out / "compare.json")
-    console.print(f"  {reps} interleaved repetitions ({per_round:.1f} s per round estimated, {max(0, left):.0f} s "
-                  "for this step)")
-    opts = CompareOptions(traces=[trace], allocators=[allocs], default_list=not r.opts.allocators, named=named, reps=reps,
-                          baseline=r.opts.current, results=path, pictures=pictures, argv=r.opts.argv)
+    opts = CompareOptions(traces=[trace], allocators=[allocs], default_list=not r.opts.allocators, reps=reps,
+                          max_reps=max_reps, baseline=r.opts.current, results=path, pictures=pictures,
+                          explore_results=r.doc.get("explore") or "dmmkit-explore.json", argv=r.opts.argv)
     try:
         doc = run_compare(tools, opts)
     except DmmkitError as e:
