@@ -596,6 +596,11 @@ class Section:
         self.blocks.append({"kind": "h3", "id": sid, "text": title})
         return sid
 
+    def details(self, title: str, sid: str, blocks: list, open_: bool) -> None:
+        """A collapsible part (one trace), listed in the contents."""
+        self.toc.append({"id": sid, "title": title})
+        self.blocks.append({"kind": "details", "id": sid, "summary": title, "blocks": blocks, "open": open_})
+
     def as_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "blocks": self.blocks, "toc": self.toc}
 
@@ -685,8 +690,7 @@ def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
             if r:
                 blocks.append(fig(r[0], f"{tl}: heap maps of the dmm heaps: {r[1]}. Blue used, red free, "
                                         "yellow quick list, black metadata, grey untouched top"))
-        s.blocks.append({"kind": "details", "id": f"{prefix}-trace-{_slug(tl)}", "summary": f"trace {tl}",
-                         "blocks": blocks, "open": len(doc["traces"]) == 1})
+        s.details(f"trace {tl}", f"{prefix}-trace-{_slug(tl)}", blocks, len(doc["traces"]) == 1)
     for line in legend.lines():
         s.blocks.append(note(line))
     return s.as_dict()
@@ -788,8 +792,7 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
                 blocks.append(fig(r2[0], f"{tl}: heap maps: {r2[1]}. Blue used, red free, yellow quick list, "
                                          "black metadata, grey untouched top"))
         if blocks:
-            s.blocks.append({"kind": "details", "id": f"{prefix}-trace-{_slug(tl)}", "summary": f"trace {tl}",
-                             "blocks": blocks, "open": len(doc["traces"]) == 1})
+            s.details(f"trace {tl}", f"{prefix}-trace-{_slug(tl)}", blocks, len(doc["traces"]) == 1)
     sk = doc.get("skipped") or []
     if sk:
         reasons: dict[str, int] = {}
