@@ -188,3 +188,6 @@ def test_heapmap_compressed_in_results(tools, tiny_trace, compare_results, work)
     # the map is taken at worst fragmentation: at least half the peak is live
     assert 2 * native["live"] >= native["trace_peak_live"]
     assert native["free_in_extent"] == native["extent"] - native["live_block_bytes"]
+    r = subprocess.run([str(tools.replay), str(tiny_trace), "--no-timing", "--heapmap", str(raw), "--heapmap-at", "x"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--heapmap-at: expected peak or worst-frag, got 'x'" in r.stderr
