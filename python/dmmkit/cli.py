@@ -212,9 +212,10 @@ def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, conf
 
 @cli.command()
 @click.argument("results", nargs=-1, required=True)
-@click.option("-o", "--output", "outdir", required=True, metavar="DIR", help="Output directory (index.html + PNGs).")
+@click.option("-o", "--output", "outdir", default=None, metavar="DIR",
+              help="Output directory (index.html + PNGs); default: dmmkit-report/ beside the first RESULTS file.")
 def report(results, outdir):
-    """HTML report (with PNG plots) from explore and compare RESULTS files."""
+    """HTML report (with PNG plots) from explore, compare and advise RESULTS files."""
     from .report import write_report
     write_report(list(results), outdir)
 

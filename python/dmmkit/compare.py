@@ -406,36 +406,13 @@ def _winner(per: dict) -> str | None:
 
 
 def compare_pictures(tools: Tools, refs, allocs: list[Allocator]) -> dict:
-    """One untimed replay per (trace, allocator): live bytes and footprint
-    over time; a heap map for dmm heaps."""
-    out: dict = {}
-    jobs = [(tr, a) for tr in refs for a in allocs]
-    with progress() as prog:
-        task = prog.add_task("pictures (timelines, heap maps)", total=len(jobs))
-        for tr, a in jobs:
-            d = tempfile.mkdtemp(prefix="dmmkit-cmp-")
-            tl, hm = os.path.join(d, "tl.json"), os.path.join(d, "hm.json")
-            args = [str(tools.replay), tr.path, *[x for x in a.replay_args()], "--no-timing", "--no-warm", "--quiet",
-                    "--timeline", tl]
-            if a.kind == "dmm":
-                args += ["--heapmap", hm]
-            res = run(args, env=a.env(), timeout=1800)
-            entry = {}
-            for key, f, kind in (("timeline", tl, TIMELINE), ("heapmap", hm, HEAPMAP)):
-                if res.returncode == 0 and os.path.exists(f):
-                    try:
-                        entry[key] = load_document(f, kind, where=f"the {key} of {a.label} on {tr.label}")[1]
-                    except DmmkitError as e:
-                        console.print(f"[yellow]note[/]: picture left out: {e.message}")
-                try:
-                    os.unlink(f)
-                except OSError:
-                    pass
-            os.rmdir(d)
-            if res.returncode == 0 and entry:
-                out.setdefault(tr.label, {})[a.label] = entry
-            prog.advance(task)
-    return out
+    """One untimed replay per (trace, allocator), through dmmkit.pictures:
+    live bytes and footprint over time; a heap map (at worst fragmentation)
+    for dmm heaps."""
+    from . import pictures
+    jobs = [pictures.Job(tr.label, tr.path, a.label, list(a.replay_args()), env=a.env(), heapmap=a.kind == "dmm")
+            for tr in refs for a in allocs]
+    return pictures.take(tools, jobs)
 
 
 def _group_text(o: dict, sizes: dict) -> str:

@@ -721,44 +721,20 @@ def dmm_pass_stats(runs: list[dict]) -> dict:
 
 def take_pictures(tools: Tools, refs: list[TraceRef], config_ids: list[str], det,
                   allocs: dict[str, str] | None = None) -> dict:
-    """Timeline and heap map of each (trace, config): one untimed replay
-    (allocs: id -> --alloc, default dmm:CONFIG; a pool front has no heap map).
-    Each file is read through the one loader (schemas.TIMELINE / HEAPMAP); a
-    picture that is missing or not valid is left out, with a note."""
-    import os
-    import tempfile
-
-    from .schemas import HEAPMAP, TIMELINE
-    from .validate import load_document
-    out: dict = {}
-    jobs = [(tr, cid) for tr in refs for cid in config_ids if det.get((tr.label, cid))]
-    with progress() as prog:
-        task = prog.add_task("pictures (timeline, heap map at peak live)", total=len(jobs))
-        for tr, cid in jobs:
-            m = det[(tr.label, cid)]
-            d = tempfile.mkdtemp(prefix="dmmkit-pic-")
-            tl, hm = os.path.join(d, "tl.json"), os.path.join(d, "hm.json")
+    """Timeline and heap map (at worst fragmentation) of each (trace,
+    config): one untimed replay each, through dmmkit.pictures (allocs: id ->
+    --alloc, default dmm:CONFIG; a pool front has no heap map)."""
+    from . import pictures
+    jobs = []
+    for tr in refs:
+        for cid in config_ids:
+            m = det.get((tr.label, cid))
+            if not m:
+                continue
             alloc = (allocs or {}).get(cid) or "dmm:" + (m.get("config") or cid)
-            res, _ = replay_json(tools, tr.path, ["--alloc", alloc, "--arena", str(m.get("arena") or 1 << 20),
-                                                  "--no-timing", "--no-warm", "--timeline", tl]
-                                 + (["--heapmap", hm] if alloc.startswith("dmm:") else []))
-            entry = {}
-            for key, f, kind in (("timeline", tl, TIMELINE), ("heapmap", hm, HEAPMAP)):
-                entry[key] = None
-                if res.returncode == 0 and os.path.exists(f):
-                    try:
-                        entry[key] = load_document(f, kind, where=f"the {key} of {cid} on {tr.label}")[1]
-                    except DmmkitError as e:
-                        console.print(f"[yellow]note[/]: picture left out: {e.message}")
-                try:
-                    os.unlink(f)
-                except OSError:
-                    pass
-            os.rmdir(d)
-            if res.returncode == 0:
-                out.setdefault(tr.label, {})[cid] = entry
-            prog.advance(task)
-    return out
+            jobs.append(pictures.Job(tr.label, tr.path, cid, ["--alloc", alloc, "--arena", str(m.get("arena") or 1 << 20)],
+                                     heapmap=alloc.startswith("dmm:")))
+    return pictures.take(tools, jobs)
 
 
 def print_explore(doc: dict, top: int = 12) -> None:

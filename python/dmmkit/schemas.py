@@ -50,9 +50,22 @@ TIMELINE_SHAPE = Obj({"points": Arr(Tup(Num, Num, Num, ONUM, min_len=3))},
                      {"footprint_source": OSTR, "allocator": OSTR})
 
 BLOCK = Tup(SIZE, SIZE, SIZE, Enum("used", "free", "quick", "top"), Opt(SIZE))
-HEAPMAP_SHAPE = Obj({"blocks": Arr(BLOCK)},
-                    {"extent": Opt(SIZE), "live": Opt(SIZE),
-                     "totals": Map(Obj(optional={"blocks": COUNT, "bytes": SIZE}))})
+BLOCKS_Z = Obj({"encoding": Str, "n": COUNT, "data": Str}, {"columns": Arr(Str)})
+
+
+def _heapmap_blocks(doc: dict):
+    """A heap map holds its blocks inline (dmm-replay's output, old results)
+    or compressed (dmmkit.pictures: blocks_z)."""
+    if doc.get("blocks") is None and doc.get("blocks_z") is None:
+        return "blocks", "missing (a heap map needs \"blocks\" or \"blocks_z\")"
+    return None
+
+
+HEAPMAP_SHAPE = Check(Obj(optional={"blocks": Arr(BLOCK), "blocks_z": BLOCKS_Z,
+                                    "extent": Opt(SIZE), "live": Opt(SIZE), "op": Opt(SIZE),
+                                    "free_in_extent": Opt(SIZE), "moment": Opt(Enum("peak_live", "worst_fragmentation")),
+                                    "totals": Map(Obj(optional={"blocks": COUNT, "bytes": SIZE}))}),
+                      _heapmap_blocks)
 
 PICTURE = Obj(optional={"timeline": Opt(Doc(TIMELINE, TIMELINE_SHAPE)),
                         "heapmap": Opt(Doc(HEAPMAP, HEAPMAP_SHAPE))})

@@ -46,7 +46,8 @@ def test_explore_tiny_grid(explore_results, tiny_trace):
         assert t["runs"] == 2 and t["samples"] == 4 and t["avg"]["median"] > 0 and t["max"]["median"] > 0
     # pictures of the best config
     pic = d["pictures"]["tiny"][d["best"]]
-    assert pic["timeline"]["points"] and pic["heapmap"]["blocks"]
+    from dmmkit.pictures import decode_blocks
+    assert pic["timeline"]["points"] and decode_blocks(pic["heapmap"])  # stored compressed (blocks_z)
     assert "explore ranking" in proc.stdout and "best" in proc.stdout
 
 

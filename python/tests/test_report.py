@@ -1,6 +1,7 @@
 """The report renders: files exist, PNGs are real images, and the HTML
 tables hold the numbers of the JSON results."""
 
+import json
 import re
 
 from conftest import load, run_cli
@@ -60,3 +61,133 @@ def test_report_bad_input(work):
     assert p.returncode == 2 and "is not dmmkit explore results (schema dmmkit-explore/1) or dmmkit compare results" in p.stderr
     p = run_cli(["report", str(work / "missing.json"), "-o", str(work / "r2")])
     assert p.returncode == 2 and "no such file" in p.stderr
+
+
+# ---- issue 14: a report people read ----------------------------------------
+
+NO_ANSWER = "no answer in these results: run dmmkit advise"
+
+
+def test_report_page_structure(explore_results, compare_results, work):
+    """Summary card first, then the contents, then the sections; every trace
+    in a <details>; the heap maps are taken at worst fragmentation."""
+    out = work / "report-structure"
+    p = run_cli(["report", str(compare_results[0]), str(explore_results[0]), "-o", str(out)])
+    assert p.returncode == 0, p.stderr
+    html = (out / "index.html").read_text()
+    card, toc, first = html.index('id="answer"'), html.index('id="contents"'), html.index('<section id="compare"')
+    assert card < toc < first
+    # without advise results the card says so, or (once dmmkit.answer is
+    # there) holds one line per goal
+    assert NO_ANSWER in html or 'data-goal="speed"' in html
+    assert '<details id="compare-trace-tiny"' in html and '<details id="explore-trace-tiny"' in html
+    assert "at worst fragmentation (after operation" in html
+
+
+def _advise_fixture(tmp, compare_path=None):
+    answer = {
+        "current": "glibc", "trace": {"label": "sqlite", "ops": 540719}, "program": ["sqlite3", ":memory:"],
+        "goals": [
+            {"goal": "speed", "choice": "<script>alert(1)</script>", "kind": "system",
+             "metric": "warm cycles/op (replay)", "ratio": 0.8234, "ci": [0.7812, 0.8656],
+             "confidence": "significant", "ties": ["jemalloc"], "memory_ratio": 1.1049, "memory_exact": False,
+             "e2e": {"wall_ratio": 0.9, "wall_ci": [0.85, 0.95], "rss_ratio": 1.05, "agrees": True, "note": "ok"},
+             "next": "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 sqlite3 :memory:",
+             "sentence": "For speed use mimalloc."},
+            {"goal": "memory", "choice": "dmm:tlsf", "kind": "dmm", "metric": "peak footprint", "ratio": 0.61,
+             "ci": None, "confidence": "unknown", "ties": [], "memory_ratio": 0.61, "memory_exact": True,
+             "e2e": None, "next": "dmmkit generate best", "sentence": "For memory use dmm:tlsf."},
+            {"goal": "worst case", "choice": None, "kind": None, "metric": "warm max cycles", "ratio": None,
+             "ci": None, "confidence": "unknown", "ties": [], "memory_ratio": None, "memory_exact": False,
+             "e2e": None, "next": None, "sentence": "No answer for the worst case."}],
+        "caveats": ["3 of 9 runs were preempted"]}
+    doc = {"schema": "dmmkit-advise/1", "answer": answer, "compare": compare_path, "explore": None, "e2e": None}
+    path = tmp / "dmmkit-advise.json"
+    path.write_text(json.dumps(doc))
+    return path, answer
+
+
+def test_report_summary_card_holds_the_answer(work):
+    """The card shows the numbers of a hand-made advise results file, and
+    escapes what it shows."""
+    d = work / "card"
+    d.mkdir()
+    adv, ans = _advise_fixture(d)
+    p = run_cli(["report", str(adv), "-o", str(d / "out")])
+    assert p.returncode == 0, p.stderr
+    html = (d / "out" / "index.html").read_text()
+    card = html[html.index('id="answer"'):html.index('id="contents"')]
+    speed, memory = ans["goals"][0], ans["goals"][1]
+    vals = _values(card)
+    assert json.dumps(speed["ratio"]) in vals and json.dumps(speed["memory_ratio"]) in vals
+    assert "0.82x" in card and "95% CI" in card and "0.78-0.87" in card
+    assert "1.10" in card and "approximate" in card  # memory cost, not exact
+    assert "significant" in card and "jemalloc" in card
+    assert speed["next"] in card and memory["next"] in card and "dmm:tlsf" in card
+    assert "0.61x" in card and "no answer" in card  # the goal without a choice
+    assert "3 of 9 runs were preempted" in card and "glibc" in card and "540719" in card
+    assert "wall 0.90x" in card and "agrees with the replay" in card
+    # labels are escaped, never markup
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in card
+    assert NO_ANSWER not in html
+
+
+def test_report_default_path_old_results(compare_results, work):
+    """Without -o the report goes to dmmkit-report/ beside the first results
+    file, says where, with files 0644; results with inline heap-map blocks
+    (written before blocks_z) still render, captioned at peak live."""
+    import stat
+
+    from dmmkit.pictures import decode_blocks
+    d = work / "oldform"
+    d.mkdir()
+    doc = load(compare_results[0])
+    n = 0
+    for per in doc["pictures"].values():
+        for e in per.values():
+            hm = (e or {}).get("heapmap")
+            if hm:
+                hm["blocks"] = decode_blocks(hm)
+                for k in ("blocks_z", "moment", "op", "free_in_extent"):
+                    hm.pop(k, None)
+                n += 1
+    assert n
+    old = d / "old-compare.json"
+    old.write_text(json.dumps(doc))
+    p = run_cli(["report", str(old)], cwd=d)
+    assert p.returncode == 0, p.stderr
+    out = d / "dmmkit-report"
+    assert str(out / "index.html") in p.stdout.replace("\n", "")
+    html = (out / "index.html").read_text()
+    assert "old-compare_heapmap_tiny.png" in html and "at peak live" in html
+    for f in out.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
+
+
+def test_heapmap_compressed_in_results(tools, tiny_trace, compare_results, work):
+    """Results keep heap maps as blocks_z, which decodes to the very blocks
+    dmm-replay wrote, and is smaller."""
+    import subprocess
+
+    from dmmkit.pictures import compact_heapmap, decode_blocks
+    doc = load(compare_results[0])
+    hm = doc["pictures"]["tiny"]["dmm:p2012"]["heapmap"]
+    assert "blocks" not in hm and hm["blocks_z"]["n"] > 0
+    assert hm["moment"] == "worst_fragmentation" and hm["op"] > 0
+    blocks = decode_blocks(hm)
+    assert len(blocks) == sum(t["blocks"] for t in hm["totals"].values())
+    assert sum(b[2] for b in blocks if b[3] == "free") == hm["totals"]["free"]["bytes"]
+    raw = work / "hm-raw.json"
+    r = subprocess.run([str(tools.replay), str(tiny_trace), "--alloc", "dmm:p2012", "--no-timing", "--no-warm",
+                        "--quiet", "--heapmap", str(raw), "--heapmap-at", "worst-frag"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    native = load(raw)
+    small = compact_heapmap(native)
+    assert decode_blocks(small) == native["blocks"]
+    assert len(json.dumps(small)) < len(json.dumps(native))
+    # the map is taken at worst fragmentation: at least half the peak is live
+    assert 2 * native["live"] >= native["trace_peak_live"]
+    assert native["free_in_extent"] == native["extent"] - native["live_block_bytes"]
+    r = subprocess.run([str(tools.replay), str(tiny_trace), "--no-timing", "--heapmap", str(raw), "--heapmap-at", "x"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--heapmap-at: expected peak or worst-frag, got 'x'" in r.stderr

@@ -242,6 +242,90 @@ void rpx_heapmap_at_peak(void *ctx, uint64_t live)
     hm->stats = dmm_heap_get_counters(hm->db->h);
 }
 
+/* ---- --heapmap-at worst-frag --------------------------------------------
+ * The moment of worst fragmentation: among the operations after which live
+ * requested bytes are at least half the trace's peak, the first one after
+ * which the heap's extent (footprint minus the never-carved top) holds the
+ * most bytes that are not in used blocks (free and quick-list blocks, block
+ * headers of free space, metadata).  A sequential replay is deterministic,
+ * so the second replay reaches the very same heap state. */
+
+typedef struct worst_scan {
+    dmm_backend *db;
+    rpx_heapmap *hm;
+    uint64_t peak_live;
+    uint64_t best_op, best_free;
+    int found;
+} worst_scan;
+
+static uint64_t free_in_extent(dmm_heap *h)
+{
+    dmm_heap_stats st = dmm_heap_get_counters(h);
+    return st.extent > st.live_block_bytes ? (uint64_t)(st.extent - st.live_block_bytes) : 0;
+}
+
+static void worst_find(void *ctx, uint64_t op, uint64_t live)
+{
+    worst_scan *ws = ctx;
+    uint64_t fr;
+    if (live < ws->peak_live - ws->peak_live / 2 || !ws->db->h)
+        return;
+    fr = free_in_extent(ws->db->h);
+    if (!ws->found || fr > ws->best_free) {
+        ws->found = 1;
+        ws->best_free = fr;
+        ws->best_op = op;
+    }
+}
+
+static void worst_take(void *ctx, uint64_t op, uint64_t live)
+{
+    worst_scan *ws = ctx;
+    rpx_heapmap *hm = ws->hm;
+    if (op != ws->best_op || hm->taken || !ws->db->h)
+        return;
+    hm->taken = 1;
+    hm->live = live;
+    hm->n = 0;
+    hm->op = op;
+    hm->free_in_extent = free_in_extent(ws->db->h);
+    if (dmm_heap_walk(ws->db->h, hm_walk, hm) != 0)
+        hm->failed = 1;
+    hm->stats = dmm_heap_get_counters(ws->db->h);
+}
+
+void rpx_heapmap_worst(rp_plan *plan, rp_backend *b, rpx_heapmap *hm)
+{
+    worst_scan ws;
+    rp_pass_opts po;
+    rp_pass_result pr;
+    char err[600];
+    memset(&ws, 0, sizeof ws);
+    ws.db = (dmm_backend *)b;
+    ws.hm = hm;
+    ws.peak_live = plan->peak_live;
+    hm->db = ws.db;
+    hm->worst = 1;
+    hm->sequential = 1;
+    hm->taken = 0;
+    if (rp_plan_flatten(plan))
+        return;
+    for (int step = 0; step < 2; step++) {
+        if (step == 1 && !ws.found)
+            return;
+        if (b->cls->begin_pass(b, 1, err, sizeof err))
+            return;
+        memset(&po, 0, sizeof po);
+        po.sequential = 1;
+        po.on_op = step ? worst_take : worst_find;
+        po.op_ctx = &ws;
+        int rc = rp_run_pass(plan, b, &po, &pr);
+        rp_pass_result_free(&pr);
+        if (rc)
+            return;
+    }
+}
+
 static const char *state_name(unsigned s)
 {
     switch (s) {
@@ -275,9 +359,19 @@ int rpx_heapmap_write(FILE *f, const rpx_heapmap *hm, const char *trace, uint64_
     tj_str(&j, "config", cfgtext);
     tj_u64(&j, "arena", arena);
     tj_bool(&j, "taken", hm->taken && !hm->failed);
-    tj_str(&j, "when", hm->sequential ? "the first time live bytes reached the trace's peak, in an extra "
-                                        "sequential replay in trace order (the threaded pass never reached it)"
-                                      : "the first time live bytes reached the trace's peak, in the first cold pass");
+    tj_str(&j, "moment", hm->worst ? "worst_fragmentation" : "peak_live");
+    if (hm->worst) {
+        tj_str(&j, "when", "worst fragmentation: the first operation, among those after which live bytes are at "
+                           "least half the trace's peak, after which the heap's extent holds the most bytes not "
+                           "in used blocks (an extra sequential replay in trace order)");
+        tj_u64(&j, "op", hm->op);
+        tj_u64(&j, "free_in_extent", hm->free_in_extent);
+    } else {
+        tj_str(&j, "when", hm->sequential ? "the first time live bytes reached the trace's peak, in an extra "
+                                            "sequential replay in trace order (the threaded pass never reached it)"
+                                          : "the first time live bytes reached the trace's peak, in the first cold "
+                                            "pass");
+    }
     tj_u64(&j, "trace_peak_live", trace_peak_live);
     tj_u64(&j, "trace_peak_index", peak_index);
     tj_u64(&j, "live", hm->live);

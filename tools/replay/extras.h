@@ -49,6 +49,9 @@ typedef struct rpx_heapmap {
     uint64_t *region_base;  /* address of each region's first block */
     size_t nregions;
     dmm_heap_stats stats;   /* counters at that moment */
+    int worst;              /* --heapmap-at worst-frag: taken at worst fragmentation */
+    uint64_t op;            /* worst: the operation (1-based, trace order) it follows */
+    uint64_t free_in_extent;/* worst: extent - bytes in used blocks then */
 } rpx_heapmap;
 
 /* rp_pass_opts.on_trace_peak callback; ctx is an rpx_heapmap. */
@@ -57,6 +60,11 @@ void rpx_heapmap_at_peak(void *ctx, uint64_t live);
 int rpx_heapmap_write(FILE *f, const rpx_heapmap *hm, const char *trace, uint64_t hash, const char *spec,
                       const char *cfgtext, uint64_t arena, uint64_t trace_peak_live, uint64_t peak_index);
 void rpx_heapmap_free(rpx_heapmap *hm);
+/* --heapmap-at worst-frag: two extra sequential untimed replays on fresh
+ * heaps of b (a dmm backend): the first finds the moment of worst
+ * fragmentation (see rpx_heapmap_write's "moment"), the second takes the
+ * map there.  Leaves hm->taken 0 when it cannot. */
+void rpx_heapmap_worst(rp_plan *plan, rp_backend *b, rpx_heapmap *hm);
 
 /* ---- timeline -------------------------------------------------------------- */
 /* Sets up tl for a plan of ops operations (about 1000 points). */

@@ -19,7 +19,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: " PROG " TRACE [--alloc ALLOCATOR] [--arena BYTES] [--reps N] [--warm | --no-warm]\n"
                "                  [--verify] [--json FILE] [--quiet] [--min-arena] [--no-timing]\n"
                "                  [--expect NAME] [--hist] [--timeline FILE] [--heapmap FILE]\n"
-               "                  [--max-threads N]\n"
+               "                  [--heapmap-at peak|worst-frag] [--max-threads N]\n"
                "       " PROG " TRACE --count-sweep FILE\n"
                "       " PROG " --check-configs FILE\n"
                "allocators (--alloc, chosen by prefix):\n");
@@ -39,6 +39,10 @@ static void usage(FILE *f)
                "  --timeline FILE     write live bytes and footprint over the first cold pass (JSON)\n"
                "  --heapmap FILE      write every block of the heap when live bytes first reach the\n"
                "                      trace's peak (JSON; dmm only)\n"
+               "  --heapmap-at WHEN   peak (default, as above) or worst-frag: the first moment, among\n"
+               "                      those with live bytes >= half the trace's peak, at which the heap\n"
+               "                      holds the most bytes of its extent not in used blocks (found and\n"
+               "                      taken in two extra sequential untimed replays)\n"
                "  --max-threads N     refuse traces with more than N threads (default and limit %u);\n"
                "                      a replay runs one thread per trace thread\n"
                "  --count-sweep FILE  replay once per line 'ARENA CONFIG' (sequential, untimed), calling\n"
@@ -73,7 +77,7 @@ static int parse_count(const char *s, uint64_t lo, uint64_t hi, unsigned *out)
 
 enum {
     O_ALLOC = 256, O_ARENA, O_REPS, O_WARM, O_NO_WARM, O_VERIFY, O_JSON, O_QUIET, O_MIN_ARENA, O_NO_TIMING,
-    O_EXPECT, O_HIST, O_TIMELINE, O_HEAPMAP, O_COUNT_SWEEP, O_CHECK_CONFIGS, O_MAX_THREADS, O_HELP
+    O_EXPECT, O_HIST, O_TIMELINE, O_HEAPMAP, O_HEAPMAP_AT, O_COUNT_SWEEP, O_CHECK_CONFIGS, O_MAX_THREADS, O_HELP
 };
 
 int rp_parse_options(int argc, char **argv, rp_options *o)
@@ -93,6 +97,7 @@ int rp_parse_options(int argc, char **argv, rp_options *o)
         {"hist", no_argument, NULL, O_HIST},
         {"timeline", required_argument, NULL, O_TIMELINE},
         {"heapmap", required_argument, NULL, O_HEAPMAP},
+        {"heapmap-at", required_argument, NULL, O_HEAPMAP_AT},
         {"count-sweep", required_argument, NULL, O_COUNT_SWEEP},
         {"check-configs", required_argument, NULL, O_CHECK_CONFIGS},
         {"max-threads", required_argument, NULL, O_MAX_THREADS},
@@ -138,6 +143,14 @@ int rp_parse_options(int argc, char **argv, rp_options *o)
         case O_HIST: o->hist = 1; break;
         case O_TIMELINE: o->timeline = v; break;
         case O_HEAPMAP: o->heapmap = v; break;
+        case O_HEAPMAP_AT:
+            if (!strcmp(v, "peak"))
+                o->heapmap_worst = 0;
+            else if (!strcmp(v, "worst-frag"))
+                o->heapmap_worst = 1;
+            else
+                return bad("--heapmap-at", "expected peak or worst-frag", v);
+            break;
         case O_COUNT_SWEEP: o->count_sweep = v; break;
         case O_CHECK_CONFIGS: o->check_configs = v; break;
         case 'h':

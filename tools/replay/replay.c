@@ -835,6 +835,8 @@ static void run_stream(thread_arg *ta)
         done++;
         if (o->timeline && o->sample_mem)
             timeline_tick(c);
+        if (o->on_op && !mt)
+            o->on_op(o->op_ctx, done, c->live);
         if (mt)
             atomic_store_explicit(&c->done[ta->tid].v, done, memory_order_release);
     }

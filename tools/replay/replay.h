@@ -183,6 +183,11 @@ typedef struct rp_pass_opts {
      * trace's peak (with sample_mem); used for the heap map. */
     void (*on_trace_peak)(void *ctx, uint64_t live);
     void *peak_ctx;
+    /* Called after every operation of a single-threaded or sequential pass
+     * (may be NULL): the operation's 1-based index and the live requested
+     * bytes after it; used for the heap map at worst fragmentation. */
+    void (*on_op)(void *ctx, uint64_t op, uint64_t live);
+    void *op_ctx;
 } rp_pass_opts;
 
 typedef struct rp_thread_result {

@@ -261,7 +261,7 @@ static int run_passes(rp_run *r)
             po.sample_mem = !r->have_first;
             if (!r->have_first && o->timeline)
                 po.timeline = &r->tl;
-            if (!r->have_first && o->heapmap) {
+            if (!r->have_first && o->heapmap && !o->heapmap_worst) {
                 r->hm.db = (dmm_backend *)b; /* RPB_HEAPMAP: a dmm backend */
                 po.on_trace_peak = rpx_heapmap_at_peak;
                 po.peak_ctx = &r->hm;
@@ -316,7 +316,9 @@ static int run_passes(rp_run *r)
             }
         }
     }
-    if (o->heapmap && !r->hm.taken && !r->verify_failed) {
+    if (o->heapmap && o->heapmap_worst && !r->verify_failed)
+        rpx_heapmap_worst(&r->plan, b, &r->hm); /* --heapmap-at worst-frag (extras.c) */
+    else if (o->heapmap && !r->hm.taken && !r->verify_failed) {
         /* A multi-threaded interleaving may never reach the trace's peak:
          * take the map from one extra sequential replay in trace order
          * (untimed, not counted in any figure). */

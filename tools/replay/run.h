@@ -37,6 +37,7 @@ typedef struct rp_options {
     const char *expect;
     const char *timeline;      /* --timeline FILE */
     const char *heapmap;       /* --heapmap FILE */
+    int heapmap_worst;         /* --heapmap-at worst-frag (default: peak) */
     const char *check_configs; /* --check-configs FILE */
     const char *count_sweep;   /* --count-sweep FILE */
     int hist;                  /* --hist */
