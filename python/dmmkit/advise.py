@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import re
 import shlex
@@ -348,9 +347,8 @@ def _advise(tools: Tools, r: _Run) -> dict:
     r.save()
     try:
         from .report import write_report
-        paths = [p for p in (r.doc.get("explore"), r.doc.get("compare")) if p]
-        # issue 14: filled at merge - the report reads the answer from advise.json once it knows dmmkit-advise/1
-        rep = write_report(paths, str(out / "report"))
+        # advise.json brings its answer (the summary card) and its compare / explore results files
+        rep = write_report([str(out / "advise.json")], str(out / "report"))
         r.doc["report"] = str(rep)
     except DmmkitError as e:
         r.note(f"report not written: {e.message}")
@@ -436,7 +434,7 @@ def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict 
                           explore_results=r.doc.get("explore") or "dmmkit-explore.json", argv=r.opts.argv)
     try:
         doc = run_compare(tools, opts)
-    except DmmkitError as e:
+    except DmmkitError:
         r.doc["compare"] = path if os.path.exists(path) else None
         raise
     r.doc["compare"] = path

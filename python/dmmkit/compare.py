@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import tempfile
 from dataclasses import dataclass, field
 
 from rich.table import Table
@@ -36,10 +35,8 @@ from .cache import clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
 from .measure import TaskError, measure_timing
 from .memfig import APPROX, Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
-from .schemas import HEAPMAP, TIMELINE
-from .validate import load_document
 from .stats import geomean, noise_check, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
-from .tools import Tools, check_configs, run, validate_trace
+from .tools import Tools, check_configs, validate_trace
 from .ui import console, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
 
 DEFAULT_ALLOCATORS = "dmm:tlsf,dmm:p2012,dmm:dlmalloc,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc"

@@ -110,11 +110,8 @@ def short(label: str, n: int = LABEL_MAX) -> str:
 def answer_for(docs: list[tuple[str, Schema, dict]]) -> dict | None:
     """The answer built from compare / explore results when no advise
     results were given: dmmkit.answer.make_answer on the first of each;
-    None when that module is not there or has nothing to say."""
-    try:
-        from .answer import make_answer  # written by the advise part of issue 14
-    except ImportError:
-        return None
+    None when there is nothing to answer from."""
+    from .answer import make_answer
     cmp = next((d for _, k, d in docs if k != EXPLORE), None)
     exp = next((d for _, k, d in docs if k == EXPLORE), None)
     if cmp is None and exp is None:

@@ -941,7 +941,7 @@ def markdown(doc: dict, plots: list[str]) -> str:
         def v(x):
             return "not measured" if x is None else f"{x:.3f}"
         tm, rs = g.get("time_geomean_vs_mimalloc", {}), g.get("rss_geomean_vs_glibc", {})
-        L += [f"| goal | measured | target |", "|---|---|---|",
+        L += ["| goal | measured | target |", "|---|---|---|",
               f"| geometric-mean time, libdmm / mimalloc ({tm.get('cells', 0)} cells) | {v(tm.get('value'))} | <= 1.0 |",
               f"| geometric-mean peak RSS, libdmm / glibc ({rs.get('cells', 0)} cells) | {v(rs.get('value'))} | "
               "<= 1.0 |",
