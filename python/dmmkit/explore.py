@@ -789,6 +789,32 @@ class PhaseTracker:
                          eta="-" if e is None else str(_dt.timedelta(seconds=int(e + 0.5))))
 
 
+def _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tools, valgrind, mkey, ops, label):
+    """Phase A's results as they come: mem[i] (and the cache), or the drop
+    / error of each task."""
+    for j, res, exc in ex.map_unordered(measure_memory, mem_items):
+        i = need[j]
+        tr, p = todo[i]
+        ta.finished(j)
+        if isinstance(exc, BudgetExceeded):
+            if budget.over():
+                budget.stop(f"memory figures{label}")
+                budget.drop(p, tr.label, "time_limit", exc.seconds, "stopped at the --time-limit")
+            else:
+                budget.drop(p, tr.label, "budget", exc.seconds,
+                            f"its figures took more than the --budget of {budget.per_config:g} s"
+                            + (f" on the first {ops} operations" if ops else ""))
+        elif exc is not None:
+            errors.append(f"{p.name} on {tr.label}: {exc}")
+        else:
+            mem[i] = res
+            if valgrind:
+                cache.put(tr.sha256, p.key, tools.build_id, mkey, res)
+        if budget.over():
+            budget.stop(f"memory figures{label}")
+            break
+
+
 def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: Budget, ops: int | None = None,
              weights: list[float] | None = None, label: str = ""):
     """Phase A: memory figures per (trace, config), natively, in parallel
@@ -816,27 +842,15 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
         ta = PhaseTracker(prog, f"memory figures + minimum arena{label} ({info.get('executor')}, {workers} workers)",
                           [f"{todo[i][1].name} on {todo[i][0].label}" for i in need], [weights[i] for i in need],
                           workers)
-        for j, res, exc in ex.map_unordered(measure_memory, mem_items):
-            i = need[j]
-            tr, p = todo[i]
-            ta.finished(j)
-            if isinstance(exc, BudgetExceeded):
-                if budget.over():
-                    budget.stop(f"memory figures{label}")
-                    budget.drop(p, tr.label, "time_limit", exc.seconds, "stopped at the --time-limit")
-                else:
-                    budget.drop(p, tr.label, "budget", exc.seconds,
-                                f"its figures took more than the --budget of {budget.per_config:g} s"
-                                + (f" on the first {ops} operations" if ops else ""))
-            elif exc is not None:
-                errors.append(f"{p.name} on {tr.label}: {exc}")
-            else:
-                mem[i] = res
-                if valgrind:
-                    cache.put(tr.sha256, p.key, tools.build_id, mkey, res)
-            if budget.over():
-                budget.stop(f"memory figures{label}")
-                break
+        try:
+            _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tools, valgrind, mkey, ops, label)
+        except KeyboardInterrupt:
+            if not valgrind:  # these figures are complete: keep them
+                for i, m in mem.items():
+                    tr, p = todo[i]
+                    m["instructions"] = m["instr_per_op"] = None
+                    det[(tr.label, p.id)] = m
+            raise
         # the relative budget, per trace, against the fastest config measured on it
         if budget.relative:
             best: dict[str, float] = {}
