@@ -451,12 +451,15 @@ def _deterministic(ex, info, todo, tools, valgrind, det, scr, cache, skey, error
                      label=f" (screening: first {sops} ops)")
         budget.screened = len(pts)
         chosen = _screen_select(opts, list(pts.values()), refs, scr, budget, keep) | (keep & set(pts))
-        for pid, p in pts.items():
-            if pid not in chosen and not budget.gone(pid):
-                budget.drop(p, None, "screen", None,
-                            f"not among the promising configs on the first {sops} operations (the screening "
-                            f"front, the best {SCREEN_KEEP} by the objective, the presets); --no-screen measures "
-                            "every config in full")
+        out = [p for pid, p in pts.items() if pid not in chosen and not budget.gone(pid)]
+        for p in out:
+            budget.drop(p, None, "screen", None,
+                        f"not among the promising configs on the first {sops} operations (the screening "
+                        f"front, the best {SCREEN_KEEP} by the objective, the presets)", quiet=True)
+        console.print(f"screening on the first {sops} operations: {len(pts) - len(out)} of {len(pts)} config(s) "
+                      f"get the full measurement; [yellow]dropped[/] as not promising: "
+                      f"{', '.join(p.name for p in out) or 'none'} (--no-screen measures every config in full)",
+                      soft_wrap=True)
         todo = [(tr, p) for tr, p in todo if p.id in chosen and not budget.gone(p.id)]
         # expected cost of each full task: its own time on the prefix, scaled to the trace
         weights = []
@@ -724,11 +727,12 @@ class Budget:
             return True
         return False
 
-    def drop(self, p, trace: str | None, reason: str, seconds: float | None, why: str) -> None:
+    def drop(self, p, trace: str | None, reason: str, seconds: float | None, why: str, quiet: bool = False) -> None:
         self.dropped.append({"id": p.id, "name": p.name, "trace": trace, "reason": reason,
                              "seconds": round(seconds, 2) if seconds is not None else None, "detail": why})
         self._gone.add(p.id)
-        console.print(f"[yellow]dropped[/] {p.name}" + (f" on {trace}" if trace else "") + f": {why}",
+        if not quiet:
+            console.print(f"[yellow]dropped[/] {p.name}" + (f" on {trace}" if trace else "") + f": {why}",
                       soft_wrap=True)
 
     def gone(self, pid: str) -> bool:
