@@ -535,13 +535,14 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
         console.print(f"[yellow]warning[/]: {msg}", markup=True, soft_wrap=True)
 
     t_build = time.monotonic()
-    with progress() as prog:
-        tb = prog.add_task(f"frozen builds of dmm-replay ({len(cands)} config(s), -j{jobs})", total=len(cands))
-        for c in cands:
+    with explore_progress() as prog:
+        tb = PhaseTracker(prog, f"frozen builds of dmm-replay ({len(cands)} config(s), -j{jobs})",
+                          [c["name"] for c in cands], [1.0] * len(cands), 1)
+        for k, c in enumerate(cands):
             c["frozen_candidate"] = True
             if general is not None:
                 c["frozen"] = {"status": "failed", "error": general.message}
-                prog.advance(tb)
+                tb.finished(k)
                 continue
             try:
                 fr = frozenmod.build_frozen_replay(tools, c["config"], base=base, jobs=jobs)
@@ -554,7 +555,7 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
                      "(marked 'runtime' in the results)")
                 if e.general:
                     general = e
-            prog.advance(tb)
+            tb.finished(k)
         t_build = time.monotonic() - t_build
 
         # the heap code path each form runs (dmm-replay's allocator.variant), on the smallest trace
@@ -593,12 +594,14 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
                     continue
                 work.append((c, tr, {"replay": str(fr.replay), "trace": tr.path, "valgrind": valgrind,
                                      "lines": [(m["arena"], c["alloc"])]}))
-        tc = prog.add_task(f"instruction counts of the frozen builds (callgrind, {len(work)} run(s), "
-                           f"{hits} from the cache)", total=len(work))
-        with _cf.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as ex:
-            futs = {ex.submit(count_instructions, w[2]): w for w in work}
+        nw = max(1, min(jobs, len(work) or 1))
+        tc = PhaseTracker(prog, f"instruction counts of the frozen builds (callgrind, {len(work)} run(s), "
+                                f"{hits} from the cache)", [f"{w[0]['name']} on {w[1].label}" for w in work],
+                          [((w[0]["per_trace"].get(w[1].label) or {}).get("replay_seconds") or 1.0) for w in work], nw)
+        with _cf.ThreadPoolExecutor(max_workers=nw) as ex:
+            futs = {ex.submit(count_instructions, w[2]): (j, w) for j, w in enumerate(work)}
             for f in _cf.as_completed(futs):
-                c, tr, _ = futs[f]
+                j, (c, tr, _) = futs[f]
                 try:
                     r = f.result()[0]
                 except TaskError as e:
@@ -609,7 +612,7 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
                 else:
                     res[(c["id"], tr.label)] = r
                     cache.put(tr.sha256, c["key"], builds[c["id"]].build_id, skf, r)
-                prog.advance(tc)
+                tc.finished(j)
         t_count = time.monotonic() - t_count
 
     # ---- figures --------------------------------------------------------------
