@@ -39,24 +39,30 @@ NATIVE = ["--grid", "none", "--no-instructions", "--no-timing", "--no-pictures",
 
 @pytest.fixture(scope="module")
 def slow(work):
-    return slow_trace(work / "slow.txt", 12000)
+    return slow_trace(work / "slow.txt", 20000)
+
+
+@pytest.fixture(scope="module")
+def slow_big(work):
+    """p2012 needs seconds for one replay of it, tlsf a few milliseconds."""
+    return slow_trace(work / "slow-big.txt", 40000)
 
 
 def _dropped(doc, name):
     return [d for d in doc["budget"]["dropped"] if d["name"] == name]
 
 
-def test_config_past_the_budget_is_dropped_and_reported(tools, work, slow):
+def test_config_past_the_budget_is_dropped_and_reported(tools, work, slow_big):
     out = work / "budget.json"
-    p = run_cli(["explore", str(slow), *NATIVE, "--config", "tlsf", "--config", "halffit", "--config", "p2012",
-                 "--budget", "0.8", "--budget-relative", "1000", "--no-screen", "--results", str(out)], cwd=work)
+    p = run_cli(["explore", str(slow_big), *NATIVE, "--config", "tlsf", "--config", "halffit", "--config", "p2012",
+                 "--budget", "1", "--budget-relative", "1000", "--no-screen", "--results", str(out)], cwd=work)
     assert p.returncode == 0, p.stdout + p.stderr
     doc = load(out)
     d = _dropped(doc, "p2012")
-    assert d and d[0]["reason"] == "budget" and d[0]["trace"] == "slow" and d[0]["seconds"] >= 0.8, doc["budget"]
+    assert d and d[0]["reason"] == "budget" and d[0]["trace"] == "slow-big" and d[0]["seconds"] >= 1, doc["budget"]
     assert not _dropped(doc, "tlsf") and not _dropped(doc, "halffit")
-    assert doc["budget"]["per_config_s"] == 0.8 and doc["budget"]["full"] == 2
-    assert "dropped p2012 on slow" in p.stdout and "--budget of 0.8 s" in p.stdout
+    assert doc["budget"]["per_config_s"] == 1 and doc["budget"]["full"] == 2
+    assert "dropped p2012 on slow-big" in p.stdout and "--budget of 1 s" in p.stdout
     by = {c["name"]: c for c in doc["configs"]}
     assert not by["p2012"]["feasible"] and any("dropped" in r for r in by["p2012"]["infeasible_reasons"])
     assert set(doc["ranking"]) == {by["tlsf"]["id"], by["halffit"]["id"]}
@@ -111,8 +117,8 @@ def test_budget_too_small_for_any_config(tools, work, slow):
     assert doc["ranking"] == [] and doc["best"] is None
 
 
-def test_interrupt_keeps_partial_results(tools, work):
-    big = slow_trace(work / "slow-big.txt", 40000)
+def test_interrupt_keeps_partial_results(tools, work, slow_big):
+    big = slow_big
     out = work / "interrupted.json"
     import os
     env = dict(os.environ, DMMKIT_TOOLS=str(TOOLS_DIR), DMMKIT_ROOT=str(ROOT), COLUMNS="200")
@@ -133,3 +139,21 @@ def test_interrupt_keeps_partial_results(tools, work):
     by = {c["name"]: c for c in doc["configs"]}
     assert by["tlsf"]["per_trace"]["slow-big"]["min_arena"], "tlsf's figures were measured before the interrupt"
     assert by["p2012"]["per_trace"]["slow-big"] is None
+
+
+def test_time_limit_ranks_what_was_measured(tools, work, slow_big):
+    """--time-limit: the measurement still running when it passes is killed
+    and reported; what was measured is ranked; the run says it is not
+    complete."""
+    big = slow_big
+    out = work / "limit.json"
+    p = run_cli(["explore", str(big), *NATIVE, "--config", "tlsf", "--config", "p2012", "-j", "2", "--no-screen",
+                 "--time-limit", "2", "--results", str(out)], cwd=work)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = load(out)
+    b = doc["budget"]
+    assert b["time_limit"] == 2 and b["time_limit_hit"], b
+    assert [d["reason"] for d in b["dropped"] if d["name"] == "p2012"] == ["time_limit"], b
+    assert doc["complete"] is False and doc["interrupted"] is False
+    assert [c["name"] for c in doc["configs"] if c["id"] in doc["ranking"]] == ["tlsf"]
+    assert "time limit 2 s (reached during" in p.stdout
