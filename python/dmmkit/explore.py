@@ -354,7 +354,6 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         raise DmmkitError(f"interrupted: the partial results ({budget.full} config(s) with full figures, "
                           f"\"complete\": false) are in {opts.results}", EXIT_INTERRUPTED)
     print_explore(doc)
-    print_budget(doc)
     console.print(f"results: {opts.results}")
     if not det and budget.dropped:
         kinds = {d["reason"] for d in budget.dropped}
@@ -1257,3 +1256,4 @@ def print_explore(doc: dict, top: int = 12) -> None:
                     parts.append(f"= {rc / bc:.2f}x fewer cycles")
             parts.append(f"{st['memory_metric']} x{fmt_ratio(a.get('memory_ratio'))}")
             console.print(f"  vs {ref['id']} (geometric means over the traces): " + ", ".join(parts))
+    print_budget(doc)
