@@ -51,9 +51,12 @@ class BudgetExceeded(TaskError):
     """A measurement killed at its time budget (explore --budget / --time-limit);
     `seconds` is how long it ran."""
 
-    def __init__(self, message: str, seconds: float):
+    def __init__(self, message: str, seconds: float = 0.0):
         super().__init__(message)
         self.seconds = seconds
+
+    def __reduce__(self):  # crosses process pools and Ray workers with its seconds
+        return (BudgetExceeded, (str(self), self.seconds))
 
 
 # The subprocesses running now, so that an interrupted explore can end them
