@@ -376,9 +376,21 @@ def run_explore(tools: Tools, opts: Options) -> dict:
 
 
 def print_budget(doc: dict) -> None:
-    """The budget's line(s): what it was, what it dropped, how long it took."""
+    """The budget's line(s): what it was, what it dropped, how long it took.
+    A results file is read as it comes (dmmkit show): a budget section that
+    is not what explore writes is skipped, with a note."""
     b = doc.get("budget")
-    if not b:
+    if b is None:
+        return
+
+    def num(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    dropped = b.get("dropped") if isinstance(b, dict) else None
+    if (not isinstance(b, dict) or not isinstance(dropped, list) or not all(isinstance(d, dict) for d in dropped)
+            or any(b.get(k) is not None and not num(b.get(k))
+                   for k in ("per_config_s", "relative", "screen_ops", "time_limit", "screened", "full", "seconds"))):
+        console.print("note: the results' budget section is not in the form explore writes; not shown")
         return
     parts = [f"per config {b['per_config_s']:g} s" if b.get("per_config_s") else "no per-config budget",
              f"relative {b['relative']:g}x" if b.get("relative") else "no relative budget",
@@ -388,11 +400,12 @@ def print_budget(doc: dict) -> None:
                                                              "not started, ranked on what was measured)"
                                                              if b.get("time_limit_hit") else ""))
     console.print(f"budget: {', '.join(parts)}; {b.get('screened') or 0} config(s) screened, "
-                  f"{b.get('full') or 0} with full figures, {len(b.get('dropped') or [])} dropped; "
-                  f"{b.get('seconds'):.0f} s in all", soft_wrap=True)
+                  f"{b.get('full') or 0} with full figures, {len(dropped)} dropped; "
+                  f"{b.get('seconds') or 0:.0f} s in all", soft_wrap=True)
     counts: dict[str, int] = {}
-    for d in b.get("dropped") or []:
-        counts[d["reason"]] = counts.get(d["reason"], 0) + 1
+    for d in dropped:
+        r = str(d.get("reason"))
+        counts[r] = counts.get(r, 0) + 1
     if counts:
         console.print("dropped: " + ", ".join(f"{n} by {k}" for k, n in sorted(counts.items()))
                       + " (each listed in the results under budget.dropped)", soft_wrap=True)
