@@ -195,10 +195,22 @@ def compare(ctx, traces, allocators, peer, dmm_named, reps, max_reps, ci_target,
 @click.option("--frozen-max", default=6, show_default=True, type=click.IntRange(1, 10000),
               help="Most candidates re-measured frozen (the front first, then the next fronts; presets on the front "
                    "are always included).")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              metavar="SECONDS", help="Time for one config's figures on one trace; a measurement still running then "
+                                      "is killed and the config dropped (reported).")
+@click.option("--budget-relative", type=click.FloatRange(min=1), default=10.0, show_default=True, metavar="K",
+              help="Drop configs whose replay is more than K times slower than the fastest on the same trace "
+                   "(reported).")
+@click.option("--screen-ops", type=click.IntRange(min=1), default=50_000, show_default=True, metavar="N",
+              help="Screen every config on the first N operations of each trace; only the promising ones (the "
+                   "screening front, the best few, the presets) get the full measurement.")
+@click.option("--no-screen", is_flag=True, help="Measure every config on the whole traces (no screening).")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Time for the whole explore: no new work starts after it; what was measured is ranked.")
 @click.pass_context
 def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, configs, pools, executor, address, jobs,
             results, cache_dir, no_cache, reps, no_timing, timing_max, no_instructions, reference, no_pictures, frozen,
-            frozen_max):
+            frozen_max, budget, budget_relative, screen_ops, no_screen, time_limit):
     """Sweep the heap design space on TRACE(s); keep the Pareto front of
     speed vs memory; time the candidates; rank them."""
     from .explore import Options, run_explore
@@ -206,7 +218,9 @@ def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, conf
                    objective=objective, memory=memory, speed=speed, executor=executor, address=address, jobs=jobs,
                    cache_dir=cache_dir, use_cache=not no_cache, results=results, reps=reps, timing=not no_timing,
                    timing_max=timing_max, instructions=not no_instructions, reference=reference,
-                   pictures=not no_pictures, frozen=frozen, frozen_max=frozen_max, pools=pools, argv=_argv())
+                   pictures=not no_pictures, frozen=frozen, frozen_max=frozen_max, pools=pools, argv=_argv(),
+                   budget=budget, budget_relative=budget_relative, screen_ops=None if no_screen else screen_ops,
+                   time_limit=time_limit)
     run_explore(_tools(ctx), opts)
 
 

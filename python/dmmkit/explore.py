@@ -37,12 +37,27 @@ from . import pareto
 from .cache import Cache, clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
 from .executors import make_executor
-from .measure import MEASURE_VERSION, TaskError, count_instructions, find_valgrind, measure_memory, measure_timing
+from .measure import MEASURE_VERSION, BudgetExceeded, TaskError, count_instructions, find_valgrind, kill_running, \
+    measure_memory, measure_timing
+from .measure import reset_stop as measure_reset
 from .stats import geomean, relative, summarize
 from .tools import Tools, check_configs, replay_json, validate_trace
 from .ui import TraceRef, console, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
 
 OBJECTIVES = ("speed", "memory", "balanced")
+
+# Budget defaults (docs/frontend.md, "Explore at scale").  With them the
+# default grid on a 540k-operation trace finishes in a few minutes on two
+# cores: the screening prefix is about a tenth of such a trace, a config ten
+# times slower than the best is not worth its callgrind and timing runs, and
+# a config that needs more than a minute for its native figures on one trace
+# (one replay + the minimum-arena search) is slower than any design the
+# grid is meant to find.
+DEFAULT_BUDGET = 60.0
+DEFAULT_RELATIVE = 10.0
+DEFAULT_SCREEN_OPS = 50_000
+SCREEN_KEEP = 6  # at least this many configs (best by the objective on the prefix) get the full measurement
+EXIT_INTERRUPTED = 130
 MEMORY_METRICS = {"arena": "min_arena", "footprint": "peak_footprint"}
 
 
@@ -72,6 +87,10 @@ class Options:
     frozen_max: int = 6
     frozen_dir: str | None = None  # base of the frozen build directories (default: dmmkit.frozen.build_base)
     pools: bool = False  # also every heap behind pool:auto pools (grid.pool_points)
+    budget: float | None = DEFAULT_BUDGET  # seconds for one config's deterministic figures on one trace
+    budget_relative: float | None = DEFAULT_RELATIVE  # drop configs this many times slower than the best
+    screen_ops: int | None = DEFAULT_SCREEN_OPS  # screening prefix (None: no screening)
+    time_limit: float | None = None  # seconds for the whole explore
     argv: list[str] = field(default_factory=list)
 
 
@@ -144,7 +163,12 @@ def run_explore(tools: Tools, opts: Options) -> dict:
     # ---- deterministic figures ---------------------------------------------
     cache = Cache(opts.cache_dir, enabled=opts.use_cache)
     skey = _settings_key(opts)
+    budget = Budget(opts)
+    interrupted = False
+    measure_reset()
+    old_term = _sigterm_to_interrupt()
     det: dict[tuple[str, str], dict] = {}
+    scr: dict[tuple[str, str], dict] = {}
     todo = []
     for tr in refs:
         for p in points:
@@ -155,17 +179,29 @@ def run_explore(tools: Tools, opts: Options) -> dict:
                 todo.append((tr, p))
     full_hits = len(det)
     errors: list[str] = []
-    if todo:
-        ex = make_executor(opts.executor, opts.jobs, opts.address)
-        try:
-            executor_info = ex.describe()
-            _measure(ex, executor_info, todo, tools, valgrind, det, cache, skey, errors)
-        finally:
-            ex.close()
-    else:
-        executor_info = {"executor": opts.executor, "note": "every figure came from the cache"}
+    try:
+        if todo:
+            ex = make_executor(opts.executor, opts.jobs, opts.address)
+            try:
+                executor_info = ex.describe()
+                keep = {p.id for p in user_points} | {ref_id} | {pid for (_, pid) in det}
+                _deterministic(ex, executor_info, todo, tools, valgrind, det, scr, cache, skey, errors, budget,
+                               opts, refs, keep)
+            except KeyboardInterrupt:
+                interrupted = True
+                kill_running()
+            finally:
+                ex.close()
+        else:
+            executor_info = {"executor": opts.executor, "note": "every figure came from the cache"}
+    except KeyboardInterrupt:
+        interrupted = True
+        kill_running()
+    budget.full = len({pid for (_, pid) in det})
     console.print(f"deterministic figures: {len(det)} ({full_hits} from the cache, {len(det) - full_hits} measured)"
-                  + (f", [red]{len(errors)} failed[/]" if errors else ""))
+                  + (f", [red]{len(errors)} failed[/]" if errors else "")
+                  + (f"; {len(budget.dropped)} dropped by the budget (listed above and in the results)"
+                     if budget.dropped else ""))
 
     # ---- aggregate, constraints, front ------------------------------------
     mem_key = MEMORY_METRICS[opts.memory]
@@ -186,6 +222,7 @@ def run_explore(tools: Tools, opts: Options) -> dict:
                 reasons.append(f"needs a {m['min_arena']}-byte arena on {tr.label} (> --arena {opts.arena})")
             if m.get("heap_errors"):
                 reasons.append(f"heap reported misuse on {tr.label}")
+        reasons += [f"dropped: {r}" for r in budget.reasons(p.id)]
         vals = [m for m in per.values() if m]
         agg = {
             "instr_per_op": geomean(m.get("instr_per_op") for m in vals) if len(vals) == len(refs) else None,
@@ -199,6 +236,8 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         configs.append({"id": p.id, "name": p.name, "spec": p.spec, "config": p.config, "preset": p.preset,
                         "kind": p.kind, "alloc": p.alloc, "key": p.key, "heap_id": p.heap_id or None,
                         "short": gridmod.short_config(p.config), "per_trace": per, "aggregate": agg,
+                        "screen": {tr.label: _screen_fields(scr.get((tr.label, p.id))) for tr in refs}
+                        if any((tr.label, p.id) in scr for tr in refs) else None,
                         "feasible": not reasons, "infeasible_reasons": reasons, "front": False, "timed": False,
                         "timing_front": False})
     by_id = {c["id"]: c for c in configs}
@@ -223,14 +262,26 @@ def run_explore(tools: Tools, opts: Options) -> dict:
                          "reason": ("--no-frozen" if not opts.frozen else
                                     "no instruction counts (--no-instructions)" if not opts.instructions else
                                     "no feasible configuration")}
-    if opts.frozen and opts.instructions and feas:
-        frozen_info = _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind, ref_id, mem_key)
-        ranking_det = frozen_info.pop("_ranking")
+    if opts.frozen and opts.instructions and feas and (interrupted or budget.stop("frozen re-measurement")):
+        frozen_info["reason"] = "interrupted" if interrupted else "the --time-limit was reached"
+    elif opts.frozen and opts.instructions and feas:
+        try:
+            frozen_info = _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind, ref_id,
+                                        mem_key)
+            ranking_det = frozen_info.pop("_ranking")
+        except KeyboardInterrupt:
+            interrupted = True
+            kill_running()
+            frozen_info = {"enabled": False, "reason": "interrupted"}
 
     # ---- timing for the candidates ------------------------------------------
     timed_ids: list[str] = []
-    if opts.timing:
-        timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors)
+    if opts.timing and not interrupted and not budget.stop("timing"):
+        try:
+            timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, budget)
+        except KeyboardInterrupt:
+            interrupted = True
+            kill_running()
 
     # ---- ranking ------------------------------------------------------------
     ranking = ranking_det
@@ -251,13 +302,20 @@ def run_explore(tools: Tools, opts: Options) -> dict:
 
     # ---- pictures -----------------------------------------------------------
     pictures: dict = {}
-    if opts.pictures and best:
-        pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det,
-                                 {c["id"]: c["alloc"] for c in configs})
+    if opts.pictures and best and not interrupted and not budget.stop("pictures"):
+        try:
+            pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det,
+                                     {c["id"]: c["alloc"] for c in configs})
+        except KeyboardInterrupt:
+            interrupted = True
+            kill_running()
+    _restore_sigterm(old_term)
 
     doc = {
         "schema": "dmmkit-explore/1",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "complete": not interrupted and not budget.limit_hit,
+        "interrupted": interrupted,
         "argv": opts.argv,
         "tools": tools.as_dict(),
         "executor": executor_info,
@@ -288,11 +346,23 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         "pictures": pictures,
         "errors": errors,
         "cache": {"hits": full_hits, "measured": len(det) - full_hits},
+        "budget": budget.as_dict(),
     }
     doc = clean_nans(doc)
     write_json_atomic(opts.results, doc)
+    if interrupted:
+        raise DmmkitError(f"interrupted: the partial results ({budget.full} config(s) with full figures, "
+                          f"\"complete\": false) are in {opts.results}", EXIT_INTERRUPTED)
     print_explore(doc)
     console.print(f"results: {opts.results}")
+    if not det and budget.dropped:
+        kinds = {d["reason"] for d in budget.dropped}
+        if "time_limit" in kinds or budget.limit_hit:
+            raise DmmkitError(f"the --time-limit of {budget.time_limit:g} s ended before any config was measured; "
+                              f"what was measured is in {opts.results}", RUNTIME)
+        raise DmmkitError(f"the budget is too small for even one config: all {len(points)} were dropped "
+                          f"({', '.join(sorted(kinds))}; --budget {budget.per_config:g} s per config and trace); "
+                          f"raise --budget; what was measured is in {opts.results}", RUNTIME)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise DmmkitError(f"{len(errors)} measurement(s) failed, first: {errors[0]}{more}; the figures that were "
@@ -303,6 +373,114 @@ def run_explore(tools: Tools, opts: Options) -> dict:
                           + (f"(--max-cycles {opts.max_cycles}) " if opts.max_cycles else "")
                           + f"; see {opts.results}", RUNTIME)
     return doc
+
+
+def print_budget(doc: dict) -> None:
+    """The budget's line(s): what it was, what it dropped, how long it took.
+    A results file is read as it comes (dmmkit show): a budget section that
+    is not what explore writes is skipped, with a note."""
+    b = doc.get("budget")
+    if b is None:
+        return
+
+    def num(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    dropped = b.get("dropped") if isinstance(b, dict) else None
+    if (not isinstance(b, dict) or not isinstance(dropped, list) or not all(isinstance(d, dict) for d in dropped)
+            or any(b.get(k) is not None and not num(b.get(k))
+                   for k in ("per_config_s", "relative", "screen_ops", "time_limit", "screened", "full", "seconds"))):
+        console.print("note: the results' budget section is not in the form explore writes; not shown")
+        return
+    parts = [f"per config {b['per_config_s']:g} s" if b.get("per_config_s") else "no per-config budget",
+             f"relative {b['relative']:g}x" if b.get("relative") else "no relative budget",
+             f"screening on the first {b['screen_ops']} ops" if b.get("screen_ops") else "no screening"]
+    if b.get("time_limit"):
+        parts.append(f"time limit {b['time_limit']:g} s" + (f" (reached during {b['time_limit_hit']}: later work "
+                                                             "not started, ranked on what was measured)"
+                                                             if b.get("time_limit_hit") else ""))
+    console.print(f"budget: {', '.join(parts)}; {b.get('screened') or 0} config(s) screened, "
+                  f"{b.get('full') or 0} with full figures, {len(dropped)} dropped; "
+                  f"{b.get('seconds') or 0:.0f} s in all", soft_wrap=True)
+    counts: dict[str, int] = {}
+    for d in dropped:
+        r = str(d.get("reason"))
+        counts[r] = counts.get(r, 0) + 1
+    if counts:
+        console.print("dropped: " + ", ".join(f"{n} by {k}" for k, n in sorted(counts.items()))
+                      + " (each listed in the results under budget.dropped)", soft_wrap=True)
+
+
+def _screen_fields(m: dict | None) -> dict | None:
+    if not m:
+        return None
+    return {k: m.get(k) for k in ("ops", "instr_per_op", "min_arena", "peak_footprint", "replay_seconds", "seconds")}
+
+
+def _sigterm_to_interrupt():
+    """SIGTERM ends explore as Ctrl-C does (partial results kept); returns
+    the handler to restore (None when not on the main thread)."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, on_term)
+
+
+def _restore_sigterm(old) -> None:
+    import signal
+    if old is not None:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _deterministic(ex, info, todo, tools, valgrind, det, scr, cache, skey, errors, budget: Budget, opts, refs,
+                   keep: set[str]) -> None:
+    """The deterministic figures of todo: first every config on the first
+    --screen-ops operations of each trace (when a trace is longer), then the
+    full measurement of the configs worth it (_screen_select)."""
+    entries = {tr.label: _trace_entries(tools, tr.path) for tr in refs}
+    sops = budget.screen_ops
+    pts: dict[str, gridmod.Point] = {}
+    for _, p in todo:
+        pts.setdefault(p.id, p)
+    weights = [float(entries.get(tr.label) or 1) for tr, _ in todo]
+    if sops and len(pts) > SCREEN_KEEP and any((entries.get(tr.label) or 0) > sops for tr in refs):
+        skey_s = skey + f";ops={sops}"
+        s_todo = []
+        for tr, p in todo:
+            hit = cache.get(tr.sha256, p.key, tools.build_id, skey_s)
+            if hit is not None:
+                scr[(tr.label, p.id)] = hit
+            else:
+                s_todo.append((tr, p))
+        if s_todo:
+            _measure(ex, info, s_todo, tools, valgrind, scr, cache, skey_s, errors, budget, ops=sops,
+                     weights=[float(min(sops, entries.get(tr.label) or sops)) for tr, _ in s_todo],
+                     label=f" (screening: first {sops} ops)")
+        budget.screened = len(pts)
+        chosen = _screen_select(opts, list(pts.values()), refs, scr, budget, keep) | (keep & set(pts))
+        out = [p for pid, p in pts.items() if pid not in chosen and not budget.gone(pid)]
+        for p in out:
+            budget.drop(p, None, "screen", None,
+                        f"not among the promising configs on the first {sops} operations (the screening "
+                        f"front, the best {SCREEN_KEEP} by the objective, the presets)", quiet=True)
+        console.print(f"screening on the first {sops} operations: {len(pts) - len(out)} of {len(pts)} config(s) "
+                      f"get the full measurement; [yellow]dropped[/] as not promising: "
+                      f"{', '.join(p.name for p in out) or 'none'} (--no-screen measures every config in full)",
+                      soft_wrap=True)
+        todo = [(tr, p) for tr, p in todo if p.id in chosen and not budget.gone(p.id)]
+        # expected cost of each full task: its own time on the prefix, scaled to the trace
+        weights = []
+        for tr, p in todo:
+            m = scr.get((tr.label, p.id)) or {}
+            n = entries.get(tr.label) or sops
+            weights.append(float((m.get("seconds") or 1.0) * n / max(1, min(sops, n))))
+    if todo and not budget.stop("full measurement"):
+        _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget, weights=weights)
 
 
 def frozen_candidates(feas: list[dict], det_pts: list, budget: int, objective: str) -> list[int]:
@@ -369,13 +547,14 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
         console.print(f"[yellow]warning[/]: {msg}", markup=True, soft_wrap=True)
 
     t_build = time.monotonic()
-    with progress() as prog:
-        tb = prog.add_task(f"frozen builds of dmm-replay ({len(cands)} config(s), -j{jobs})", total=len(cands))
-        for c in cands:
+    with explore_progress() as prog:
+        tb = PhaseTracker(prog, f"frozen builds of dmm-replay ({len(cands)} config(s), -j{jobs})",
+                          [c["name"] for c in cands], [1.0] * len(cands), 1)
+        for k, c in enumerate(cands):
             c["frozen_candidate"] = True
             if general is not None:
                 c["frozen"] = {"status": "failed", "error": general.message}
-                prog.advance(tb)
+                tb.finished(k)
                 continue
             try:
                 fr = frozenmod.build_frozen_replay(tools, c["config"], base=base, jobs=jobs)
@@ -388,7 +567,7 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
                      "(marked 'runtime' in the results)")
                 if e.general:
                     general = e
-            prog.advance(tb)
+            tb.finished(k)
         t_build = time.monotonic() - t_build
 
         # the heap code path each form runs (dmm-replay's allocator.variant), on the smallest trace
@@ -427,12 +606,14 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
                     continue
                 work.append((c, tr, {"replay": str(fr.replay), "trace": tr.path, "valgrind": valgrind,
                                      "lines": [(m["arena"], c["alloc"])]}))
-        tc = prog.add_task(f"instruction counts of the frozen builds (callgrind, {len(work)} run(s), "
-                           f"{hits} from the cache)", total=len(work))
-        with _cf.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as ex:
-            futs = {ex.submit(count_instructions, w[2]): w for w in work}
+        nw = max(1, min(jobs, len(work) or 1))
+        tc = PhaseTracker(prog, f"instruction counts of the frozen builds (callgrind, {len(work)} run(s), "
+                                f"{hits} from the cache)", [f"{w[0]['name']} on {w[1].label}" for w in work],
+                          [((w[0]["per_trace"].get(w[1].label) or {}).get("replay_seconds") or 1.0) for w in work], nw)
+        with _cf.ThreadPoolExecutor(max_workers=nw) as ex:
+            futs = {ex.submit(count_instructions, w[2]): (j, w) for j, w in enumerate(work)}
             for f in _cf.as_completed(futs):
-                c, tr, _ = futs[f]
+                j, (c, tr, _) = futs[f]
                 try:
                     r = f.result()[0]
                 except TaskError as e:
@@ -443,7 +624,7 @@ def _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind
                 else:
                     res[(c["id"], tr.label)] = r
                     cache.put(tr.sha256, c["key"], builds[c["id"]].build_id, skf, r)
-                prog.advance(tc)
+                tc.finished(j)
         t_count = time.monotonic() - t_count
 
     # ---- figures --------------------------------------------------------------
@@ -526,15 +707,144 @@ def _trace_fields_ops(by_id, feas, label):
     return 1 << 62
 
 
-CHUNK = 32  # configs per callgrind run (one valgrind start-up each)
+CHUNK = 32  # configs per callgrind run (one valgrind start-up each); 1 for full runs under a budget
 
 
-def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors):
-    """Phase A: memory figures per (trace, config), natively, in parallel.
-    Phase B: instruction counts, one callgrind run per trace and chunk of
-    configs, in parallel.  Complete figures go to det and the cache as soon
-    as they are known, so an interruption keeps them."""
-    workers = info.get("workers") or info.get("cluster_cpus") or "?"
+class Budget:
+    """The time budgets of one explore run and everything they dropped
+    (doc["budget"])."""
+
+    def __init__(self, opts: Options):
+        self.per_config = opts.budget if opts.budget and opts.budget > 0 else None
+        self.relative = opts.budget_relative if opts.budget_relative and opts.budget_relative > 0 else None
+        self.screen_ops = opts.screen_ops or None
+        self.time_limit = opts.time_limit if opts.time_limit and opts.time_limit > 0 else None
+        self.t0 = time.monotonic()
+        self.deadline = time.time() + self.time_limit if self.time_limit else None
+        self.dropped: list[dict] = []
+        self.screened = 0
+        self.full = 0
+        self.limit_hit: str | None = None  # the phase the time limit stopped
+        self._gone: set[str] = set()
+
+    def item(self, **kw) -> dict:
+        """The budget fields of a measurement item."""
+        return {"budget": self.per_config, "deadline": self.deadline, **kw}
+
+    def over(self) -> bool:
+        return self.deadline is not None and time.time() >= self.deadline
+
+    def stop(self, phase: str) -> bool:
+        """True (and noted) when the whole run's time limit has passed."""
+        if self.over():
+            if not self.limit_hit:
+                self.limit_hit = phase
+            return True
+        return False
+
+    def drop(self, p, trace: str | None, reason: str, seconds: float | None, why: str, quiet: bool = False) -> None:
+        self.dropped.append({"id": p.id, "name": p.name, "trace": trace, "reason": reason,
+                             "seconds": round(seconds, 2) if seconds is not None else None, "detail": why})
+        self._gone.add(p.id)
+        if not quiet:
+            console.print(f"[yellow]dropped[/] {p.name}" + (f" on {trace}" if trace else "") + f": {why}",
+                      soft_wrap=True)
+
+    def gone(self, pid: str) -> bool:
+        return pid in self._gone
+
+    def reasons(self, pid: str) -> list[str]:
+        return [d["detail"] for d in self.dropped if d["id"] == pid]
+
+    def as_dict(self) -> dict:
+        return {"per_config_s": self.per_config, "relative": self.relative, "screen_ops": self.screen_ops,
+                "time_limit": self.time_limit, "time_limit_hit": self.limit_hit, "dropped": self.dropped,
+                "screened": self.screened, "full": self.full,
+                "seconds": round(time.monotonic() - self.t0, 1)}
+
+
+def explore_progress() -> "Progress":
+    """Progress with the running config(s) and an ETA this module works out
+    (PhaseTracker), not rich's count-based rate."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, \
+        TimeElapsedColumn
+    return Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta {task.fields[eta]}"),
+                    TextColumn("{task.fields[now]}"), console=console, transient=False)
+
+
+class PhaseTracker:
+    """One progress line of a phase: which tasks run now (the first
+    `workers` unfinished ones in submission order: the pools start tasks in
+    that order) and an ETA from this run's own measurements: the wall time
+    so far times the weight still to do over the weight done, each task
+    weighted by what it is expected to cost (its trace's operations, or its
+    own time measured on the screening prefix, scaled to the trace)."""
+
+    def __init__(self, prog, label: str, names: list[str], weights: list[float], workers: int):
+        self.prog, self.names, self.w = prog, names, [max(1e-9, float(x)) for x in weights]
+        self.workers = max(1, int(workers or 1))
+        self.left = list(range(len(names)))
+        self.done_w = 0.0
+        self.t0 = time.monotonic()
+        self.task = prog.add_task(label, total=len(names), eta="-", now=self._now())
+
+    def _now(self) -> str:
+        run = [self.names[i] for i in self.left[: self.workers]]
+        return ("running: " + ", ".join(run)) if run else ""
+
+    def eta(self) -> float | None:
+        if self.done_w <= 0:
+            return None
+        rest = sum(self.w[i] for i in self.left)
+        return (time.monotonic() - self.t0) * rest / self.done_w
+
+    def finished(self, j: int) -> None:
+        if j in self.left:
+            self.left.remove(j)
+            self.done_w += self.w[j]
+        e = self.eta()
+        self.prog.update(self.task, advance=1, now=self._now(),
+                         eta="-" if e is None else str(_dt.timedelta(seconds=int(e + 0.5))))
+
+
+def _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tools, valgrind, mkey, ops, label):
+    """Phase A's results as they come: mem[i] (and the cache), or the drop
+    / error of each task."""
+    for j, res, exc in ex.map_unordered(measure_memory, mem_items):
+        i = need[j]
+        tr, p = todo[i]
+        ta.finished(j)
+        if isinstance(exc, BudgetExceeded):
+            if budget.over():
+                budget.stop(f"memory figures{label}")
+                budget.drop(p, tr.label, "time_limit", exc.seconds, "stopped at the --time-limit")
+            else:
+                budget.drop(p, tr.label, "budget", exc.seconds,
+                            f"its figures took more than the --budget of {budget.per_config:g} s"
+                            + (f" on the first {ops} operations" if ops else ""))
+        elif exc is not None:
+            errors.append(f"{p.name} on {tr.label}: {exc}")
+        else:
+            mem[i] = res
+            if valgrind:
+                cache.put(tr.sha256, p.key, tools.build_id, mkey, res)
+        if budget.over():
+            budget.stop(f"memory figures{label}")
+            break
+
+
+def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: Budget, ops: int | None = None,
+             weights: list[float] | None = None, label: str = ""):
+    """Phase A: memory figures per (trace, config), natively, in parallel
+    (each within the per-config budget).  The relative budget then drops the
+    configs more than K times slower than the fastest on the same trace (the
+    untimed replay's wall time), before their callgrind runs.  Phase B:
+    instruction counts, one callgrind run per trace and chunk of configs, in
+    parallel.  ops: only that prefix of the traces (screening).  Complete
+    figures go to det and the cache as soon as they are known, so an
+    interruption keeps them."""
+    workers = info.get("workers") or info.get("cluster_cpus") or 1
     mem: dict[int, dict] = {}
     mkey = skey + ";part=memory"  # phase A results, kept until phase B completes them
     for i, (tr, p) in enumerate(todo):
@@ -542,40 +852,86 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors):
         if hit is not None:
             mem[i] = hit
     need = [i for i in range(len(todo)) if i not in mem]
-    mem_items = [{"replay": str(tools.replay), "trace": todo[i][0].path, "spec": todo[i][1].alloc} for i in need]
-    with progress() as prog:
-        ta = prog.add_task(f"memory figures + minimum arena ({info.get('executor')}, {workers} workers)",
-                           total=len(mem_items))
-        for j, res, exc in ex.map_unordered(measure_memory, mem_items):
-            i = need[j]
-            tr, p = todo[i]
-            if exc is not None:
-                errors.append(f"{p.name} on {tr.label}: {exc}")
-            else:
-                mem[i] = res
-                if not valgrind:
-                    res["instructions"] = None
-                    res["instr_per_op"] = None
-                    det[(tr.label, p.id)] = res
-                    cache.put(tr.sha256, p.key, tools.build_id, skey, res)
-                else:
-                    cache.put(tr.sha256, p.key, tools.build_id, mkey, res)
-            prog.advance(ta)
-        if not valgrind:
+    weights = weights or [1.0] * len(todo)
+    mem_items = [budget.item(replay=str(tools.replay), trace=todo[i][0].path, spec=todo[i][1].alloc, ops=ops)
+                 for i in need]
+    with explore_progress() as prog:
+        if budget.stop(f"memory figures{label}"):
             return
+        ta = PhaseTracker(prog, f"memory figures + minimum arena{label} ({info.get('executor')}, {workers} workers)",
+                          [f"{todo[i][1].name} on {todo[i][0].label}" for i in need], [weights[i] for i in need],
+                          workers)
+        try:
+            _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tools, valgrind, mkey, ops, label)
+        except KeyboardInterrupt:
+            if not valgrind:  # these figures are complete: keep them
+                for i, m in mem.items():
+                    tr, p = todo[i]
+                    m["instructions"] = m["instr_per_op"] = None
+                    det[(tr.label, p.id)] = m
+            raise
+        # the relative budget, per trace, against the fastest config measured on it
+        if budget.relative:
+            best: dict[str, float] = {}
+            for i, m in mem.items():
+                t = m.get("replay_seconds")
+                if t:
+                    lab = todo[i][0].label
+                    best[lab] = min(best.get(lab, t), t)
+            for i in sorted(mem):
+                tr, p = todo[i]
+                t, b = mem[i].get("replay_seconds"), best.get(tr.label)
+                # below 50 ms a replay's wall time is mostly process start-up: not a speed
+                if t and b and t > 0.05 and t > budget.relative * b:
+                    budget.drop(p, tr.label, "relative", t,
+                                f"its replay took {t:.2f} s, more than {budget.relative:g}x the fastest "
+                                f"config's {b:.2f} s (--budget-relative)"
+                                + (f" on the first {ops} operations" if ops else ""))
+                    del mem[i]
+        if not valgrind:
+            for i, m in mem.items():
+                tr, p = todo[i]
+                m["instructions"] = None
+                m["instr_per_op"] = None
+                det[(tr.label, p.id)] = m
+                cache.put(tr.sha256, p.key, tools.build_id, skey, m)
+            return
+        if budget.stop(f"instruction counts{label}"):
+            return
+        chunk = CHUNK if ops or not budget.per_config else 1
         chunks = []
         by_trace: dict[str, list[int]] = {}
         for i in sorted(mem):
             by_trace.setdefault(todo[i][0].label, []).append(i)
-        for label, idx in by_trace.items():
-            for k in range(0, len(idx), CHUNK):
-                chunks.append(idx[k:k + CHUNK])
-        items = [{"replay": str(tools.replay), "trace": todo[c[0]][0].path, "valgrind": valgrind,
-                  "lines": [(mem[i]["arena"], todo[i][1].alloc) for i in c]} for c in chunks]
-        tb = prog.add_task(f"instruction counts (callgrind, {len(chunks)} run(s))", total=len(mem))
+        for lab, idx in by_trace.items():
+            for k in range(0, len(idx), chunk):
+                chunks.append(idx[k:k + chunk])
+        # callgrind is some 50x slower than a native replay: each config's share of a chunk gets the
+        # per-config budget scaled by how much longer its own native replay took than the budget allows
+        items = []
+        for c in chunks:
+            native = sum(mem[i].get("replay_seconds") or 0 for i in c)
+            it = budget.item(replay=str(tools.replay), trace=todo[c[0]][0].path, valgrind=valgrind, ops=ops,
+                             lines=[(mem[i]["arena"], todo[i][1].alloc) for i in c])
+            if it["budget"]:
+                it["budget"] = max(it["budget"] * len(c), CALLGRIND_SLOWDOWN * native * 2)
+            items.append(it)
+        tb = PhaseTracker(prog, f"instruction counts{label} (callgrind, {len(chunks)} run(s))",
+                          [", ".join(todo[i][1].name for i in c[:2]) + (" ..." if len(c) > 2 else "")
+                           + f" on {todo[c[0]][0].label}" for c in chunks],
+                          [sum(max(1e-3, mem[i].get("replay_seconds") or 0) for i in c) for c in chunks], workers)
         for j, res, exc in ex.map_unordered(count_instructions, items):
+            tb.finished(j)
             for k, i in enumerate(chunks[j]):
                 tr, p = todo[i]
+                if isinstance(exc, BudgetExceeded):
+                    if budget.over():
+                        budget.stop(f"instruction counts{label}")
+                        budget.drop(p, tr.label, "time_limit", exc.seconds, "stopped at the --time-limit")
+                    else:
+                        budget.drop(p, tr.label, "budget", exc.seconds,
+                                    f"its callgrind run took more than its budget ({items[j]['budget']:.0f} s)")
+                    continue
                 r = None if exc is not None else res[k]
                 if r is None or r.get("error") or not r.get("instructions") and mem[i].get("ops"):
                     why = exc if exc is not None else (r.get("error") or
@@ -588,7 +944,42 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors):
                     m["instr_per_op"] = r["instructions"] / m["ops"] if m.get("ops") else None
                     det[(tr.label, p.id)] = m
                     cache.put(tr.sha256, p.key, tools.build_id, skey, m)
-                prog.advance(tb)
+            if budget.over():
+                budget.stop(f"instruction counts{label}")
+                break
+
+
+CALLGRIND_SLOWDOWN = 50  # callgrind's cost against a native replay, as measured on the allocator paths (issue 14)
+
+
+def _trace_entries(tools: Tools, path: str) -> int | None:
+    """Entries of a trace (dmm-trace validate's count), None when unknown."""
+    import re
+    from .tools import run
+    res = run([str(tools.trace), "validate", str(path)], timeout=300)
+    m = re.search(r"valid \((\d+) ops", res.stdout or "")
+    return int(m.group(1)) if m else None
+
+
+def _screen_select(opts, points, refs, scr, budget, keep_ids) -> set[str]:
+    """The configs worth the full measurement after screening: the front of
+    (instructions/op, or the replay's time without callgrind; minimum arena)
+    on the prefixes, the best SCREEN_KEEP by the objective, the presets, the
+    --config ones and the reference."""
+    cand = []
+    for p in points:
+        ms = [scr.get((tr.label, p.id)) for tr in refs]
+        if not all(ms) or any(m.get("failed") or not m.get("min_arena_found") for m in ms):
+            continue
+        speed = geomean((m.get("instr_per_op") if opts.instructions else m.get("replay_seconds")) for m in ms)
+        mem = geomean(m.get("min_arena") if opts.memory == "arena" else m.get("peak_footprint") for m in ms)
+        cand.append((p.id, (speed, mem)))
+    pts = [c[1] for c in cand]
+    chosen = {cand[i][0] for i in pareto.front(pts)} if cand else set()
+    chosen |= {cand[i][0] for i in pareto.rank(pts, opts.objective)[:SCREEN_KEEP]} if cand else set()
+    screened_ok = {c[0] for c in cand}
+    chosen |= {p.id for p in points if (p.preset or p.id in keep_ids) and p.id in screened_ok}
+    return chosen
 
 
 def _trace_fields(det, label):
@@ -609,7 +1000,7 @@ def _context(det):
     return ctx
 
 
-def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors) -> list[str]:
+def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, run_budget=None) -> list[str]:
     """Times the candidates; returns the ids timed.  Candidates: the
     deterministic front, then the presets, at most --timing-max; with
     --max-cycles, members that break the bound are replaced by the next
@@ -632,8 +1023,10 @@ def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, err
         cand = [i for i in cand if i not in timed][: budget - len(timed)]
         if not cand:
             break
-        _time_configs(tools, opts, refs, [by_id[i] for i in cand], errors)
+        _time_configs(tools, opts, refs, [by_id[i] for i in cand], errors, run_budget)
         timed.extend(cand)
+        if run_budget is not None and run_budget.stop("timing"):
+            break
         if opts.max_cycles is None:
             break
         broke = [i for i in cand if (by_id[i]["aggregate"].get("cycles_max") or 0) > opts.max_cycles]
@@ -657,7 +1050,7 @@ def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, err
     return timed
 
 
-def _time_configs(tools, opts, refs, cands, errors):
+def _time_configs(tools, opts, refs, cands, errors, budget=None):
     runs = []
     for rep in range(opts.reps):
         for tr in refs:
@@ -666,18 +1059,36 @@ def _time_configs(tools, opts, refs, cands, errors):
             for c in order:
                 runs.append((rep, tr, c))
     samples: dict[tuple[str, str], list[dict]] = {}
-    with progress() as prog:
-        task = prog.add_task(f"timing {len(cands)} candidate(s) x {len(refs)} trace(s) x {opts.reps} rep(s), serially",
-                             total=len(runs))
-        for rep, tr, c in runs:
+    slow: set[str] = set()
+    with explore_progress() as prog:
+        # weight: the config's own untimed replay on the trace (phase 2)
+        tk = PhaseTracker(prog, f"timing {len(cands)} candidate(s) x {len(refs)} trace(s) x {opts.reps} rep(s), "
+                                "serially",
+                          [f"{c['name']} on {tr.label} (rep {rep + 1})" for rep, tr, c in runs],
+                          [((c["per_trace"].get(tr.label) or {}).get("replay_seconds") or 1.0) for _, tr, c in runs],
+                          1)
+        for j, (rep, tr, c) in enumerate(runs):
+            if budget is not None and budget.stop("timing"):
+                break
+            if c["id"] in slow:
+                tk.finished(j)
+                continue
             m = c["per_trace"].get(tr.label) or {}
             item = {"replay": str(tools.replay), "trace": tr.path, "args": ["--alloc", c["alloc"]],
                     "arena": m.get("arena")}
+            if budget is not None:
+                item.update(budget.item())
             try:
                 samples.setdefault((tr.label, c["id"]), []).append(measure_timing(item))
+            except BudgetExceeded as e:
+                if budget is not None and not budget.over():
+                    slow.add(c["id"])
+                    budget.drop(_PointRef(c), tr.label,
+                                "budget", e.seconds, f"a timing run took more than the --budget of "
+                                f"{budget.per_config:g} s: not timed")
             except TaskError as e:
                 errors.append(f"timing {c['name']} on {tr.label}: {e}")
-            prog.advance(task)
+            tk.finished(j)
     for c in cands:
         c["timed"] = True
         avg_t, max_t = [], []
@@ -689,6 +1100,13 @@ def _time_configs(tools, opts, refs, cands, errors):
             max_t.append(tm["max"]["median"])
         c["aggregate"]["cycles_avg"] = geomean(avg_t) if all(v is not None for v in avg_t) else None
         c["aggregate"]["cycles_max"] = max((v for v in max_t if v is not None), default=None)
+
+
+class _PointRef:
+    """A config of the results seen as a grid point (id and name) by Budget.drop."""
+
+    def __init__(self, c: dict):
+        self.id, self.name = c["id"], c["name"]
 
 
 def dmm_pass_stats(runs: list[dict]) -> dict:
@@ -827,3 +1245,4 @@ def print_explore(doc: dict, top: int = 12) -> None:
                     parts.append(f"= {rc / bc:.2f}x fewer cycles")
             parts.append(f"{st['memory_metric']} x{fmt_ratio(a.get('memory_ratio'))}")
             console.print(f"  vs {ref['id']} (geometric means over the traces): " + ", ".join(parts))
+    print_budget(doc)

@@ -25,6 +25,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 
 from .errors import DmmkitError
 from .memfig import replay_memory
@@ -45,13 +47,81 @@ class TaskError(Exception):
     """A measurement that could not be made; the message says why."""
 
 
-def _run(cmd, timeout=3600):
+class BudgetExceeded(TaskError):
+    """A measurement killed at its time budget (explore --budget / --time-limit);
+    `seconds` is how long it ran."""
+
+    def __init__(self, message: str, seconds: float = 0.0):
+        super().__init__(message)
+        self.seconds = seconds
+
+    def __reduce__(self):  # crosses process pools and Ray workers with its seconds
+        return (BudgetExceeded, (str(self), self.seconds))
+
+
+# The subprocesses running now, so that an interrupted explore can end them
+# at once instead of waiting for them (kill_running).
+_RUNNING: set = set()
+_RUNNING_LOCK = threading.Lock()
+_STOPPING = threading.Event()  # set by kill_running: no new subprocess starts
+
+
+def reset_stop() -> None:
+    _STOPPING.clear()
+
+
+def kill_running() -> int:
+    """Kills every measurement subprocess of this process that is still
+    running, and keeps new ones from starting (until reset_stop); returns
+    how many were killed."""
+    _STOPPING.set()
+    with _RUNNING_LOCK:
+        procs = list(_RUNNING)
+    for p in procs:
+        try:
+            p.kill()
+        except OSError:
+            pass
+    return len(procs)
+
+
+def _run(cmd, timeout=3600, env=None):
+    """Runs cmd, capturing its output; a run past `timeout` seconds is killed
+    (BudgetExceeded)."""
+    t0 = time.monotonic()
+    if _STOPPING.is_set():
+        raise TaskError("interrupted")
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     except FileNotFoundError as e:
         raise TaskError(f"cannot run {cmd[0]}: {e.strerror}") from e
-    except subprocess.TimeoutExpired as e:
-        raise TaskError(f"timed out after {timeout} s: {' '.join(cmd)}") from e
+    with _RUNNING_LOCK:
+        _RUNNING.add(p)
+    try:
+        out, err = p.communicate(timeout=max(0.01, timeout))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        took = time.monotonic() - t0
+        raise BudgetExceeded(f"killed at its time budget after {took:.1f} s: {os.path.basename(cmd[0])}", took) \
+            from None
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(p)
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def _remaining(item: dict, t0: float) -> float:
+    """Seconds this task may still run: its budget (item["budget"], from t0)
+    and the whole run's deadline (item["deadline"], time.time() based)."""
+    left = 3600.0
+    if item.get("budget"):
+        left = min(left, item["budget"] - (time.monotonic() - t0))
+    if item.get("deadline"):
+        left = min(left, item["deadline"] - time.time())
+    if left <= 0:
+        raise BudgetExceeded("time budget used up", time.monotonic() - t0)
+    return left
 
 
 def _err(p) -> str:
@@ -82,6 +152,7 @@ def read_replay_json(path: str, trace: str, must: bool = True) -> dict | None:
 
 
 def _replay(replay, trace, args, wrapper=(), timeout=3600):
+    """One dmm-replay run with --json; returns (process, checked JSON or None)."""
     fd, tmp = tempfile.mkstemp(prefix="dmmkit-m-", suffix=".json")
     os.close(fd)
     try:
@@ -137,12 +208,19 @@ def measure_memory(item: dict) -> dict:
     (dmm-replay --min-arena) and one untimed replay for footprint,
     fragmentation and failures.  item: replay, trace, spec, arena (None =
     chosen here: room for the trace even where a multi-threaded interleaving
-    needs more than the sequential minimum).  Raises TaskError."""
+    needs more than the sequential minimum), ops (replay only that prefix of
+    the trace), budget (seconds for the whole task: a replay still running
+    then is killed, BudgetExceeded), deadline (time.time() of the whole
+    run's end).  Raises TaskError.  The result has "seconds" (the task) and
+    "replay_seconds" (the one untimed replay: how slow the config is)."""
+    t0 = time.monotonic()
     replay, trace, spec = item["replay"], item["trace"], item["spec"]
     alloc = ["--alloc", alloc_arg(spec)]
+    if item.get("ops"):
+        alloc += ["--ops", str(int(item["ops"]))]
     out: dict = {"spec": spec, "measure_version": MEASURE_VERSION}
 
-    p, ma = _replay(replay, trace, [*alloc, "--min-arena"])
+    p, ma = _replay(replay, trace, [*alloc, "--min-arena"], timeout=_remaining(item, t0))
     if p.returncode != 0 or ma is None:
         raise TaskError(f"dmm-replay --min-arena failed for {alloc_arg(spec)} on {trace}: {_err(p)}")
     mi = ma.get("min_arena") or {}
@@ -154,6 +232,9 @@ def measure_memory(item: dict) -> dict:
     out["min_arena_found"] = bool(mi.get("found"))
     out["min_arena"] = mi.get("bytes") if mi.get("found") else None
     out["min_arena_replays"] = mi.get("replays")
+    out["min_arena_search"] = mi.get("search") or "bisect"
+    out["ops_in_file"] = tr.get("ops_in_file")
+    out["prefix"] = bool(tr.get("prefix"))
     out["config"] = (ma.get("allocator") or {}).get("config")
     out["machine"] = ma.get("machine")
     out["build"] = ma.get("build")
@@ -163,7 +244,10 @@ def measure_memory(item: dict) -> dict:
     if not arena:
         arena = _round_up(max(4 * peak, 1 << 20, 2 * int(out["min_arena"] or 0)), 4096)
     for attempt in range(2):
-        p, d = _replay(replay, trace, [*alloc, "--arena", str(arena), "--no-timing", "--no-warm"])
+        t1 = time.monotonic()
+        p, d = _replay(replay, trace, [*alloc, "--arena", str(arena), "--no-timing", "--no-warm"],
+                       timeout=_remaining(item, t0))
+        out["replay_seconds"] = round(time.monotonic() - t1, 3)
         if p.returncode != 0 or d is None:
             raise TaskError(f"dmm-replay failed for {alloc_arg(spec)} on {trace}: {_err(p)}")
         if (d.get("failed") or 0) > 0 and attempt == 0 and not item.get("arena"):
@@ -188,6 +272,7 @@ def measure_memory(item: dict) -> dict:
         "search_steps": hs.get("search_steps"),
         "search_max": hs.get("search_max"),
     })
+    out["seconds"] = round(time.monotonic() - t0, 3)
     return out
 
 
@@ -196,7 +281,10 @@ def count_instructions(item: dict) -> list[dict]:
     item["lines"] on one trace, with ONE valgrind run: dmm-replay
     --count-sweep replays the trace once per config (sequentially, in trace
     order) and callgrind writes one profile per config (--dump-after).
-    Returns [{"instructions": n or None, "failed": k, "error": msg or None}]."""
+    Returns [{"instructions": n or None, "failed": k, "error": msg or None}].
+    item["ops"]: only that prefix of the trace; item["budget"] / "deadline":
+    as for measure_memory (the valgrind run is killed, BudgetExceeded)."""
+    t0 = time.monotonic()
     lines = item["lines"]
     d = tempfile.mkdtemp(prefix="dmmkit-cg-")
     try:
@@ -208,7 +296,9 @@ def count_instructions(item: dict) -> list[dict]:
         cmd = [item["valgrind"], "--tool=callgrind", f"--callgrind-out-file={out}",
                *[f"--toggle-collect={t}" for t in CALLGRIND_TOGGLES], f"--dump-after={SWEEP_MARK}",
                item["replay"], item["trace"], "--count-sweep", cfgfile]
-        p = _run(cmd)
+        if item.get("ops"):
+            cmd += ["--ops", str(int(item["ops"]))]
+        p = _run(cmd, timeout=_remaining(item, t0))
         if p.returncode != 0:
             raise TaskError(f"callgrind run failed on {item['trace']}: {_err(p)}")
         res = []
@@ -255,7 +345,8 @@ def _kind(pass_, name="all"):
 
 def measure_timing(item: dict) -> dict:
     """item: replay, trace, args (allocator args), env (dict or None), arena
-    (int or None).  One cold and one warm pass; cycles per operation."""
+    (int or None), budget / deadline (as for measure_memory).  One cold and
+    one warm pass; cycles per operation."""
     args = list(item["args"]) + ["--reps", "1"]
     if item.get("arena"):
         args += ["--arena", str(item["arena"])]
@@ -265,14 +356,12 @@ def measure_timing(item: dict) -> dict:
     if item.get("env"):
         env = dict(os.environ)
         env.update(item["env"])
+    t0 = time.monotonic()
     fd, tmp = tempfile.mkstemp(prefix="dmmkit-t-", suffix=".json")
     os.close(fd)
     try:
-        try:
-            p = subprocess.run([item["replay"], item["trace"], *args, "--json", tmp, "--quiet"],
-                               capture_output=True, text=True, env=env, timeout=3600)
-        except subprocess.TimeoutExpired as e:
-            raise TaskError(f"timing run timed out: {e}") from e
+        p = _run([item["replay"], item["trace"], *args, "--json", tmp, "--quiet"], env=env,
+                 timeout=_remaining(item, t0))
         d = read_replay_json(tmp, item["trace"], must=p.returncode == 0)
     finally:
         try:

@@ -753,12 +753,69 @@ def t_multiheap_bad_specs(c):
     check("multiheap:..." in p.stderr, "the usage names multiheap:: %s" % p.stderr)
 
 
+def t_min_arena_methods(c):
+    """--min-arena (extent: one replay's extent high-water, confirmed) finds
+    the same minimum as the plain bisection (--min-arena=bisect) on several
+    traces x configs, configs whose decisions may depend on the arena size
+    (quick lists, deferred coalescing) included; the fixed-policy ones need
+    far fewer replays."""
+    bench = os.path.normpath(os.path.join(c.a.data, "..", "..", "..", "bench", "traces"))
+    traces = [c.data("trivial.txt"), c.data("simple.txt")]
+    traces += [os.path.join(bench, t) for t in ("fft.trace", "fast-rf.trace", "gaussian.trace")
+               if os.path.exists(os.path.join(bench, t))]
+    configs = ["tlsf", "p2012", "firstfit", "halffit", "dlmalloc", "preset=p2012,split=on",
+               "preset=tlsf,coalesce=deferred", "preset=p2012,fit=best", "preset=tlsf,max_block_log2=24"]
+    fast = 0
+    for t in traces:
+        for cfg in configs:
+            a = ["--alloc", "dmm:" + cfg]
+            e, _ = c.replay_json(t, a + ["--min-arena"])
+            b, _ = c.replay_json(t, a + ["--min-arena=bisect"])
+            me, mb = e["min_arena"], b["min_arena"]
+            where = "%s on %s" % (cfg, os.path.basename(t))
+            check(mb["search"] == "bisect", "%s: --min-arena=bisect reports %r" % (where, mb["search"]))
+            check(me["search"] in ("extent", "tight-bisect"), "%s: search %r" % (where, me["search"]))
+            check(me["found"] and mb["found"], "%s: found" % where)
+            check(me["bytes"] == mb["bytes"], "%s: extent %s != bisection %s (replays %s / %s, predicted %s)"
+                  % (where, me["bytes"], mb["bytes"], me["replays"], mb["replays"], me["predicted"]))
+            if me["search"] == "extent":
+                fast += 1
+                check(me["replays"] < mb["replays"], "%s: %s replays, the bisection %s"
+                      % (where, me["replays"], mb["replays"]))
+            if "quick" in cfg or "deferred" in cfg or cfg == "dlmalloc":
+                check(me["search"] == "tight-bisect", "%s: a flushing policy is not predicted" % where)
+    check(fast >= len(traces) * 4, "the extent search applied to %d runs only" % fast)
+    c.run("replay", [c.data("trivial.txt"), "--min-arena=guess"], expect=2)
+
+
+def t_ops_prefix(c):
+    """--ops N replays the first N entries of the trace and says so."""
+    full, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "dmm:tlsf", "--no-timing"])
+    n = full["trace"]["ops"]
+    check(full["trace"]["prefix"] is False and full["trace"]["ops_limit"] is None, "no prefix by default")
+    check(full["trace"]["ops_in_file"] == n, "ops_in_file %s vs %s" % (full["trace"]["ops_in_file"], n))
+    pre, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "dmm:tlsf", "--no-timing", "--ops", "3"])
+    tr = pre["trace"]
+    check(tr["ops"] == 3 and tr["ops_in_file"] == n and tr["ops_limit"] == 3 and tr["prefix"] is True,
+          "a 3-entry prefix: %s" % tr)
+    check(pre["failed"] == 0, "the prefix replays")
+    ma, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "dmm:tlsf", "--ops", "3", "--min-arena"])
+    check(ma["trace"]["ops"] == 3 and ma["min_arena"]["found"], "--min-arena on the prefix")
+    big, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "dmm:tlsf", "--no-timing", "--ops", str(10 * n)])
+    check(big["trace"]["ops"] == n and big["trace"]["prefix"] is False, "N past the end: the whole trace")
+    for bad in ("0", "-1", "x", "3k"):
+        p = c.run("replay", [c.data("simple.txt"), "--ops", bad], expect=2)
+        check("--ops" in p.stderr and p.stderr.count("\n") == 1, "one line for --ops %s: %r" % (bad, p.stderr))
+
+
 TESTS = {
     "dmm_presets": t_dmm_presets,
     "system": t_system,
     "malformed": t_malformed,
     "threads": t_threads,
     "min_arena": t_min_arena,
+    "min_arena_methods": t_min_arena_methods,
+    "ops_prefix": t_ops_prefix,
     "analyse": t_analyse,
     "trace_tool": t_trace_tool,
     "no_timing": t_no_timing,

@@ -582,9 +582,10 @@ static void dmm_destroy(rp_backend *rb)
 }
 
 /* --min-arena: 1 = replays with no failed allocation, 0 = fails (or init
- * refused), -1 = engine error, -4 = verify failure. */
+ * refused), -1 = engine error, -4 = verify failure.  ext (may be NULL):
+ * after a pass that worked, the heap's footprint and extent high-water. */
 static int try_arena(const rpb_arena_ops *ops, rp_plan *p, size_t size, int verify, rp_pass_result *keep,
-                     uint64_t *replays)
+                     uint64_t *replays, uint64_t ext[2])
 {
     rp_pass_opts po;
     rp_pass_result r;
@@ -601,6 +602,8 @@ static int try_arena(const rpb_arena_ops *ops, rp_plan *p, size_t size, int veri
         ops->fini(ops->rb);
         return -1;
     }
+    if (ext && ops->extent && r.failed == 0 && !r.verify_failed)
+        ops->extent(ops->rb, &ext[0], &ext[1]);
     ops->fini(ops->rb);
     if (r.verify_failed) {
         fprintf(stderr, "dmm-replay: verify failed at operation %" PRIu64 " with a %zu-byte arena: %s\n",
@@ -616,15 +619,135 @@ static int try_arena(const rpb_arena_ops *ops, rp_plan *p, size_t size, int veri
     return rc;
 }
 
+/* The minimum arena from the extent high-water (--min-arena=extent).
+ *
+ * Why one replay can tell: a dmm heap on a fixed arena (no growth) carves
+ * its top block only when no listed block fits (src/heap/engine/alloc.h,
+ * obtain_fast), so the top's size never enters a decision as long as every
+ * carve fits.  What else could see the arena size:
+ *   - the bin range (and the control block) when max_block_log2 = 0: it is
+ *     log2_ceil of the heap's bytes (dmm__heap_range_for), so it is one
+ *     figure inside a power-of-two segment; the prediction is made from a
+ *     replay in the same segment (the lowest segment whose largest size
+ *     works) and never crosses a segment boundary;
+ *   - quick-list flushes and deferred sweeps: they run when the bins AND
+ *     the top fail (obtain_slow), so a tighter arena flushes where a larger
+ *     one carved, and may then need less: for such configs
+ *     (fixed_policy = 0) the prediction is only the upper bound of a
+ *     bisection;
+ *   - growth from OS pages (grow_granularity > 0): not fixed either.
+ * With the footprint F and extent high-water E of a replay on k granules,
+ * the same decisions need k - (F - E) / G granules (the top exhausted at
+ * the high-water).  The prediction is confirmed: it must replay without a
+ * failure and one granule less must fail (the contract of the bisection);
+ * otherwise a bisection between the bounds known so far decides.  Returns
+ * 0 (mr filled) or the negative status of try_arena. */
+static int min_by_extent(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_result *mr, uint64_t klo,
+                         uint64_t khi, const uint64_t gext[2])
+{
+    const uint64_t G = DMM_HEAP_ALIGN, base = ops->base;
+    uint64_t ext[2] = {gext[0], gext[1]}, kp, seg = 0;
+    int rc, bisect = !ops->fixed_policy;
+    /* an arena of peak-live bytes cannot hold the live bytes and the control
+     * block: a known failure (the tight lower bound) */
+    if (base == 0 && p->peak_live / G > klo)
+        klo = p->peak_live / G < khi ? p->peak_live / G : khi - 1;
+    mr->lower = base + (klo + 1) * G;
+    if (ops->pow2_steps) {
+        for (uint64_t pw = 1; pw && pw / 2 < khi * G; pw <<= 1) {
+            uint64_t k = (pw - G) / G, e2[2] = {0, 0};
+            if (pw <= G || k <= klo)
+                continue;
+            if (k >= khi)
+                break;
+            rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, e2);
+            if (rc < 0)
+                return rc;
+            if (rc) {
+                khi = k;
+                ext[0] = e2[0];
+                ext[1] = e2[1];
+                break;
+            }
+            klo = k;
+        }
+        /* sizes above 2^(r-1) share khi's bin range r */
+        seg = 1;
+        while (seg * 2 < khi * G)
+            seg *= 2; /* 2^(r-1) for the range r = log2_ceil(khi * G) */
+        seg /= G;
+    }
+    if (ext[0] >= ext[1] && ext[0] - ext[1] < khi * G) {
+        kp = khi - (ext[0] - ext[1]) / G;
+        if (kp <= seg)
+            kp = seg + 1;
+        if (kp <= klo)
+            kp = klo + 1;
+        mr->predicted = base + kp * G;
+        if (kp < khi) {
+            rc = try_arena(ops, p, (size_t)(base + kp * G), verify, NULL, &mr->replays, NULL);
+            if (rc < 0)
+                return rc;
+            if (rc)
+                khi = kp;
+            else {
+                /* a few granules short (a top too small to split is handed
+                 * out whole near the high-water): gallop up from the
+                 * prediction, then bisect the last step */
+                klo = kp;
+                for (uint64_t step = 1; kp + step < khi; step *= 2) {
+                    rc = try_arena(ops, p, (size_t)(base + (kp + step) * G), verify, NULL, &mr->replays, NULL);
+                    if (rc < 0)
+                        return rc;
+                    if (rc) {
+                        khi = kp + step;
+                        break;
+                    }
+                    klo = kp + step;
+                }
+            }
+        }
+        if (!bisect && khi - 1 > klo) {
+            rc = try_arena(ops, p, (size_t)(base + (khi - 1) * G), verify, NULL, &mr->replays, NULL);
+            if (rc < 0)
+                return rc;
+            if (rc) {
+                khi--;
+                bisect = 1;
+            } else
+                klo = khi - 1;
+        }
+    } else
+        bisect = 1;
+    while (khi - klo > 1) {
+        uint64_t k = klo + (khi - klo) / 2;
+        rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, NULL);
+        if (rc < 0)
+            return rc;
+        if (rc)
+            khi = k;
+        else
+            klo = k;
+        bisect++;
+    }
+    /* "extent": the prediction (or a step of the gallop above it) confirmed */
+    mr->method = ops->fixed_policy && mr->predicted && bisect <= 1 ? "extent" : "tight-bisect";
+    mr->bytes = base + khi * G;
+    mr->found = 1;
+    return 0;
+}
+
 int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_result *mr)
 {
     const uint64_t G = DMM_HEAP_ALIGN, base = ops->base;
     uint64_t minbuf = ops->heap_min;
-    uint64_t hi = ops->want > base ? ops->want - base : 0, klo, khi;
+    uint64_t hi = ops->want > base ? ops->want - base : 0, klo, khi, gext[2] = {0, 0};
+    int method = mr->method_req == RP_MIN_BISECT || !ops->extent ? RP_MIN_BISECT : RP_MIN_EXTENT;
     char err[200];
     rp_pass_result gr;
     int rc;
     memset(mr, 0, sizeof *mr);
+    mr->method = "bisect";
     mr->gran = G;
     mr->lower = base + minbuf;
     if (rp_plan_flatten(p)) {
@@ -648,7 +771,7 @@ int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_resul
                      base + hi, err);
             return 0;
         }
-        rc = try_arena(ops, p, (size_t)(base + hi), verify, &gr, &mr->replays);
+        rc = try_arena(ops, p, (size_t)(base + hi), verify, &gr, &mr->replays, gext);
         if (rc == 1)
             break;
         dmmb_unmap(ops->map);
@@ -667,6 +790,8 @@ int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_resul
     klo = (minbuf + G - 1) / G - 1;
     khi = hi / G;
     rp_pass_result_free(&gr);
+    if (method == RP_MIN_EXTENT)
+        return min_by_extent(ops, p, verify, mr, klo, khi, gext);
     if (ops->pow2_steps) {
         /* The bin range, and with it the control block, is derived from the
          * arena size and steps up at powers of two, so success is not
@@ -679,7 +804,7 @@ int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_resul
                 continue;
             if (k >= khi)
                 break;
-            rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays);
+            rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, NULL);
             if (rc < 0)
                 return rc;
             if (rc) {
@@ -691,7 +816,7 @@ int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_resul
     }
     while (khi - klo > 1) {
         uint64_t k = klo + (khi - klo) / 2;
-        rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays);
+        rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, NULL);
         if (rc < 0)
             return rc;
         if (rc)
@@ -706,6 +831,12 @@ int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_resul
 
 static int dmm_arena_init(rp_backend *rb, size_t size) { return dmmb_init((dmm_backend *)rb, size); }
 static void dmm_arena_fini(rp_backend *rb) { dmmb_fini((dmm_backend *)rb); }
+static void dmm_arena_extent(rp_backend *rb, uint64_t *footprint, uint64_t *peak_extent)
+{
+    dmm_heap_stats st = dmm_heap_get_stats(((dmm_backend *)rb)->h);
+    *footprint = st.footprint;
+    *peak_extent = st.peak_extent;
+}
 
 static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *mr)
 {
@@ -719,6 +850,10 @@ static int dmm_min_arena(rp_backend *rb, rp_plan *p, int verify, rp_min_result *
     ops.heap_min = dmm_heap_min_buffer(&b->cfg);
     ops.pow2_steps = b->cfg.max_block_log2 == 0;
     ops.want = b->want;
+    ops.extent = dmm_arena_extent;
+    /* no flush or sweep that runs only when the top cannot serve, no growth */
+    ops.fixed_policy = b->cfg.quick_max == 0 && b->cfg.coalesce != DMM_COALESCE_DEFERRED &&
+                       b->cfg.grow_granularity == 0;
     return rpb_min_arena(&ops, p, verify, mr);
 }
 

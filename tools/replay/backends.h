@@ -34,9 +34,15 @@ enum {
                             renewed, so one cold pass is run) */
 };
 
+/* --min-arena's search (rp_options.min_arena, rp_min_result.method_req) */
+enum { RP_MIN_OFF = 0, RP_MIN_EXTENT = 1, RP_MIN_BISECT = 2 };
+
 typedef struct rp_min_result {
     uint64_t bytes, replays, lower, upper, gran;
     int found;
+    int method_req;       /* in: RP_MIN_EXTENT or RP_MIN_BISECT (run.h) */
+    const char *method;   /* out: "extent", "tight-bisect" or "bisect" */
+    uint64_t predicted;   /* extent: the arena the high-water predicted (0: none) */
     char why[600];
 } rp_min_result;
 
@@ -131,7 +137,8 @@ void dmmb_fini(dmm_backend *b);
 void dmmb_unmap(dmm_backend *b);
 
 /* --min-arena for an allocator with a dmm heap on (part of) a mapped arena:
- * bisects the smallest total size base + k * DMM_HEAP_ALIGN (k * G for the
+ * finds (mr->method_req: from the extent high-water, or by the plain
+ * bisection) the smallest total size base + k * DMM_HEAP_ALIGN (k * G for the
  * heap's part, at least heap_min) with no failed allocation. */
 typedef struct rpb_arena_ops {
     rp_backend *rb;     /* the backend replayed */
@@ -142,6 +149,13 @@ typedef struct rpb_arena_ops {
     uint64_t heap_min;  /* dmm_heap_min_buffer of the heap's config */
     int pow2_steps;     /* the heap sizes its control block from the arena (max_block_log2 = 0) */
     uint64_t want;      /* the arena a normal run uses (start of the search) */
+    /* After a pass that worked, before fini: the heap's footprint and its
+     * extent high-water (dmm_heap_stats).  NULL: the plain bisection. */
+    void (*extent)(rp_backend *rb, uint64_t *footprint, uint64_t *peak_extent);
+    /* The policy's decisions cannot depend on the arena size inside one bin
+     * range (see rpb_min_arena): the extent prediction is the answer once
+     * it is confirmed, with no bisection. */
+    int fixed_policy;
 } rpb_arena_ops;
 int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_result *mr);
 

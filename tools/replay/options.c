@@ -17,7 +17,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: " PROG " TRACE [--alloc ALLOCATOR] [--arena BYTES] [--reps N] [--warm | --no-warm]\n"
-               "                  [--verify] [--json FILE] [--quiet] [--min-arena] [--no-timing]\n"
+               "                  [--verify] [--json FILE] [--quiet] [--min-arena[=extent|bisect]]\n"
+               "                  [--no-timing] [--ops N]\n"
                "                  [--expect NAME] [--hist] [--timeline FILE] [--heapmap FILE]\n"
                "                  [--heapmap-at peak|worst-frag] [--max-threads N]\n"
                "       " PROG " TRACE --count-sweep FILE\n"
@@ -32,7 +33,11 @@ static void usage(FILE *f)
                "  --no-warm           skip the warm pass\n"
                "  --verify            fill blocks with a pattern and check it before realloc/free\n"
                "  --json FILE         write every figure as JSON (schema " DMM_SCHEMA_REPLAY "); '-' = stdout\n"
-               "  --min-arena         bisect the smallest arena with no failed allocation (dmm only)\n"
+               "  --min-arena[=M]     the smallest arena with no failed allocation (dmm:, pool:, multiheap:);\n"
+               "                      M = extent (default: from the extent high-water of one replay where\n"
+               "                      the policy cannot depend on the arena size, else a bisection between\n"
+               "                      tight bounds) or bisect (bisection from the doubled default arena)\n"
+               "  --ops N             replay only the first N entries of the trace (a prefix, for screening)\n"
                "  --no-timing         no rdtsc (for valgrind/callgrind runs)\n"
                "  --expect NAME       exit 3 unless the allocator detected is NAME\n"
                "  --hist              add the latency histograms (non-empty buckets) to the JSON\n"
@@ -77,7 +82,8 @@ static int parse_count(const char *s, uint64_t lo, uint64_t hi, unsigned *out)
 
 enum {
     O_ALLOC = 256, O_ARENA, O_REPS, O_WARM, O_NO_WARM, O_VERIFY, O_JSON, O_QUIET, O_MIN_ARENA, O_NO_TIMING,
-    O_EXPECT, O_HIST, O_TIMELINE, O_HEAPMAP, O_HEAPMAP_AT, O_COUNT_SWEEP, O_CHECK_CONFIGS, O_MAX_THREADS, O_HELP
+    O_EXPECT, O_HIST, O_TIMELINE, O_HEAPMAP, O_HEAPMAP_AT, O_COUNT_SWEEP, O_CHECK_CONFIGS, O_MAX_THREADS, O_OPS,
+    O_HELP
 };
 
 int rp_parse_options(int argc, char **argv, rp_options *o)
@@ -91,7 +97,8 @@ int rp_parse_options(int argc, char **argv, rp_options *o)
         {"verify", no_argument, NULL, O_VERIFY},
         {"json", required_argument, NULL, O_JSON},
         {"quiet", no_argument, NULL, O_QUIET},
-        {"min-arena", no_argument, NULL, O_MIN_ARENA},
+        {"min-arena", optional_argument, NULL, O_MIN_ARENA},
+        {"ops", required_argument, NULL, O_OPS},
         {"no-timing", no_argument, NULL, O_NO_TIMING},
         {"expect", required_argument, NULL, O_EXPECT},
         {"hist", no_argument, NULL, O_HIST},
@@ -137,7 +144,20 @@ int rp_parse_options(int argc, char **argv, rp_options *o)
         case O_VERIFY: o->verify = 1; break;
         case O_JSON: o->json = v; break;
         case O_QUIET: o->quiet = 1; break;
-        case O_MIN_ARENA: o->min_arena = 1; break;
+        case O_MIN_ARENA:
+            if (!v || strcmp(v, "extent") == 0)
+                o->min_arena = RP_MIN_EXTENT;
+            else if (strcmp(v, "bisect") == 0)
+                o->min_arena = RP_MIN_BISECT;
+            else
+                return bad("--min-arena", "expected extent or bisect", v);
+            break;
+        case O_OPS: {
+            char *end;
+            if (*v < '0' || *v > '9' || (o->ops_limit = strtoull(v, &end, 10), *end) || o->ops_limit == 0)
+                return bad("--ops", "expected a positive count of trace entries", v);
+            break;
+        }
         case O_NO_TIMING: o->timing = 0; break;
         case O_EXPECT: o->expect = v; break;
         case O_HIST: o->hist = 1; break;

@@ -259,6 +259,13 @@ static void json_trace(tj *j, const rp_run *r)
     tj_u64(j, "peak_live", p->peak_live);
     tj_u64(j, "peak_objects", p->peak_objects);
     tj_u64(j, "peak_index", p->peak_index);
+    tj_u64(j, "ops_in_file", r->file_ops);
+    tj_u64(j, "entries_in_file", r->file_entries);
+    if (r->o->ops_limit)
+        tj_u64(j, "ops_limit", r->o->ops_limit);
+    else
+        tj_null(j, "ops_limit");
+    tj_bool(j, "prefix", r->o->ops_limit && r->o->ops_limit < r->file_entries);
     tj_u64(j, "impossible_requests", p->impossible);
     tj_obj(j, "op_counts");
     for (unsigned k = DMM_T_MALLOC; k <= DMM_T_SYNC; k++)
@@ -279,8 +286,20 @@ static void json_min_arena(tj *j, const rp_min_result *mr)
     tj_u64(j, "replays", mr->replays);
     tj_u64(j, "lower_bound", mr->lower);
     tj_u64(j, "upper_bound", mr->upper);
-    tj_str(j, "method", "bisection over arena sizes in granules; sequential replay in trace order; "
-                        "stops at the first failed allocation");
+    tj_str(j, "search", mr->method ? mr->method : "bisect");
+    if (mr->predicted)
+        tj_u64(j, "predicted", mr->predicted);
+    else
+        tj_null(j, "predicted");
+    tj_str(j, "method",
+           mr->method && strcmp(mr->method, "extent") == 0
+               ? "one replay's extent high-water predicts it (the policy's decisions do not depend on the arena "
+                 "size), confirmed: it replays without failures and one granule less fails"
+           : mr->method && strcmp(mr->method, "tight-bisect") == 0
+               ? "bisection between tight bounds (peak live bytes; the extent high-water's prediction); "
+                 "sequential replay in trace order; stops at the first failed allocation"
+               : "bisection over arena sizes in granules from the doubled default arena; sequential replay in "
+                 "trace order; stops at the first failed allocation");
     if (!mr->found)
         tj_str(j, "reason", mr->why);
     tj_obj_end(j);

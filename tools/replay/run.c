@@ -190,6 +190,21 @@ int rp_run_setup(rp_run *r, const rp_options *o)
         dmm_trace_free(&t);
         return RP_EXIT_USAGE;
     }
+    r->file_entries = t.n;
+    for (size_t i = 0; i < t.n; i++)
+        r->file_ops += t.ops[i].kind != DMM_T_SYNC;
+    if (o->ops_limit && o->ops_limit < t.n) {
+        /* --ops N: the first N entries.  A prefix of a valid trace is valid
+         * (objects are used only after their allocation, a SYNC waits only
+         * for operations before it); checked again all the same. */
+        t.n = (size_t)o->ops_limit;
+        if (dmm_trace_validate(&t, &te)) {
+            fprintf(stderr, PROG ": %s: the first %" PRIu64 " entries are not a valid trace: operation %" PRIu64
+                            ": %s\n", o->trace, o->ops_limit, te.offset, te.reason);
+            dmm_trace_free(&t);
+            return RP_EXIT_USAGE;
+        }
+    }
     r->hash = dmm_trace_hash(&t);
     if (rp_plan_build(&t, &r->plan, err, sizeof err)) {
         fprintf(stderr, PROG ": %s: %s\n", o->trace, err);
@@ -348,7 +363,9 @@ int rp_run_measure(rp_run *r)
     if (r->o->count_sweep)
         return rpx_count_sweep(PROG, &r->plan, r->o->count_sweep);
     if (r->o->min_arena) {
-        int rc = r->cls->min_arena(r->b, &r->plan, r->o->verify, &r->mr);
+        int rc;
+        r->mr.method_req = r->o->min_arena;
+        rc = r->cls->min_arena(r->b, &r->plan, r->o->verify, &r->mr);
         if (rc == -4)
             return RP_EXIT_VERIFY;
         if (rc < 0) {

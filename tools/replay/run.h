@@ -44,8 +44,12 @@ typedef struct rp_options {
     uint64_t arena;            /* 0 = default */
     unsigned reps;
     unsigned max_threads;
+    uint64_t ops_limit;        /* --ops N: replay the first N trace entries (0 = all) */
     int warm, verify, quiet, min_arena, timing;
 } rp_options;
+
+/* rp_options.min_arena: RP_MIN_OFF, or the search method (backends.h:
+ * RP_MIN_EXTENT, RP_MIN_BISECT; --min-arena[=extent|bisect]) */
 
 /* Parses argv.  Returns -1 to go on, or an exit status (0 after --help,
  * RP_EXIT_USAGE after printing one line naming what is wrong). */
@@ -79,6 +83,8 @@ typedef struct rp_run {
     const rp_options *o;
     rp_plan plan;
     uint64_t hash;
+    uint64_t file_ops;  /* non-SYNC operations in the whole file (--ops replays a prefix) */
+    uint64_t file_entries; /* entries in the file, SYNCs included */
     const rp_backend_class *cls;
     rp_backend *b;
     pass_set cold, warm;
