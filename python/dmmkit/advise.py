@@ -365,30 +365,19 @@ def _explore(tools: Tools, r: _Run, trace: str, probe: float) -> dict | None:
     from .explore import Options, run_explore
     from .measure import find_valgrind
     left = r.left("explore")
-    # the cost of one config: the minimum-arena bisection (about 20 replays),
-    # callgrind (about 40 replays' time), 2 timing runs; 5 presets, 2 workers
+    if left < 2 * probe:
+        r.note(f"explore skipped: its share of the budget ({max(0, left):.0f} s) is less than two replays of the trace")
+        return None
     instr = find_valgrind() is not None
-    per_config = probe * ((20 + 40) if instr else 20) + 2 * probe
-    grid = "presets"
-    extra: dict = {}
-    # issue 14: filled at merge - the budgeted explore's time limit (Options.time_limit) lets the default grid run
-    if "time_limit" in getattr(Options, "__dataclass_fields__", {}):
-        extra["time_limit"] = max(1.0, left)
-        grid = "default"
-    if "time_limit" not in extra and per_config * 5 / 2 > left:
-        if instr and (probe * 22 * 5 / 2) <= left:
-            instr = False
-            r.note("explore without instruction counts (callgrind does not fit in its share of the budget)")
-        else:
-            r.note(f"explore skipped: one pass over the presets needs about {per_config * 5 / 2:.0f} s, its share "
-                   f"of the budget is {max(0, left):.0f} s")
-            return None
+    if not instr:
+        r.note("explore without instruction counts (valgrind is not installed)")
     path = str(r.out / "explore.json")
-    opts = Options(traces=[trace], grid=grid, objective="speed", results=path, reps=3, timing_max=6,
+    # the default grid, screened on a prefix of the trace; explore stops
+    # starting new work at the time limit and ranks what it measured, and no
+    # single config may take more than a third of the share (both reported)
+    opts = Options(traces=[trace], grid="default", objective="speed", results=path, reps=None, max_reps=9, timing_max=6,
                    instructions=instr, frozen=False, pictures=True, cache_dir=str(r.out / "cache"),
-                   argv=r.opts.argv)
-    for k, v in extra.items():
-        setattr(opts, k, v)
+                   time_limit=max(1.0, left), budget=max(5.0, min(60.0, left / 3)), argv=r.opts.argv)
     try:
         doc = run_explore(tools, opts)
     except DmmkitError as e:

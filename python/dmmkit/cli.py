@@ -180,8 +180,12 @@ def compare(ctx, traces, allocators, peer, dmm_named, reps, max_reps, ci_target,
 @click.option("--cache", "cache_dir", default=".dmmkit-cache", show_default=True, metavar="DIR",
               help="Cache of deterministic figures.")
 @click.option("--no-cache", is_flag=True, help="Measure everything again (and store nothing).")
-@click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 1000),
-              help="Timing repetitions for the candidates.")
+@click.option("--reps", default="auto", show_default=True, metavar="auto|N", callback=_reps_option,
+              help="Timing rounds for the candidates: auto = at least 9, then more (at most --max-reps) until each "
+                   "candidate's 95% interval against the reference is within 2% or it is told apart; a number = "
+                   "exactly that many.")
+@click.option("--max-reps", default=20, show_default=True, type=click.IntRange(1, 1000),
+              help="Most timing rounds with --reps auto.")
 @click.option("--no-timing", is_flag=True, help="Deterministic figures only (no cycles).")
 @click.option("--timing-max", default=12, show_default=True, type=click.IntRange(1, 10000),
               help="Most configs timed (front first, then presets).")
@@ -209,14 +213,15 @@ def compare(ctx, traces, allocators, peer, dmm_named, reps, max_reps, ci_target,
               help="Time for the whole explore: no new work starts after it; what was measured is ranked.")
 @click.pass_context
 def explore(ctx, traces, arena, max_cycles, objective, memory, speed, grid, configs, pools, executor, address, jobs,
-            results, cache_dir, no_cache, reps, no_timing, timing_max, no_instructions, reference, no_pictures, frozen,
-            frozen_max, budget, budget_relative, screen_ops, no_screen, time_limit):
+            results, cache_dir, no_cache, reps, max_reps, no_timing, timing_max, no_instructions, reference, no_pictures,
+            frozen, frozen_max, budget, budget_relative, screen_ops, no_screen, time_limit):
     """Sweep the heap design space on TRACE(s); keep the Pareto front of
     speed vs memory; time the candidates; rank them."""
     from .explore import Options, run_explore
     opts = Options(traces=list(traces), grid=grid, configs=list(configs), arena=arena, max_cycles=max_cycles,
                    objective=objective, memory=memory, speed=speed, executor=executor, address=address, jobs=jobs,
-                   cache_dir=cache_dir, use_cache=not no_cache, results=results, reps=reps, timing=not no_timing,
+                   cache_dir=cache_dir, use_cache=not no_cache, results=results, reps=reps, max_reps=max_reps,
+                   timing=not no_timing,
                    timing_max=timing_max, instructions=not no_instructions, reference=reference,
                    pictures=not no_pictures, frozen=frozen, frozen_max=frozen_max, pools=pools, argv=_argv(),
                    budget=budget, budget_relative=budget_relative, screen_ops=None if no_screen else screen_ops,

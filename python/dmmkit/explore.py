@@ -41,8 +41,8 @@ from .measure import MEASURE_VERSION, BudgetExceeded, TaskError, count_instructi
     measure_memory, measure_timing
 from .measure import reset_stop as measure_reset
 from .stats import geomean, relative, summarize
-from .tools import Tools, check_configs, replay_json, validate_trace
-from .ui import TraceRef, console, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
+from .tools import Tools, check_configs, validate_trace
+from .ui import TraceRef, console, fmt_kib, fmt_num, fmt_ratio, trace_refs
 
 OBJECTIVES = ("speed", "memory", "balanced")
 
@@ -77,7 +77,10 @@ class Options:
     cache_dir: str | None = ".dmmkit-cache"
     use_cache: bool = True
     results: str = "dmmkit-explore.json"
-    reps: int = 3
+    reps: int | None = None  # timing rounds; None: adaptive (min_reps .. max_reps, dmmkit.stats)
+    min_reps: int = 9
+    max_reps: int = 20
+    ci_target: float = 0.02
     timing: bool = True
     timing_max: int = 12
     instructions: bool = True
@@ -276,9 +279,11 @@ def run_explore(tools: Tools, opts: Options) -> dict:
 
     # ---- timing for the candidates ------------------------------------------
     timed_ids: list[str] = []
+    timing_stats: list[dict] = []
     if opts.timing and not interrupted and not budget.stop("timing"):
         try:
-            timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, budget)
+            timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, budget,
+                                      timing_stats)
         except KeyboardInterrupt:
             interrupted = True
             kill_running()
@@ -322,7 +327,8 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         "context": _context(det),
         "settings": {"grid": opts.grid, "objective": opts.objective, "memory": opts.memory,
                      "memory_metric": mem_key, "arena": opts.arena, "max_cycles": opts.max_cycles,
-                     "reps": opts.reps, "timing": opts.timing, "instructions": opts.instructions,
+                     "reps": opts.reps if opts.reps is not None else "auto", "min_reps": opts.min_reps,
+                     "max_reps": opts.max_reps, "timing": opts.timing, "instructions": opts.instructions,
                      "pools": ({"front": gridmod.POOL_FRONT, "which": "every heap of the grid and --config"
                                 if opts.grid != "full" else "the presets and --config"} if opts.pools else None),
                      "reference": ref_id, "cache": str(opts.cache_dir) if opts.use_cache else None,
@@ -337,6 +343,7 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         "front": [c["id"] for c in configs if c["front"]],
         "timing_front": [c["id"] for c in configs if c["timing_front"]],
         "timed": timed_ids,
+        "timing_stats": timing_stats[0] if len(timing_stats) == 1 else (timing_stats or None),
         "ranking": ranking,
         "ranking_instructions": [i for i in ranking_det if by_id[i]["feasible"]],
         "ranking_runtime": ranking_runtime,
@@ -763,7 +770,7 @@ class Budget:
                 "seconds": round(time.monotonic() - self.t0, 1)}
 
 
-def explore_progress() -> "Progress":
+def explore_progress():
     """Progress with the running config(s) and an ETA this module works out
     (PhaseTracker), not rich's count-based rate."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, \
@@ -798,6 +805,14 @@ class PhaseTracker:
             return None
         rest = sum(self.w[i] for i in self.left)
         return (time.monotonic() - self.t0) * rest / self.done_w
+
+    def add(self, names: list[str], weights: list[float]) -> None:
+        """More tasks of the same phase (another round of repetitions)."""
+        base = len(self.names)
+        self.names += names
+        self.w += [max(1e-9, float(x)) for x in weights]
+        self.left += list(range(base, base + len(names)))
+        self.prog.update(self.task, total=len(self.names), now=self._now())
 
     def finished(self, j: int) -> None:
         if j in self.left:
@@ -1000,7 +1015,8 @@ def _context(det):
     return ctx
 
 
-def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, run_budget=None) -> list[str]:
+def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, run_budget=None,
+                  stats_out: list | None = None) -> list[str]:
     """Times the candidates; returns the ids timed.  Candidates: the
     deterministic front, then the presets, at most --timing-max; with
     --max-cycles, members that break the bound are replaced by the next
@@ -1023,7 +1039,9 @@ def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, err
         cand = [i for i in cand if i not in timed][: budget - len(timed)]
         if not cand:
             break
-        _time_configs(tools, opts, refs, [by_id[i] for i in cand], errors, run_budget)
+        st = _time_configs(tools, opts, refs, [by_id[i] for i in cand], errors, run_budget)
+        if stats_out is not None:
+            stats_out.append(st)
         timed.extend(cand)
         if run_budget is not None and run_budget.stop("timing"):
             break
@@ -1050,45 +1068,93 @@ def _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, err
     return timed
 
 
-def _time_configs(tools, opts, refs, cands, errors, budget=None):
-    runs = []
-    for rep in range(opts.reps):
+def _time_configs(tools, opts, refs, cands, errors, budget=None) -> dict:
+    """Times the candidates in rounds: each round replays every trace on
+    every candidate, round-robin (a different first config each round).
+    --reps N: exactly N rounds; auto (opts.reps None): at least
+    opts.min_reps, then more (up to opts.max_reps) until every candidate's
+    paired comparison with the reference (the reference config when timed,
+    else the first candidate) is settled (dmmkit.stats.repetition_decision).
+    Returns the timing statistics (rounds done, why they stopped, paired tests,
+    tie groups, the noise check)."""
+    from .stats import noise_check, paired_test, repetition_decision, tie_groups
+    auto = opts.reps is None
+    planned = min(opts.min_reps, opts.max_reps) if auto else opts.reps
+    ref = next((c for c in cands if c["id"] == opts.reference), cands[0])
+
+    def round_runs(rep):
+        out = []
         for tr in refs:
             k = rep % len(cands)
-            order = cands[k:] + cands[:k]  # round-robin: a different first config each repetition
-            for c in order:
-                runs.append((rep, tr, c))
+            for c in cands[k:] + cands[:k]:
+                out.append((rep, tr, c))
+        return out
+
+    def weights(rr):
+        return [((c["per_trace"].get(tr.label) or {}).get("replay_seconds") or 1.0) for _, tr, c in rr]
+
+    def names(rr):
+        return [f"{c['name']} on {tr.label} (rep {rep + 1})" for rep, tr, c in rr]
+
+    runs = [x for rep in range(planned) for x in round_runs(rep)]
     samples: dict[tuple[str, str], list[dict]] = {}
+    by_rep: dict[tuple[str, str], dict[int, dict]] = {}
     slow: set[str] = set()
+    tests: dict = {}
+    stop_why = f"{planned} repetition(s) (--reps {planned})"
+    reps_done = 0
+
+    def per_rep(cid):
+        """One sample per round: the geometric mean over the traces of the
+        run's warm cycles/op (None when a trace is missing that round)."""
+        out = []
+        for rep in range(reps_done):
+            vals = [((by_rep.get((tr.label, cid)) or {}).get(rep) or {}).get("warm_avg") for tr in refs]
+            out.append(geomean(vals) if all(v is not None for v in vals) else None)
+        return out
+
     with explore_progress() as prog:
-        # weight: the config's own untimed replay on the trace (phase 2)
-        tk = PhaseTracker(prog, f"timing {len(cands)} candidate(s) x {len(refs)} trace(s) x {opts.reps} rep(s), "
-                                "serially",
-                          [f"{c['name']} on {tr.label} (rep {rep + 1})" for rep, tr, c in runs],
-                          [((c["per_trace"].get(tr.label) or {}).get("replay_seconds") or 1.0) for _, tr, c in runs],
-                          1)
-        for j, (rep, tr, c) in enumerate(runs):
+        tk = PhaseTracker(prog, f"timing {len(cands)} candidate(s) x {len(refs)} trace(s), "
+                                + (f"{planned}-{opts.max_reps} adaptive" if auto else str(planned))
+                                + " rep(s), serially", names(runs), weights(runs), 1)
+        j = 0
+        stopped = False
+        while j < len(runs) and not stopped:
+            rep, tr, c = runs[j]
             if budget is not None and budget.stop("timing"):
+                stopped = True
                 break
-            if c["id"] in slow:
-                tk.finished(j)
-                continue
-            m = c["per_trace"].get(tr.label) or {}
-            item = {"replay": str(tools.replay), "trace": tr.path, "args": ["--alloc", c["alloc"]],
-                    "arena": m.get("arena")}
-            if budget is not None:
-                item.update(budget.item())
-            try:
-                samples.setdefault((tr.label, c["id"]), []).append(measure_timing(item))
-            except BudgetExceeded as e:
-                if budget is not None and not budget.over():
-                    slow.add(c["id"])
-                    budget.drop(_PointRef(c), tr.label,
-                                "budget", e.seconds, f"a timing run took more than the --budget of "
-                                f"{budget.per_config:g} s: not timed")
-            except TaskError as e:
-                errors.append(f"timing {c['name']} on {tr.label}: {e}")
+            if c["id"] not in slow:
+                m = c["per_trace"].get(tr.label) or {}
+                item = {"replay": str(tools.replay), "trace": tr.path, "args": ["--alloc", c["alloc"]],
+                        "arena": m.get("arena")}
+                if budget is not None:
+                    item.update(budget.item())
+                try:
+                    fig = measure_timing(item)
+                    samples.setdefault((tr.label, c["id"]), []).append(fig)
+                    by_rep.setdefault((tr.label, c["id"]), {})[rep] = fig
+                except BudgetExceeded as e:
+                    if budget is not None and not budget.over():
+                        slow.add(c["id"])
+                        budget.drop(_PointRef(c), tr.label,
+                                    "budget", e.seconds, f"a timing run took more than the --budget of "
+                                    f"{budget.per_config:g} s: not timed")
+                except TaskError as e:
+                    errors.append(f"timing {c['name']} on {tr.label}: {e}")
             tk.finished(j)
+            j += 1
+            if j == len(runs) or runs[j][0] != rep:  # a round is complete
+                reps_done = rep + 1
+                base = per_rep(ref["id"])
+                tests = {c2["id"]: paired_test(per_rep(c2["id"]), base) for c2 in cands if c2 is not ref}
+                if auto:
+                    stop, stop_why = repetition_decision(tests, reps_done, opts.min_reps, opts.max_reps,
+                                                         opts.ci_target)
+                    if not stop and j == len(runs):
+                        more = round_runs(reps_done)
+                        runs += more
+                        tk.add(names(more), weights(more))
     for c in cands:
         c["timed"] = True
         avg_t, max_t = [], []
@@ -1100,6 +1166,19 @@ def _time_configs(tools, opts, refs, cands, errors, budget=None):
             max_t.append(tm["max"]["median"])
         c["aggregate"]["cycles_avg"] = geomean(avg_t) if all(v is not None for v in avg_t) else None
         c["aggregate"]["cycles_max"] = max((v for v in max_t if v is not None), default=None)
+        t = tests.get(c["id"]) or {}
+        c["aggregate"]["cycles_vs"] = ref["id"]
+        c["aggregate"]["cycles_ratio_ci"] = t.get("ci") if c is not ref else [1.0, 1.0]
+        c["aggregate"]["cycles_ratio_p"] = t.get("p")
+        c["aggregate"]["cycles_tie"] = t.get("tie") if c is not ref else True
+    series = {c["id"]: per_rep(c["id"]) for c in cands}
+    order = sorted([i for i in series if geomean(series[i]) is not None], key=lambda i: geomean(series[i]))
+    noise = noise_check([(rep, fig) for (_, _), d in by_rep.items() for rep, fig in d.items()])
+    return {"reps_mode": "auto" if auto else "fixed", "reps_done": reps_done, "stop": stop_why,
+            "reference": ref["id"], "groups": tie_groups(series, order), "noise": noise,
+            "method": "paired by round: per round the geometric mean over the traces of each candidate's warm "
+                      "cycles/op, against the reference's; bootstrap 95% interval and Wilcoxon signed-rank "
+                      "(dmmkit.stats.paired_test)"}
 
 
 class _PointRef:
@@ -1178,6 +1257,7 @@ def print_explore(doc: dict, top: int = 12) -> None:
     if timed:
         t.add_column("cycles/op avg", justify="right")
         t.add_column("x ref", justify="right")
+        t.add_column("95% CI", justify="right")
         t.add_column("cycles/op max", justify="right")
     t.add_column("min arena", justify="right")
     t.add_column("peak footprint", justify="right")
@@ -1199,12 +1279,22 @@ def print_explore(doc: dict, top: int = 12) -> None:
         else:
             row += [fmt_ratio(a.get("instr_ratio"))]
         if timed:
-            row += [fmt_num(a.get("cycles_avg")), fmt_ratio(a.get("cycles_ratio")), fmt_num(a.get("cycles_max"), 0)]
+            ci = a.get("cycles_ratio_ci")
+            row += [fmt_num(a.get("cycles_avg")), fmt_ratio(a.get("cycles_ratio")),
+                    f"{ci[0]:.2f}-{ci[1]:.2f}" + ("=" if a.get("cycles_tie") else "") if ci else "-",
+                    fmt_num(a.get("cycles_max"), 0)]
         row += [fmt_kib(a.get("min_arena")), fmt_kib(a.get("peak_footprint")), fmt_ratio(a.get("frag4")),
                 ("D" if c["front"] else "") + ("F" if c.get("frozen_front") else "")
                 + ("T" if c.get("timing_front") else "")]
         t.add_row(*row)
     console.print(t)
+    ts = doc.get("timing_stats")
+    for st_t in (ts if isinstance(ts, list) else [ts] if ts else []):
+        console.print(f"timing: {st_t.get('stop')}; 95% CI = paired interval of cycles/op against "
+                      f"{st_t.get('reference')} ('=' : not told apart from it); groups that cannot be told apart: "
+                      + " | ".join(", ".join(g) for g in st_t.get("groups") or []), soft_wrap=True)
+        if (st_t.get("noise") or {}).get("warning"):
+            console.print(f"[bold red]WARNING[/]: {st_t['noise']['warning']}", soft_wrap=True)
     nfeas = sum(1 for c in doc["configs"] if c["feasible"])
     console.print(f"{nfeas} of {len(doc['configs'])} configs feasible; front (D = instructions vs memory, "
                   + ("F = frozen instructions vs memory among the re-measured candidates, " if frozen else "")
@@ -1229,7 +1319,8 @@ def print_explore(doc: dict, top: int = 12) -> None:
     if doc.get("best"):
         b = by_id[doc["best"]]
         console.print(f"[bold]best[/] ({st['objective']}): {b['id']} = {b['name']}\n  config {b['config']}"
-                      + (f"\n  behind pools: {b['alloc']}" if b.get("kind") == "pool" else ""))
+                      + (f"\n  behind pools: {b['alloc']}" if b.get("kind") == "pool" else ""),
+                      soft_wrap=True)  # the config string is one token: copied, never wrapped
         if ref and ref["id"] != b["id"]:
             a, r = b["aggregate"], ref["aggregate"]
             if a.get("instr_source"):
