@@ -22,9 +22,9 @@
 #      threads: synthetic and multi-threaded stress, compared but not used to
 #      rank designs): dmm presets, the best explored configurations, glibc,
 #      jemalloc, mimalloc, tcmalloc, tbbmalloc
-#   7. dmmkit report -> out/report/index.html
-#   8. dmmkit advise --from out/compare.json out/explore-*.json: the answer,
+#   7. dmmkit advise --from out/compare.json out/explore-*.json: the answer,
 #      one sentence per goal (speed, memory, worst case) against glibc
+#   8. dmmkit report -> out/report/index.html (its summary card: the answer)
 # Results: out/explore-kernels.json, out/explore-programs.json,
 # out/compare.json, out/report/, out/advise.json.  The output of steps 1-3
 # (apt, pip, cmake) goes to out/setup.log, shown only when a step fails; each
@@ -101,11 +101,11 @@ for f in "${KERNELS[@]}" "${PROGRAMS[@]}" "${STRESS[@]}"; do
 done
 
 say "4/8 explore ($GRID grid, each heap also behind pools): P2012-shaped kernel traces, objective speed"
-"${DMMKIT[@]}" explore "${KERNELS[@]}" --grid "$GRID" --pools --objective speed -j "$JOBS" "${CACHE[@]}" \
+"${DMMKIT[@]}" explore "${KERNELS[@]}" --grid "$GRID" --pools --objective speed -j "$JOBS" "${CACHE[@]}" --max-reps 12 \
     --results out/explore-kernels.json
 
 say "5/8 explore ($GRID grid): seed-000 program traces, objective balanced"
-"${DMMKIT[@]}" explore "${PROGRAMS[@]}" --grid "$GRID" --objective balanced -j "$JOBS" "${CACHE[@]}" \
+"${DMMKIT[@]}" explore "${PROGRAMS[@]}" --grid "$GRID" --objective balanced -j "$JOBS" "${CACHE[@]}" --max-reps 12 \
     --results out/explore-programs.json
 
 # the best explored configurations join the comparison (once each, and not
@@ -126,14 +126,14 @@ for config, names in best.items():
 PYEOF
 )
 
-say "6/8 compare on every bundled trace (interleaved, 5 repetitions)"
+say "6/8 compare on every bundled trace (interleaved; adaptive repetitions: 9 to 15)"
 "${DMMKIT[@]}" compare "${KERNELS[@]}" "${PROGRAMS[@]}" "${STRESS[@]}" \
     -a dmm:p2012,dmm:dlmalloc,dmm:tlsf,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc \
-    "${EXTRA[@]}" --reps 5 --results out/compare.json
+    "${EXTRA[@]}" --max-reps 15 --results out/compare.json
 
-say "7/8 report: out/report/index.html"
-"${DMMKIT[@]}" report out/explore-kernels.json out/explore-programs.json out/compare.json -o out/report
+say "7/8 the answer: dmmkit advise --from out/compare.json out/explore-*.json"
+"${DMMKIT[@]}" advise --from out/compare.json out/explore-programs.json out/explore-kernels.json -o out
 
-say "8/8 the answer: dmmkit advise --from out/compare.json out/explore-*.json"
-"${DMMKIT[@]}" advise --from out/compare.json out/explore-kernels.json out/explore-programs.json -o out
-say "done in $(( $(date +%s) - T0 )) s: out/report/index.html, out/advise.json"
+say "8/8 report (summary card = the answer): out/report/index.html"
+"${DMMKIT[@]}" report out/advise.json out/explore-kernels.json out/explore-programs.json -o out/report
+say "done in $(( $(date +%s) - T0 )) s: the answer above (out/advise.json), the report out/report/index.html"

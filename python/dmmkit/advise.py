@@ -516,6 +516,7 @@ def advise_from(opts: AdviseOptions) -> dict:
     from .validate import load_document
     compare = explore = e2e = None
     program = None
+    paths: dict[str, str] = {}
     for p in opts.from_results:
         try:
             with open(p) as f:
@@ -532,24 +533,27 @@ def advise_from(opts: AdviseOptions) -> dict:
                 if q and os.path.exists(q):
                     d = load_document(q, COMPARE if key == "compare" else EXPLORE)[1]
                     if key == "compare" and compare is None:
-                        compare = d
+                        compare, paths["compare"] = d, q
                     elif key == "explore" and explore is None:
-                        explore = d
+                        explore, paths["explore"] = d, q
             continue
         kind, d = load_document(p, (COMPARE, EXPLORE))
         if kind == COMPARE:
             if compare is not None:
                 console.print(f"[yellow]note[/]: {p}: a second compare results file is left out", soft_wrap=True)
             else:
-                compare = d
+                compare, paths["compare"] = d, p
         elif explore is None:
-            explore = d
+            explore, paths["explore"] = d, p
     if compare is None:
         raise DmmkitError("--from needs compare results (dmmkit compare --results FILE) or an advise.json")
     answer = make_answer(compare, explore, e2e, current=opts.current, program=program)
     print_answer(answer)
     doc = {"schema": SCHEMA, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-           "argv": opts.argv, "from": list(opts.from_results), "answer": answer, "complete": True}
+           "argv": opts.argv, "from": list(opts.from_results), "answer": answer, "complete": True,
+           # the results the answer was made from, for `dmmkit report advise.json`
+           "compare": os.path.abspath(paths["compare"]) if paths.get("compare") else None,
+           "explore": os.path.abspath(paths["explore"]) if paths.get("explore") else None}
     if opts.outdir:
         Path(opts.outdir).mkdir(parents=True, exist_ok=True)
         write_json_atomic(Path(opts.outdir) / "advise.json", doc)

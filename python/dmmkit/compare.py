@@ -37,7 +37,7 @@ from .measure import TaskError, measure_timing
 from .memfig import APPROX, Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
 from .stats import geomean, noise_check, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
 from .tools import Tools, check_configs, validate_trace
-from .ui import console, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
+from .ui import console, fmt_interval, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
 
 DEFAULT_ALLOCATORS = "dmm:tlsf,dmm:p2012,dmm:dlmalloc,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc"
 METRICS = ("warm_avg", "cold_avg", "warm_p99", "warm_max", "cold_max")
@@ -420,7 +420,7 @@ def _group_text(o: dict, sizes: dict) -> str:
 
 
 def _ci_text(ci) -> str:
-    return "-" if not ci or ci[0] is None or ci[1] is None else f"{ci[0]:.3f}-{ci[1]:.3f}"
+    return fmt_interval(ci, 3)
 
 
 def _p_text(p) -> str:

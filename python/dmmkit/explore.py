@@ -42,7 +42,7 @@ from .measure import MEASURE_VERSION, BudgetExceeded, TaskError, count_instructi
 from .measure import reset_stop as measure_reset
 from .stats import geomean, relative, summarize
 from .tools import Tools, check_configs, validate_trace
-from .ui import TraceRef, console, fmt_kib, fmt_num, fmt_ratio, trace_refs
+from .ui import TraceRef, console, fmt_interval, fmt_kib, fmt_num, fmt_ratio, trace_refs
 
 OBJECTIVES = ("speed", "memory", "balanced")
 
@@ -1279,9 +1279,8 @@ def print_explore(doc: dict, top: int = 12) -> None:
         else:
             row += [fmt_ratio(a.get("instr_ratio"))]
         if timed:
-            ci = a.get("cycles_ratio_ci")
             row += [fmt_num(a.get("cycles_avg")), fmt_ratio(a.get("cycles_ratio")),
-                    f"{ci[0]:.2f}-{ci[1]:.2f}" + ("=" if a.get("cycles_tie") else "") if ci else "-",
+                    fmt_interval(a.get("cycles_ratio_ci")) + ("=" if a.get("cycles_tie") is True else ""),
                     fmt_num(a.get("cycles_max"), 0)]
         row += [fmt_kib(a.get("min_arena")), fmt_kib(a.get("peak_footprint")), fmt_ratio(a.get("frag4")),
                 ("D" if c["front"] else "") + ("F" if c.get("frozen_front") else "")
@@ -1289,12 +1288,17 @@ def print_explore(doc: dict, top: int = 12) -> None:
         t.add_row(*row)
     console.print(t)
     ts = doc.get("timing_stats")
-    for st_t in (ts if isinstance(ts, list) else [ts] if ts else []):
+    for st_t in (ts if isinstance(ts, list) else [ts]):
+        if not isinstance(st_t, dict):
+            continue
+        groups = st_t.get("groups") if isinstance(st_t.get("groups"), list) else []
         console.print(f"timing: {st_t.get('stop')}; 95% CI = paired interval of cycles/op against "
                       f"{st_t.get('reference')} ('=' : not told apart from it); groups that cannot be told apart: "
-                      + " | ".join(", ".join(g) for g in st_t.get("groups") or []), soft_wrap=True)
-        if (st_t.get("noise") or {}).get("warning"):
-            console.print(f"[bold red]WARNING[/]: {st_t['noise']['warning']}", soft_wrap=True)
+                      + " | ".join(", ".join(map(str, g)) if isinstance(g, list) else str(g) for g in groups),
+                      soft_wrap=True, markup=False)
+        noise = st_t.get("noise")
+        if isinstance(noise, dict) and noise.get("warning"):
+            console.print(f"WARNING: {noise['warning']}", style="bold red", soft_wrap=True, markup=False)
     nfeas = sum(1 for c in doc["configs"] if c["feasible"])
     console.print(f"{nfeas} of {len(doc['configs'])} configs feasible; front (D = instructions vs memory, "
                   + ("F = frozen instructions vs memory among the re-measured candidates, " if frozen else "")

@@ -75,9 +75,11 @@ def load_inputs(paths: list[str]) -> tuple[list[tuple[str, Schema, dict]], list[
             for k in ("compare", "explore"):
                 sub = doc.get(k)
                 if isinstance(sub, str) and sub:
-                    q = sub if os.path.isabs(sub) else os.path.join(os.path.dirname(p) or ".", sub)
-                    if os.path.isfile(q):
-                        add(q)
+                    # relative paths: as written (from where advise ran), else beside the advise file
+                    for q in (sub, os.path.join(os.path.dirname(p) or ".", sub)):
+                        if os.path.isfile(q):
+                            add(q)
+                            break
             return
         kind = check_document(doc, RESULTS, where=f"results file {p}")
         results.append((p, kind, doc))

@@ -65,6 +65,14 @@ def fmt_ratio(x) -> str:
     return f"{x:.3f}"
 
 
+def fmt_interval(ci, digits: int = 2) -> str:
+    """A [lo, hi] interval as "lo-hi"; "-" when it is missing or not two numbers."""
+    if (not isinstance(ci, (list, tuple)) or len(ci) != 2
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ci)):
+        return "-"
+    return f"{ci[0]:.{digits}f}-{ci[1]:.{digits}f}"
+
+
 def fmt_spread(s: dict | None) -> str:
     if not s or s.get("median") is None:
         return "-"
