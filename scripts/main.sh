@@ -73,6 +73,8 @@ Terms used below (explained once):
   frag #4       fragmentation #4: peak footprint / peak live bytes (1.00 = no overhead); only where exact
   front D/F/T   on the Pareto front of instr/op vs memory (D), frozen instr/op vs memory (F), cycles vs memory (T)
   ≈             a memory figure that is not exact (e.g. a system allocator's RSS growth)
+  score         the balanced ranking's key: geometric mean of speed and memory, each relative to the best (1.00)
+  95% CI, p     paired over repetitions (bootstrap interval, Wilcoxon test); "=" / a shared group: not told apart
 TERMS
 echo "setup output (steps 1-3) goes to $LOG"
 

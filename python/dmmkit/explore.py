@@ -304,6 +304,15 @@ def run_explore(tools: Tools, opts: Options) -> dict:
             ranking = [cand[i]["id"] for i in pareto.rank(two, opts.objective)]
     ranking = [i for i in ranking if by_id[i]["feasible"]]
     best = ranking[0] if ranking else None
+    if opts.objective == "balanced":
+        # the score the balanced ranking sorts on, shown beside it (pareto.balanced_scores)
+        def _speed(a):
+            if timed_ids and opts.speed == "cycles":
+                return a.get("cycles_avg")
+            return a.get("instr_per_op_ranked") or a.get("instr_per_op")
+        pts = [(_speed(by_id[i]["aggregate"]), by_id[i]["aggregate"][mem_key]) for i in ranking]
+        for i, sc in zip(ranking, pareto.balanced_scores(pts)):
+            by_id[i]["aggregate"]["balanced_score"] = sc
 
     # ---- pictures -----------------------------------------------------------
     pictures: dict = {}
@@ -361,7 +370,8 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         raise DmmkitError(f"interrupted: the partial results ({budget.full} config(s) with full figures, "
                           f"\"complete\": false) are in {opts.results}", EXIT_INTERRUPTED)
     print_explore(doc)
-    console.print(f"results: {opts.results}")
+    console.print(f"results: {opts.results}" + (f"; cache of deterministic figures: {opts.cache_dir}/"
+                                                if opts.use_cache else ""))
     if not det and budget.dropped:
         kinds = {d["reason"] for d in budget.dropped}
         if "time_limit" in kinds or budget.limit_hit:
@@ -1245,6 +1255,9 @@ def print_explore(doc: dict, top: int = 12) -> None:
                     f"memory = {st['memory_metric']}, "
                     f"geometric mean over {len(doc['traces'])} trace(s); ratios vs {doc.get('reference')})")
     t.add_column("#", justify="right")
+    balanced = st.get("objective") == "balanced"
+    if balanced:
+        t.add_column("score", justify="right")  # geomean of speed and memory, each relative to the best
     t.add_column("id")
     t.add_column("name", overflow="fold")
     if frozen:
@@ -1269,8 +1282,11 @@ def print_explore(doc: dict, top: int = 12) -> None:
     for n, cid in enumerate(order, 1):
         c = by_id[cid]
         a = c["aggregate"]
-        row = [str(n) if n <= top and cid in doc["ranking"] else "ref", c["id"], c["name"],
-               fmt_num(a.get("instr_per_op"))]
+        row = [str(n) if n <= top and cid in doc["ranking"] else "ref"]
+        if balanced:
+            sc = a.get("balanced_score")
+            row.append(f"{sc:.3f}" if isinstance(sc, (int, float)) and not isinstance(sc, bool) else "-")
+        row += [c["id"], c["name"], fmt_num(a.get("instr_per_op"))]
         if frozen:
             st_f = (c.get("frozen") or {}).get("status")
             row += [fmt_num(a.get("instr_per_op_frozen")) if st_f == "measured" else

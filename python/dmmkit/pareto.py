@@ -39,16 +39,28 @@ def rank(points: Sequence[Sequence[float | None]], objective: str) -> list[int]:
     elif objective == "memory":
         key = lambda i: (points[i][1], points[i][0], i)  # noqa: E731
     elif objective == "balanced":
-        if usable:
-            s0 = min(points[i][0] for i in usable)
-            m0 = min(points[i][1] for i in usable)
-        else:
-            s0 = m0 = 1.0
+        sc = balanced_scores(points)
 
         def key(i):
-            s = points[i][0] / s0 if s0 > 0 else points[i][0]
-            m = points[i][1] / m0 if m0 > 0 else points[i][1]
-            return (math.sqrt(max(s, 0.0) * max(m, 0.0)), points[i][0], i)
+            return (sc[i], points[i][0], i)
     else:
         raise ValueError(f"unknown objective {objective!r} (speed, memory, balanced)")
     return sorted(usable, key=key) + rest
+
+
+def balanced_scores(points: Sequence[Sequence[float | None]]) -> list[float | None]:
+    """The "balanced" objective's score of each (speed, memory) point: the
+    geometric mean of its speed and its memory, each relative to the best
+    value among the usable points (1.0 = best at both; lower is better).
+    None for a point with a missing coordinate."""
+    usable = [i for i, p in enumerate(points) if _usable(p)]
+    if not usable:
+        return [None] * len(points)
+    s0 = min(points[i][0] for i in usable)
+    m0 = min(points[i][1] for i in usable)
+    out: list[float | None] = [None] * len(points)
+    for i in usable:
+        s = points[i][0] / s0 if s0 > 0 else points[i][0]
+        m = points[i][1] / m0 if m0 > 0 else points[i][1]
+        out[i] = math.sqrt(max(s, 0.0) * max(m, 0.0))
+    return out
