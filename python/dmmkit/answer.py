@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 import shlex
+from .compare import paired_against
 
-from scipy import stats as _st
 
 GOALS = ("speed", "memory", "worst case")
 METRICS = {"speed": "warm cycles/op (replay)", "memory": "peak footprint (replay)",
@@ -57,34 +57,6 @@ def _join(names: list[str]) -> str:
 
 # ---------------------------------------------------------------- compare ---
 
-def _log_pairs(compare: dict, metric: str, a: str, b: str) -> list[float]:
-    """log(a / b) of the metric for every trace and repetition where both ran
-    (the paired figures of the runs)."""
-    out = []
-    for per in (compare.get("runs") or {}).values():
-        ra, rb = per.get(a) or [], per.get(b) or []
-        for x, y in zip(ra, rb):
-            va, vb = _num((x or {}).get(metric)), _num((y or {}).get(metric))
-            if va and vb and va > 0 and vb > 0:
-                out.append(math.log(va / vb))
-    return out
-
-
-def paired_log_ci(logs: list[float]) -> tuple[float | None, list[float] | None]:
-    """Geometric-mean ratio and its 95% Student-t interval from paired log
-    ratios (scipy.stats); the interval is None for fewer than 3 pairs."""
-    if not logs:
-        return None, None
-    m = sum(logs) / len(logs)
-    if len(logs) < 3:
-        return math.exp(m), None
-    sem = _st.sem(logs)
-    if not sem or math.isnan(sem):
-        return math.exp(m), [math.exp(m), math.exp(m)]
-    lo, hi = _st.t.interval(0.95, len(logs) - 1, loc=m, scale=sem)
-    return math.exp(m), [math.exp(lo), math.exp(hi)]
-
-
 def _fp_ratio(compare: dict, lab: str, cur: str) -> tuple[float | None, bool | None]:
     """Peak footprint lab / cur: the compare field, else the geometric mean
     over the traces of the per-trace figures."""
@@ -119,12 +91,11 @@ def _speed_figures(compare: dict, lab: str, cur: str, metric: str, caveats: set)
     p = _num(o.get(f"{metric}_ratio_p"))
     if cur == base and ratio is not None and ci is not None:
         return {"ratio": ratio, "ci": ci, "p": p}
-    logs = _log_pairs(compare, metric, lab, cur)
-    r2, ci2 = paired_log_ci(logs)
-    if r2 is not None:
-        caveats.add("some intervals were derived by advise from the paired runs (Student t on log ratios), "
-                    "as the compare results do not carry them against " + cur)
-        return {"ratio": r2, "ci": ci2, "p": None}
+    t2 = paired_against(compare, lab, cur, metric)
+    if t2["ratio"] is not None:
+        caveats.add("some intervals were computed by advise from compare's paired runs (the same bootstrap and "
+                    "Wilcoxon test), as the compare results do not carry them against " + cur)
+        return {"ratio": t2["ratio"], "ci": t2["ci"], "p": t2["p"]}
     if cur == base:
         return {"ratio": ratio, "ci": ci, "p": p}
     return {"ratio": None, "ci": None, "p": None}
@@ -213,8 +184,7 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
             for lab in known:
                 if lab == best:
                     continue
-                _r, c2 = paired_log_ci(_log_pairs(compare, metric, lab, best))
-                if c2 is not None and c2[0] <= 1.0 <= c2[1]:
+                if paired_against(compare, lab, best, metric)["tie"] is True:
                     ties.append(lab)
         if cur in ties:
             conf = "tie"
@@ -331,9 +301,14 @@ def make_answer(compare: dict | None, explore: dict | None = None, e2e: dict | N
             caveats.add(f"explore's best config ({b}) ranks dmm configs against each other "
                         f"(reference {explore.get('reference')}), not against {cur}")
         budget = (explore.get("budget") or {}) if isinstance(explore.get("budget"), dict) else {}
-        dropped = budget.get("dropped") or []
-        if dropped:
-            caveats.add(f"explore dropped {len(dropped)} config(s) over its time budget")
+        dropped = [d for d in budget.get("dropped") or [] if isinstance(d, dict)]
+        screened = sum(1 for d in dropped if d.get("reason") == "screen")
+        if screened:
+            caveats.add(f"explore measured {screened} config(s) only on a prefix of the trace (screening: not "
+                        "promising there)")
+        if len(dropped) > screened:
+            caveats.add(f"explore dropped {len(dropped) - screened} config(s) over its time budget "
+                        "(budget.dropped in its results says which and why)")
     if e2e:
         if e2e.get("skipped"):
             caveats.add("end-to-end check skipped: " + str(e2e["skipped"]))

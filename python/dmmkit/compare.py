@@ -331,6 +331,14 @@ def _pair_test(a: tuple[list, list], b: tuple[list, list]) -> dict:
     return res
 
 
+def paired_against(doc: dict, lab: str, other: str, metric: str = "warm_avg", trace: str | None = None) -> dict:
+    """The paired test (stats.paired_test: ratio, bootstrap interval,
+    Wilcoxon p) of allocator `lab` against `other` on a metric of compare
+    results, per repetition on one trace or (None) the geometric mean over
+    the traces; unpreempted repetitions only when there are enough."""
+    return _pair_test(_series(doc, lab, trace, metric), _series(doc, other, trace, metric))
+
+
 def overall_tests(doc: dict, metric: str = "warm_avg") -> dict:
     """Every allocator's paired test against the baseline on the
     per-repetition geometric mean over the traces (what the adaptive rule
@@ -371,7 +379,8 @@ def _tests(doc: dict, labels: list[str], kinds: dict) -> None:
         r = _pair_test(_series(doc, lab, None), bs)
         o["warm_avg_ratio_geomean"], o["warm_avg_ratio_ci"], o["warm_avg_ratio_p"] = r["ratio"], r["ci"], r["p"]
         o["tie"], o["reps_tested"], o["clean_only"] = r["tie"], r["n"], r["clean_only"]
-        o["warm_max_ratio_geomean"] = geomean(summary[t][lab]["warm_max_ratio"]["median"] for t in summary)
+        rm = paired_against(doc, lab, base, "warm_max")  # the worst case, paired the same way
+        o["warm_max_ratio_geomean"], o["warm_max_ratio_ci"], o["warm_max_ratio_p"] = rm["ratio"], rm["ci"], rm["p"]
         fps = [(footprint_value(summary[t][lab]), footprint_value(bsum[t])) for t in summary]
         o["peak_footprint_ratio_geomean"] = (geomean(a / b for a, b in fps) if fps and all(
             a is not None and b for a, b in fps) else None)

@@ -27,7 +27,8 @@ from pathlib import Path
 from rich.table import Table
 from scipy import stats as _st
 
-from .answer import fmt_ci, fmt_x, paired_log_ci
+from .answer import fmt_ci, fmt_x
+from .stats import paired_test
 from .stats import summarize
 from .study import _failure, rss_method, run_process
 
@@ -48,12 +49,10 @@ def _sha(text: str) -> str:
 
 
 def _ratio_figs(vals: list, base: list) -> dict:
-    logs = [math.log(a / b) for a, b in zip(vals, base) if a and b and a > 0 and b > 0]
-    r, ci = paired_log_ci(logs)
-    p = None
-    if len(logs) >= 3 and any(x != logs[0] for x in logs):
-        p = float(_st.ttest_1samp(logs, 0.0).pvalue)
-    return {"ratio": r, "ci": ci, "p": p, "n": len(logs)}
+    """The paired figures of one allocator's runs against the current
+    allocator's (by round): stats.paired_test, as compare and explore do."""
+    t = paired_test(vals, base)
+    return {"ratio": t["ratio"], "ci": t["ci"], "p": t["p"], "n": t["n"]}
 
 
 def run_e2e(program: list[str], candidates: list[Candidate], current: str = "glibc", reps: int = MIN_REPS,

@@ -128,9 +128,10 @@ def test_noise_warning_and_explore_caveats():
 def test_interval_derived_from_paired_runs():
     """Results without intervals but with runs: the interval comes from the
     paired runs; identical samples give a tie."""
-    runs = {"t": {"glibc": [{"warm_avg": v} for v in (100, 101, 99, 100, 102)],
-                  "same": [{"warm_avg": v} for v in (100, 101, 99, 100, 102)],
-                  "fast": [{"warm_avg": v} for v in (50, 52, 48, 51, 49)]}}
+    # nine repetitions: with fewer the Wilcoxon test cannot reach p < 0.05
+    runs = {"t": {"glibc": [{"warm_avg": v} for v in (100, 101, 99, 100, 102, 98, 101, 100, 99)],
+                  "same": [{"warm_avg": v} for v in (100, 101, 99, 100, 102, 98, 101, 100, 99)],
+                  "fast": [{"warm_avg": v} for v in (50, 52, 48, 51, 49, 50, 51, 49, 50)]}}
     c = compare_doc({"glibc": {"warm_avg_ratio_geomean": 1.0}, "same": {"warm_avg_ratio_geomean": 1.0},
                      "fast": {"warm_avg_ratio_geomean": 0.5}}, baseline="other")
     c["runs"] = runs
