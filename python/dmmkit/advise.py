@@ -5,7 +5,7 @@
     dmmkit advise --from RESULTS...                an answer from existing compare/explore results
 
 Everything goes under one output directory (default ./dmmkit-advise):
-trace.trace, record.log, explore.json, compare.json, generated/ (the
+PROGRAM.trace (named after the program), record.log, explore.json, compare.json, generated/ (the
 chosen dmm config as an LD_PRELOAD library), report/, and advise.json
 (schema dmmkit-advise/1: the answer, the e2e figures and the paths of the
 other results).  advise.json is rewritten after every step, so an
@@ -240,7 +240,9 @@ def _advise(tools: Tools, r: _Run) -> dict:
 
     # ---- record -------------------------------------------------------------
     if not opts.trace:
-        trace = str(out / "trace.trace")
+        # named after the program, so tables and the report say whose trace it is
+        stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", os.path.basename(program[0])) or "program"
+        trace = str(out / f"{stem}.trace")
         env_note = ""
         saved = os.environ.get("PYTHONMALLOC")
         if python_interpreter(program) and saved != "malloc":

@@ -98,7 +98,7 @@ def test_advise_crash_while_recorded(tmp_path):
     assert p.returncode == 1
     line = _err_line(p)
     assert "exited with status 3 while recorded" in line and "--keep-going" in line
-    assert (out / "trace.trace").is_file()  # what was recorded is kept
+    assert len(list(out.glob("*.trace"))) == 1  # what was recorded is kept
     d = load(out / "advise.json")
     assert d["complete"] is False and "status 3" in d["error"]
     prog = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
