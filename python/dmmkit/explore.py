@@ -759,6 +759,16 @@ class Budget:
             return True
         return False
 
+    def overrun(self, p, trace: str, exc, phase: str, why: str) -> None:
+        """A measurement of p killed at its budget: past the --time-limit
+        that stops the phase (and is the reason), else p broke its own
+        --budget (why)."""
+        if self.over():
+            self.stop(phase)
+            self.drop(p, trace, "time_limit", exc.seconds, "stopped at the --time-limit")
+        else:
+            self.drop(p, trace, "budget", exc.seconds, why)
+
     def drop(self, p, trace: str | None, reason: str, seconds: float | None, why: str, quiet: bool = False) -> None:
         self.dropped.append({"id": p.id, "name": p.name, "trace": trace, "reason": reason,
                              "seconds": round(seconds, 2) if seconds is not None else None, "detail": why})
@@ -841,13 +851,9 @@ def _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tool
         tr, p = todo[i]
         ta.finished(j)
         if isinstance(exc, BudgetExceeded):
-            if budget.over():
-                budget.stop(f"memory figures{label}")
-                budget.drop(p, tr.label, "time_limit", exc.seconds, "stopped at the --time-limit")
-            else:
-                budget.drop(p, tr.label, "budget", exc.seconds,
-                            f"its figures took more than the --budget of {budget.per_config:g} s"
-                            + (f" on the first {ops} operations" if ops else ""))
+            budget.overrun(p, tr.label, exc, f"memory figures{label}",
+                           f"its figures took more than the --budget of {budget.per_config:g} s"
+                           + (f" on the first {ops} operations" if ops else ""))
         elif exc is not None:
             errors.append(f"{p.name} on {tr.label}: {exc}")
         else:
@@ -950,12 +956,8 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
             for k, i in enumerate(chunks[j]):
                 tr, p = todo[i]
                 if isinstance(exc, BudgetExceeded):
-                    if budget.over():
-                        budget.stop(f"instruction counts{label}")
-                        budget.drop(p, tr.label, "time_limit", exc.seconds, "stopped at the --time-limit")
-                    else:
-                        budget.drop(p, tr.label, "budget", exc.seconds,
-                                    f"its callgrind run took more than its budget ({items[j]['budget']:.0f} s)")
+                    budget.overrun(p, tr.label, exc, f"instruction counts{label}",
+                                   f"its callgrind run took more than its budget ({items[j]['budget']:.0f} s)")
                     continue
                 r = None if exc is not None else res[k]
                 if r is None or r.get("error") or not r.get("instructions") and mem[i].get("ops"):

@@ -619,6 +619,40 @@ static int try_arena(const rpb_arena_ops *ops, rp_plan *p, size_t size, int veri
     return rc;
 }
 
+/* The bin range, and with it the control block, is derived from the arena
+ * size and steps up at powers of two, so success is not monotonic across
+ * those steps.  Try the largest size below each power of two first: the
+ * first that works becomes *khi (with its extents in ext, when given), the
+ * ones that fail raise *klo, so the search goes on inside one segment (one
+ * control-block size throughout).  Sizes are k granules.  Returns 0 or the
+ * negative status of try_arena. */
+static int pow2_segment(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_result *mr, uint64_t *klo,
+                        uint64_t *khi, uint64_t ext[2])
+{
+    const uint64_t G = DMM_HEAP_ALIGN, top = *khi * G;
+    for (uint64_t pw = 1; pw && pw / 2 < top; pw <<= 1) {
+        uint64_t k = (pw - G) / G, e2[2] = {0, 0};
+        int rc;
+        if (pw <= G || k <= *klo)
+            continue;
+        if (k >= *khi)
+            break;
+        rc = try_arena(ops, p, (size_t)(ops->base + k * G), verify, NULL, &mr->replays, ext ? e2 : NULL);
+        if (rc < 0)
+            return rc;
+        if (rc) {
+            *khi = k;
+            if (ext) {
+                ext[0] = e2[0];
+                ext[1] = e2[1];
+            }
+            return 0;
+        }
+        *klo = k;
+    }
+    return 0;
+}
+
 /* The minimum arena from the extent high-water (--min-arena=extent).
  *
  * Why one replay can tell: a dmm heap on a fixed arena (no growth) carves
@@ -654,23 +688,8 @@ static int min_by_extent(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_mi
         klo = p->peak_live / G < khi ? p->peak_live / G : khi - 1;
     mr->lower = base + (klo + 1) * G;
     if (ops->pow2_steps) {
-        for (uint64_t pw = 1; pw && pw / 2 < khi * G; pw <<= 1) {
-            uint64_t k = (pw - G) / G, e2[2] = {0, 0};
-            if (pw <= G || k <= klo)
-                continue;
-            if (k >= khi)
-                break;
-            rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, e2);
-            if (rc < 0)
-                return rc;
-            if (rc) {
-                khi = k;
-                ext[0] = e2[0];
-                ext[1] = e2[1];
-                break;
-            }
-            klo = k;
-        }
+        if ((rc = pow2_segment(ops, p, verify, mr, &klo, &khi, ext)) < 0)
+            return rc;
         /* sizes above 2^(r-1) share khi's bin range r */
         seg = 1;
         while (seg * 2 < khi * G)
@@ -792,28 +811,8 @@ int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_resul
     rp_pass_result_free(&gr);
     if (method == RP_MIN_EXTENT)
         return min_by_extent(ops, p, verify, mr, klo, khi, gext);
-    if (ops->pow2_steps) {
-        /* The bin range, and with it the control block, is derived from the
-         * arena size and steps up at powers of two, so success is not
-         * monotonic across those steps.  Try the largest size below each
-         * power of two first; bisect inside the first segment that works
-         * (one control-block size throughout). */
-        for (uint64_t pw = 1; pw && pw / 2 < hi; pw <<= 1) {
-            uint64_t k = (pw - G) / G;
-            if (pw <= G || k <= klo)
-                continue;
-            if (k >= khi)
-                break;
-            rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, NULL);
-            if (rc < 0)
-                return rc;
-            if (rc) {
-                khi = k;
-                break;
-            }
-            klo = k;
-        }
-    }
+    if (ops->pow2_steps && (rc = pow2_segment(ops, p, verify, mr, &klo, &khi, NULL)) < 0)
+        return rc;
     while (khi - klo > 1) {
         uint64_t k = klo + (khi - klo) / 2;
         rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, NULL);
