@@ -283,7 +283,12 @@ def make_answer(compare: dict | None, explore: dict | None = None, e2e: dict | N
                 if ops:
                     break
             break
-        trace = {"label": tr[0].get("label"), "ops": ops} if tr and tr[0].get("label") else None
+        labels = [t.get("label") for t in tr if isinstance(t, dict) and t.get("label")]
+        if len(labels) == 1:
+            trace = {"label": labels[0], "ops": ops}
+        elif labels:  # the ratios are geometric means over every trace, not one trace's figures
+            trace = {"label": f"{len(labels)} traces ({', '.join(labels[:4])}{', ...' if len(labels) > 4 else ''}; "
+                              "geometric mean)", "ops": None}
         noise = compare.get("noise") or {}
         if noise.get("warning"):
             caveats.add(str(noise["warning"]))
