@@ -101,10 +101,14 @@ def _speed_figures(compare: dict, lab: str, cur: str, metric: str, caveats: set)
     return {"ratio": None, "ci": None, "p": None}
 
 
-def _confidence(ci: list[float] | None) -> str:
+def _confidence(ci: list[float] | None, p: float | None = None) -> str:
+    """significant only when the interval excludes 1 and the Wilcoxon p (when
+    known) is below 0.05: the tie rule of dmmkit.stats.paired_test."""
     if ci is None:
         return "unknown"
-    return "tie" if ci[0] <= 1.0 <= ci[1] else "significant"
+    if ci[0] <= 1.0 <= ci[1] or (p is not None and p >= 0.05):
+        return "tie"
+    return "significant"
 
 
 # --------------------------------------------------------------- the goals ---
@@ -170,7 +174,7 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
         ci = None
     else:
         r, ci = rows[best]["ratio"], rows[best]["ci"]
-        conf = _confidence(ci) if best != cur else "tie"
+        conf = _confidence(ci, rows[best].get("p")) if best != cur else "tie"
         groups = compare.get("groups") if goal == "speed" else None
         ties = []
         if isinstance(groups, list):
@@ -199,6 +203,7 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
     d = {"goal": goal, "choice": choice, "kind": kind, "metric": METRICS[goal],
          "ratio": rows[choice]["ratio"] if choice != cur else (rows[best]["ratio"] if best != cur else 1.0),
          "ci": rows[choice].get("ci") if choice != cur else (rows[best].get("ci") if best != cur else None),
+         "p": rows[choice].get("p") if choice != cur else (rows[best].get("p") if best != cur else None),
          "confidence": conf, "ties": ties if choice != cur else [lab for lab in ([best] + ties) if lab != cur],
          "memory_ratio": m_r, "memory_exact": m_ex, "e2e": None, "next": None, "sentence": ""}
     d["e2e"] = _e2e_for(goal, choice if choice != cur else best, cur, e2e, {"ratio": d["ratio"], "ci": d["ci"],
@@ -214,7 +219,9 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
 def _sentence(d: dict, cur: str, best: str, rows: dict) -> str:
     goal, metric = d["goal"], d["metric"].replace(" (replay)", "")
     ci = fmt_ci(d["ci"])
-    iv = f" ({ci})" if ci else " (no interval)"
+    pv = d.get("p")
+    iv = (f" ({ci}" + (f", Wilcoxon p {pv:.2g}" if isinstance(pv, (int, float)) else "") + ")") if ci \
+        else " (no interval)"
     if d["kind"] == "current":
         others = d["ties"]
         if not others or best == cur:
