@@ -3,7 +3,6 @@ Python recording hint."""
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys

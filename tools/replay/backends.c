@@ -653,6 +653,28 @@ static int pow2_segment(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min
     return 0;
 }
 
+/* Bisection between *klo granules (fails) and *khi granules (works) until
+ * they are one granule apart.  Returns the number of replays it made, or
+ * the negative status of try_arena. */
+static int bisect_granules(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_result *mr, uint64_t *klo,
+                           uint64_t *khi)
+{
+    const uint64_t G = DMM_HEAP_ALIGN;
+    int steps = 0;
+    while (*khi - *klo > 1) {
+        uint64_t k = *klo + (*khi - *klo) / 2;
+        int rc = try_arena(ops, p, (size_t)(ops->base + k * G), verify, NULL, &mr->replays, NULL);
+        if (rc < 0)
+            return rc;
+        if (rc)
+            *khi = k;
+        else
+            *klo = k;
+        steps++;
+    }
+    return steps;
+}
+
 /* The minimum arena from the extent high-water (--min-arena=extent).
  *
  * Why one replay can tell: a dmm heap on a fixed arena (no growth) carves
@@ -738,17 +760,9 @@ static int min_by_extent(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_mi
         }
     } else
         bisect = 1;
-    while (khi - klo > 1) {
-        uint64_t k = klo + (khi - klo) / 2;
-        rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, NULL);
-        if (rc < 0)
-            return rc;
-        if (rc)
-            khi = k;
-        else
-            klo = k;
-        bisect++;
-    }
+    if ((rc = bisect_granules(ops, p, verify, mr, &klo, &khi)) < 0)
+        return rc;
+    bisect += rc;
     /* "extent": the prediction (or a step of the gallop above it) confirmed */
     mr->method = ops->fixed_policy && mr->predicted && bisect <= 1 ? "extent" : "tight-bisect";
     mr->bytes = base + khi * G;
@@ -813,16 +827,8 @@ int rpb_min_arena(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_min_resul
         return min_by_extent(ops, p, verify, mr, klo, khi, gext);
     if (ops->pow2_steps && (rc = pow2_segment(ops, p, verify, mr, &klo, &khi, NULL)) < 0)
         return rc;
-    while (khi - klo > 1) {
-        uint64_t k = klo + (khi - klo) / 2;
-        rc = try_arena(ops, p, (size_t)(base + k * G), verify, NULL, &mr->replays, NULL);
-        if (rc < 0)
-            return rc;
-        if (rc)
-            khi = k;
-        else
-            klo = k;
-    }
+    if ((rc = bisect_granules(ops, p, verify, mr, &klo, &khi)) < 0)
+        return rc;
     mr->bytes = base + khi * G;
     mr->found = 1;
     return 0;
