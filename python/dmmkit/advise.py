@@ -50,8 +50,9 @@ class AdviseOptions:
     outdir: str | None = None          # None: ./dmmkit-advise (with --from: print only)
     budget_minutes: float = 5.0
     current: str = "glibc"
+    current_given: bool = True          # False: --current not given (--from then keeps the results' own)
     keep_going: bool = False           # use the trace of a program that failed while recorded
-    e2e_reps: int = 5
+    e2e_reps: int = 9
     compare_reps: int | None = None    # None: from the budget
     allocators: str | None = None      # compare's list (None: compare's default list)
     skip: list[str] = field(default_factory=list)  # steps left out: explore, generate, e2e
@@ -530,6 +531,10 @@ def advise_from(opts: AdviseOptions) -> dict:
         if isinstance(head, dict) and head.get("schema") == SCHEMA:
             e2e = head.get("e2e")
             program = head.get("program")
+            if not opts.current_given:  # answer against what that run compared with, not glibc by default
+                own = head.get("current") or (e2e or {}).get("current")
+                if isinstance(own, str) and own:
+                    opts.current = own
             for key in ("compare", "explore"):
                 q = head.get(key)
                 if q and os.path.exists(q):

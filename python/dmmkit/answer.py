@@ -199,15 +199,21 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
         choice, kind = cur, "current"
     else:
         kind = kind_of(best)
-    m_r, m_ex = mem.get(choice, (None, None))
+    keep = choice == cur
+    m_r, m_ex = mem.get(choice, (None, None)) if not keep else (None, None)
+    # ratio / ci / p are choice over current: keeping the current allocator
+    # is 1 by definition; the best measured rival's figures go under "best"
     d = {"goal": goal, "choice": choice, "kind": kind, "metric": METRICS[goal],
-         "ratio": rows[choice]["ratio"] if choice != cur else (rows[best]["ratio"] if best != cur else 1.0),
-         "ci": rows[choice].get("ci") if choice != cur else (rows[best].get("ci") if best != cur else None),
-         "p": rows[choice].get("p") if choice != cur else (rows[best].get("p") if best != cur else None),
-         "confidence": conf, "ties": ties if choice != cur else [lab for lab in ([best] + ties) if lab != cur],
+         "ratio": 1.0 if keep else rows[choice]["ratio"], "ci": None if keep else rows[choice].get("ci"),
+         "p": None if keep else rows[choice].get("p"),
+         "best": ({"label": best, "ratio": rows[best]["ratio"], "ci": rows[best].get("ci"), "p": rows[best].get("p"),
+                   "memory_ratio": mem.get(best, (None, None))[0], "memory_exact": mem.get(best, (None, None))[1]}
+                  if keep and best != cur else None),
+         "confidence": conf, "ties": ties if not keep else [lab for lab in ([best] + ties) if lab != cur],
          "memory_ratio": m_r, "memory_exact": m_ex, "e2e": None, "next": None, "sentence": ""}
-    d["e2e"] = _e2e_for(goal, choice if choice != cur else best, cur, e2e, {"ratio": d["ratio"], "ci": d["ci"],
-                                                                            "confidence": conf})
+    rival = d["best"] or d
+    d["e2e"] = _e2e_for(goal, best if keep else choice, cur, e2e, {"ratio": rival["ratio"], "ci": rival["ci"],
+                                                                   "confidence": conf})
     d["next"] = _next(choice, kind, allocs.get(choice) or {}, program, e2e)
     d["sentence"] = _sentence(d, cur, best, rows)
     if m_ex is False or (goal == "memory" and rows[best].get("exact") is False):
@@ -218,8 +224,9 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
 
 def _sentence(d: dict, cur: str, best: str, rows: dict) -> str:
     goal, metric = d["goal"], d["metric"].replace(" (replay)", "")
-    ci = fmt_ci(d["ci"])
-    pv = d.get("p")
+    fig = d.get("best") or d  # keeping the current allocator: the figures of the best rival
+    ci = fmt_ci(fig["ci"])
+    pv = fig.get("p")
     iv = (f" ({ci}" + (f", Wilcoxon p {pv:.2g}" if isinstance(pv, (int, float)) else "") + ")") if ci \
         else " (no interval)"
     if d["kind"] == "current":
@@ -228,10 +235,10 @@ def _sentence(d: dict, cur: str, best: str, rows: dict) -> str:
             s = f"For {goal} keep {cur}: nothing measured beats it"
         elif goal == "memory":
             s = (f"For {goal} keep {cur}: {_join(others)} {'is' if len(others) == 1 else 'are'} within "
-                 f"{int(MEMORY_TIE * 100)}% of its peak footprint (best {best} {fmt_x(d['ratio'])})")
+                 f"{int(MEMORY_TIE * 100)}% of its peak footprint (best {best} {fmt_x(fig['ratio'])})")
         else:
             s = (f"For {goal} keep {cur}: {_join(others)} cannot be told apart from it; the best, {best}, has "
-                 f"{fmt_x(d['ratio'])} the {metric} of {cur}{iv}")
+                 f"{fmt_x(fig['ratio'])} the {metric} of {cur}{iv}")
     else:
         ch = d["choice"]
         if d["confidence"] == "tie" or (d["ties"] and goal == "speed"):

@@ -331,8 +331,9 @@ def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, 
               help="Output directory (default ./dmmkit-advise; with --from: print only unless given).")
 @click.option("--budget-minutes", default=5.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Time budget, split between the steps (recording runs the program once, whatever it is).")
-@click.option("--current", default="glibc", show_default=True, metavar="NAME",
-              help="The allocator the program uses today: the baseline of every ratio.")
+@click.option("--current", metavar="NAME",
+              help="The allocator the program uses today: the baseline of every ratio (default glibc; with --from, "
+                   "the advise results' own).")
 @click.option("--program", "program_text", metavar="CMD", help="With TRACE: the program it came from (for the "
                                                                "end-to-end check).")
 @click.option("--from", "from_results", is_flag=True, help="ARGS are compare/explore/advise results files: an "
@@ -341,7 +342,7 @@ def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, 
 @click.option("-a", "--allocators", metavar="LIST", help="The allocators compared (compare's -a; default: compare's "
                                                           "default list).")
 @click.option("--skip", metavar="STEPS", default="", help="Steps left out, comma-separated: explore, generate, e2e.")
-@click.option("--e2e-reps", default=5, show_default=True, type=click.IntRange(5, 1000),
+@click.option("--e2e-reps", default=9, show_default=True, type=click.IntRange(2, 1000),
               help="Least repetitions of the end-to-end check (more when the budget allows).")
 @click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
@@ -357,7 +358,8 @@ def advise(ctx, outdir, budget_minutes, current, program_text, from_results, kee
     import shlex
     from .advise import AdviseOptions, run_advise
     args = list(args)
-    opts = AdviseOptions(outdir=outdir, budget_minutes=budget_minutes, current=current, keep_going=keep_going,
+    opts = AdviseOptions(outdir=outdir, budget_minutes=budget_minutes, current=current or "glibc",
+                         current_given=current is not None, keep_going=keep_going,
                          e2e_reps=e2e_reps, allocators=allocators, argv=_argv(),
                          skip=[x.strip() for x in skip.split(",") if x.strip()])
     if args and args[0] == "--":

@@ -169,22 +169,28 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     console.print(f"[bold]compare[/]: {len(allocs)} allocator(s) x {len(refs)} trace(s) x {how}, "
                   f"interleaved; baseline {base}")
     reps_done, why = 0, None
+    interrupted = False
     with progress() as prog:
         task = prog.add_task("replays (serial, interleaved)", total=planned * per_round)
-        while failure is None:
-            if auto:
-                if reps_done:
-                    stop, why = repetition_decision(overall_tests(doc), reps_done, opts.min_reps, opts.max_reps,
-                                                    opts.ci_target)
-                    if stop:
-                        break
-                prog.update(task, total=max(planned, reps_done + 1) * per_round)
-            elif reps_done >= opts.reps:
-                why = f"the {opts.reps} repetition(s) asked for (--reps)"
-                break
-            failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task)
-            if failure is None:
-                reps_done += 1
+        try:
+            while failure is None:
+                if auto:
+                    if reps_done:
+                        stop, why = repetition_decision(overall_tests(doc), reps_done, opts.min_reps,
+                                                        opts.max_reps, opts.ci_target)
+                        if stop:
+                            break
+                    prog.update(task, total=max(planned, reps_done + 1) * per_round)
+                elif reps_done >= opts.reps:
+                    why = f"the {opts.reps} repetition(s) asked for (--reps)"
+                    break
+                failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task)
+                if failure is None:
+                    reps_done += 1
+        except KeyboardInterrupt:
+            # keep every complete round (and the partial one's pairs): summarised and written below
+            interrupted = True
+            failure = f"interrupted after {reps_done} complete repetition(s)"
     doc["reps_done"] = reps_done
     if auto:
         doc["settings"]["reps"] = reps_done
@@ -195,13 +201,14 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     if failure is None and opts.pictures:
         doc["pictures"] = compare_pictures(tools, refs, allocs)
     doc["complete"] = failure is None
+    doc["interrupted"] = interrupted
     if failure:
         doc["error"] = failure
     write_json_atomic(opts.results, clean_nans(doc))
     print_compare(doc)
     console.print(f"results: {opts.results}")
     if failure:
-        raise DmmkitError(failure + f" (runs finished so far are in {opts.results})", RUNTIME)
+        raise DmmkitError(failure + f" (runs finished so far are in {opts.results})", 130 if interrupted else RUNTIME)
     return doc
 
 

@@ -1135,6 +1135,7 @@ def _time_configs(tools, opts, refs, cands, errors, budget=None) -> dict:
             rep, tr, c = runs[j]
             if budget is not None and budget.stop("timing"):
                 stopped = True
+                stop_why = f"stopped by the --time-limit in round {rep + 1} ({reps_done} complete)"
                 break
             if c["id"] not in slow:
                 m = c["per_trace"].get(tr.label) or {}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from .errors import DmmkitError
 from .ui import console, progress
 
-STATES = ("used", "free", "quick", "top")
+STATES = ("used", "free", "quick", "top", "unknown")  # codes 0..4; new states go at the end
 ENCODING = "zlib-base64-int64le-columns/1"
 COLUMNS = ("region", "offset_gap", "size", "state", "requested")
 # the moment the report's heap maps are taken at (dmm-replay --heapmap-at)
@@ -55,7 +55,7 @@ def encode_blocks(blocks: list) -> dict:
         cols[0, i] = r
         cols[1, i] = off - end.get(r, 0)
         cols[2, i] = size
-        cols[3, i] = STATES.index(state)
+        cols[3, i] = STATES.index(state) if state in STATES else STATES.index("unknown")
         cols[4, i] = -1 if req is None else req
         end[r] = off + size
     data = base64.b64encode(zlib.compress(cols.tobytes(), 9)).decode("ascii")
@@ -83,6 +83,8 @@ def decode_blocks(hm: dict | None) -> list:
     out = []
     end: dict[int, int] = {}
     for r, gap, size, st, req in cols.T.tolist():
+        if not 0 <= st < len(STATES):
+            raise DmmkitError(f"heap map: damaged compressed blocks (block state code {st})")
         off = end.get(r, 0) + gap
         end[r] = off + size
         out.append([r, off, size, STATES[st], None if req < 0 else req])

@@ -164,8 +164,21 @@ def card_answer(ans: dict | None) -> dict | None:
             "memory_text": "-" if g.get("memory_ratio") is None else f"{g['memory_ratio']:.2f}",
             "memory_exact": bool(g.get("memory_exact")),
             "ties": [t for t in (g.get("ties") or []) if isinstance(t, str)],
+            "best": _card_best(g.get("best")),
         })
     return {**ans, "goals": goals, "caveats": [c for c in (ans.get("caveats") or []) if isinstance(c, str)]}
+
+
+def _card_best(b) -> dict | None:
+    """The best rival of a goal whose answer keeps the current allocator:
+    label, ratio and interval as the card shows them."""
+    if not isinstance(b, dict) or not isinstance(b.get("label"), str):
+        return None
+    ci = b.get("ci")
+    ok = isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci)
+    r = b.get("ratio") if isinstance(b.get("ratio"), (int, float)) else None
+    return {"label": b["label"], "ratio_text": _fmt_ratio(r), "ratio_json": json.dumps(r),
+            "ci_text": f"{ci[0]:.2f}-{ci[1]:.2f}" if ok else ""}
 
 
 # ---------------------------------------------------------------- cells ---

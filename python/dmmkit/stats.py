@@ -175,14 +175,25 @@ def tie_groups(samples: dict[str, Sequence[float | int | None]], order: Sequence
     return groups
 
 
+# Stopping as soon as a test comes out significant, look after look, would
+# make "significant" more likely than 5% for allocators that do not differ
+# (optional stopping).  So stopping early on a separation asks for a
+# stricter p at every look: 0.05 shared over up to 10 looks (Bonferroni).
+# Identical-looking samples then go on until their interval is narrow or
+# the maximum; the p-value and interval reported stay the usual ones.
+STOP_P = 0.005
+
+
 def settled(res: dict, target: float) -> str | None:
     """Why a paired comparison needs no more repetitions, or None:
-    "separated" (its interval excludes 1 and the Wilcoxon p is below 0.05:
-    not a tie) or "narrow" (its interval is within +-target of its ratio)."""
+    "separated" (its interval excludes 1 and the Wilcoxon p is below
+    STOP_P, the per-look level) or "narrow" (its interval is within +-target
+    of its ratio)."""
     ci, r = res.get("ci"), res.get("ratio")
     if not ci or not r:
         return None
-    if res.get("tie") is False:
+    p = res.get("p")
+    if res.get("tie") is False and p is not None and p < STOP_P:
         return "separated"
     if ci[1] / r - 1.0 <= target and 1.0 - ci[0] / r <= target:
         return "narrow"
@@ -202,7 +213,8 @@ def repetition_decision(tests: dict[str, dict], done: int, min_reps: int = 9, ma
     open_ = [lab for lab, res in tests.items() if settled(res, target) is None]
     if not open_:
         return True, (f"settled after {done} repetitions: every allocator is told apart from the baseline "
-                      f"(interval excluding 1, p < 0.05) or its interval is within +-{target * 100:g}%")
+                      f"(interval excluding 1, p < {STOP_P:g} at this look) or its interval is within "
+                      f"+-{target * 100:g}%")
     if done >= max_reps:
         return True, (f"stopped at the maximum of {max_reps} repetitions; not settled: {', '.join(open_)} (not told "
                       f"apart from the baseline, interval wider than +-{target * 100:g}%)")

@@ -144,3 +144,6 @@ def test_interval_derived_from_paired_runs():
     c["allocators"] = [a for a in c["allocators"] if a["label"] != "fast"]
     s = goal(make_answer(c), "speed")
     assert s["choice"] == "glibc" and s["confidence"] == "tie" and s["ties"] == ["same"]
+    # keeping the current allocator: its ratio to itself is 1; the rival's figures are under "best"
+    assert s["ratio"] == 1.0 and s["ci"] is None and s["memory_ratio"] is None
+    assert s["best"] is None or (s["best"]["label"] == "same" and s["best"]["ratio"] == pytest.approx(1.0))
