@@ -75,6 +75,13 @@ def _umask() -> int:
 
 def write_json_atomic(path: str | os.PathLike, doc: dict) -> None:
     p = Path(path)
+    if p.exists() and not p.is_file():
+        # /dev/null, a FIFO: written in place; a temporary file renamed over
+        # it would replace the device with a plain file
+        with open(p, "w") as f:
+            json.dump(doc, f, indent=1, allow_nan=False, default=_json_default)
+            f.write("\n")
+        return
     if p.parent and not p.parent.exists():
         p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=".tmp-", suffix=".json")

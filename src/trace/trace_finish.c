@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dmm/trace.h"
@@ -119,7 +120,17 @@ int dmm_trace_save(const dmm_trace *t, const char *path)
         errno = ENOMEM;
         return -1;
     }
-    if ((fd = open_temp(path, tmp, cap)) < 0) {
+    {
+        /* /dev/null, a FIFO: written in place, never replaced by a renamed
+         * temporary file */
+        struct stat st;
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            tmp[0] = 0;
+            fd = open(path, O_WRONLY | O_CLOEXEC);
+        } else
+            fd = open_temp(path, tmp, cap);
+    }
+    if (fd < 0) {
         err = errno;
         free(tmp);
         errno = err;
@@ -128,7 +139,8 @@ int dmm_trace_save(const dmm_trace *t, const char *path)
     if (!(f = fdopen(fd, "wb"))) {
         err = errno;
         close(fd);
-        unlink(tmp);
+        if (tmp[0])
+            unlink(tmp);
         free(tmp);
         errno = err;
         return -1;
@@ -141,9 +153,9 @@ int dmm_trace_save(const dmm_trace *t, const char *path)
         err = errno ? errno : EIO;
     if (fclose(f) != 0 && !err)
         err = errno ? errno : EIO;
-    if (!err && rename(tmp, path) != 0)
+    if (!err && tmp[0] && rename(tmp, path) != 0)
         err = errno;
-    if (err)
+    if (err && tmp[0])
         unlink(tmp);
     free(tmp);
     if (err) {

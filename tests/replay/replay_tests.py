@@ -7,8 +7,10 @@ Exit 0 = pass, 1 = fail, 77 = skipped (ctest SKIP_RETURN_CODE).
 import argparse
 import json
 import os
+import stat
 import subprocess
 import sys
+import threading
 import tempfile
 
 SKIP = 77
@@ -788,6 +790,21 @@ def t_min_arena_methods(c):
     c.run("replay", [c.data("trivial.txt"), "--min-arena=guess"], expect=2)
 
 
+def t_output_to_fifo(c):
+    """An output path that is not a regular file (a FIFO here, /dev/null in
+    practice) is written in place: it stays what it was and its reader gets
+    the whole JSON, instead of a temporary file being renamed over it."""
+    fifo = os.path.join(c.tmp, "out.fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    reader.start()
+    c.run("replay", [c.data("simple.txt"), "--alloc", "dmm:tlsf", "--no-timing", "--quiet", "--json", fifo])
+    reader.join(30)
+    check(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a plain file")
+    check(got and json.loads(got[0])["schema"] == "dmm-replay/1", "the reader did not get the JSON")
+
+
 def t_ops_prefix(c):
     """--ops N replays the first N entries of the trace and says so."""
     full, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "dmm:tlsf", "--no-timing"])
@@ -816,6 +833,7 @@ TESTS = {
     "min_arena": t_min_arena,
     "min_arena_methods": t_min_arena_methods,
     "ops_prefix": t_ops_prefix,
+    "output_to_fifo": t_output_to_fifo,
     "analyse": t_analyse,
     "trace_tool": t_trace_tool,
     "no_timing": t_no_timing,

@@ -267,6 +267,19 @@ int tc_out_open(tc_out *o, const char *prog, const char *path)
         o->f = stdout;
         return 0;
     }
+    {
+        /* /dev/null, a FIFO, a terminal: written in place.  A temporary
+         * file renamed over it would replace the device with a plain file
+         * (as root, /dev is writable). */
+        struct stat st;
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            if (!(o->f = fopen(path, "w"))) {
+                fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+                return -1;
+            }
+            return 0;
+        }
+    }
     if (!(o->tmp = malloc(n + 8))) {
         fprintf(stderr, "%s: cannot write %s: out of memory\n", prog, path);
         return -1;
@@ -307,6 +320,11 @@ int tc_out_close(tc_out *o, const char *prog, int ok)
     if (fclose(o->f) != 0 && !err)
         err = errno ? errno : EIO;
     o->f = NULL;
+    if (!o->tmp) { /* written in place (not a regular file) */
+        if (err)
+            fprintf(stderr, "%s: cannot write %s: %s\n", prog, o->path, strerror(err));
+        return err ? -1 : 0;
+    }
     if (ok && !err && rename(o->tmp, o->path) != 0)
         err = errno;
     if (!ok || err) {

@@ -61,7 +61,8 @@ const char *tc_cpu_model(void);
 typedef struct tc_out {
     FILE *f;
     const char *path; /* as given */
-    char *tmp;        /* temporary file (NULL for stdout) */
+    char *tmp;        /* temporary file (NULL: stdout, or a path that is not a regular file such as
+                       * /dev/null or a FIFO, written in place) */
 } tc_out;
 
 /* Opens the temporary file.  Returns 0, or -1 after printing

@@ -612,7 +612,7 @@ static int try_arena(const rpb_arena_ops *ops, rp_plan *p, size_t size, int veri
         return -4;
     }
     rc = r.failed == 0;
-    if (keep)
+    if (keep && rc) /* kept only for a replay that worked: the caller tries again otherwise */
         *keep = r;
     else
         rp_pass_result_free(&r);
