@@ -4,6 +4,8 @@ older results without them, and the results file's mode."""
 
 import json
 import os
+import stat
+import threading
 
 from conftest import load, run_cli
 from dmmkit.cache import write_json_atomic
@@ -83,3 +85,22 @@ def test_results_files_are_world_readable(tmp_path):
     finally:
         os.umask(old)
     assert load(tmp_path / "r.json") == {"a": 1}
+
+
+def test_results_to_a_fifo_are_written_in_place(tmp_path):
+    # a temporary file renamed over a FIFO (or /dev/null) would replace it
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got = {}
+
+    def reader():
+        with open(fifo) as f:
+            got["text"] = f.read()
+
+    t = threading.Thread(target=reader)
+    t.start()
+    write_json_atomic(fifo, {"a": 1})
+    t.join(timeout=10)
+    assert json.loads(got["text"]) == {"a": 1}
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
