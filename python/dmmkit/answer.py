@@ -212,8 +212,11 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
          "confidence": conf, "ties": ties if not keep else [lab for lab in ([best] + ties) if lab != cur],
          "memory_ratio": m_r, "memory_exact": m_ex, "e2e": None, "next": None, "sentence": ""}
     rival = d["best"] or d
-    d["e2e"] = _e2e_for(goal, best if keep else choice, cur, e2e, {"ratio": rival["ratio"], "ci": rival["ci"],
-                                                                   "confidence": conf})
+    # the real program under the choice (or, when keeping today's allocator,
+    # under its best rival); today's allocator against itself says nothing
+    if (best if keep else choice) != cur:
+        d["e2e"] = _e2e_for(goal, best if keep else choice, cur, e2e, {"ratio": rival["ratio"], "ci": rival["ci"],
+                                                                       "confidence": conf})
     d["next"] = _next(choice, kind, allocs.get(choice) or {}, program, e2e)
     d["sentence"] = _sentence(d, cur, best, rows)
     if m_ex is False or (goal == "memory" and rows[best].get("exact") is False):

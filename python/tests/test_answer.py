@@ -117,6 +117,22 @@ def test_e2e_agreement_and_generated_library():
     assert goal(a, "speed")["next"] == "dmmkit generate tlsf -o dmmkit-generated"
 
 
+def test_keeping_the_best_measured_has_no_end_to_end_against_itself():
+    allocs = [_alloc("glibc"), _alloc("dmm:tlsf", "dmm", spec="tlsf")]
+    c = compare_doc({"glibc": fig(1.0, [1, 1], worst=(1.0, [1, 1])),
+                     "dmm:tlsf": fig(1.3, [1.2, 1.4], worst=(1.5, [1.3, 1.7]))}, allocs=allocs)
+    e2e = {"program": ["p"], "current": "glibc",
+           "allocators": {"glibc": {"ok": 9, "wall_ratio": {"ratio": 1.0, "ci": [1.0, 1.0]},
+                                    "rss_ratio": {"ratio": 1.0}},
+                          "dmm:tlsf": {"ok": 9, "lib": "/out/gen/lib.so",
+                                       "wall_ratio": {"ratio": 1.1, "ci": [1.05, 1.15]},
+                                       "rss_ratio": {"ratio": 0.9, "ci": [0.88, 0.92]}}}}
+    for name in ("speed", "worst case"):
+        w = goal(make_answer(c, None, e2e), name)
+        assert w["choice"] == "glibc" and w["best"] is None and w["e2e"] is None
+        assert w["sentence"].startswith(f"For {name} keep glibc: nothing measured beats it. Next:")
+
+
 def test_noise_warning_and_explore_caveats():
     c = compare_doc({"glibc": fig(1.0, [1, 1]), "mimalloc": fig(0.8, [0.7, 0.9])})
     c["noise"] = {"runs": 10, "preempted": 9, "share": 0.9, "warning": "9 of 10 runs were preempted"}
