@@ -552,6 +552,14 @@ def advise_from(opts: AdviseOptions) -> dict:
                 compare, paths["compare"] = d, p
         elif explore is None:
             explore, paths["explore"] = d, p
+        else:
+            # a further explore (another trace set): its best config is not
+            # the answer's, but what its budget dropped is still a caveat
+            b0, b1 = explore.get("budget"), d.get("budget")
+            if isinstance(b1, dict) and isinstance(b1.get("dropped"), list):
+                b0 = dict(b0) if isinstance(b0, dict) else {}
+                b0["dropped"] = list(b0.get("dropped") or []) + b1["dropped"]
+                explore = {**explore, "budget": b0}
     if compare is None:
         raise DmmkitError("--from needs compare results (dmmkit compare --results FILE) or an advise.json")
     answer = make_answer(compare, explore, e2e, current=opts.current, program=program)

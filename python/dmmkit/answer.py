@@ -324,13 +324,20 @@ def make_answer(compare: dict | None, explore: dict | None = None, e2e: dict | N
                         f"(reference {explore.get('reference')}), not against {cur}")
         budget = (explore.get("budget") or {}) if isinstance(explore.get("budget"), dict) else {}
         dropped = [d for d in budget.get("dropped") or [] if isinstance(d, dict)]
-        screened = sum(1 for d in dropped if d.get("reason") == "screen")
+        # entries are per (config, trace): configs are counted once
+        by_reason: dict[str, set] = {}
+        for d in dropped:
+            by_reason.setdefault(str(d.get("reason")), set()).add(d.get("id") or d.get("name"))
+        screened = by_reason.pop("screen", set())
         if screened:
-            caveats.add(f"explore measured {screened} config(s) only on a prefix of the trace (screening: not "
+            caveats.add(f"explore measured {len(screened)} config(s) only on a prefix of the trace (screening: not "
                         "promising there)")
-        if len(dropped) > screened:
-            caveats.add(f"explore dropped {len(dropped) - screened} config(s) over its time budget "
-                        "(budget.dropped in its results says which and why)")
+        why = {"relative": "more than --budget-relative times slower than the fastest",
+               "budget": "over the per-config --budget", "time_limit": "stopped at the --time-limit"}
+        if by_reason:
+            caveats.add("explore dropped " + "; ".join(f"{len(ids)} config(s) {why.get(r, r)}"
+                                                       for r, ids in sorted(by_reason.items()))
+                        + " (budget.dropped in its results says which, on which trace and why)")
     if e2e:
         if e2e.get("skipped"):
             caveats.add("end-to-end check skipped: " + str(e2e["skipped"]))

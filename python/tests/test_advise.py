@@ -3,6 +3,7 @@ Python recording hint."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -68,6 +69,22 @@ def test_advise_from_results(compare_results, explore_results, tmp_path):
         assert g["sentence"] in p.stdout.replace("\n  ", " ") or g["sentence"][:30] in p.stdout
     # the compare run holds glibc and three dmm presets: the speed choice is one of them
     assert goals[0]["choice"] in ("glibc", "dmm:p2012", "dmm:tlsf", "dmm:dlmalloc")
+
+
+def test_advise_from_keeps_the_budget_drops_of_every_explore_file(compare_results, explore_results, tmp_path):
+    """The main job passes two explore files (kernels, programs): what the
+    second one's budget dropped is a caveat too, not only the first's."""
+    second = load(explore_results[0])
+    dropped = [{"id": "slowcfg", "name": "slowcfg", "trace": "t", "reason": "relative", "seconds": 9.0,
+                "why": "slow"}]
+    second["budget"] = {**(second.get("budget") or {}), "dropped": dropped}
+    other = tmp_path / "explore-2.json"
+    other.write_text(json.dumps(second))
+    p = run_cli(["advise", "--from", str(compare_results[0]), str(explore_results[0]), str(other),
+                 "-o", str(tmp_path)], cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    caveats = load(tmp_path / "advise.json")["answer"]["caveats"]
+    assert any(c.startswith("explore dropped 1 config(s) more than --budget-relative") for c in caveats), caveats
 
 
 @pytest.mark.parametrize("args, status, text", [

@@ -141,6 +141,19 @@ def test_noise_warning_and_explore_caveats():
     assert any("cfg7" in x for x in a["caveats"])
 
 
+def test_budget_caveats_count_configs_not_entries():
+    c = compare_doc({"glibc": fig(1.0, [1, 1]), "mimalloc": fig(0.8, [0.7, 0.9])})
+    dropped = [{"id": "a", "trace": t, "reason": "screen"} for t in ("x", "y")] + \
+        [{"id": i, "trace": t, "reason": "relative"} for i, t in (("b", "x"), ("b", "y"), ("c", "x"))] + \
+        [{"id": "d", "trace": "x", "reason": "budget"}]
+    a = make_answer(c, {"best": "mimalloc", "budget": {"dropped": dropped}})
+    assert "explore measured 1 config(s) only on a prefix of the trace (screening: not promising there)" \
+        in a["caveats"]
+    text = [x for x in a["caveats"] if x.startswith("explore dropped")]
+    assert len(text) == 1 and "1 config(s) over the per-config --budget" in text[0]
+    assert "2 config(s) more than --budget-relative times slower than the fastest" in text[0]
+
+
 def test_interval_derived_from_paired_runs():
     """Results without intervals but with runs: the interval comes from the
     paired runs; identical samples give a tie."""
