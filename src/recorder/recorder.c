@@ -512,6 +512,11 @@ __attribute__((constructor)) static void dmmrec_ctor(void)
     if (out && *out) {
         const char *root = getenv("DMM_TRACE_ROOT");
         abs_path(g_out_base, sizeof g_out_base, g_out_dir, out);
+        /* A relative name means this process's start directory: programs it
+         * runs may start elsewhere (a shell script that cd's, pyenv's shims),
+         * so they inherit the absolute name. */
+        if (out[0] != '/' && g_out_dir[0])
+            setenv("DMM_TRACE_OUT", g_out_base, 1);
         if (!root || !*root) {
             char pid[32];
             snprintf(pid, sizeof pid, "%ld", (long)g_pid);
@@ -526,8 +531,11 @@ __attribute__((constructor)) static void dmmrec_ctor(void)
         set_default_out();
     }
     sum = getenv("DMM_TRACE_SUMMARY");
-    if (sum && *sum)
+    if (sum && *sum) {
         abs_path(g_summary, sizeof g_summary, g_out_dir, sum);
+        if (sum[0] != '/' && g_out_dir[0])
+            setenv("DMM_TRACE_SUMMARY", g_summary, 1);
+    }
     sig = getenv("DMM_TRACE_SIGNAL");
     if (sig && *sig) {
         int s = parse_signal(sig);

@@ -69,7 +69,9 @@ static int run_fork(void)
     return 0;
 }
 
-static int run_exec(void)
+/* fork and exec rec_misc execchild, in directory dir when given (a script
+ * that cd's before running a program) */
+static int run_exec(const char *dir)
 {
     pid_t pid;
     int st;
@@ -80,6 +82,10 @@ static int run_exec(void)
         return 1;
     }
     if (pid == 0) {
+        if (dir && chdir(dir) != 0) {
+            perror("chdir");
+            _exit(126);
+        }
         execl("/proc/self/exe", "rec_misc", "execchild", (char *)NULL);
         perror("exec");
         _exit(127);
@@ -251,13 +257,13 @@ static int run_spin(long n)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: rec_misc fork|exec|execchild|signal|errno|extras|threads N|spin N|exit N\n");
+        fprintf(stderr, "usage: rec_misc fork|exec [DIR]|execchild|signal|errno|extras|threads N|spin N|exit N\n");
         return 2;
     }
     if (!strcmp(argv[1], "fork"))
         return run_fork();
     if (!strcmp(argv[1], "exec"))
-        return run_exec();
+        return run_exec(argc > 2 ? argv[2] : NULL);
     if (!strcmp(argv[1], "execchild"))
         return run_execchild();
     if (!strcmp(argv[1], "signal"))

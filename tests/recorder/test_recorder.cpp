@@ -81,6 +81,14 @@ bool exists(const std::string &path)
     return stat(path.c_str(), &st) == 0;
 }
 
+size_t count_of(const std::string &text, const std::string &what)
+{
+    size_t n = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
+        n++;
+    return n;
+}
+
 std::vector<std::string> list_dir(const std::string &dir)
 {
     std::vector<std::string> out;
@@ -591,6 +599,29 @@ TEST(Recorder, ExecedChildWritesItsOwnTrace)
     EXPECT_EQ(kid.frees_of(kid.ids_of_size(999)), 9u);
 }
 
+TEST(Recorder, ExecedChildInAnotherDirectoryWritesBesideTheRoot)
+{
+    // A relative DMM_TRACE_OUT (and status file) is the start directory's:
+    // a child that cd's before it execs (a shell script, pyenv's shims)
+    // writes there too, not into a missing OUT path under its own cwd.
+    TmpDir d;
+    ASSERT_EQ(mkdir((d / "elsewhere").c_str(), 0755), 0);
+    RunResult r = run({REC_MISC, "exec", d / "elsewhere"},
+                      {{"DMM_TRACE_OUT", "out.trace"}, {"DMM_TRACE_SUMMARY", "status.txt"}}, d);
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string child = kv(r.out, "child");
+    ASSERT_FALSE(child.empty()) << r.out;
+    Trace kid(d / ("out.trace." + child));
+    EXPECT_GOOD_TRACE(kid);
+    EXPECT_EQ(kid.count(DMM_T_MALLOC, 999), 9u);
+    EXPECT_FALSE(exists(d / ("elsewhere/out.trace." + child)));
+    std::string status = slurp(d / "status.txt");
+    EXPECT_EQ(count_of(status, "(trace not written)"), 0u) << status;
+    EXPECT_EQ(count_of(status, "dmmrec: " + (d / ("out.trace." + child)) + ": "), 1u) << status;
+    EXPECT_EQ(count_of(status, "dmmrec: " + (d / "out.trace") + ": "), 1u) << status;
+    EXPECT_FALSE(exists(d / "elsewhere/status.txt"));
+}
+
 // ---- snapshots on a signal -------------------------------------------------------
 
 TEST(Recorder, SignalSnapshot)
@@ -793,14 +824,6 @@ TEST(Recorder, RecordScript)
 }
 
 // ---- a trace that cannot be written: one message with the real cause ------------
-
-size_t count_of(const std::string &text, const std::string &what)
-{
-    size_t n = 0;
-    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
-        n++;
-    return n;
-}
 
 // The file size limit for the "full disk" cases: the recorder's one-line
 // failure report fits (about 60 bytes plus the path), a trace of rec_known
