@@ -91,6 +91,16 @@ def python_interpreter(program: list[str]) -> bool:
     return any(_PY_NAME.match(os.path.basename(w)) for w in words[:3])
 
 
+def _unwritten_traces(log: Path) -> list[str]:
+    """The recorder's "(trace not written)" lines in record's log (each names
+    the file and the cause)."""
+    try:
+        with open(log, errors="replace") as f:
+            return [ln.strip() for ln in f if ln.strip().endswith("(trace not written)")]
+    except OSError:
+        return []
+
+
 def python_hint(program: list[str], env: dict | None = None) -> str | None:
     """The hint `dmmkit record` prints for a Python program recorded without
     PYTHONMALLOC=malloc; None when it does not apply."""
@@ -270,6 +280,9 @@ def _advise(tools: Tools, r: _Run) -> dict:
         if rc != 0:
             sig = _signal_name(rc)
             what = f"was killed by {sig}" if sig else f"exited with status {rc}"
+            unwritten = _unwritten_traces(out / "record.log")
+            if unwritten:  # record's status is 1 when a trace failed, even if the program succeeded
+                what += (f" ({len(unwritten)} trace(s) not written, the first: {unwritten[0]})")
             if rc == 127 and not has_trace:
                 raise DmmkitError(f"program not found or not executable: {program[0]} (see {out / 'record.log'})",
                                   BAD_INPUT)

@@ -122,6 +122,23 @@ def test_advise_crash_while_recorded(tmp_path):
     assert p.returncode == 1 and "killed by SIGKILL while recorded" in _err_line(p)
 
 
+def test_advise_names_a_trace_that_could_not_be_written(tmp_path):
+    """A program that succeeds but one of whose child traces cannot be
+    written: record's status is 1, and advise says which trace and why
+    instead of only 'exited with status 1'."""
+    out = tmp_path / "o"
+    # the child makes a directory where its own trace (OUT.<its pid>) goes
+    child = f"import os; os.mkdir('{out}/' + 'python.trace.' + str(os.getpid())); x = [str(i) for i in range(99)]"
+    script = tmp_path / "prog.py"
+    script.write_text(f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}], check=True)\n"
+                      "x = [str(i) for i in range(999)]\n")
+    p = run_cli(["advise", "-o", str(out), "--", sys.executable, str(script)], cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    line = _err_line(p)
+    assert "exited with status 1 (1 trace(s) not written, the first: " in line, line
+    assert "Is a directory (trace not written)" in line and "--keep-going" in line, line
+
+
 def test_advise_budget_too_small(tiny_trace, tmp_path):
     out = tmp_path / "o"
     p = run_cli(["advise", str(tiny_trace), "-o", str(out), "--budget-minutes", "0.00001"], cwd=tmp_path)
