@@ -226,6 +226,10 @@ def run_process(cmd: list[str], preload: str | None, timeout: float, cwd: str | 
     whole process group is killed."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
+    if preload and "/" in preload:
+        # a relative path is resolved by ld.so in each process's own cwd: a
+        # program that runs others elsewhere (pyenv's shims) would lose it
+        preload = os.path.abspath(preload)
     # the preload reaches the program only, not the wrappers
     run = ["env", f"LD_PRELOAD={preload}"] if preload else ["env", "-u", "LD_PRELOAD"]
     use_time = rss_method() == "gnu-time"

@@ -79,3 +79,20 @@ def test_real_interleaved_run():
         # round-robin: the second round starts with the second candidate
         assert e["order"][1][0] == "libdmm"
         assert e["allocators"]["libdmm"]["wall_ratio"]["ci"] is not None
+
+
+def test_a_relative_preload_reaches_programs_run_from_another_directory(tools, tmp_path, monkeypatch):
+    """ld.so resolves a relative LD_PRELOAD in each process's own cwd: a
+    program that runs another after a cd (pyenv's shims do) lost the
+    generated library ('cannot be preloaded').  run_process passes it
+    absolute.  The library preloaded is the recorder, told to stay idle."""
+    from dmmkit.study import run_process
+    assert tools.recorder is not None
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libpre.so").symlink_to(tools.recorder)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DMM_TRACE_DISABLE", "1")
+    code, out, err, _, _, to = run_process(["sh", "-c", "cd / && cat /proc/self/maps"], "lib/libpre.so", 30)
+    assert code == 0 and not to, err
+    assert "cannot be preloaded" not in err, err
+    assert str(tools.recorder.resolve()) in out or "libdmmrec.so" in out
