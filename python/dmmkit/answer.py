@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import shlex
-from .compare import paired_against
+from .compare import CompareOptions, paired_against
+from .stats import ALPHA
 
 
 GOALS = ("speed", "memory", "worst case")
@@ -309,6 +310,16 @@ def make_answer(compare: dict | None, explore: dict | None = None, e2e: dict | N
         noise = compare.get("noise") or {}
         if noise.get("warning"):
             caveats.add(str(noise["warning"]))
+        reps = compare.get("reps_done")
+        if isinstance(reps, int) and not isinstance(reps, bool) and 2 <= reps < CompareOptions.min_reps:
+            # the exact two-sided Wilcoxon p of n pairs is at least 2/2**n
+            if 2.0 / 2 ** reps >= ALPHA:
+                caveats.add(f"compare ran {reps} repetitions: with fewer than 6 paired runs the Wilcoxon test "
+                            f"cannot reach p < {ALPHA:g}, so no allocator can be told apart from {cur} "
+                            "whatever its ratio; give it more (advise --budget-minutes, compare --reps)")
+            else:
+                caveats.add(f"compare ran {reps} repetitions, fewer than {CompareOptions.min_reps}: small differences "
+                            "are likely to read as ties (advise --budget-minutes, compare --reps)")
         if compare.get("complete") is False:
             caveats.add("the compare run did not finish: " + str(compare.get("error") or "see its results file"))
     goals = []

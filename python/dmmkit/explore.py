@@ -378,7 +378,7 @@ def run_explore(tools: Tools, opts: Options) -> dict:
             raise DmmkitError(f"the --time-limit of {budget.time_limit:g} s ended before any config was measured; "
                               f"what was measured is in {opts.results}", RUNTIME)
         raise DmmkitError(f"the budget is too small for even one config: all {len(points)} were dropped "
-                          f"({', '.join(sorted(kinds))}; --budget {budget.per_config:g} s per config and trace); "
+                          f"({', '.join(sorted(kinds))}; --budget {budget.per_config:.3g} s per config and trace); "
                           f"raise --budget; what was measured is in {opts.results}", RUNTIME)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -852,7 +852,7 @@ def _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tool
         ta.finished(j)
         if isinstance(exc, BudgetExceeded):
             budget.overrun(p, tr.label, exc, f"memory figures{label}",
-                           f"its figures took more than the --budget of {budget.per_config:g} s"
+                           f"its figures took more than the --budget of {budget.per_config:.3g} s"
                            + (f" on the first {ops} operations" if ops else ""))
         elif exc is not None:
             errors.append(f"{p.name} on {tr.label}: {exc}")
@@ -1152,7 +1152,7 @@ def _time_configs(tools, opts, refs, cands, errors, budget=None) -> dict:
                         slow.add(c["id"])
                         budget.drop(_PointRef(c), tr.label,
                                     "budget", e.seconds, f"a timing run took more than the --budget of "
-                                    f"{budget.per_config:g} s: not timed")
+                                    f"{budget.per_config:.3g} s: not timed")
                 except TaskError as e:
                     errors.append(f"timing {c['name']} on {tr.label}: {e}")
             tk.finished(j)

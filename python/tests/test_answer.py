@@ -176,3 +176,19 @@ def test_interval_derived_from_paired_runs():
     # keeping the current allocator: its ratio to itself is 1; the rival's figures are under "best"
     assert s["ratio"] == 1.0 and s["ci"] is None and s["memory_ratio"] is None
     assert s["best"] is None or (s["best"]["label"] == "same" and s["best"]["ratio"] == pytest.approx(1.0))
+
+
+@pytest.mark.parametrize("reps, text", [
+    (4, "compare ran 4 repetitions: with fewer than 6 paired runs the Wilcoxon test cannot reach p < 0.05"),
+    (7, "compare ran 7 repetitions, fewer than 9: small differences are likely to read as ties"),
+    (9, None), (12, None)])
+def test_too_few_repetitions_is_a_caveat(reps, text):
+    """Four repetitions cannot separate anything (the least exact Wilcoxon p
+    of 4 pairs is 0.125): the answer says so instead of a bare 'keep glibc'."""
+    c = compare_doc({"glibc": fig(1.0, [1, 1]), "jemalloc": fig(0.34, [0.30, 0.37])})
+    c["reps_done"] = reps
+    found = [x for x in make_answer(c)["caveats"] if x.startswith("compare ran")]
+    if text is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].startswith(text), found
