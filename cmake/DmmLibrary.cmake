@@ -11,15 +11,24 @@
 #                                      preset variants of the hot paths)
 #       [ASSERT_LEVEL 0..3]            default: DMM_ASSERT_LEVEL, else 3 in
 #                                      Debug and 0 otherwise
-#       [EXPORT_NAME <name>])
+#       [EXPORT_NAME <name>]
+#       [DEFINES <def>...])            extra compile definitions (all sources)
 #
 # The top-level CMakeLists.txt builds `dmm_heap` and `dmm_heap_shared` (the
 # files libdmm_heap.a and libdmm_heap.so) with it; tests and benchmarks may
 # call it for extra variants in the same build tree (for example one static
 # library per frozen preset, to compare runtime and compile-time
-# configurations).  Every variant compiles the same sources:
-# src/core/*.c, src/heap/*.c, src/pool/*.c, src/multiheap/*.c, src/spm/*.c, src/port/vec/ (the vector
-# routines for the target's architecture) and src/port/<port>.c.
+# configurations).  Every variant holds the same sources: src/core/*.c,
+# src/heap/*.c, src/pool/*.c, src/multiheap/*.c, src/spm/*.c, src/port/vec/
+# (the vector routines for the target's architecture) and
+# src/port/<port>.c.  They are compiled in three groups, each an object
+# library shared by every variant whose settings it depends on are the same
+# (port, annotation, assertion level, position independence, DEFINES, and):
+#   heap   src/heap            + the frozen heap config, VARIANTS
+#   pool   src/pool            + the frozen pool config
+#   base   core, multiheap, spm, vec, port
+# so a frozen preset's library compiles only its heap, and a frozen pool's
+# only its pools.  An OBJECT variant compiles every source itself.
 #
 # Compile definitions a variant gets (all PRIVATE: the public headers do not
 # depend on them):
@@ -37,9 +46,79 @@ include(GNUInstallDirs)
 set(DMM_SOURCE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." CACHE INTERNAL "dmmkit source root")
 get_filename_component(DMM_SOURCE_ROOT "${DMM_SOURCE_ROOT}" ABSOLUTE)
 
+# How a target of the library's sources is compiled (all PRIVATE).
+function(_dmm_lib_compile t port annotate assert_level variants frozen pfrozen vec_arch defines)
+    target_include_directories(${t} PRIVATE "${DMM_SOURCE_ROOT}/include" "${DMM_SOURCE_ROOT}/src")
+    set_target_properties(${t} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+    if(assert_level STREQUAL "")
+        target_compile_definitions(${t} PRIVATE "DMM_ASSERT_LEVEL=$<IF:$<CONFIG:Debug>,3,0>")
+    else()
+        target_compile_definitions(${t} PRIVATE "DMM_ASSERT_LEVEL=${assert_level}")
+    endif()
+    # preset variants of the hot paths (src/heap/variant.h; "-": a group
+    # without heap sources)
+    if(variants STREQUAL "-")
+    elseif(variants)
+        target_compile_definitions(${t} PRIVATE DMM_HEAP_VARIANTS=1)
+    else()
+        target_compile_definitions(${t} PRIVATE DMM_HEAP_VARIANTS=0)
+    endif()
+    if(vec_arch)
+        target_compile_definitions(${t} PRIVATE DMM_VEC_ARCH=1)
+    endif()
+    if(frozen)
+        target_compile_definitions(${t} PRIVATE "DMM_HEAP_CONFIG_HEADER=\"${frozen}\"")
+        set_property(TARGET ${t} APPEND PROPERTY OBJECT_DEPENDS "${frozen}")
+    endif()
+    if(pfrozen)
+        target_compile_definitions(${t} PRIVATE "DMM_POOL_CONFIG_HEADER=\"${pfrozen}\"")
+        set_property(TARGET ${t} APPEND PROPERTY OBJECT_DEPENDS "${pfrozen}")
+    endif()
+    if(defines)
+        target_compile_definitions(${t} PRIVATE ${defines})
+    endif()
+    # sanitizer / Valgrind annotations
+    if(annotate)
+        target_compile_definitions(${t} PRIVATE DMM_ANNOTATE=1)
+        if(DMM_ASAN_ON)
+            # The heap reads and writes its own poisoned metadata; only the
+            # user's code stays instrumented.
+            target_compile_options(${t} PRIVATE -fno-sanitize=address)
+            target_compile_definitions(${t} PRIVATE DMM_ANNOTATE_ASAN=1)
+        endif()
+    endif()
+    if(port STREQUAL "freestanding")
+        target_compile_options(${t} PRIVATE -ffreestanding)
+    elseif(port STREQUAL "posix" AND TARGET Threads::Threads)
+        target_link_libraries(${t} PRIVATE Threads::Threads)
+    endif()
+    # coverage feedback for libFuzzer (the harness adds -fsanitize=fuzzer)
+    if(DMM_BUILD_FUZZ)
+        target_compile_options(${t} PRIVATE -fsanitize=fuzzer-no-link)
+    endif()
+    if(DMM_WERROR)
+        target_compile_options(${t} PRIVATE -Werror)
+    endif()
+endfunction()
+
+# The object library of one source group for one setting (key): made by the
+# first variant that needs it, reused by the others.  Its name goes to out.
+function(_dmm_lib_group out group key srcs port annotate assert_level variants frozen pfrozen vec_arch pic defines)
+    string(MD5 h "${group}|${key}")
+    string(SUBSTRING "${h}" 0 12 h)
+    set(t "dmm_objs_${group}_${h}")
+    if(NOT TARGET ${t})
+        add_library(${t} OBJECT ${srcs})
+        _dmm_lib_compile(${t} "${port}" "${annotate}" "${assert_level}" "${variants}" "${frozen}" "${pfrozen}"
+                         "${vec_arch}" "${defines}")
+        set_target_properties(${t} PROPERTIES POSITION_INDEPENDENT_CODE ${pic})
+    endif()
+    set(${out} ${t} PARENT_SCOPE)
+endfunction()
+
 function(dmm_add_heap_library name)
     cmake_parse_arguments(PARSE_ARGV 1 A "STATIC;SHARED;OBJECT"
-                          "PORT;FROZEN;POOL_FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME;VARIANTS" "")
+                          "PORT;FROZEN;POOL_FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME;VARIANTS" "DEFINES")
     if(A_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "dmm_add_heap_library(${name}): unknown arguments ${A_UNPARSED_ARGUMENTS}")
     endif()
@@ -71,8 +150,8 @@ function(dmm_add_heap_library name)
         message(WARNING "dmm_add_heap_library(${name}): src/heap/*.c is empty")
     endif()
 
-    file(GLOB pool_srcs CONFIGURE_DEPENDS "${root}/src/pool/*.c" "${root}/src/multiheap/*.c"
-                                          "${root}/src/spm/*.c")
+    file(GLOB pool_srcs CONFIGURE_DEPENDS "${root}/src/pool/*.c")
+    file(GLOB base_srcs CONFIGURE_DEPENDS "${root}/src/multiheap/*.c" "${root}/src/spm/*.c")
     # The vector routines (dmm/vec.h): the portable dispatcher everywhere,
     # plus the SIMD implementations of the target's architecture on a hosted
     # port (src/port/vec/README: which file builds where).
@@ -95,85 +174,73 @@ function(dmm_add_heap_library name)
         set(vec_arch OFF)
     endif()
 
-    add_library(${name} ${kind} ${core_srcs} ${heap_srcs} ${pool_srcs} ${vec_srcs} "${port_src}")
-    if(vec_arch)
-        target_compile_definitions(${name} PRIVATE DMM_VEC_ARCH=1)
+    if(NOT DEFINED A_VARIANTS OR A_VARIANTS STREQUAL "")
+        set(A_VARIANTS "${DMM_HEAP_VARIANTS}")
     endif()
+    set(frozen "")
+    if(A_FROZEN)
+        get_filename_component(frozen "${A_FROZEN}" ABSOLUTE BASE_DIR "${root}")
+        if(NOT EXISTS "${frozen}")
+            message(FATAL_ERROR "dmm_add_heap_library(${name}): no frozen config ${frozen}")
+        endif()
+    endif()
+    set(pfrozen "")
+    if(A_POOL_FROZEN)
+        get_filename_component(pfrozen "${A_POOL_FROZEN}" ABSOLUTE BASE_DIR "${root}")
+        if(NOT EXISTS "${pfrozen}")
+            message(FATAL_ERROR "dmm_add_heap_library(${name}): no frozen pool config ${pfrozen}")
+        endif()
+    endif()
+    set(pic OFF)
+    if(kind STREQUAL "SHARED" OR CMAKE_POSITION_INDEPENDENT_CODE)
+        set(pic ON)
+    endif()
+    # what every group's compilation depends on
+    set(common "${A_PORT}|${A_ANNOTATE}|${A_ASSERT_LEVEL}|${pic}|${A_DEFINES}")
+
+    if(kind STREQUAL "OBJECT")
+        # an object library cannot hold other object libraries' objects:
+        # it compiles every source itself
+        add_library(${name} OBJECT ${core_srcs} ${heap_srcs} ${pool_srcs} ${base_srcs} ${vec_srcs} "${port_src}")
+        _dmm_lib_compile(${name} "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "${A_VARIANTS}"
+                         "${frozen}" "${pfrozen}" "${vec_arch}" "${A_DEFINES}")
+        target_include_directories(${name} PUBLIC "$<BUILD_INTERFACE:${root}/include>")
+        return()
+    endif()
+
+    # The sources in three groups, each compiled once per distinct setting of
+    # what it depends on and shared by every variant with that setting: the
+    # heap (its frozen config and variants), the pools (their frozen config)
+    # and the rest (core, multiheap, spm, vector routines, port), which no
+    # config changes.  A frozen preset's library then compiles only its heap.
+    _dmm_lib_group(heap_objs heap "${common}|${A_VARIANTS}|${frozen}" "${heap_srcs}"
+                   "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "${A_VARIANTS}" "${frozen}" "" OFF "${pic}"
+                   "${A_DEFINES}")
+    set(objs "$<TARGET_OBJECTS:${heap_objs}>")
+    if(pool_srcs)
+        _dmm_lib_group(pool_objs pool "${common}|${pfrozen}" "${pool_srcs}"
+                       "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "-" "" "${pfrozen}" OFF "${pic}"
+                       "${A_DEFINES}")
+        list(APPEND objs "$<TARGET_OBJECTS:${pool_objs}>")
+    endif()
+    _dmm_lib_group(base_objs base "${common}|${vec_arch}" "${core_srcs};${base_srcs};${vec_srcs};${port_src}"
+                   "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "-" "" "" "${vec_arch}" "${pic}"
+                   "${A_DEFINES}")
+    list(APPEND objs "$<TARGET_OBJECTS:${base_objs}>")
+
+    add_library(${name} ${kind} ${objs})
     target_include_directories(${name}
         PUBLIC "$<BUILD_INTERFACE:${root}/include>"
-               "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>"
-        PRIVATE "${root}/src")
+               "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
     set_target_properties(${name} PROPERTIES
-        C_STANDARD 11
-        C_STANDARD_REQUIRED ON
-        C_EXTENSIONS OFF
+        LINKER_LANGUAGE C
         ARCHIVE_OUTPUT_DIRECTORY "${dmmkit_BINARY_DIR}/lib"
         LIBRARY_OUTPUT_DIRECTORY "${dmmkit_BINARY_DIR}/lib"
         RUNTIME_OUTPUT_DIRECTORY "${dmmkit_BINARY_DIR}/bin")
     if(A_EXPORT_NAME)
         set_target_properties(${name} PROPERTIES EXPORT_NAME "${A_EXPORT_NAME}")
     endif()
-
-    # Assertion level
-    if(A_ASSERT_LEVEL STREQUAL "")
-        target_compile_definitions(${name} PRIVATE "DMM_ASSERT_LEVEL=$<IF:$<CONFIG:Debug>,3,0>")
-    else()
-        target_compile_definitions(${name} PRIVATE "DMM_ASSERT_LEVEL=${A_ASSERT_LEVEL}")
-    endif()
-
-    # Preset variants of the hot paths (src/heap/variant.h)
-    if(NOT DEFINED A_VARIANTS OR A_VARIANTS STREQUAL "")
-        set(A_VARIANTS "${DMM_HEAP_VARIANTS}")
-    endif()
-    if(A_VARIANTS)
-        target_compile_definitions(${name} PRIVATE DMM_HEAP_VARIANTS=1)
-    else()
-        target_compile_definitions(${name} PRIVATE DMM_HEAP_VARIANTS=0)
-    endif()
-
-    # Frozen configuration
-    if(A_FROZEN)
-        get_filename_component(frozen "${A_FROZEN}" ABSOLUTE BASE_DIR "${root}")
-        if(NOT EXISTS "${frozen}")
-            message(FATAL_ERROR "dmm_add_heap_library(${name}): no frozen config ${frozen}")
-        endif()
-        target_compile_definitions(${name} PRIVATE "DMM_HEAP_CONFIG_HEADER=\"${frozen}\"")
-        set_property(TARGET ${name} APPEND PROPERTY OBJECT_DEPENDS "${frozen}")
-    endif()
-
-    if(A_POOL_FROZEN)
-        get_filename_component(pfrozen "${A_POOL_FROZEN}" ABSOLUTE BASE_DIR "${root}")
-        if(NOT EXISTS "${pfrozen}")
-            message(FATAL_ERROR "dmm_add_heap_library(${name}): no frozen pool config ${pfrozen}")
-        endif()
-        target_compile_definitions(${name} PRIVATE "DMM_POOL_CONFIG_HEADER=\"${pfrozen}\"")
-        set_property(TARGET ${name} APPEND PROPERTY OBJECT_DEPENDS "${pfrozen}")
-    endif()
-
-    # Sanitizer / Valgrind annotations
-    if(A_ANNOTATE)
-        target_compile_definitions(${name} PRIVATE DMM_ANNOTATE=1)
-        if(DMM_ASAN_ON)
-            # The heap reads and writes its own poisoned metadata; only the
-            # user's code stays instrumented.
-            target_compile_options(${name} PRIVATE -fno-sanitize=address)
-            target_compile_definitions(${name} PRIVATE DMM_ANNOTATE_ASAN=1)
-        endif()
-    endif()
-
-    # Port
-    if(A_PORT STREQUAL "freestanding")
-        target_compile_options(${name} PRIVATE -ffreestanding)
-    elseif(A_PORT STREQUAL "posix" AND TARGET Threads::Threads)
+    if(A_PORT STREQUAL "posix" AND TARGET Threads::Threads)
         target_link_libraries(${name} PRIVATE Threads::Threads)
-    endif()
-
-    # Coverage feedback for libFuzzer (the harness adds -fsanitize=fuzzer).
-    if(DMM_BUILD_FUZZ)
-        target_compile_options(${name} PRIVATE -fsanitize=fuzzer-no-link)
-    endif()
-
-    if(DMM_WERROR)
-        target_compile_options(${name} PRIVATE -Werror)
     endif()
 endfunction()

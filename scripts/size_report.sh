@@ -424,15 +424,22 @@ for tg in "${TARGETS[@]}"; do
         fi
 
         # 2. section sizes per component, from the object files (the archive
-        # has two members called config.c.obj: heap's and pool's).
-        objdir="$dir/CMakeFiles/dmm_heap.dir/src"
+        # has two members called config.c.obj: heap's and pool's).  They are
+        # compiled in the library's object groups (cmake/DmmLibrary.cmake:
+        # dmm_objs_{heap,pool,base}_<hash>; this build has one library).
+        objdirs=()
+        for o in "$dir"/CMakeFiles/dmm_objs_*.dir/src; do
+            [ -d "$o" ] && objdirs+=("$o")
+        done
         for c in "${COMPONENTS[@]}"; do
             objs=()
-            if [ -d "$objdir/$c" ]; then
-                mapfile -t objs < <(find "$objdir/$c" -name '*.obj' -o -name '*.o' | sort)
-            fi
+            for o in "${objdirs[@]}"; do
+                if [ -d "$o/$c" ]; then
+                    mapfile -t -O "${#objs[@]}" objs < <(find "$o/$c" -name '*.obj' -o -name '*.o' | sort)
+                fi
+            done
             if [ "$c" != port ] && [ ${#objs[@]} -eq 0 ]; then
-                say "FAIL $k: no object files for src/$c in $objdir"
+                say "FAIL $k: no object files for src/$c in $dir/CMakeFiles/dmm_objs_*.dir/src"
                 failed=1
                 continue 2
             fi
