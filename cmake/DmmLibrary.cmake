@@ -101,10 +101,11 @@ function(_dmm_lib_compile t port annotate assert_level variants frozen pfrozen v
     endif()
 endfunction()
 
-# The object library of one source group for one setting (key): made by the
-# first variant that needs it, reused by the others.  Its name goes to out.
-function(_dmm_lib_group out group key srcs port annotate assert_level variants frozen pfrozen vec_arch pic defines)
-    string(MD5 h "${group}|${key}")
+# The object library of one source group for one setting of what it is
+# compiled with (named by a hash of it): made by the first variant that needs
+# it, reused by the others.  Its name goes to out.
+function(_dmm_lib_group out group srcs port annotate assert_level variants frozen pfrozen vec_arch pic defines)
+    string(MD5 h "${group}|${port}|${annotate}|${assert_level}|${variants}|${frozen}|${pfrozen}|${vec_arch}|${pic}|${defines}")
     string(SUBSTRING "${h}" 0 12 h)
     set(t "dmm_objs_${group}_${h}")
     if(NOT TARGET ${t})
@@ -195,9 +196,6 @@ function(dmm_add_heap_library name)
     if(kind STREQUAL "SHARED" OR CMAKE_POSITION_INDEPENDENT_CODE)
         set(pic ON)
     endif()
-    # what every group's compilation depends on
-    set(common "${A_PORT}|${A_ANNOTATE}|${A_ASSERT_LEVEL}|${pic}|${A_DEFINES}")
-
     if(kind STREQUAL "OBJECT")
         # an object library cannot hold other object libraries' objects:
         # it compiles every source itself
@@ -213,17 +211,17 @@ function(dmm_add_heap_library name)
     # heap (its frozen config and variants), the pools (their frozen config)
     # and the rest (core, multiheap, spm, vector routines, port), which no
     # config changes.  A frozen preset's library then compiles only its heap.
-    _dmm_lib_group(heap_objs heap "${common}|${A_VARIANTS}|${frozen}" "${heap_srcs}"
+    _dmm_lib_group(heap_objs heap "${heap_srcs}"
                    "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "${A_VARIANTS}" "${frozen}" "" OFF "${pic}"
                    "${A_DEFINES}")
     set(objs "$<TARGET_OBJECTS:${heap_objs}>")
     if(pool_srcs)
-        _dmm_lib_group(pool_objs pool "${common}|${pfrozen}" "${pool_srcs}"
+        _dmm_lib_group(pool_objs pool "${pool_srcs}"
                        "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "-" "" "${pfrozen}" OFF "${pic}"
                        "${A_DEFINES}")
         list(APPEND objs "$<TARGET_OBJECTS:${pool_objs}>")
     endif()
-    _dmm_lib_group(base_objs base "${common}|${vec_arch}" "${core_srcs};${base_srcs};${vec_srcs};${port_src}"
+    _dmm_lib_group(base_objs base "${core_srcs};${base_srcs};${vec_srcs};${port_src}"
                    "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "-" "" "" "${vec_arch}" "${pic}"
                    "${A_DEFINES}")
     list(APPEND objs "$<TARGET_OBJECTS:${base_objs}>")

@@ -96,7 +96,7 @@ def _unwritten_traces(log: Path) -> list[str]:
     the file and the cause)."""
     try:
         with open(log, errors="replace") as f:
-            return [ln.strip() for ln in f if ln.strip().endswith("(trace not written)")]
+            return [ln for ln in map(str.strip, f) if ln.endswith("(trace not written)")]
     except OSError:
         return []
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import shlex
 from .compare import CompareOptions, paired_against
-from .stats import ALPHA
+from .stats import ALPHA, MIN_SEPARABLE_PAIRS
 
 
 GOALS = ("speed", "memory", "worst case")
@@ -312,10 +312,9 @@ def make_answer(compare: dict | None, explore: dict | None = None, e2e: dict | N
             caveats.add(str(noise["warning"]))
         reps = compare.get("reps_done")
         if isinstance(reps, int) and not isinstance(reps, bool) and 2 <= reps < CompareOptions.min_reps:
-            # the exact two-sided Wilcoxon p of n pairs is at least 2/2**n
-            if 2.0 / 2 ** reps >= ALPHA:
-                caveats.add(f"compare ran {reps} repetitions: with fewer than 6 paired runs the Wilcoxon test "
-                            f"cannot reach p < {ALPHA:g}, so no allocator can be told apart from {cur} "
+            if reps < MIN_SEPARABLE_PAIRS:
+                caveats.add(f"compare ran {reps} repetitions: with fewer than {MIN_SEPARABLE_PAIRS} paired runs "
+                            f"the Wilcoxon test cannot reach p < {ALPHA:g}, so no allocator can be told apart from {cur} "
                             "whatever its ratio; give it more (advise --budget-minutes, compare --reps)")
             else:
                 caveats.add(f"compare ran {reps} repetitions, fewer than {CompareOptions.min_reps}: small differences "

@@ -35,13 +35,13 @@ from .cache import clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
 from .measure import TaskError, measure_timing
 from .memfig import APPROX, Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
-from .stats import geomean, noise_check, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
+from .stats import MIN_SEPARABLE_PAIRS, geomean, noise_check, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
 from .tools import Tools, check_configs, validate_trace
 from .ui import console, fmt_interval, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
 
 DEFAULT_ALLOCATORS = "dmm:tlsf,dmm:p2012,dmm:dlmalloc,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc"
 METRICS = ("warm_avg", "cold_avg", "warm_p99", "warm_max", "cold_max")
-MIN_CLEAN = 6  # fewest unpreempted pairs the tests are restricted to (6 pairs can reach p < 0.05)
+MIN_CLEAN = MIN_SEPARABLE_PAIRS  # fewest unpreempted pairs the tests are restricted to (they can reach p < ALPHA)
 
 
 @dataclass

@@ -86,6 +86,9 @@ def relative(value: float | int | None, ref: float | int | None) -> float | None
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
+# the fewest pairs a two-sided Wilcoxon test can separate at ALPHA: its
+# least exact p for n pairs is 2/2**n (6 pairs: 0.031; 5 pairs: 0.0625)
+MIN_SEPARABLE_PAIRS = next(n for n in range(1, 64) if 2.0 / 2 ** n < ALPHA)
 SEED = 20260114
 N_RESAMPLES = 4999
 
