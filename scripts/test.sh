@@ -24,7 +24,9 @@
 #             source tree
 #   size      scripts/size_report.sh: freestanding builds for Cortex-M4 and rv32imac,
 #             sizes per component and preset, link probes, per-block overhead
-#             under qemu-user -> bench/results/embedded_size.{md,json}
+#             under qemu-user -> build/results/embedded_size.{md,json} (a
+#             scratch copy; `scripts/size_report.sh --update` rewrites the
+#             committed bench/results/embedded_size.*)
 #   baremetal embedded/: the bare-metal demo (seeded heap + pool workload,
 #             checkers, per-op instruction counts) built for qemu-system-arm
 #             mps2-an386 (Cortex-M4, semihosting) and qemu-system-riscv32 virt
@@ -44,8 +46,15 @@
 # tests run (found in the generated CTest files after configuring; see
 # label_outputs), or everything when that cannot be worked out.
 #
+# The test command never modifies the source tree: after the last stage it
+# compares `git status` and the diff of tracked files with what they were
+# before the first, and fails (a "tree" line in the summary) when a stage
+# changed a tracked file or left an untracked one outside the ignored build
+# directories.
+#
 # Every stage prints its name and duration.  The last line of the output is
-# "<N> passed, <M> failed" (N, M count stages); the exit status is non-zero
+# "<N> passed, <M> failed" (N, M count stages; a changed tree counts as a
+# failed one); the exit status is non-zero
 # when any stage failed.  Environment: DMM_JOBS (parallel jobs, default 2).
 set -uo pipefail
 
@@ -525,6 +534,13 @@ child_cpu() {
         printf "%d\n", s }' "$CPU_FILE")
 }
 
+# What `git status` and the tracked files' diff are now (compared at the end).
+tree_state() {
+    git -C "$ROOT" status --porcelain=v1 --untracked-files=all 2>/dev/null
+    git -C "$ROOT" diff HEAD 2>/dev/null | sha1sum
+}
+TREE_BEFORE=$(tree_state)
+
 passed=0
 failed=0
 results=()
@@ -552,6 +568,17 @@ for s in "${stages[@]}"; do
     results+=("$(printf '%-9s %-14s %5d s wall %6d s cpu' "$s" "$verdict" "$dt" "$cpu")")
     echo "==== stage $s: $verdict in ${dt} s (cpu ${cpu} s)"
 done
+
+TREE_AFTER=$(tree_state)
+if [ "$TREE_AFTER" = "$TREE_BEFORE" ]; then
+    results+=("$(printf '%-9s %-14s %s' tree PASS "git status and tracked files as before the run")")
+else
+    failed=$((failed + 1))
+    echo
+    echo "==== the run changed the source tree (git status before -> after):"
+    diff <(echo "$TREE_BEFORE") <(echo "$TREE_AFTER") | sed 's/^/  /'
+    results+=("$(printf '%-9s %-14s %s' tree FAIL "a stage modified a tracked file or left an untracked one")")
+fi
 
 echo
 echo "==== summary (total $(( $(date +%s) - t_all )) s)"
