@@ -13,20 +13,32 @@
 # allocate: remote contention), 32 KiB per node.  Writes
 # bench/results/mhsim_fig4.{json,md}, bench/results/mhsim_fig5{,_spill}.{json,md} and,
 # when a Python with matplotlib is found ($DMM_PYTHON, else .venv/bin/python),
-# bench/results/mhsim_fig5{,_spill}.png.  The simulator is deterministic: the same
-# commit gives the same files (apart from the commit it records).  Takes a
+# bench/results/mhsim_fig5{,_spill}.png (or into DIR: --out DIR).  The
+# simulator is deterministic: the same code gives the same figures (the
+# provenance lines differ); scripts/check_results.py compares them.  Takes a
 # few seconds.
+#
+#   scripts/mhsim_study.sh              -> bench/results/mhsim_*
+#   scripts/mhsim_study.sh --out DIR    -> DIR/mhsim_*
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+OUT=bench/results
+case "${1:-}" in
+    --out) OUT=$2; mkdir -p "$OUT" ;;
+    --out=*) OUT=${1#--out=}; mkdir -p "$OUT" ;;
+    "") ;;
+    *) echo "mhsim_study.sh: unknown argument '$1' (--out DIR)" >&2; exit 2 ;;
+esac
 JOBS=${DMM_JOBS:-2}
 cmake --preset release >/dev/null
 cmake --build build/release -j"$JOBS" --target dmm-mhsim >/dev/null
 SIM=build/release/tools/dmm-mhsim
-OUT=bench/results
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-commit=$(git rev-parse --short HEAD)
+PROV=(--command "scripts/mhsim_study.sh" --cmake-build build/release)
+PROV_MD=$(python3 scripts/provenance.py --md "${PROV[@]}")
+python3 scripts/provenance.py --json "${PROV[@]}" > "$TMP/provenance.json"
 
 configs=("256k locked" "256k queue" "32k locked" "32k queue")
 
@@ -51,7 +63,8 @@ run_fig() { # name sizes policies [workload]
         printf 'cycles, think 10, depth 2). cycles/event = mean cycles from the start of an allocation or\n'
         printf 'free to its completion, lock waits and messages included; makespan = the last core'"'"'s\n'
         printf 'finish time (the seed'"'"'s total execution time). Synthetic master-worker workloads shaped like\n'
-        printf 'the seed'"'"'s, not its traces. Made by `scripts/mhsim_study.sh` at commit %s.\n\n' "$commit"
+        printf 'the seed'"'"'s, not its traces. Deterministic: exact cycle counts, compared by\n'
+        printf '`scripts/check_results.py`.\n\n%s\n\n' "$PROV_MD"
     } > "$md"
     for c in "${configs[@]}"; do
         set -- $c
@@ -66,12 +79,12 @@ run_fig() { # name sizes policies [workload]
         } >> "$md"
         i=$((i + 1))
     done
-    python3 - "$OUT/mhsim_$name.json" "$name" "$TMP"/${name}_*.json <<'EOF'
+    python3 - "$OUT/mhsim_$name.json" "$name" "$TMP/provenance.json" "$TMP"/${name}_*.json <<'EOF'
 import json, sys
-out, name, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+out, name, prov, files = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 sweeps = [json.load(open(f)) for f in sorted(files, key=lambda f: int(f.rsplit('_', 1)[1].split('.')[0]))]
 doc = {"schema": "dmm-mhsim-study/1", "experiment": name,
-       "made_by": "scripts/mhsim_study.sh", "sweeps": sweeps}
+       "made_by": "scripts/mhsim_study.sh", "provenance": json.load(open(prov)), "sweeps": sweeps}
 with open(out + ".tmp", "w") as f:
     json.dump(doc, f, indent=1)
     f.write("\n")

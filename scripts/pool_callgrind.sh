@@ -49,7 +49,8 @@ fn() { # fn KIND OP -> function name
       malloc:alloc) echo malloc;; malloc:free) echo free;; *) echo "";;
     esac
 }
-json="{\"schema\":\"dmm-pool-callgrind/1\",\"command\":\"scripts/pool_callgrind.sh\",\"commit\":\"$commit\",\"dirty\":$([ "$dirty" = 0 ] && echo false || echo true),"
+PROV=(--command "scripts/pool_callgrind.sh${1:+ $1}" --cmake-build build/release --impl "dmm_vec $vec (plays no part in these operations)")
+json="{\"schema\":\"dmm-pool-callgrind/1\",\"provenance\":$(python3 scripts/provenance.py --json "${PROV[@]}"),\"command\":\"scripts/pool_callgrind.sh\",\"commit\":\"$commit\",\"dirty\":$([ "$dirty" = 0 ] && echo false || echo true),"
 json+="\"program\":\"bench/pool/pool_bench.c --cg\",\"valgrind\":\"$(valgrind --version)\",\"vec\":\"$vec\","
 json+="\"block_size\":64,\"align\":32,\"init_buffer\":65536,\"n\":$N,\"n_init\":$NI,\"results\":["
 md="# Instructions per pool operation (callgrind)\n\nMade by \`scripts/pool_callgrind.sh\` (commit $commit) on \`bench/pool/pool_bench.c --cg\`:"
@@ -57,7 +58,9 @@ md+=" 64 B blocks aligned to 32 B; alloc = N blocks taken from a pool of N, free
 md+=" allocation order, init = one pool on a 64 KiB buffer (heap: one heap on it)."
 md+=" Counted with \`--toggle-collect=<function>\`: the instructions executed inside the function and its callees,"
 md+=" not the call itself; (Ir(2N) - Ir(N)) / N with N = $N (init: $NI), so one-time costs cancel."
-md+=" Vector implementation in the library: $vec (it plays no part in these operations).\n\n"
+md+=" Vector implementation in the library: $vec (it plays no part in these operations)."
+md+=" Exact counts: scripts/check_results.py compares them (tolerance 0.5 per operation).\n\n"
+md+="$(python3 scripts/provenance.py --md "${PROV[@]}" | sed 's/%/%%/g')\n\n"
 md+="The issue's goal: at most 10 instructions per alloc and per free in a frozen lean build.\n\n"
 md+="| subject | init | alloc | free |\n|---|---:|---:|---:|\n"
 sep=""

@@ -23,6 +23,8 @@ the lines a .md file starts with.  From the shell:
       [--compiler "gcc 12.2.0"] [--flags "-O3 -DNDEBUG"] [--impl avx2] \\
       [--load-before 0.42]           # a timing run: record the load
   scripts/provenance.py --md ...     # the same record as markdown lines
+  scripts/provenance.py --json --command ... --cmake-build build/release
+                                     # compiler and flags from a CMake tree
   scripts/provenance.py --load       # the current 1-minute load average
 
 bench/results/README.md lists the files and their generators;
@@ -85,6 +87,29 @@ def load():
         return None
 
 
+def cmake_build(build_dir):
+    """(compiler, flags) of a configured CMake build tree, from its cache."""
+    cache = {}
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                key, sep, value = line.rstrip("\n").partition("=")
+                if sep and ":" in key:
+                    cache[key.split(":")[0]] = value
+    except OSError:
+        return None, None
+    cc = cache.get("CMAKE_C_COMPILER", "cc")
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True).stdout
+        version = out.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        version = cc
+    btype = cache.get("CMAKE_BUILD_TYPE", "")
+    flags = " ".join(f for f in (cache.get("CMAKE_C_FLAGS", ""),
+                                 cache.get("CMAKE_C_FLAGS_" + btype.upper(), "")) if f)
+    return version, f"{flags} (CMake {btype or 'no build type'}, {os.path.relpath(build_dir, ROOT)})"
+
+
 def provenance(command, compiler=None, flags=None, impl=None, load_before=None, extra=None):
     rec = {
         "command": command,
@@ -130,7 +155,9 @@ def main(argv=None):
     fmt.add_argument("--load", action="store_true", help="print the 1-minute load average")
     ap.add_argument("--command", help="the command that regenerates the file")
     ap.add_argument("--compiler")
-    ap.add_argument("--flags")
+    ap.add_argument("--flags", help="give as --flags=... when it starts with '-'")
+    ap.add_argument("--cmake-build", metavar="DIR",
+                    help="take the compiler and flags from this CMake build tree's cache")
     ap.add_argument("--impl")
     ap.add_argument("--load-before", type=float)
     a = ap.parse_args(argv)
@@ -139,6 +166,10 @@ def main(argv=None):
         return 0
     if not a.command:
         ap.error("--command is required")
+    if a.cmake_build:
+        cc, flags = cmake_build(a.cmake_build)
+        a.compiler = a.compiler or cc
+        a.flags = a.flags or flags
     rec = provenance(a.command, a.compiler, a.flags, a.impl, a.load_before)
     print(json.dumps(rec) if a.json else markdown(rec))
     return 0

@@ -27,6 +27,18 @@
 #             under qemu-user -> build/results/embedded_size.{md,json} (a
 #             scratch copy; `scripts/size_report.sh --update` rewrites the
 #             committed bench/results/embedded_size.*)
+#   results   scripts/check_results.py: the results registry (bench/results/
+#             manifest.json) matches the directory and every current file
+#             carries its provenance; the checker detects an altered figure;
+#             then the short subset of the deterministic figures (embedded
+#             sizes for Cortex-M4, the mesh simulator's cycles, the pool's
+#             callgrind counts) is regenerated into build/results-check and
+#             compared with the committed files within the manifest's
+#             tolerances (about a minute on 2 cores; builds what it needs)
+#   results-full  the same for every deterministic figure (not in the
+#             default run: the heap and libdmm callgrind tables and the
+#             frozen-vs-runtime ranking take tens of minutes); also run by
+#             the results stage when DMM_RESULTS_FULL=1
 #   baremetal embedded/: the bare-metal demo (seeded heap + pool workload,
 #             checkers, per-op instruction counts) built for qemu-system-arm
 #             mps2-an386 (Cortex-M4, semihosting) and qemu-system-riscv32 virt
@@ -63,7 +75,9 @@ cd "$ROOT"
 JOBS=${DMM_JOBS:-2}
 export DMM_JOBS=$JOBS
 
-ALL_STAGES=(setup debug asan tsan annotate fuzz release install size baremetal python aarch64 arm32 x86_32)
+ALL_STAGES=(setup debug asan tsan annotate fuzz release install size results baremetal python aarch64 arm32 x86_32)
+# Stages run only when named.
+OPT_STAGES=(results-full)
 
 # Sanitizer run-time options (the CTest presets carry the same).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1}
@@ -382,6 +396,21 @@ stage_size() {
     run "$ROOT/scripts/size_report.sh"
 }
 
+# The committed figures: registry and provenance, the checker's own check,
+# then the deterministic figures regenerated and compared (scripts/
+# check_results.py; bench/results/README.md).
+stage_results() {
+    local mode=--short
+    [ "${DMM_RESULTS_FULL:-0}" = 1 ] && mode=--full
+    run python3 "$ROOT/scripts/check_results.py" --lint
+    run python3 "$ROOT/scripts/check_results.py" --selftest
+    run python3 "$ROOT/scripts/check_results.py" "$mode"
+}
+stage_results-full() {
+    run python3 "$ROOT/scripts/check_results.py" --lint
+    run python3 "$ROOT/scripts/check_results.py" --full
+}
+
 # The bare-metal demo (embedded/README.md) on both emulated boards.  QEMU
 # runs with -icount so that the demo's counter counts instructions; its
 # output is kept in build/bare-<board>/demo.out.
@@ -508,13 +537,13 @@ stage_x86_32() {
 stages=()
 for a in "$@"; do
     case "$a" in
-        --list) printf '%s\n' "${ALL_STAGES[@]}"; exit 0 ;;
+        --list) printf '%s\n' "${ALL_STAGES[@]}" "${OPT_STAGES[@]}"; exit 0 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *)
-            if [[ " ${ALL_STAGES[*]} " == *" $a "* ]]; then
+            if [[ " ${ALL_STAGES[*]} ${OPT_STAGES[*]} " == *" $a "* ]]; then
                 stages+=("$a")
             else
-                echo "test.sh: unknown stage '$a' (known: ${ALL_STAGES[*]})" >&2
+                echo "test.sh: unknown stage '$a' (known: ${ALL_STAGES[*]} ${OPT_STAGES[*]})" >&2
                 exit 2
             fi
             ;;
