@@ -19,6 +19,7 @@ BIN="$ROOT/build/release/bench/pool"
 [ -x "$BIN/pool_bench" ] || { echo "pool_bench: $BIN/pool_bench not built (src/pool missing?)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+LOAD0=$(python3 scripts/provenance.py --load)
 runs=()
 for r in $(seq 1 "$ROUNDS"); do
     for b in pool_bench pool_bench_lean pool_bench_checked; do
@@ -29,7 +30,10 @@ done
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 [ -z "$(git status --porcelain --untracked-files=no -- . ':!bench/results' 2>/dev/null)" ] || commit="$commit+dirty"
 mkdir -p "$OUT"
-python3 "$ROOT/bench/pool/pool_report.py" --commit "$commit" \
+vec=$("$BIN/pool_bench" --no-ops --no-space --no-memset | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["vec"]["impl"])')
+python3 scripts/provenance.py --json --command "ROUNDS=$ROUNDS REPS=$REPS scripts/pool_bench.sh${1:+ $1}" \
+    --cmake-build build/release --impl "dmm_vec $vec (dmm_pool_memset)" --load-before "$LOAD0" > "$work/provenance.json"
+python3 "$ROOT/bench/pool/pool_report.py" --commit "$commit" --provenance "$work/provenance.json" \
     --command "scripts/pool_bench.sh (ROUNDS=$ROUNDS REPS=$REPS)" \
     --json "$OUT/pool_bench.json" --md "$OUT/pool_bench.md" "${runs[@]}"
 echo "wrote $OUT/pool_bench.json and .md"

@@ -39,7 +39,9 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VECTOR_FEATURES = ("sse2", "avx", "avx2", "avx512f", "avx512bw", "neon", "asimd")
+# CPU features that select an implementation: dmm_vec's routines (SSE2, AVX2,
+# AVX-512, NEON) and glibc's string routines (ERMS / FSRM: rep movsb/stosb).
+VECTOR_FEATURES = ("sse2", "avx", "avx2", "avx512f", "avx512bw", "neon", "asimd", "erms", "fsrm")
 
 
 def _git(*args):
