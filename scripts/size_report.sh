@@ -32,6 +32,7 @@
 #
 #   scripts/size_report.sh                     all targets and variants -> build/results
 #   scripts/size_report.sh runtime p2012       some variants
+#   scripts/size_report.sh mine=path/to/frozen.h   a variant frozen to any header
 #   scripts/size_report.sh --out DIR ...       write DIR/embedded_size.{md,json}
 #   scripts/size_report.sh --update            regenerate bench/results/embedded_size.*
 # Environment: DMM_JOBS (default 2), DMM_SIZE_BUILD_DIR (default build/embedded),
@@ -66,8 +67,17 @@ COMPONENTS=(core heap pool multiheap spm port)
 PROBES=(heap_min heap_full pool mh spm)
 REQUESTS=(1 8 16 24 32 64 100)
 
+# NAME=HEADER: a variant frozen to any header (e.g. `dmm-config header CONFIG`).
+declare -A HEADER
 if [ $# -gt 0 ]; then
-    VARIANTS=("$@")
+    VARIANTS=()
+    for v in "$@"; do
+        if [[ $v == *=* ]]; then
+            HEADER[${v%%=*}]=$(cd "$(dirname "${v#*=}")" && pwd)/$(basename "${v#*=}")
+            v=${v%%=*}
+        fi
+        VARIANTS+=("$v")
+    done
 else
     VARIANTS=("${ALL_VARIANTS[@]}")
 fi
@@ -375,6 +385,9 @@ for tg in "${TARGETS[@]}"; do
         if [ "$v" = runtime ]; then
             frozen=""
             R_CONFIG[$v]="runtime (config struct)"
+        elif [ -n "${HEADER[$v]:-}" ]; then
+            frozen=${HEADER[$v]}
+            R_CONFIG[$v]=$frozen
         else
             frozen="$ROOT/configs/frozen/$v.h"
             R_CONFIG[$v]="configs/frozen/$v.h"
@@ -635,7 +648,7 @@ mkdir -p "$OUT_DIR"
         i=$((i + 1))
         tg=${k%%:*}; v=${k#*:}
         target_setup "$tg"
-        if [ "$v" = runtime ]; then cfg=null; else cfg="\"configs/frozen/$v.h\""; fi
+        if [ "$v" = runtime ]; then cfg=null; else cfg="\"${R_CONFIG[$v]}\""; fi
         sep=","; [ "$i" -eq "$n" ] && sep=""
         at=0; ar=0; ad=0; ab=0
         comps=""
