@@ -5,7 +5,9 @@ bench/results/manifest.json registers every results file with the command
 that makes it, what kind of figures it holds and, for deterministic ones,
 the tolerance a regenerated figure must stay within.  This script
 
-  --lint              checks the registry against the directory: every file
+  --readme            writes bench/results/README.md from the manifest
+  --lint              checks the registry against the directory (and that
+                      README.md is what --readme writes): every file
                       in bench/results is registered, every registered file
                       exists, and every .md / .json carries the provenance
                       record of scripts/provenance.py (files marked
@@ -378,6 +380,36 @@ def selftest(m):
     return failures
 
 
+def readme(m):
+    """bench/results/README.md, from the manifest (check_results.py --readme)."""
+    kinds = {"deterministic": "deterministic, checked", "external": "deterministic, checked where reproducible",
+             "mixed": "timing + model figures, not checked", "timing": "timing, not checked"}
+    L = ["# bench/results: what each file answers and how to remake it", "",
+         "Written by `scripts/check_results.py --readme` from `manifest.json` (edit that, not this).", "",
+         "Every file carries a provenance record written by its generator through `scripts/provenance.py`: the",
+         "command, the commit, the date, the compiler and flags, the CPU (model and the vector features that",
+         "select an implementation), the implementation selected and, for timings, the machine load.",
+         "Deterministic figures (callgrind instruction counts, simulated cycles, exact bytes) are tests:",
+         "`scripts/test.sh results` regenerates the short subset into `build/results-check/` and compares it",
+         "with the committed files within the tolerance below, naming the file and row that drifted;",
+         "`scripts/test.sh results-full` (or `DMM_RESULTS_FULL=1`) does every group. Timing figures are not",
+         "compared: their files state repetitions, intervals and load. To update a committed file, run its",
+         "command from the repository root and commit the result with the code that changed it.", "",
+         "| files | answers | kind | tolerance | remake with |", "|---|---|---|---|---|"]
+    for g in m["groups"]:
+        tol = tol_text(g["tolerance"]) if g["kind"] in ("deterministic", "external") else "-"
+        if g["kind"] in ("deterministic", "external") and g.get("short"):
+            tol += " (short subset)"
+        files = ", ".join(f"`{f}`" for f in g["files"])
+        note = f" {g['note']}." if g.get("note") else ""
+        pend = " *Made before the provenance record; to be regenerated.*" if g.get("provenance") == "pending" else ""
+        cmd = g.get("update") or g["generate"]
+        L.append(f"| {files} | {g['question']}{note}{pend} | {kinds.get(g['kind'], g['kind'])} | {tol} | "
+                 f"`{cmd}` |")
+    L.append("")
+    return "\n".join(L)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="check bench/results against regenerated figures")
     mode = ap.add_mutually_exclusive_group(required=True)
@@ -387,6 +419,7 @@ def main(argv=None):
     mode.add_argument("--compare", nargs=2, metavar=("COMMITTED", "REGENERATED"))
     mode.add_argument("--selftest", action="store_true")
     mode.add_argument("--list", action="store_true", help="print the groups")
+    mode.add_argument("--readme", action="store_true", help="write bench/results/README.md from the manifest")
     ap.add_argument("--group", action="append", default=[])
     ap.add_argument("--scratch", default=os.path.join(ROOT, "build", "results-check"))
     ap.add_argument("--abs", type=float, default=0.0)
@@ -407,8 +440,15 @@ def main(argv=None):
         for g in m["groups"]:
             print(f"{g['name']:22} {g['kind']:13} {'short' if g['short'] else '':5} {g.get('generate', '')}")
         return 0
+    if a.readme:
+        with open(os.path.join(RESULTS, "README.md"), "w") as f:
+            f.write(readme(m))
+        return 0
     if a.lint:
         problems, pending = lint(m)
+        rp = os.path.join(RESULTS, "README.md")
+        if not os.path.exists(rp) or open(rp).read() != readme(m):
+            problems.append("README.md: not what manifest.json gives (scripts/check_results.py --readme)")
         for p in problems:
             print("LINT " + p)
         if pending:

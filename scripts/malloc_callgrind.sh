@@ -26,12 +26,16 @@ ir() { # ir LIB HARDEN COUNT -> instructions of the whole run
     DMM_HARDEN=$2 LD_PRELOAD=$1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$work/pairs" "$3" \
         2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
-json="{\"schema\":\"dmm-malloc-callgrind/1\",\"command\":\"scripts/malloc_callgrind.sh\",\"pairs\":$N,"
+PROV=(--command "scripts/malloc_callgrind.sh${1:+ $1}" --cmake-build "$ROOT/build/release"
+      --impl "libdmm from build/release; pairs.c built with cc -O2")
+json="{\"schema\":\"dmm-malloc-callgrind/1\",\"provenance\":$(python3 "$ROOT/scripts/provenance.py" --json "${PROV[@]}"),\"command\":\"scripts/malloc_callgrind.sh\",\"pairs\":$N,"
 json+="\"program\":\"bench/malloc/pairs.c\",\"valgrind\":\"$(valgrind --version)\",\"results\":["
 md="# Instructions per malloc/free pair (callgrind)\n\nMade by \`scripts/malloc_callgrind.sh\` on \`bench/malloc/pairs.c\`"
 md+=" (1024 slots, random sizes 16..515 B): (Ir(2N) - Ir(N)) / N with N = $N, so start-up and the loop's set-up cancel."
 md+=" Each figure still holds the loop's own work per step (a random number, a slot, a store: the same few dozen"
-md+=" instructions for every allocator), so differences between rows are the allocators' own.\n\n"
+md+=" instructions for every allocator), so differences between rows are the allocators' own."
+md+=" Exact counts: scripts/check_results.py compares them (tolerance 2 per pair).\n\n"
+md+="$(python3 "$ROOT/scripts/provenance.py" --md "${PROV[@]}" | sed 's/%/%%/g')\n\n"
 md+="| allocator | instructions per pair |\n|---|---:|\n"
 sep=""
 for a in "${NAMES[@]}"; do
