@@ -14,6 +14,8 @@
  *            a uniformly chosen live key dies, a new key is inserted), then
  *            the tree is destroyed in post-order (children before parent,
  *            over the key order of a balanced tree)
+ *   integral, gaussian, fast, matmul and their "-rf" forms: one kernel alone
+ *            (seed 001's setting), named with --workload only (see gen_one)
  *
  * What is measured is decided by the caller (scripts/bench_heap_v2.py):
  *   - instructions: valgrind --tool=callgrind --toggle-collect='bench_op_*'
@@ -97,6 +99,41 @@ static int gen_kernels(wl_trace *t)
     }
     return t->error ? -1 : 0;
 }
+
+/* One kernel alone on a fresh heap, as seed 001 measures each application
+ * (scripts/seed001_bench.py); the "-rf" forms redraw its free points with
+ * wl_randomize_frees (seed 1), the seed's section-5.3 transform.  Not part of
+ * "all": name them with --workload. */
+static int gen_one(wl_trace *t, const char *name, int rf)
+{
+    wl_trace one, rnd;
+    memset(&one, 0, sizeof one);
+    if (wl_generate(name, WL_DEFAULT_SEED, &one) != 0)
+        return -1;
+    if (rf) {
+        memset(&rnd, 0, sizeof rnd);
+        int rc = wl_randomize_frees(&one, 1, &rnd);
+        wl_release(&one);
+        if (rc != 0)
+            return -1;
+        one = rnd;
+    }
+    for (size_t i = 0; i < one.n_ops; i++)
+        wl_push(t, one.ops[i].kind, one.ops[i].id, one.ops[i].size);
+    t->n_ids = one.n_ids;
+    wl_release(&one);
+    return t->error ? -1 : 0;
+}
+#define HEAP_V2_ONE(fn, name, rf) \
+    static int fn(wl_trace *t) { return gen_one(t, name, rf); }
+HEAP_V2_ONE(gen_integral, "integral", 0)
+HEAP_V2_ONE(gen_gaussian, "gaussian", 0)
+HEAP_V2_ONE(gen_fast, "fast", 0)
+HEAP_V2_ONE(gen_matmul, "matmul", 0)
+HEAP_V2_ONE(gen_integral_rf, "integral", 1)
+HEAP_V2_ONE(gen_gaussian_rf, "gaussian", 1)
+HEAP_V2_ONE(gen_fast_rf, "fast", 1)
+HEAP_V2_ONE(gen_matmul_rf, "matmul", 1)
 
 /* frag: a steady random mix.  2,000 objects, then 40,000 steps that each
  * allocate (log-uniform 8 B .. 16 KiB) or free a uniformly chosen live object
@@ -183,12 +220,21 @@ typedef struct v2_workload {
     const char *name;
     const char *summary;
     int (*gen)(wl_trace *t);
+    int extra; /* not part of "all" */
 } v2_workload;
 
 static const v2_workload workloads[] = {
-    {"kernels", "integral + gaussian + fast + matmul (bench/workloads), one run each, back to back", gen_kernels},
-    {"frag", "log-uniform 8 B..16 KiB, random lifetimes, 40,000 alloc-or-free steps, live set walking 1500..2500", gen_frag},
-    {"rbtree", "6,000 live 24 B tree nodes: build, 24,000 delete+insert of random keys, post-order destroy", gen_rbtree},
+    {"kernels", "integral + gaussian + fast + matmul (bench/workloads), one run each, back to back", gen_kernels, 0},
+    {"frag", "log-uniform 8 B..16 KiB, random lifetimes, 40,000 alloc-or-free steps, live set walking 1500..2500", gen_frag, 0},
+    {"rbtree", "6,000 live 24 B tree nodes: build, 24,000 delete+insert of random keys, post-order destroy", gen_rbtree, 0},
+    {"integral", "the integral kernel alone (bench/workloads)", gen_integral, 1},
+    {"gaussian", "the gaussian kernel alone (bench/workloads)", gen_gaussian, 1},
+    {"fast", "the fast kernel alone (bench/workloads)", gen_fast, 1},
+    {"matmul", "the matmul kernel alone (bench/workloads)", gen_matmul, 1},
+    {"integral-rf", "integral, frees redrawn (wl_randomize_frees, seed 1)", gen_integral_rf, 1},
+    {"gaussian-rf", "gaussian, frees redrawn (wl_randomize_frees, seed 1)", gen_gaussian_rf, 1},
+    {"fast-rf", "fast, frees redrawn (wl_randomize_frees, seed 1)", gen_fast_rf, 1},
+    {"matmul-rf", "matmul, frees redrawn (wl_randomize_frees, seed 1)", gen_matmul_rf, 1},
 };
 #define N_WORKLOADS (sizeof workloads / sizeof workloads[0])
 
@@ -341,7 +387,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: heap_v2 [--workload NAME[,NAME...]|all] [--arena BYTES] [--check]\n"
             "       heap_v2 --list | --info | --help\n"
-            "  --workload  kernels, frag, rbtree or all (default all)\n"
+            "  --workload  kernels, frag, rbtree or all (default all: these three);\n"
+            "              one kernel alone: integral, gaussian, fast, matmul, or NAME-rf\n"
             "  --arena     arena size in bytes (suffix k or M allowed; default 64M)\n"
             "  --check     fill and verify every payload byte (slower; default checks\n"
             "              the first 8 and the last byte of each block)\n"
@@ -420,7 +467,7 @@ int main(int argc, char **argv)
     int chosen[N_WORKLOADS] = {0};
     if (strcmp(wsel, "all") == 0) {
         for (size_t k = 0; k < N_WORKLOADS; k++)
-            chosen[k] = 1;
+            chosen[k] = !workloads[k].extra;
     } else {
         char buf[256];
         snprintf(buf, sizeof buf, "%s", wsel);
