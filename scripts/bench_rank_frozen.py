@@ -523,6 +523,10 @@ def main() -> int:
         "overall": overall,
         "problems": problems,
     }
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from provenance import provenance
+    doc["provenance"] = provenance(doc["context"]["command"], doc["context"]["compiler_version"],
+                                   doc["context"]["flags"], "runtime library and per-config frozen builds")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
@@ -546,7 +550,10 @@ def markdown_summary(doc: dict) -> str:
 def markdown(doc: dict) -> str:
     c = doc["context"]
     o = doc["overall"]
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from provenance import markdown as prov_md
     L = ["# Runtime vs frozen: instructions per operation and config ranking", "",
+         *([prov_md(doc["provenance"]), ""] if doc.get("provenance") else []),
          "Written by", "", "```sh", c["command"], "```", "",
          f"{c['date']}, commit `{c['commit'][:12]}` ({c['commit_subject']}), sources: {c['sources']['mode']} "
          f"(content {c['sources']['sha256']}), {c['compiler_version']}, `{c['flags']}`, {c['valgrind']}, "

@@ -10,8 +10,20 @@ cmake --build --preset release --target mh_threads >/dev/null
 out=bench/results/mh_threads
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--threads 1,2,4,8 --steps 300000 --reps 9)
+load0=$(python3 scripts/provenance.py --load)
+PROV=(--command "scripts/mh_bench.sh ${args[*]}" --cmake-build build/release
+      --impl "lazy multi-heap: default and tuned configurations as the table says")
 {
     build/release/bench/mh_threads "${args[@]}" --json "$out.json"
-    printf '\nMade by `scripts/mh_bench.sh %s` at commit %s.\n' "${args[*]}" "$(git rev-parse --short HEAD)"
+    printf '\n%s\n' "$(python3 scripts/provenance.py --md "${PROV[@]}" --load-before "$load0")"
 } > "$out.md"
+# the same record in the JSON document
+python3 - "$out.json" "$(python3 scripts/provenance.py --json "${PROV[@]}" --load-before "$load0")" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc = {"provenance": json.loads(sys.argv[2]), **doc}
+with open(sys.argv[1], "w") as f:
+    json.dump(doc, f)
+    f.write("\n")
+PY
 cat "$out.md"

@@ -354,11 +354,19 @@ def main():
         if n not in EXPERIMENTS:
             raise SystemExit("spm_bench: unknown experiment '%s' (%s)" % (n, ", ".join(EXPERIMENTS)))
     os.makedirs(a.out, exist_ok=True)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from provenance import cmake_build, provenance, load
+    from provenance import markdown as prov_markdown
     for n in names:
+        load0 = load()
         t0 = time.time()
         log("spm_bench: %s ..." % n)
         data, md = EXPERIMENTS[n](R, a)
-        doc = {"schema": "dmmkit.spm_bench/1", "experiment": n, "title": TITLES[n], "made_by": "scripts/spm_bench.sh",
+        prov = provenance("scripts/spm_bench.sh --only %s%s" % (n, " --quick" if a.quick else ""),
+                          *cmake_build(os.path.join(os.path.dirname(os.path.abspath(a.bindir)), "..")),
+                          "host port, Cell-like cost model", load0)
+        doc = {"schema": "dmmkit.spm_bench/1", "provenance": prov, "experiment": n, "title": TITLES[n],
+               "made_by": "scripts/spm_bench.sh",
                "commit": a.commit, "reps": a.reps, "quick": a.quick, "ghz_for_modelled_time": GHZ,
                "program_sizes": sizes, "machine_cores": os.cpu_count(), "data": data}
         path = os.path.join(a.out, "spm_%s" % n)
@@ -370,6 +378,7 @@ def main():
                 "come from the host port's Cell-like cost model (docs/spm.md).\n\n" % (
                     TITLES[n], n, a.commit or "?", a.reps,
                     "; ".join("%s %s" % (k, " ".join(v)) for k, v in sizes.items()), os.cpu_count()))
+        head += prov_markdown(prov) + "\n\n"
         with open(path + ".md", "w") as f:
             f.write(head + md)
         log("spm_bench: %s done in %.0f s -> %s.{json,md}" % (n, time.time() - t0, path))
