@@ -38,7 +38,11 @@
 #   results-full  the same for every deterministic figure (not in the
 #             default run: the heap and libdmm callgrind tables and the
 #             frozen-vs-runtime ranking take tens of minutes); also run by
-#             the results stage when DMM_RESULTS_FULL=1
+#             the results stage when DMM_RESULTS_FULL=1.  Groups that need a
+#             binary built outside the repository (seed001: the dlmalloc
+#             harness, DMM_DLMALLOC_HARNESS) are skipped, saying so, unless
+#             it is given; the heap anchors' rows are compared only as far
+#             as the repository regenerates them
 #   baremetal embedded/: the bare-metal demo (seeded heap + pool workload,
 #             checkers, per-op instruction counts) built for qemu-system-arm
 #             mps2-an386 (Cortex-M4, semihosting) and qemu-system-riscv32 virt
