@@ -26,7 +26,8 @@ the tolerance a regenerated figure must stay within.  This script
                       that file and row (the checker can fail)
 
 Comparison.  JSON: every numeric leaf (or, when the group gives "fields",
-those whose key matches one of its regular expressions; strings too then)
+those whose key matches one of its regular expressions; strings too then;
+"md_fields" does the same for markdown columns)
 must satisfy |new - old| <= abs + rel * |old|; keys listed in "ignore"
 (and the provenance record, dates, commits) are skipped; lists of objects
 are matched by their identifying fields (name, target, workload, ...), so a
@@ -212,9 +213,10 @@ class Comparer:
                 if self.fields is not None and i > 0 and not self.wanted(col):
                     continue
                 self.compared += 1
-                x, y = self.number(a), self.number(b)
-                if x is not None and y is not None:
-                    if not tolerance_ok(x, y, self.tol):
+                # a cell may hold several figures ("2929.2 / 27.0")
+                xs, ys = [self.number(p) for p in a.split(" / ")], [self.number(p) for p in b.split(" / ")]
+                if len(xs) == len(ys) and None not in xs and None not in ys:
+                    if not all(tolerance_ok(x, y, self.tol) for x, y in zip(xs, ys)):
                         self.report(f"{where}, column '{col}'",
                                     f"committed {a}, regenerated {b} (tolerance {tol_text(self.tol)})")
                 elif a != b:
@@ -226,8 +228,11 @@ class Comparer:
                                 "row new in the regenerated file (not committed)")
 
 
-def compare_files(old_path, new_path, name, tol, fields=None, ignore=(), partial=False):
-    c = Comparer(name, tol, fields, ignore, partial)
+def compare_files(old_path, new_path, name, tol, fields=None, ignore=(), partial=False, md_fields=None):
+    """fields: the JSON leaves compared (regular expressions on the key; None:
+    every number); md_fields: the markdown columns compared (on the header;
+    None: every cell)."""
+    c = Comparer(name, tol, md_fields if old_path.endswith(".md") else fields, ignore, partial)
     if not os.path.exists(new_path):
         c.report("(file)", f"not regenerated ({new_path} missing)")
         return c
@@ -322,7 +327,8 @@ def run_group(g, scratch, short):
         if not rel.endswith((".md", ".json")):
             continue
         c = compare_files(os.path.join(RESULTS, rel), os.path.join(out, os.path.basename(rel)),
-                          "bench/results/" + rel, g["tolerance"], g.get("fields"), g.get("ignore", ()), partial)
+                          "bench/results/" + rel, g["tolerance"], g.get("fields"), g.get("ignore", ()), partial,
+                          g.get("md_fields"))
         n += c.compared
         problems += c.problems
     print(f"check_results: {g['name']}: {n} figures compared in {time.time() - t0:.0f} s"
