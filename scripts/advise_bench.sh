@@ -39,6 +39,8 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/dmmkit-advise-bench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 
 echo "advise_bench: dmmkit advise -- sqlite3 :memory: <sort $ROWS rows> (budget $BUDGET min)"
+export DMM_LOAD0
+DMM_LOAD0=$(python3 scripts/provenance.py --load)
 t0=$(date +%s.%N)
 "$DMMKIT" advise -o "$W/advise" --budget-minutes "$BUDGET" -- sqlite3 :memory: "$(query "$ROWS")" | tee "$W/advise.log"
 t1=$(date +%s.%N)
@@ -76,8 +78,13 @@ doc = {
                 "dropped": len(b.get("dropped") or []), "best": exp.get("best"),
                 "best_config": (by_id.get(exp.get("best")) or {}).get("config")},
 }
+sys.path.insert(0, "scripts")
+from provenance import cmake_build, markdown, provenance
+doc["provenance"] = provenance(doc["command"], *cmake_build("build/release"), "dmmkit advise / explore (.venv)",
+                               float(os.environ["DMM_LOAD0"]))
 json.dump(doc, open("bench/results/advise_sqlite.json", "w"), indent=1)
 L = ["# Issue 14 acceptance run: `dmmkit advise` and `dmmkit explore` on sqlite3", "",
+     markdown(doc["provenance"]), "",
      f"Made by `{doc['command']}` on {cpu} ({os.cpu_count()} CPUs), {doc['created']}.", "",
      "| run | operations | seconds | limit |", "|---|---:|---:|---:|",
      f"| advise (record, explore, compare, generate, e2e, report) | {doc['advise']['ops']} | "

@@ -31,6 +31,7 @@ cmake --build --preset release -j"${DMM_JOBS:-2}" --target dmm-replay dmmrec >/d
 REPLAY=build/release/tools/dmm-replay
 LIBDIR=/usr/lib/x86_64-linux-gnu
 mkdir -p "$OUT/traces" "$OUT/json"
+LOAD0=$(python3 scripts/provenance.py --load)
 
 if [ "$RECORD" = 1 ]; then
     echo "== recording three real programs"
@@ -99,6 +100,6 @@ for t in "${traces[@]}"; do
         echo ok
     done
 done
-python3 scripts/trace_study_report.py "$OUT/json" bench/results/trace_study.json bench/results/trace_study.md \
+DMM_LOAD0=$LOAD0 python3 scripts/trace_study_report.py "$OUT/json" bench/results/trace_study.json bench/results/trace_study.md \
     "scripts/trace_study.sh --reps $REPS"
 echo "== wrote bench/results/trace_study.md and .json"

@@ -67,6 +67,13 @@ def main():
             for (t, a), r in sorted(runs.items())
         ],
     }
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from provenance import markdown, provenance
+    b = doc.get("build") or {}
+    load0 = os.environ.get("DMM_LOAD0")
+    doc["provenance"] = provenance(command, b.get("compiler"), b.get("flags") or b.get("cflags"),
+                                   "dmm-replay (release build); system allocators by LD_PRELOAD, checked with --expect",
+                                   float(load0) if load0 else None)
     with open(out_json, "w") as f:
         json.dump(doc, f, indent=1)
 
@@ -77,6 +84,8 @@ def main():
 
     lines = [
         "# Trace study: recorded programs and bundled traces, replayed everywhere",
+        "",
+        markdown(doc["provenance"]),
         "",
         f"Made by `{command}` on {doc['date']}.",
         f"Machine: {json.dumps(doc['machine'])}",
