@@ -7,7 +7,8 @@ the tolerance a regenerated figure must stay within.  This script
 
   --readme            writes bench/results/README.md from the manifest
   --lint              checks the registry against the directory (and that
-                      README.md is what --readme writes): every file
+                      README.md is what --readme writes): every generator
+                      named exists, every file
                       in bench/results is registered, every registered file
                       exists, and every .md / .json carries the provenance
                       record of scripts/provenance.py (files marked
@@ -23,7 +24,8 @@ the tolerance a regenerated figure must stay within.  This script
                       does (--abs / --rel tolerance); for tests
   --selftest          alters one figure of a committed deterministic file in
                       a scratch copy and checks that --compare fails naming
-                      that file and row (the checker can fail)
+                      that file and row, and that the lint fails on a group
+                      whose generator is gone (the checker can fail)
 
 Comparison.  JSON: every numeric leaf (or, when the group gives "fields",
 those whose key matches one of its regular expressions; strings too then;
@@ -282,6 +284,11 @@ def lint(m):
         if rel not in registered and not any(rel.startswith(f.rstrip("/") + "/") for f in registered
                                              if f.endswith("/")):
             problems.append(f"{rel}: not registered in bench/results/manifest.json")
+    for g in m["groups"]:
+        # the generator must still exist (a file whose generator is gone is stale)
+        for script in sorted(set(re.findall(r"\b(scripts/[\w.-]+)", g["generate"] + " " + g.get("update", "")))):
+            if not os.path.exists(os.path.join(ROOT, script)):
+                problems.append(f"group {g['name']}: its generator {script} does not exist")
     for rel, g in sorted(registered.items()):
         path = os.path.join(RESULTS, rel)
         if not os.path.exists(path):
@@ -383,6 +390,11 @@ def selftest(m):
                 print(f"check_results: selftest: altered {rel} -> {c.problems[0]}")
                 if "bench/results/" + rel not in c.problems[0]:
                     failures.append(f"{rel}: the failure does not name the file")
+    # a registry naming a generator that is gone must fail the lint
+    broken = json.loads(json.dumps(m))
+    broken["groups"][0]["generate"] = "scripts/no-such-generator.sh --out {out}"
+    if not any("no-such-generator" in p for p in lint(broken)[0]):
+        failures.append("lint accepted a group whose generator does not exist")
     return failures
 
 
