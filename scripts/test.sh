@@ -34,7 +34,8 @@
 #             sizes for Cortex-M4, the mesh simulator's cycles, the pool's
 #             callgrind counts) is regenerated into build/results-check and
 #             compared with the committed files within the manifest's
-#             tolerances (about a minute on 2 cores; builds what it needs)
+#             tolerances (40 s once built, 2 min with its builds on a loaded
+#             2-core machine; builds what it needs)
 #   results-full  the same for every deterministic figure (not in the
 #             default run: the heap and libdmm callgrind tables and the
 #             frozen-vs-runtime ranking take tens of minutes); also run by
