@@ -38,7 +38,7 @@
 #             2-core machine; builds what it needs)
 #   results-full  the same for every deterministic figure (not in the
 #             default run: the heap and libdmm callgrind tables and the
-#             frozen-vs-runtime ranking take tens of minutes); also run by
+#             frozen-vs-runtime ranking: about 15 minutes in all); also run by
 #             the results stage when DMM_RESULTS_FULL=1.  Groups that need a
 #             binary built outside the repository (seed001: the dlmalloc
 #             harness, DMM_DLMALLOC_HARNESS) are skipped, saying so, unless
