@@ -76,37 +76,25 @@ def print_analysis(trace: str, d: dict) -> None:
         console.print(h)
 
 
+ERROR_PREFIX = "dmmkit record: error: "
+
+
 def record(tools: Tools, out: str | None, program: list[str], time: bool = False, follow_fork: bool = False,
            signal: str | None = None) -> int:
-    """Runs the program under the recorder through scripts/record.sh when the
-    source tree has it, else with libdmmrec.so preloaded directly.  Returns
-    the program's exit status."""
+    """Runs the program with libdmmrec.so preloaded (what scripts/record.sh
+    does, with the command line's error form: a failure is one line
+    `dmmkit record: error: ...` on stderr).  Returns the program's exit
+    status (1 when it succeeded but a trace was not written)."""
     if not program:
         raise DmmkitError("no program given: dmmkit record -o OUT -- PROGRAM [ARGS...]")
     from .advise import python_hint
     hint = python_hint(program)
     if hint:  # a Python program recorded through pymalloc shows a few thousand operations
         print("record: " + hint, file=sys.stderr)
-    script = tools.root / "scripts" / "record.sh" if tools.root else None
-    opts = []
-    if out:
-        opts += ["-o", out]
-    if time:
-        opts.append("--time")
-    if follow_fork:
-        opts.append("--follow-fork")
-    if signal:
-        opts += ["--signal", signal]
     env = dict(os.environ)
-    if tools.recorder:
-        env["DMM_REC_LIB"] = str(tools.recorder)
-    if script and script.is_file():
-        cmd = ["bash", str(script), *opts, "--", *program]
-        p = subprocess.run(cmd, env=env)
-        return p.returncode  # record.sh has said what happened
     if not tools.recorder:
-        raise DmmkitError("libdmmrec.so not found next to the tools and no scripts/record.sh: build the release "
-                          "preset (cmake --preset release && cmake --build --preset release)", RUNTIME)
+        raise DmmkitError("libdmmrec.so not found next to the tools: build the release preset "
+                          "(cmake --preset release && cmake --build --preset release)", RUNTIME)
     from shutil import which
     if not which(program[0]) and not Path(program[0]).is_file():
         raise DmmkitError(f"program not found: {program[0]}", 127)
@@ -127,7 +115,13 @@ def record(tools: Tools, out: str | None, program: list[str], time: bool = False
     os.close(fd)
     env["DMM_TRACE_SUMMARY"] = summary
     try:
-        p = subprocess.run(program, env=env)
+        try:
+            p = subprocess.run(program, env=env)
+        except OSError as e:  # not executable, or a bare name found as a file but not on PATH
+            raise DmmkitError(f"cannot run {program[0]}: {e.strerror or e}"
+                              + (f" (for the file in this directory: ./{program[0]})"
+                                 if "/" not in program[0] and Path(program[0]).is_file() else ""),
+                              127 if isinstance(e, FileNotFoundError) else 126) from None
         try:
             with open(summary, errors="replace") as f:
                 lines = [ln.strip() for ln in f if ln.strip()]
@@ -140,10 +134,13 @@ def record(tools: Tools, out: str | None, program: list[str], time: bool = False
             pass
     failed = [ln for ln in lines if ln.endswith("(trace not written)")]
     for ln in lines:
-        print(("record: " + ln.split(": ", 1)[1]) if ln.startswith("dmmrec: ") else ln,
-              file=sys.stderr if ln in failed else sys.stdout)
+        text = ln.split(": ", 1)[1] if ln.startswith("dmmrec: ") else ln
+        if ln in failed:
+            print(f"{ERROR_PREFIX}{text}", file=sys.stderr)
+        else:
+            print("record: " + text)
     if not lines:
-        print("record: no trace was written (statically linked program, _exit/abort/kill before exit, "
+        print(f"{ERROR_PREFIX}no trace was written (statically linked program, _exit/abort/kill before exit, "
               "or DMM_TRACE_DISABLE set)", file=sys.stderr)
         return p.returncode or 1
     if failed and p.returncode == 0:

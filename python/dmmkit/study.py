@@ -568,7 +568,7 @@ def analyse_workload(tools: Tools, w: Workload, scale: int, outdir: Path, real_s
         cmd = [str(w.path), w.name, "--workdir", str(work)] + (["--threads", str(threads)] if w.threaded else []) \
             + (["--scale", str(real_scale)] if real_scale is not None else [])
     try:
-        if tools.recorder is None and not (tools.root and (tools.root / "scripts" / "record.sh").is_file()):
+        if tools.recorder is None:
             return {"threads": threads, "error": "the recorder libdmmrec.so was not found"}
         rc = record_quietly(tools, trace, cmd, log)
         if rc != 0 or not trace.is_file():
