@@ -198,6 +198,22 @@ def _check_memory(trace: str, ops: int | None) -> None:
                           f"{need >> 20} MiB, {avail >> 20} MiB are available", BAD_INPUT)
 
 
+def _check_requests(trace: str, analysis: dict) -> None:
+    """A trace asking for one block larger than the machine's memory (a
+    damaged or hostile trace: 2^63 bytes) is refused with one line: no
+    allocator can grant it, so no advice can come from it (dmm-replay and
+    compare replay it with that allocation failing)."""
+    biggest = (analysis.get("sizes") or {}).get("max")
+    try:
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if isinstance(biggest, int) and phys > 0 and biggest > phys:
+        raise DmmkitError(f"trace {trace} asks for a block of {biggest} bytes, more than this machine's memory "
+                          f"({phys >> 20} MiB): no allocator can grant it, so there is nothing to advise on "
+                          "(dmmkit compare replays it with that allocation failing)", BAD_INPUT)
+
+
 def _trace_ops(analysis: dict) -> int | None:
     oc = analysis.get("op_counts") or {}
     try:
@@ -311,6 +327,7 @@ def _advise(tools: Tools, r: _Run) -> dict:
     from .measure import TaskError, measure_timing
     analysis = analyse_json(tools, trace)
     ops = _trace_ops(analysis)
+    _check_requests(trace, analysis)
     _check_memory(trace, ops)
     r.doc["trace"].update({"ops": ops, "threads": (analysis.get("threads") or {}).get("count"),
                            "peak_live": (analysis.get("peak") or {}).get("live_bytes")})

@@ -218,7 +218,7 @@ def _overrule(d: dict, goal: str, why: str, cur: str, rows: dict, allocs: dict, 
     over = {"label": d["choice"], "ratio": d["ratio"], "ci": d.get("ci"), "p": d.get("p"),
             "memory_exact": d.get("memory_exact") if goal != "memory" else
             (rows.get(d["choice"]) or {}).get("exact"), "e2e": d.get("e2e"), "why": why}
-    excluded = {lab for lab in failed if lab != cur} | {d["choice"]}
+    excluded = set(failed) | {d["choice"]}
     win = _program_winner(goal, cur, e2e, excluded)
     d = dict(d, overruled=over, ties=[], best=None)
     if win is None:
@@ -253,10 +253,15 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
     # a configuration that failed allocations on the trace did not serve it:
     # its figures are of a different (smaller) workload, so it is neither
     # ranked nor tied
-    failed = _failed_allocations(compare)
+    # (counted beyond the current allocator's own failures: a request no
+    # allocator can grant fails for every one)
+    failed = {lab: n for lab, n in _failed_allocations(compare).items()}
+    base_failed = failed.pop(cur, 0)
+    failed = {lab: n for lab, n in failed.items() if n > base_failed}
     for lab in sorted(failed):
-        if lab != cur and lab in labels:
-            caveats.add(f"{lab} failed {failed[lab]} allocation(s) on the trace: it is not ranked for any goal")
+        if lab in labels:
+            caveats.add(f"{lab} failed {failed[lab]} allocation(s) on the trace"
+                        + (f" ({cur}: {base_failed})" if base_failed else "") + ": it is not ranked for any goal")
     known = [lab for lab in labels if rows[lab]["ratio"] is not None and (lab == cur or lab not in failed)]
     if len(known) < 2:
         return _no_answer(goal, f"the compare results hold no {METRICS[goal]} figures against {cur}", cur)
