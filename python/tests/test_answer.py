@@ -313,3 +313,14 @@ def test_next_never_contradicted_by_the_end_to_end_check():
             else:
                 assert mr < 0.98, g
             assert "LD_PRELOAD" in g["next"]
+
+
+def test_failures_every_allocator_shares_do_not_unrank():
+    # a request no allocator can grant fails for each one, the current one too
+    ov = {"glibc": fig(1.0, [1, 1]), "mimalloc": fig(0.8, [0.75, 0.85], fp=1.0)}
+    for o in ov.values():
+        o["failed"] = 1
+    ov["mimalloc"]["warm_avg_ratio_p"] = 0.001
+    a = make_answer(compare_doc(ov))
+    assert goal(a, "speed")["choice"] == "mimalloc"
+    assert not any("failed" in c for c in a["caveats"])
