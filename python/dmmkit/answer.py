@@ -328,6 +328,10 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
         why = _not_backed(goal, choice, d, e2e)
         if why:
             d = _overrule(d, goal, why, cur, rows, allocs, known, compare, e2e, failed)
+    elif _program_winner(goal, cur, e2e, set(failed)):
+        # the replay tells nothing apart, the real program does: its winner
+        d = _overrule(d, goal, f"the replay did not tell the allocators apart from {cur}", cur, rows, allocs,
+                      known, compare, e2e, failed)
     d["next"] = _next(d["choice"], d["kind"], allocs.get(d["choice"]) or {}, program, e2e)
     d["sentence"] = _sentence(d, cur, best, rows)
     if m_ex is False or (goal == "memory" and rows[best].get("exact") is False):
@@ -360,6 +364,13 @@ def _overruled_sentence(d: dict, cur: str) -> str:
         (", approximate" if approx else "") + ")"
     if d["kind"] == "current":
         s = f"For {goal} keep {cur}: the replay's best, {rep}, is not backed: {o['why']}"
+    elif o["label"] == cur:
+        real = _real_figs(d.get("e2e"), goal)
+        fig = rows_fig = d.get("ratio")
+        iv = fmt_ci(d.get("ci"))
+        s = (f"For {goal} use {d['choice']}, which won on the real program ({real} of {cur}'s); {o['why']}"
+             + (f" ({d['choice']} {fmt_x(fig)} the {metric}" + (f", {iv}" if iv else "") + ")"
+                if rows_fig is not None else ""))
     else:
         real = _real_figs(d.get("e2e"), goal)
         s = (f"For {goal} use {d['choice']}, which won on the real program ({real} of {cur}'s); the replay's best, "

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import time
 from dataclasses import dataclass, field
 
 from rich.table import Table
@@ -60,6 +61,10 @@ class CompareOptions:
     results: str = "dmmkit-compare.json"
     pictures: bool = True
     argv: list[str] = field(default_factory=list)
+    # time.monotonic() after which no new round starts, once min_rounds are
+    # done (advise's step deadline); None: no limit
+    deadline: float | None = None
+    min_rounds: int = 2
 
 
 def merge_hists(hs: list[dict]) -> dict:
@@ -169,6 +174,7 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     console.print(f"[bold]compare[/]: {len(allocs)} allocator(s) x {len(refs)} trace(s) x {how}, "
                   f"interleaved; baseline {base}")
     reps_done, why = 0, None
+    last_round = 0.0
     interrupted = False
     with progress() as prog:
         task = prog.add_task("replays (serial, interleaved)", total=planned * per_round)
@@ -184,7 +190,13 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
                 elif reps_done >= opts.reps:
                     why = f"the {opts.reps} repetition(s) asked for (--reps)"
                     break
+                if opts.deadline is not None and reps_done >= opts.min_rounds and \
+                        time.monotonic() + last_round > opts.deadline:
+                    why = f"the time budget: another round ({last_round:.1f} s) would end after the deadline"
+                    break
+                t_round = time.monotonic()
                 failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task)
+                last_round = time.monotonic() - t_round
                 if failure is None:
                     reps_done += 1
         except KeyboardInterrupt:
