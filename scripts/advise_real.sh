@@ -8,7 +8,8 @@
 #   perl    a perl hash build: 430,000 keys, then sorted (about 2.1M operations)
 #   python  a Python dict built and round-tripped through JSON (about 1.6M
 #           operations; advise records it with PYTHONMALLOC=malloc)
-#   git     `git log --stat` of this repository (all its commits)
+#   git     `git log --stat` of this repository (all its commits;
+#           DMM_BENCH_GIT_REPO names another)
 #   sqlite  sqlite3 sorting 45,000 generated rows in memory (about 540k)
 # For each: the wall time of the whole advise run against the budget, the
 # load average before and after, the explore figures (configs with full
@@ -45,7 +46,7 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/dmmkit-advise-real.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 
 PERL_CODE='my %h; for my $i (1..430000) { $h{"key$i"} = "v" x ($i % 50) } my @k = sort keys %h; print scalar(@k), "\n"'
-PY_CODE='import json; d = {str(i): [i, str(i) * 3, {"k": i}] for i in range(120000)}; s = json.dumps(d); print(len(json.loads(s)))'
+PY_CODE='import json; d = {str(i): [i, str(i) * 3, {"k": i}] for i in range(25000)}; s = json.dumps(d); print(len(json.loads(s)))'
 SQL="WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<45000) SELECT count(*) FROM (SELECT x, printf('name-%d-%s', x, hex(randomblob(8))) AS n FROM c ORDER BY n);"
 
 want() { [ ${#ONLY[@]} -eq 0 ] && return 0; local n; for n in "${ONLY[@]}"; do [ "$n" = "$1" ] && return 0; done; return 1; }
@@ -72,7 +73,7 @@ run_one() {  # NAME BINARY -- PROGRAM ARGS...
 
 run_one perl perl -- perl -e "$PERL_CODE"
 run_one python python3 -- python3 -c "$PY_CODE"
-run_one git git -- git -C "$ROOT" log --stat
+run_one git git -- git -C "${DMM_BENCH_GIT_REPO:-$ROOT}" log --stat
 run_one sqlite sqlite3 -- sqlite3 :memory: "$SQL"
 
 .venv/bin/python - "$W" "$BUDGET" "$*" <<'PY'

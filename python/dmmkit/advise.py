@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .answer import make_answer, print_answer
+from .procs import PY_HINT, python_hint, python_interpreter  # noqa: F401 (python_hint: part of advise's API)
 from .cache import write_json_atomic
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
 from .stats import MIN_SEPARABLE_PAIRS
@@ -50,6 +51,7 @@ COMPARE_MARGIN = 1.3       # a round costs n x probe x this
 E2E_MARGIN = 1.2           # a run costs the recorded run x this
 GENERATE_S = 40.0          # compiling a generated library (cached by config hash: then about 0)
 REPORT_S = 4.0             # the answer, advise.json and the report
+E2E_FLOOR_ROUNDS = 3       # the end-to-end check's rounds when 6 (MIN_SEPARABLE_PAIRS) do not fit
 EXTRA_SHARES = {"explore": 0.45, "compare": 0.30, "e2e": 0.25}
 # explore's window: a config's deterministic figures cost about this many
 # replays of the window (minimum arena, footprint, callgrind, timing: measured
@@ -64,14 +66,25 @@ def plan_budget(left_s: float, probe_s: float, ops: int | None, n_compare: int, 
     e2e, report), the explore window's operations and the least the plan
     needs.  Pure (tested).  Raises DmmkitError naming the budget that would
     hold one round of every step when left_s cannot."""
-    need = {"explore": 0.0 if "explore" in skip else EXPLORE_MIN_S,
-            "compare": COMPARE_MIN_ROUNDS * n_compare * probe_s * COMPARE_MARGIN,
-            "generate": 0.0 if "generate" in skip else (1.0 if generate_cached else GENERATE_S),
-            "e2e": 0.0 if ("e2e" in skip or not t_run) else
-            MIN_SEPARABLE_PAIRS * n_e2e * max(0.005, t_run) * E2E_MARGIN,
-            "report": REPORT_S}
+    def least_of(e2e_rounds: int) -> dict:
+        return {"explore": 0.0 if "explore" in skip else EXPLORE_MIN_S,
+                "compare": COMPARE_MIN_ROUNDS * n_compare * probe_s * COMPARE_MARGIN,
+                "generate": 0.0 if "generate" in skip else (1.0 if generate_cached else GENERATE_S),
+                "e2e": 0.0 if ("e2e" in skip or not t_run) else e2e_rounds * n_e2e * max(0.005, t_run) * E2E_MARGIN,
+                "report": REPORT_S}
+    # the end-to-end check's least: the 6 rounds a Wilcoxon test needs to
+    # separate wall times; when they do not fit, 3 (peak RSS still tells,
+    # wall time then cannot, and the answer keeps the current allocator for
+    # speed); a budget that holds neither is refused naming the first
+    e2e_rounds = MIN_SEPARABLE_PAIRS
+    need = least_of(e2e_rounds)
+    if sum(need.values()) > left_s:
+        e2e_rounds = E2E_FLOOR_ROUNDS
+        need = least_of(e2e_rounds)
     least = sum(need.values())
     if least > left_s:
+        need = least_of(MIN_SEPARABLE_PAIRS)
+        least = sum(need.values())
         total = used_s + least
         minutes = math.ceil(total / 60 * 1.15 * 2) / 2  # half-minutes, with room for a busy machine
         parts = ", ".join(f"{k} {v:.0f} s" for k, v in need.items() if v)
@@ -88,10 +101,7 @@ def plan_budget(left_s: float, probe_s: float, ops: int | None, n_compare: int, 
         per_op = max(probe_s, 1e-3) / max(1, ops)
         window = int(min(WINDOW_MAX_OPS, max(WINDOW_MIN_OPS, alloc["explore"] / (WINDOW_REPLAYS * per_op))))
     return {"seconds": {k: round(v, 1) for k, v in alloc.items()}, "least": {k: round(v, 1) for k, v in need.items()},
-            "left_s": round(left_s, 1), "window_ops": window}
-PY_HINT = ("Python programs allocate through pymalloc's arenas; recording without PYTHONMALLOC=malloc yields a few "
-           "thousand operations instead of every allocation")
-
+            "left_s": round(left_s, 1), "window_ops": window, "e2e_rounds": e2e_rounds}
 
 @dataclass
 class AdviseOptions:
@@ -112,36 +122,6 @@ class AdviseOptions:
 
 # ------------------------------------------------------------ interpreters ---
 
-_PY_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?([dmu]*)?$")
-
-
-def python_interpreter(program: list[str]) -> bool:
-    """Whether the program runs under a Python interpreter: its name
-    (python3, python3.11, pypy3, a pyenv shim of those), `env python3 ...`,
-    or a script whose #! line names one."""
-    if not program:
-        return False
-    args = list(program)
-    if os.path.basename(args[0]) == "env":
-        args = [a for a in args[1:] if "=" not in a and not a.startswith("-")] or [""]
-    name = os.path.basename(args[0])
-    if _PY_NAME.match(name):
-        return True
-    from shutil import which
-    path = args[0] if "/" in args[0] else which(args[0])
-    if not path:
-        return False
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(256)
-    except OSError:
-        return False
-    if not first.startswith(b"#!"):
-        return False
-    words = first[2:].decode("utf-8", "replace").split()
-    return any(_PY_NAME.match(os.path.basename(w)) for w in words[:3])
-
-
 def _unwritten_traces(log: Path) -> list[str]:
     """The recorder's "(trace not written)" lines in record's log (each names
     the file and the cause)."""
@@ -150,15 +130,6 @@ def _unwritten_traces(log: Path) -> list[str]:
             return [ln for ln in map(str.strip, f) if ln.endswith("(trace not written)")]
     except OSError:
         return []
-
-
-def python_hint(program: list[str], env: dict | None = None) -> str | None:
-    """The hint `dmmkit record` prints for a Python program recorded without
-    PYTHONMALLOC=malloc; None when it does not apply."""
-    env = os.environ if env is None else env
-    if env.get("PYTHONMALLOC") == "malloc" or not python_interpreter(program):
-        return None
-    return (f"hint: {PY_HINT}: PYTHONMALLOC=malloc dmmkit record ... -- {shlex.join(program)}")
 
 
 # ------------------------------------------------------------------ driver ---
@@ -589,7 +560,7 @@ def _generate_cache_dir(tools: Tools, config: str) -> Path:
     return Path(base) / "generated" / key
 
 
-def _generate(tools: Tools, r: _Run, compare_doc: dict, explore_doc: dict | None) -> dict | None:
+def _generate(tools: Tools, r: _Run, compare_doc: dict, explore_doc: dict | None) -> list[dict]:
     """The chosen dmm config as an LD_PRELOAD library: explore's best when
     it was compared, else the fastest dmm config of the comparison (never
     one that failed allocations); from the cache when built before."""
@@ -600,10 +571,41 @@ def _generate(tools: Tools, r: _Run, compare_doc: dict, explore_doc: dict | None
            and ((ov.get(a["label"]) or {}).get("failed") or 0) <= base_failed]
     if not dmm:
         r.note("no dmm config to generate (none was compared without failed allocations)")
-        return None
+        return []
     b = _feasible_best(explore_doc)
     best = [a for a in dmm if a["label"].startswith("best:") or (b and a["label"] == f"dmm:{b}")]
     a = best[0] if best else min(dmm, key=lambda a: ov[a["label"]]["warm_avg_ratio_geomean"])
+    out = [_generate_one(tools, r, a)]
+    # the memory goal's dmm choice (smallest exact peak footprint) too, when
+    # it is another config and there is time (or it is cached), so the
+    # end-to-end check can back a memory switch to it
+    fp = {x["label"]: _fp(compare_doc, x["label"]) for x in dmm}
+    mem = [x for x in dmm if fp[x["label"]] is not None]
+    if mem:
+        m = min(mem, key=lambda x: fp[x["label"]])
+        if m["spec"] != a["spec"]:
+            cached = (_generate_cache_dir(tools, m["spec"]) / "dmmkit-generated.json").is_file()
+            if cached or r.left("generate") > GENERATE_S:
+                out.append(_generate_one(tools, r, m))
+            else:
+                r.note(f"the memory choice {m['label']} is not generated (no time left in this step): the "
+                       "end-to-end check cannot back a memory switch to it")
+    gens = [g for g in out if g]
+    r.doc["generated"] = gens[0] if gens else None
+    r.doc["generated_all"] = gens
+    return gens
+
+
+def _fp(compare_doc: dict, label: str) -> float | None:
+    """The exact peak footprint of label on the (one) trace, else None."""
+    for per in (compare_doc.get("summary") or {}).values():
+        s = per.get(label) or {}
+        if s.get("memory_exact") and isinstance(s.get("peak_footprint"), (int, float)):
+            return float(s["peak_footprint"])
+    return None
+
+
+def _generate_one(tools: Tools, r: _Run, a: dict) -> dict | None:
     from .generate import generate
     cdir = _generate_cache_dir(tools, a["spec"])
     info_path = cdir / "dmmkit-generated.json"
@@ -624,11 +626,9 @@ def _generate(tools: Tools, r: _Run, compare_doc: dict, explore_doc: dict | None
             r.note(f"generate {a['spec']} failed: {e.message}")
             return None
     console.print(f"  {a['label']} ({a['spec']}): {info.get('preload_library')}" + (" (cached)" if cached else ""))
-    g = {"label": a["label"], "spec": a["spec"], "dir": str(cdir), "preload_library": info.get("preload_library"),
-         "config": info.get("config"), "cached": cached,
-         "command": f"dmmkit generate {shlex.quote(a['spec'])} -o DIR"}
-    r.doc["generated"] = g
-    return g
+    return {"label": a["label"], "spec": a["spec"], "dir": str(cdir), "preload_library": info.get("preload_library"),
+            "config": info.get("config"), "cached": cached,
+            "command": f"dmmkit generate {shlex.quote(a['spec'])} -o DIR"}
 
 
 def _e2e(r: _Run, compare_doc: dict, gen: dict | None, t_run: float | None) -> dict:
@@ -655,8 +655,9 @@ def _e2e(r: _Run, compare_doc: dict, gen: dict | None, t_run: float | None) -> d
                 cands.append(Candidate(a["label"], lib, "system"))
     if not any(c.label == cur for c in cands):
         raise DmmkitError(f"the current allocator {cur} is not a system allocator of the comparison", BAD_INPUT)
-    if gen and gen.get("preload_library"):
-        cands.append(Candidate(gen["label"], gen["preload_library"], "dmm"))
+    for g in gen or []:
+        if g.get("preload_library"):
+            cands.append(Candidate(g["label"], g["preload_library"], "dmm"))
     from .allocators import find_libdmm
     lib, _ = find_libdmm()
     if lib is not None:
@@ -667,7 +668,11 @@ def _e2e(r: _Run, compare_doc: dict, gen: dict | None, t_run: float | None) -> d
     t_run = max(0.005, t_run or 0.005)
     left = r.left("e2e")
     fit = int(left // (len(cands) * t_run * E2E_MARGIN))
-    least = min(r.opts.e2e_reps, MIN_SEPARABLE_PAIRS)
+    least = min(r.opts.e2e_reps, (r.plan or {}).get("e2e_rounds") or MIN_SEPARABLE_PAIRS)
+    if least < MIN_SEPARABLE_PAIRS:
+        r.note(f"the end-to-end check fits {least} rounds in the budget, fewer than the {MIN_SEPARABLE_PAIRS} a "
+               "Wilcoxon test needs to tell wall times apart: it can back a memory switch (peak RSS), not a speed "
+               "one (raise --budget-minutes)")
     reps = max(least, min(15, max(r.opts.e2e_reps, fit) if fit >= r.opts.e2e_reps else fit))
     console.print(f"  {len(cands)} allocators x up to {reps} interleaved repetitions (at least {least})")
     from .ui import progress

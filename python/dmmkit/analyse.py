@@ -4,10 +4,7 @@ recorder)."""
 from __future__ import annotations
 
 import os
-import sys
-import subprocess
 import tempfile
-from pathlib import Path
 
 from rich.table import Table
 
@@ -76,73 +73,3 @@ def print_analysis(trace: str, d: dict) -> None:
         console.print(h)
 
 
-ERROR_PREFIX = "dmmkit record: error: "
-
-
-def record(tools: Tools, out: str | None, program: list[str], time: bool = False, follow_fork: bool = False,
-           signal: str | None = None) -> int:
-    """Runs the program with libdmmrec.so preloaded (what scripts/record.sh
-    does, with the command line's error form: a failure is one line
-    `dmmkit record: error: ...` on stderr).  Returns the program's exit
-    status (1 when it succeeded but a trace was not written)."""
-    if not program:
-        raise DmmkitError("no program given: dmmkit record -o OUT -- PROGRAM [ARGS...]")
-    from .advise import python_hint
-    hint = python_hint(program)
-    if hint:  # a Python program recorded through pymalloc shows a few thousand operations
-        print("record: " + hint, file=sys.stderr)
-    env = dict(os.environ)
-    if not tools.recorder:
-        raise DmmkitError("libdmmrec.so not found next to the tools: build the release preset "
-                          "(cmake --preset release && cmake --build --preset release)", RUNTIME)
-    from shutil import which
-    if not which(program[0]) and not Path(program[0]).is_file():
-        raise DmmkitError(f"program not found: {program[0]}", 127)
-    env["LD_PRELOAD"] = str(tools.recorder) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-    env.pop("DMM_TRACE_ROOT", None)
-    if out:
-        env["DMM_TRACE_OUT"] = out
-    if time:
-        env["DMM_TRACE_TIME"] = "1"
-    if follow_fork:
-        env["DMM_TRACE_FORK"] = "follow"
-    if signal:
-        env["DMM_TRACE_SIGNAL"] = signal
-    # The recorder appends one status line per trace it tried to write; a
-    # line ending in "(trace not written)" carries the real cause (a full
-    # disk, a missing directory), which is then the one message shown.
-    fd, summary = tempfile.mkstemp(prefix="dmmkit-rec-", suffix=".status")
-    os.close(fd)
-    env["DMM_TRACE_SUMMARY"] = summary
-    try:
-        try:
-            p = subprocess.run(program, env=env)
-        except OSError as e:  # not executable, or a bare name found as a file but not on PATH
-            raise DmmkitError(f"cannot run {program[0]}: {e.strerror or e}"
-                              + (f" (for the file in this directory: ./{program[0]})"
-                                 if "/" not in program[0] and Path(program[0]).is_file() else ""),
-                              127 if isinstance(e, FileNotFoundError) else 126) from None
-        try:
-            with open(summary, errors="replace") as f:
-                lines = [ln.strip() for ln in f if ln.strip()]
-        except OSError:
-            lines = []
-    finally:
-        try:
-            os.unlink(summary)
-        except OSError:
-            pass
-    failed = [ln for ln in lines if ln.endswith("(trace not written)")]
-    for ln in lines:
-        text = ln.split(": ", 1)[1] if ln.startswith("dmmrec: ") else ln
-        if ln in failed:
-            print(f"{ERROR_PREFIX}{text}", file=sys.stderr)
-        else:
-            print("record: " + text)
-    if not lines:
-        print(f"{ERROR_PREFIX}no trace was written (statically linked program, _exit/abort/kill before exit, "
-              "or DMM_TRACE_DISABLE set)", file=sys.stderr)
-        return p.returncode or 1
-    if failed and p.returncode == 0:
-        return 1
-    return p.returncode

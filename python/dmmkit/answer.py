@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import shlex
 from .compare import CompareOptions, paired_against
+from .e2e import agreement
+from .textfmt import fmt_ci, fmt_x
 from .stats import ALPHA, MIN_SEPARABLE_PAIRS
 
 
@@ -39,14 +41,6 @@ def _ci(x) -> list[float] | None:
         if lo is not None and hi is not None:
             return [lo, hi]
     return None
-
-
-def fmt_x(r: float | None) -> str:
-    return "?" if r is None else f"{r:.2f}x"
-
-
-def fmt_ci(ci: list[float] | None) -> str:
-    return "" if not ci else f"95% CI {ci[0]:.2f}-{ci[1]:.2f}"
 
 
 def _join(names: list[str]) -> str:
@@ -136,7 +130,6 @@ def _next(lab: str, kind: str, alloc: dict, program: list[str] | None, e2e: dict
 def _e2e_for(goal: str, lab: str, cur: str, e2e: dict | None, replay: dict) -> dict | None:
     if not e2e or e2e.get("skipped"):
         return None
-    from .e2e import agreement
     return agreement(e2e, goal, lab, cur, replay)
 
 

@@ -70,7 +70,7 @@ def record(ctx, out, timestamps, follow_fork, signal, program):
     \b
     dmmkit record -o prog.trace -- ./prog arg1 arg2
     The program's output and exit status are passed through."""
-    from .analyse import record as do_record
+    from .procs import record as do_record
     prog = list(program)
     if prog and prog[0] == "--":
         prog = prog[1:]

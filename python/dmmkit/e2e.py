@@ -29,7 +29,7 @@ from pathlib import Path
 from rich.table import Table
 from scipy import stats as _st
 
-from .answer import fmt_ci, fmt_x
+from .textfmt import fmt_ci, fmt_x
 from .stats import paired_test
 from .stats import summarize
 from .procs import failure_text, rss_method, run_process

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -137,7 +138,6 @@ def failure_text(code: int | None, stderr: str, stdout: str, timed_out: bool, ti
 def record_quietly(tools: Tools, trace: Path, cmd: list[str], log: Path) -> int:
     """analyse.record with the program's output (and record's messages) sent
     to log instead of the console."""
-    from .analyse import record
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
@@ -153,3 +153,118 @@ def record_quietly(tools: Tools, trace: Path, cmd: list[str], log: Path) -> int:
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+
+
+# ------------------------------------------------------------- recording ---
+
+PY_HINT = ("Python programs allocate through pymalloc's arenas; recording without PYTHONMALLOC=malloc yields a few "
+           "thousand operations instead of every allocation")
+
+_PY_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?([dmu]*)?$")
+
+
+def python_interpreter(program: list[str]) -> bool:
+    """Whether the program runs under a Python interpreter: its name
+    (python3, python3.11, pypy3, a pyenv shim of those), `env python3 ...`,
+    or a script whose #! line names one."""
+    if not program:
+        return False
+    args = list(program)
+    if os.path.basename(args[0]) == "env":
+        args = [a for a in args[1:] if "=" not in a and not a.startswith("-")] or [""]
+    name = os.path.basename(args[0])
+    if _PY_NAME.match(name):
+        return True
+    from shutil import which
+    path = args[0] if "/" in args[0] else which(args[0])
+    if not path:
+        return False
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return False
+    if not first.startswith(b"#!"):
+        return False
+    words = first[2:].decode("utf-8", "replace").split()
+    return any(_PY_NAME.match(os.path.basename(w)) for w in words[:3])
+
+
+def python_hint(program: list[str], env: dict | None = None) -> str | None:
+    """The hint `dmmkit record` prints for a Python program recorded without
+    PYTHONMALLOC=malloc; None when it does not apply."""
+    env = os.environ if env is None else env
+    if env.get("PYTHONMALLOC") == "malloc" or not python_interpreter(program):
+        return None
+    return (f"hint: {PY_HINT}: PYTHONMALLOC=malloc dmmkit record ... -- {shlex.join(program)}")
+
+
+ERROR_PREFIX = "dmmkit record: error: "
+
+
+def record(tools: Tools, out: str | None, program: list[str], time: bool = False, follow_fork: bool = False,
+           signal: str | None = None) -> int:
+    """Runs the program with libdmmrec.so preloaded (what scripts/record.sh
+    does, with the command line's error form: a failure is one line
+    `dmmkit record: error: ...` on stderr).  Returns the program's exit
+    status (1 when it succeeded but a trace was not written)."""
+    if not program:
+        raise DmmkitError("no program given: dmmkit record -o OUT -- PROGRAM [ARGS...]")
+    hint = python_hint(program)
+    if hint:  # a Python program recorded through pymalloc shows a few thousand operations
+        print("record: " + hint, file=sys.stderr)
+    env = dict(os.environ)
+    if not tools.recorder:
+        raise DmmkitError("libdmmrec.so not found next to the tools: build the release preset "
+                          "(cmake --preset release && cmake --build --preset release)", RUNTIME)
+    from shutil import which
+    if not which(program[0]) and not Path(program[0]).is_file():
+        raise DmmkitError(f"program not found: {program[0]}", 127)
+    env["LD_PRELOAD"] = str(tools.recorder) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env.pop("DMM_TRACE_ROOT", None)
+    if out:
+        env["DMM_TRACE_OUT"] = out
+    if time:
+        env["DMM_TRACE_TIME"] = "1"
+    if follow_fork:
+        env["DMM_TRACE_FORK"] = "follow"
+    if signal:
+        env["DMM_TRACE_SIGNAL"] = signal
+    # The recorder appends one status line per trace it tried to write; a
+    # line ending in "(trace not written)" carries the real cause (a full
+    # disk, a missing directory), which is then the one message shown.
+    fd, summary = tempfile.mkstemp(prefix="dmmkit-rec-", suffix=".status")
+    os.close(fd)
+    env["DMM_TRACE_SUMMARY"] = summary
+    try:
+        try:
+            p = subprocess.run(program, env=env)
+        except OSError as e:  # not executable, or a bare name found as a file but not on PATH
+            raise DmmkitError(f"cannot run {program[0]}: {e.strerror or e}"
+                              + (f" (for the file in this directory: ./{program[0]})"
+                                 if "/" not in program[0] and Path(program[0]).is_file() else ""),
+                              127 if isinstance(e, FileNotFoundError) else 126) from None
+        try:
+            with open(summary, errors="replace") as f:
+                lines = [ln.strip() for ln in f if ln.strip()]
+        except OSError:
+            lines = []
+    finally:
+        try:
+            os.unlink(summary)
+        except OSError:
+            pass
+    failed = [ln for ln in lines if ln.endswith("(trace not written)")]
+    for ln in lines:
+        text = ln.split(": ", 1)[1] if ln.startswith("dmmrec: ") else ln
+        if ln in failed:
+            print(f"{ERROR_PREFIX}{text}", file=sys.stderr)
+        else:
+            print("record: " + text)
+    if not lines:
+        print(f"{ERROR_PREFIX}no trace was written (statically linked program, _exit/abort/kill before exit, "
+              "or DMM_TRACE_DISABLE set)", file=sys.stderr)
+        return p.returncode or 1
+    if failed and p.returncode == 0:
+        return 1
+    return p.returncode

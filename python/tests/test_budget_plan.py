@@ -136,3 +136,17 @@ def test_window_file_is_a_valid_trace(tools, tmp_path):
     assert p.returncode == 0, p.stderr
     # a trace within the bound is its own window
     assert make_window(tools, str(src), str(tmp_path / "w2.trace"), 50000)["whole"] is True
+
+
+def test_plan_falls_back_to_fewer_end_to_end_rounds_before_refusing():
+    full = _plan(left=10_000)
+    assert full["e2e_rounds"] == 6
+    least6 = sum(full["least"].values())
+    e2e6 = full["least"]["e2e"]
+    # room for 3 rounds of the check but not 6: planned with 3
+    p = _plan(left=least6 - e2e6 / 2 + 1)
+    assert p["e2e_rounds"] == 3 and abs(p["least"]["e2e"] - e2e6 / 2) < 0.2
+    # not even that: refused, naming the budget of the full plan
+    with pytest.raises(DmmkitError) as e:
+        _plan(left=least6 - e2e6 / 2 - 5)
+    assert "one round of every step needs about" in e.value.message
