@@ -52,6 +52,7 @@ E2E_MARGIN = 1.2           # a run costs the recorded run x this
 GENERATE_S = 40.0          # compiling a generated library (cached by config hash: then about 0)
 REPORT_S = 4.0             # the answer, advise.json and the report
 E2E_FLOOR_ROUNDS = 3       # the end-to-end check's rounds when 6 (MIN_SEPARABLE_PAIRS) do not fit
+E2E_FEW = 5                # its candidates when not even 3 rounds of all of them fit
 EXTRA_SHARES = {"explore": 0.50, "compare": 0.25, "e2e": 0.25}
 # explore's window: the whole explore (23 configs: minimum arena, footprint,
 # callgrind, timing) costs about this many replays of the window (measured
@@ -67,24 +68,28 @@ def plan_budget(left_s: float, probe_s: float, ops: int | None, n_compare: int, 
     e2e, report), the explore window's operations and the least the plan
     needs.  Pure (tested).  Raises DmmkitError naming the budget that would
     hold one round of every step when left_s cannot."""
-    def least_of(e2e_rounds: int) -> dict:
+    def least_of(e2e_rounds: int, cands: int) -> dict:
         return {"explore": 0.0 if "explore" in skip else EXPLORE_MIN_S,
                 "compare": COMPARE_MIN_ROUNDS * n_compare * probe_s * COMPARE_MARGIN,
                 "generate": 0.0 if "generate" in skip else (1.0 if generate_cached else GENERATE_S),
-                "e2e": 0.0 if ("e2e" in skip or not t_run) else e2e_rounds * n_e2e * max(0.005, t_run) * E2E_MARGIN,
+                "e2e": 0.0 if ("e2e" in skip or not t_run) else e2e_rounds * cands * max(0.005, t_run) * E2E_MARGIN,
                 "report": REPORT_S}
     # the end-to-end check's least: the 6 rounds a Wilcoxon test needs to
-    # separate wall times; when they do not fit, 3 (peak RSS still tells,
-    # wall time then cannot, and the answer keeps the current allocator for
-    # speed); a budget that holds neither is refused naming the first
-    e2e_rounds = MIN_SEPARABLE_PAIRS
-    need = least_of(e2e_rounds)
-    if sum(need.values()) > left_s:
-        e2e_rounds = E2E_FLOOR_ROUNDS
-        need = least_of(e2e_rounds)
+    # separate wall times, of every candidate; when they do not fit, 3 rounds
+    # (peak RSS still tells, wall time then cannot, and the answer keeps the
+    # current allocator for speed); then 3 rounds of the E2E_FEW candidates
+    # the answer can name (the current allocator, the replay's best for speed
+    # and for memory, the generated library, libdmm).  A budget that holds
+    # none is refused, naming the budget of the first.
+    e2e_rounds, e2e_cands = MIN_SEPARABLE_PAIRS, n_e2e
+    for e2e_rounds, e2e_cands in ((MIN_SEPARABLE_PAIRS, n_e2e), (E2E_FLOOR_ROUNDS, n_e2e),
+                                  (E2E_FLOOR_ROUNDS, min(n_e2e, E2E_FEW))):
+        need = least_of(e2e_rounds, e2e_cands)
+        if sum(need.values()) <= left_s:
+            break
     least = sum(need.values())
     if least > left_s:
-        need = least_of(MIN_SEPARABLE_PAIRS)
+        need = least_of(MIN_SEPARABLE_PAIRS, n_e2e)
         least = sum(need.values())
         total = used_s + least
         minutes = math.ceil(total / 60 * 1.15 * 2) / 2  # half-minutes, with room for a busy machine
@@ -102,7 +107,7 @@ def plan_budget(left_s: float, probe_s: float, ops: int | None, n_compare: int, 
         per_op = max(probe_s, 1e-3) / max(1, ops)
         window = int(min(WINDOW_MAX_OPS, max(WINDOW_MIN_OPS, alloc["explore"] / (WINDOW_REPLAYS * per_op))))
     return {"seconds": {k: round(v, 1) for k, v in alloc.items()}, "least": {k: round(v, 1) for k, v in need.items()},
-            "left_s": round(left_s, 1), "window_ops": window, "e2e_rounds": e2e_rounds}
+            "left_s": round(left_s, 1), "window_ops": window, "e2e_rounds": e2e_rounds, "e2e_candidates": e2e_cands}
 
 @dataclass
 class AdviseOptions:
@@ -383,7 +388,7 @@ def _advise(tools: Tools, r: _Run) -> dict:
         r.doc["budget"]["program_run_s"] = round(t_run, 3)
     from .allocators import SYSTEM_ALLOCATORS
     n_e2e = sum(1 for a in _compare_list(opts).split(",") if a in SYSTEM_ALLOCATORS) + 2  # + generated, libdmm
-    gen_cached = False
+    gen_cached = False  # the config is chosen only after compare: a cached library cannot be counted on yet
     r.plan = plan_budget(r.budget - r.elapsed(), probe, ops, n_alloc, n_e2e, t_run if program else None,
                          gen_cached, opts.skip, opts.budget_minutes, r.elapsed())
     r.plan_from = time.monotonic()
@@ -663,7 +668,23 @@ def _e2e(r: _Run, compare_doc: dict, gen: dict | None, t_run: float | None) -> d
     lib, _ = find_libdmm()
     if lib is not None:
         cands.append(Candidate("libdmm", str(lib), "peer"))
-    else:
+    few = (r.plan or {}).get("e2e_candidates")
+    if few and len(cands) > few:
+        # the budget holds only the candidates the answer can name: the
+        # current allocator, the generated libraries, libdmm, and the
+        # replay's best system allocators for speed and for memory
+        ov = compare_doc.get("overall") or {}
+        keep = {cur} | {c.label for c in cands if c.kind in ("dmm", "peer")}
+        sys_c = [c for c in cands if c.kind == "system"]
+        for key in ("warm_avg_ratio_geomean", "peak_footprint_ratio_geomean"):
+            known = [c for c in sys_c if (ov.get(c.label) or {}).get(key) is not None]
+            if known and len(keep) < few:
+                keep.add(min(known, key=lambda c: ov[c.label][key]).label)
+        left_out = [c.label for c in cands if c.label not in keep]
+        cands = [c for c in cands if c.label in keep]
+        r.note(f"the end-to-end check runs {len(cands)} candidates, the ones the answer can name; the budget does "
+               f"not hold {', '.join(left_out)} too (raise --budget-minutes)")
+    if lib is None:
         r.note("libdmm.so is not built (cmake --build --preset release --target dmm_malloc_shared; scripts/main.sh "
                "builds it): the end-to-end check runs without it")
     t_run = max(0.005, t_run or 0.005)

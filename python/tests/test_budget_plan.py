@@ -146,7 +146,17 @@ def test_plan_falls_back_to_fewer_end_to_end_rounds_before_refusing():
     # room for 3 rounds of the check but not 6: planned with 3
     p = _plan(left=least6 - e2e6 / 2 + 1)
     assert p["e2e_rounds"] == 3 and abs(p["least"]["e2e"] - e2e6 / 2) < 0.2
-    # not even that: refused, naming the budget of the full plan
+    # not even 3 rounds of the 5 candidates the answer can name: refused,
+    # naming the budget of the full plan
     with pytest.raises(DmmkitError) as e:
-        _plan(left=least6 - e2e6 / 2 - 5)
+        _plan(left=least6 - e2e6 + e2e6 / 2 * 5 / 7 - 5)
     assert "one round of every step needs about" in e.value.message
+
+
+def test_plan_checks_fewer_candidates_before_refusing():
+    full = _plan(left=10_000)
+    other = sum(v for k, v in full["least"].items() if k != "e2e")
+    e2e3_all = full["least"]["e2e"] / 2  # 3 rounds of the 7 candidates
+    p = _plan(left=other + e2e3_all - 1)  # 3 rounds of all do not fit, 3 of 5 do
+    assert p["e2e_rounds"] == 3 and p["e2e_candidates"] == 5
+    assert _plan(left=10_000)["e2e_candidates"] == 7
