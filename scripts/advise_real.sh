@@ -2,7 +2,7 @@
 # scripts/advise_real.sh - issue 26's benchmark: `dmmkit advise` as a new user
 # runs it, on four programs no one here bundled, with a 3-minute budget.
 #
-#   scripts/advise_real.sh [--budget-minutes M] [--only NAME...]
+#   scripts/advise_real.sh [--budget-minutes M] [--only NAME...] [--out STEM]
 #
 # The programs (those installed are run; the others are listed as missing):
 #   perl    a perl hash build: 430,000 keys, then sorted (about 2.1M operations)
@@ -22,18 +22,22 @@
 # Needs the release build (tools, recorder, libdmm.so: scripts/main.sh
 # builds them) and .venv (scripts/setup.sh).  Writes
 # bench/results/advise_real.json and bench/results/advise_real.md (command,
-# commit, compiler, flags, CPU and the figures).  DMM_BENCH_COMMIT names the
+# commit, compiler, flags, CPU and the figures; --out STEM writes
+# bench/results/STEM.{json,md} instead).  DMM_BENCH_COMMIT names the
 # commit when the checkout has no .git (a `git archive` copy).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+ARGS="$*"
 BUDGET=3
 ONLY=()
+OUT=advise_real
 while [ $# -gt 0 ]; do
     case "$1" in
         --budget-minutes) BUDGET=$2; shift 2 ;;
         --only) shift; while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do ONLY+=("$1"); shift; done ;;
+        --out) OUT=$2; shift 2 ;;
         -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "advise_real: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -76,9 +80,9 @@ run_one python python3 -- python3 -c "$PY_CODE"
 run_one git git -- git -C "${DMM_BENCH_GIT_REPO:-$ROOT}" log --stat
 run_one sqlite sqlite3 -- sqlite3 :memory: "$SQL"
 
-.venv/bin/python - "$W" "$BUDGET" "$*" <<'PY'
+.venv/bin/python - "$W" "$BUDGET" "$ARGS" "$OUT" <<'PY'
 import datetime, json, os, platform, subprocess, sys
-w, budget, args = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+w, budget, args, stem = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 
 def sh(cmd):
     try:
@@ -172,7 +176,7 @@ doc = {
     "goals": {"seconds_max": budget * 60 + 10, "explore_full_figures_min": 10},
     "runs": runs,
 }
-json.dump(doc, open("bench/results/advise_real.json", "w"), indent=1)
+json.dump(doc, open(f"bench/results/{stem}.json", "w"), indent=1)
 
 L = ["# `dmmkit advise` on real programs (issue 26)", "",
      f"Made by `{doc['command']}` at commit {doc['commit']}, {doc['created']}; {cpu}, {os.cpu_count()} CPUs, "
@@ -212,6 +216,6 @@ for r in runs:
         L.append(f"* {s}")
     for c in r["caveats"] or []:
         L.append(f"* caveat: {c}")
-open("bench/results/advise_real.md", "w").write("\n".join(L) + "\n")
-print("advise_real: wrote bench/results/advise_real.json and .md")
+open(f"bench/results/{stem}.md", "w").write("\n".join(L) + "\n")
+print(f"advise_real: wrote bench/results/{stem}.json and .md")
 PY
