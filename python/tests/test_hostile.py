@@ -8,9 +8,7 @@ on a system allocator does not call its sampled peak exact."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import time
 
 import pytest
 
@@ -30,22 +28,15 @@ def hostile(tmp_path):
 
 def _run_measured(cmd: list[str]) -> tuple[int, int, str]:
     """Runs cmd; returns (exit status, its own peak RSS in KiB, stdout).
-    os.wait4 gives this child's rusage alone."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    t0 = time.monotonic()
-    while True:
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() - t0 > HANG:
-            p.kill()
-            os.wait4(p.pid, 0)
-            pytest.fail(f"{cmd} still running after {HANG} s")
-        time.sleep(0.02)
-    out = p.stdout.read().decode("utf-8", "replace")
-    p.stdout.close()
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return p.returncode, ru.ru_maxrss, out
+    Through dmmkit.procs.run_process: GNU time's maxrss of the command
+    itself (a direct child of this process would report pytest's own
+    high-water mark, inherited across exec)."""
+    from dmmkit.procs import rss_method, run_process
+    if rss_method() != "gnu-time":
+        pytest.skip("GNU time (/usr/bin/time) is needed to measure a child's own peak RSS")
+    code, out, err, _wall, rss, timed_out = run_process(cmd, None, HANG)
+    assert not timed_out, f"{cmd} still running after {HANG} s"
+    return code, rss or 0, out + err
 
 
 @pytest.mark.parametrize("alloc", [None, "dmm:tlsf", "system", "pool:auto;heap=tlsf",
