@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
         *) echo "advise_bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-command -v sqlite3 >/dev/null || { echo "advise_bench: sqlite3 is not installed (scripts/setup.sh)" >&2; exit 1; }
+command -v sqlite3 >/dev/null || { echo "advise_bench: sqlite3 is not installed (scripts/setup.sh --tests)" >&2; exit 1; }
 DMMKIT=.venv/bin/dmmkit
 [ -x "$DMMKIT" ] || { echo "advise_bench: $DMMKIT missing (run scripts/main.sh or python/run_tests.sh first)" >&2; exit 1; }
 

@@ -7,10 +7,13 @@
 #   scripts/main.sh --fresh    ignore the cache of deterministic figures
 #
 # Steps
-#   1. scripts/setup.sh: apt packages (compilers, cmake, valgrind, jemalloc,
-#      mimalloc, tcmalloc, tbbmalloc, python3-venv); nothing when present
-#   2. .venv (created when missing) + pip install ./python
-#   3. release build of the native tools and the recorder
+#   1. scripts/setup.sh: the main job's apt packages (compilers, cmake,
+#      valgrind, jemalloc, mimalloc, tcmalloc, tbbmalloc, python3-venv, GNU
+#      time; not the test-only ones: scripts/setup.sh --tests) and .venv with
+#      the front end; nothing when present
+#   2. the front end in .venv (checked; pip install -e ./python if missing)
+#   3. release build of the native tools, the recorder and libdmm.so (the
+#      drop-in malloc that `dmmkit advise`'s end-to-end check runs)
 #   4. dmmkit explore on the seed-001 kernel traces (the P2012-shaped
 #      workloads: integral, gaussian, fast, matmul and their randomised-free
 #      variants), objective speed; with --pools every heap is also tried
@@ -81,16 +84,16 @@ echo "setup output (steps 1-3) goes to $LOG"
 say "1/8 setup: scripts/setup.sh"
 quiet scripts/setup.sh
 
-say "2/8 Python: .venv + pip install ./python"
-if [ ! -x .venv/bin/python ]; then
-    quiet "$PY" -m venv .venv
+say "2/8 Python: the front end in .venv"
+if [ ! -x .venv/bin/dmmkit ] || ! .venv/bin/python -c 'import dmmkit' 2>/dev/null; then
+    [ -x .venv/bin/python ] || quiet "$PY" -m venv .venv
+    quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e ./python
 fi
-quiet .venv/bin/python -m pip install -q --disable-pip-version-check ./python
 DMMKIT=("$ROOT/.venv/bin/dmmkit")
 
-say "3/8 native build: cmake --preset release; tools and recorder"
+say "3/8 native build: cmake --preset release; tools, recorder and libdmm.so"
 quiet cmake --preset release
-quiet cmake --build --preset release -j "$JOBS" --target dmm-replay dmm-analyse dmm-trace dmmrec
+quiet cmake --build --preset release -j "$JOBS" --target dmm-replay dmm-analyse dmm-trace dmmrec dmm_malloc_shared
 
 T=bench/traces
 KERNELS=("$T/integral.trace" "$T/gaussian.trace" "$T/fast.trace" "$T/matmul.trace" "$T/fast-rf.trace"

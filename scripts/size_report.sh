@@ -113,7 +113,7 @@ for tg in "${TARGETS[@]}"; do
     target_setup "$tg"
     for t in gcc nm size; do
         if ! command -v "${TOOL}$t" >/dev/null 2>&1; then
-            say "${TOOL}$t not found: run scripts/setup.sh first"
+            say "${TOOL}$t not found: run scripts/setup.sh --tests first"
             exit 1
         fi
     done
@@ -506,7 +506,7 @@ for tg in "${TARGETS[@]}"; do
             continue
         fi
         if ! command -v "${EMU[0]}" >/dev/null 2>&1; then
-            say "FAIL $k: ${EMU[0]} not found (qemu-user; run scripts/setup.sh)"
+            say "FAIL $k: ${EMU[0]} not found (qemu-user; run scripts/setup.sh --tests)"
             failed=1
             continue
         fi

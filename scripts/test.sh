@@ -7,7 +7,8 @@
 #   scripts/test.sh --list          list the stages
 #
 # Stages
-#   setup     scripts/setup.sh (apt packages; nothing to do when present)
+#   setup     scripts/setup.sh --tests (apt packages with the test-only ones,
+#             .venv; nothing to do when present)
 #   debug     preset debug: all tests, assertions at level 3 (+ Valgrind tests)
 #   asan      preset asan: all tests under AddressSanitizer + UBSan
 #   tsan      preset tsan: tests labelled "threads" under ThreadSanitizer
@@ -166,7 +167,7 @@ preset_stage() {
 }
 
 stage_setup() {
-    run "$ROOT/scripts/setup.sh"
+    run "$ROOT/scripts/setup.sh" --tests
 }
 
 stage_debug() { preset_stage debug; }

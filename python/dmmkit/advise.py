@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import re
 import shlex
@@ -29,18 +30,84 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .answer import make_answer, print_answer
+from .procs import PY_HINT, python_hint, python_interpreter  # noqa: F401 (python_hint: part of advise's API)
 from .cache import write_json_atomic
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
+from .stats import MIN_SEPARABLE_PAIRS
 from .tools import Tools, validate_trace
 from .ui import console
 
 SCHEMA = "dmmkit-advise/1"
-# shares of the budget after recording (recording runs the program once, whatever the budget)
-SHARES = {"analyse": 0.05, "explore": 0.35, "compare": 0.25, "generate": 0.15, "e2e": 0.15, "report": 0.05}
 BYTES_PER_OP = 64  # what dmm-replay holds in memory per operation, rounded up (the trace check)
-PY_HINT = ("Python programs allocate through pymalloc's arenas; recording without PYTHONMALLOC=malloc yields a few "
-           "thousand operations instead of every allocation")
 
+# ---- the budget plan (docs/frontend.md, "The budget") ----
+# The least each step needs, from the probe (one replay of the whole trace
+# on the system allocator) and the recorded run's duration; what is left
+# over is shared out by EXTRA_SHARES.  Every estimate has a margin for a
+# machine busy with other work.
+EXPLORE_MIN_S = 15.0       # explore on the window: >= 10 configs with full deterministic figures
+COMPARE_MIN_ROUNDS = 2     # interleaved rounds of every allocator on the whole trace
+COMPARE_MARGIN = 1.3       # a round costs n x probe x this
+E2E_MARGIN = 1.2           # a run costs the recorded run x this
+GENERATE_S = 40.0          # compiling a generated library (cached by config hash: then about 0)
+REPORT_S = 4.0             # the answer, advise.json and the report
+E2E_FLOOR_ROUNDS = 3       # the end-to-end check's rounds when 6 (MIN_SEPARABLE_PAIRS) do not fit
+E2E_FEW = 5                # its candidates when not even 3 rounds of all of them fit
+EXTRA_SHARES = {"explore": 0.50, "compare": 0.25, "e2e": 0.25}
+# explore's window: the whole explore (23 configs: minimum arena, footprint,
+# callgrind, timing) costs about this many replays of the window (measured
+# 41 s for 20 configs on a 106k-op window whose replay took 0.13 s at load 8,
+# about 330; raised to leave room for process start-ups at load 10)
+WINDOW_REPLAYS = 450
+WINDOW_MIN_OPS, WINDOW_MAX_OPS = 20_000, 150_000
+
+
+def plan_budget(left_s: float, probe_s: float, ops: int | None, n_compare: int, n_e2e: int, t_run: float | None,
+                generate_cached: bool, skip: list[str], budget_minutes: float, used_s: float) -> dict:
+    """Seconds for each step after the analysis (explore, compare, generate,
+    e2e, report), the explore window's operations and the least the plan
+    needs.  Pure (tested).  Raises DmmkitError naming the budget that would
+    hold one round of every step when left_s cannot."""
+    def least_of(e2e_rounds: int, cands: int) -> dict:
+        return {"explore": 0.0 if "explore" in skip else EXPLORE_MIN_S,
+                "compare": COMPARE_MIN_ROUNDS * n_compare * probe_s * COMPARE_MARGIN,
+                "generate": 0.0 if "generate" in skip else (1.0 if generate_cached else GENERATE_S),
+                "e2e": 0.0 if ("e2e" in skip or not t_run) else e2e_rounds * cands * max(0.005, t_run) * E2E_MARGIN,
+                "report": REPORT_S}
+    # the end-to-end check's least: the 6 rounds a Wilcoxon test needs to
+    # separate wall times, of every candidate; when they do not fit, 3 rounds
+    # (peak RSS still tells, wall time then cannot, and the answer keeps the
+    # current allocator for speed); then 3 rounds of the E2E_FEW candidates
+    # the answer can name (the current allocator, the replay's best for speed
+    # and for memory, the generated library, libdmm).  A budget that holds
+    # none is refused, naming the budget of the first.
+    e2e_rounds, e2e_cands = MIN_SEPARABLE_PAIRS, n_e2e
+    for e2e_rounds, e2e_cands in ((MIN_SEPARABLE_PAIRS, n_e2e), (E2E_FLOOR_ROUNDS, n_e2e),
+                                  (E2E_FLOOR_ROUNDS, min(n_e2e, E2E_FEW))):
+        need = least_of(e2e_rounds, e2e_cands)
+        if sum(need.values()) <= left_s:
+            break
+    least = sum(need.values())
+    if least > left_s:
+        need = least_of(MIN_SEPARABLE_PAIRS, n_e2e)
+        least = sum(need.values())
+        total = used_s + least
+        minutes = math.ceil(total / 60 * 1.15 * 2) / 2  # half-minutes, with room for a busy machine
+        parts = ", ".join(f"{k} {v:.0f} s" for k, v in need.items() if v)
+        raise DmmkitError(f"the budget of {budget_minutes:g} min is too small for this trace and program: "
+                          f"{used_s:.0f} s are used and one round of every step needs about {least:.0f} s more "
+                          f"({parts}); --budget-minutes {minutes:g} would do", RUNTIME)
+    extra = left_s - least
+    alloc = dict(need)
+    active = {k: v for k, v in EXTRA_SHARES.items() if need.get(k)}
+    for k, share in active.items():
+        alloc[k] += extra * share / sum(active.values())
+    window = None
+    if ops and "explore" not in skip:
+        per_op = max(probe_s, 1e-3) / max(1, ops)
+        window = int(min(WINDOW_MAX_OPS, max(WINDOW_MIN_OPS, alloc["explore"] / (WINDOW_REPLAYS * per_op))))
+    return {"seconds": {k: round(v, 1) for k, v in alloc.items()}, "least": {k: round(v, 1) for k, v in need.items()},
+            "left_s": round(left_s, 1), "window_ops": window, "e2e_rounds": e2e_rounds, "e2e_candidates": e2e_cands}
 
 @dataclass
 class AdviseOptions:
@@ -61,36 +128,6 @@ class AdviseOptions:
 
 # ------------------------------------------------------------ interpreters ---
 
-_PY_NAME = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?([dmu]*)?$")
-
-
-def python_interpreter(program: list[str]) -> bool:
-    """Whether the program runs under a Python interpreter: its name
-    (python3, python3.11, pypy3, a pyenv shim of those), `env python3 ...`,
-    or a script whose #! line names one."""
-    if not program:
-        return False
-    args = list(program)
-    if os.path.basename(args[0]) == "env":
-        args = [a for a in args[1:] if "=" not in a and not a.startswith("-")] or [""]
-    name = os.path.basename(args[0])
-    if _PY_NAME.match(name):
-        return True
-    from shutil import which
-    path = args[0] if "/" in args[0] else which(args[0])
-    if not path:
-        return False
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(256)
-    except OSError:
-        return False
-    if not first.startswith(b"#!"):
-        return False
-    words = first[2:].decode("utf-8", "replace").split()
-    return any(_PY_NAME.match(os.path.basename(w)) for w in words[:3])
-
-
 def _unwritten_traces(log: Path) -> list[str]:
     """The recorder's "(trace not written)" lines in record's log (each names
     the file and the cause)."""
@@ -99,15 +136,6 @@ def _unwritten_traces(log: Path) -> list[str]:
             return [ln for ln in map(str.strip, f) if ln.endswith("(trace not written)")]
     except OSError:
         return []
-
-
-def python_hint(program: list[str], env: dict | None = None) -> str | None:
-    """The hint `dmmkit record` prints for a Python program recorded without
-    PYTHONMALLOC=malloc; None when it does not apply."""
-    env = os.environ if env is None else env
-    if env.get("PYTHONMALLOC") == "malloc" or not python_interpreter(program):
-        return None
-    return (f"hint: {PY_HINT}: PYTHONMALLOC=malloc dmmkit record ... -- {shlex.join(program)}")
 
 
 # ------------------------------------------------------------------ driver ---
@@ -130,7 +158,9 @@ class _Run:
                           "compare": None, "explore": None, "generated": None, "e2e": None, "report": None,
                           "answer": None, "notes": [], "complete": False}
         self.step_start = self.t0
-        self.plan_from = None  # (time, seconds) the shares are taken of
+        self.plan_from = self.t0  # when the plan starts (after the analysis)
+        self.plan: dict | None = None  # plan_budget's result
+        self.answer_notes: list[str] = []  # notes that are also caveats of the answer
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
@@ -145,15 +175,18 @@ class _Run:
         self.save()
 
     def deadline(self, name: str) -> float:
-        """The monotonic time by which step `name` should end: the start of
-        the plan plus the cumulative shares up to and including it."""
-        start, total = self.plan_from or (self.t0, self.budget)
-        cum = 0.0
-        for s in self.steps:
-            cum += SHARES.get(s, 0.0)
-            if s == name:
-                break
-        return start + total * cum / sum(SHARES.get(s, 0.0) for s in self.steps)
+        """The monotonic time by which step `name` must end: the start of the
+        plan plus the planned seconds of the steps up to and including it
+        (time an earlier step leaves unused is handed on), and never later
+        than what the least of the steps after it still needs allows."""
+        if not self.plan:
+            return self.t0 + self.budget
+        secs, least = self.plan["seconds"], self.plan["least"]
+        order = [s for s in PLANNED if s in secs]
+        cum = sum(secs[s] for s in order[:order.index(name) + 1])
+        after = sum(least[s] for s in order[order.index(name) + 1:])
+        end = self.t0 + self.budget
+        return min(self.plan_from + cum, end - after)
 
     def left(self, name: str) -> float:
         return self.deadline(name) - time.monotonic()
@@ -165,6 +198,9 @@ class _Run:
     def save(self) -> None:
         self.doc["budget"]["used_s"] = round(self.elapsed(), 2)
         write_json_atomic(self.out / "advise.json", self.doc)
+
+
+PLANNED = ("explore", "compare", "generate", "e2e", "report")
 
 
 def _signal_name(rc: int) -> str | None:
@@ -196,6 +232,22 @@ def _check_memory(trace: str, ops: int | None) -> None:
     if avail is not None and need > avail:
         raise DmmkitError(f"trace {trace} is too large for this machine's memory: replaying it needs about "
                           f"{need >> 20} MiB, {avail >> 20} MiB are available", BAD_INPUT)
+
+
+def _check_requests(trace: str, analysis: dict) -> None:
+    """A trace asking for one block larger than the machine's memory (a
+    damaged or hostile trace: 2^63 bytes) is refused with one line: no
+    allocator can grant it, so no advice can come from it (dmm-replay and
+    compare replay it with that allocation failing)."""
+    biggest = (analysis.get("sizes") or {}).get("max")
+    try:
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if isinstance(biggest, int) and phys > 0 and biggest > phys:
+        raise DmmkitError(f"trace {trace} asks for a block of {biggest} bytes, more than this machine's memory "
+                          f"({phys >> 20} MiB): no allocator can grant it, so there is nothing to advise on "
+                          "(dmmkit compare replays it with that allocation failing)", BAD_INPUT)
 
 
 def _trace_ops(analysis: dict) -> int | None:
@@ -262,7 +314,7 @@ def _advise(tools: Tools, r: _Run) -> dict:
             r.note(f"{program[0]} is a Python interpreter: recording{env_note} ({PY_HINT})")
         r.step("record", f"{shlex.join(program)[:100]}{env_note} -> {trace} (the program's output: "
                          f"{out / 'record.log'})")
-        from .study import record_quietly
+        from .procs import record_quietly
         try:
             if os.path.exists(trace):
                 os.unlink(trace)
@@ -302,15 +354,15 @@ def _advise(tools: Tools, r: _Run) -> dict:
     else:
         trace = opts.trace
         r.doc["trace"] = {"path": trace}
-    # the shares are of the budget left after recording
-    r.plan_from = (time.monotonic(), max(0.0, r.budget - r.elapsed()))
+    r.plan_from = time.monotonic()
 
     # ---- analyse + probe ------------------------------------------------------
-    r.step("analyse", f"request patterns of {trace}, one probe replay")
+    r.step("analyse", f"request patterns of {trace}, one probe replay, the budget plan")
     from .analyse import analyse_json
     from .measure import TaskError, measure_timing
     analysis = analyse_json(tools, trace)
     ops = _trace_ops(analysis)
+    _check_requests(trace, analysis)
     _check_memory(trace, ops)
     r.doc["trace"].update({"ops": ops, "threads": (analysis.get("threads") or {}).get("count"),
                            "peak_live": (analysis.get("peak") or {}).get("live_bytes")})
@@ -324,41 +376,65 @@ def _advise(tools: Tools, r: _Run) -> dict:
         raise DmmkitError(f"the probe replay of {trace} failed: {e}", RUNTIME)
     probe = max(0.01, time.monotonic() - t)
     r.doc["budget"]["probe_replay_s"] = round(probe, 3)
+
+    # the plan: the least each step needs, from the probe; the rest shared out
+    n_alloc = len(_compare_list(r.opts, with_best=True).split(","))
+    t_run = None
+    if program and "e2e" not in opts.skip:
+        # one plain run sizes the end-to-end check (the recorded run is
+        # slower: the recorder writes every operation)
+        from .procs import run_process
+        t_run = run_process(program, None, 600.0)[3]
+        r.doc["budget"]["program_run_s"] = round(t_run, 3)
+    from .allocators import SYSTEM_ALLOCATORS
+    n_e2e = sum(1 for a in _compare_list(opts).split(",") if a in SYSTEM_ALLOCATORS) + 2  # + generated, libdmm
+    gen_cached = False  # the config is chosen only after compare: a cached library cannot be counted on yet
+    r.plan = plan_budget(r.budget - r.elapsed(), probe, ops, n_alloc, n_e2e, t_run if program else None,
+                         gen_cached, opts.skip, opts.budget_minutes, r.elapsed())
+    r.plan_from = time.monotonic()
+    r.doc["budget"]["plan"] = r.plan
+    console.print("  budget plan: " + ", ".join(f"{k} {v:.0f} s" for k, v in r.plan["seconds"].items())
+                  + f" (of {r.plan['left_s']:.0f} s left; probe replay {probe:.2f} s)")
     r.done("analyse")
 
     # ---- explore ----------------------------------------------------------------
-    from .compare import DEFAULT_ALLOCATORS
-    n_alloc = len((opts.allocators or DEFAULT_ALLOCATORS).split(",")) + 1
-    min_compare = n_alloc * probe * 1.3  # one round of every allocator
-    if r.budget - r.elapsed() < min_compare:
-        raise DmmkitError(f"the budget of {opts.budget_minutes:g} min is too small: {r.elapsed():.0f} s are used "
-                          f"and one compare round alone needs about {min_compare:.0f} s; raise --budget-minutes",
-                          RUNTIME)
-    r.step("explore", f"dmm configs on the trace, within {max(0, r.left('explore')):.0f} s"
+    r.step("explore", f"dmm configs on a window of the trace, within {max(0, r.left('explore')):.0f} s"
            if "explore" not in opts.skip else "skipped (--skip)")
-    explore_doc = _explore(tools, r, trace, probe) if "explore" not in opts.skip else None
+    explore_doc = _explore(tools, r, trace, ops) if "explore" not in opts.skip else None
     r.done("explore")
 
     # ---- compare ----------------------------------------------------------------
     r.step("compare", "system allocators on this machine + dmm presets"
-           + (" + explore's best" if explore_doc and explore_doc.get("best") else ""))
+           + (" + explore's best" if _feasible_best(explore_doc) else "")
+           + f", within {max(0, r.left('compare')):.0f} s")
     compare_doc = _compare(tools, r, trace, probe, explore_doc)
+    if (r.doc.get("window") or {}).get("whole") is False:
+        from .window import fidelity
+        fid = fidelity(explore_doc, compare_doc)
+        r.doc["window"]["fidelity"] = fid
+        if fid:
+            console.print(f"  window fidelity: Kendall tau {fid['kendall_tau_frag4']} (frag #4), "
+                          f"{fid['kendall_tau_speed']} (speed) over {len(fid['configs'])} dmm configs measured on "
+                          "both the window and the whole trace")
     r.done("compare")
 
     # ---- generate ---------------------------------------------------------------
-    r.step("generate", "the fastest dmm config as an LD_PRELOAD library"
+    r.step("generate", "the chosen dmm config as an LD_PRELOAD library (cached by config)"
            if "generate" not in opts.skip else "skipped (--skip)")
-    gen = _generate(tools, r, compare_doc) if "generate" not in opts.skip else None
+    gen = _generate(tools, r, compare_doc, explore_doc) if "generate" not in opts.skip else None
     r.done("generate")
 
     # ---- e2e --------------------------------------------------------------------
-    r.step("e2e", "the real program under each candidate allocator" if program else "skipped (no program)")
-    e2e = _e2e(r, compare_doc, gen)
+    r.step("e2e", f"the real program under each candidate allocator, within {max(0, r.left('e2e')):.0f} s"
+           if program else "skipped (no program)")
+    e2e = _e2e(r, compare_doc, gen, t_run)
     r.done("e2e")
 
     # ---- answer + report ----------------------------------------------------------
     r.step("report", "the answer and the report")
     answer = make_answer(compare_doc, explore_doc, e2e, current=opts.current, program=program or None)
+    for n in r.answer_notes:
+        answer["caveats"] = sorted(set(answer["caveats"]) | {n})
     r.doc["answer"] = answer
     r.save()
     try:
@@ -377,65 +453,97 @@ def _advise(tools: Tools, r: _Run) -> dict:
     return r.doc
 
 
-def _explore(tools: Tools, r: _Run, trace: str, probe: float) -> dict | None:
+def _feasible_best(explore_doc: dict | None) -> str | None:
+    """explore's best config when it has figures (None when explore measured nothing)."""
+    if not explore_doc:
+        return None
+    b = explore_doc.get("best")
+    ok = any(c.get("id") == b and c.get("feasible", True) for c in explore_doc.get("configs") or [])
+    return b if b and ok else None
+
+
+def _compare_list(opts: AdviseOptions, best: str | None = None, with_best: bool = False) -> str:
+    from .compare import DEFAULT_ALLOCATORS
+    allocs = opts.allocators or DEFAULT_ALLOCATORS
+    if opts.current not in allocs.split(","):
+        allocs += "," + opts.current
+    if (best and best not in allocs.split(",") and best not in ("tlsf", "p2012", "dlmalloc")) or \
+            (with_best and "explore" not in opts.skip):
+        allocs += ",explore:best"  # explore's answer, measured beside what the program uses today
+    return allocs
+
+
+def _explore(tools: Tools, r: _Run, trace: str, ops: int | None) -> dict | None:
+    """Explore on a bounded window of the trace (dmmkit.window), ranked by
+    deterministic figures (instruction counts, minimum arena), within the
+    step's deadline."""
     from .explore import Options, run_explore
     from .measure import find_valgrind
+    from .window import make_window
     left = r.left("explore")
-    if left < 2 * probe:
-        r.note(f"explore skipped: its share of the budget ({max(0, left):.0f} s) is less than two replays of the trace")
-        return None
     instr = find_valgrind() is not None
     if not instr:
         r.note("explore without instruction counts (valgrind is not installed)")
+    t0 = time.monotonic()
+    win = make_window(tools, trace, str(r.out / "window.trace"), r.plan["window_ops"] if r.plan else
+                      WINDOW_MAX_OPS, ops=ops)
+    win["seconds"] = round(time.monotonic() - t0, 2)
+    r.doc["window"] = win
+    if not win["whole"]:
+        console.print(f"  window: {win['ops']} of {win['trace_ops']} operations ({win['chunks']} evenly spaced "
+                      f"slices, lifetimes kept; {win['seconds']:.1f} s) -> {win['path']}")
+    left = r.left("explore")
     path = str(r.out / "explore.json")
-    # the default grid, screened on a prefix of the trace; explore stops
-    # starting new work at the time limit and ranks what it measured, and no
-    # single config may take more than a third of the share (both reported)
-    opts = Options(traces=[trace], grid="default", objective="speed", results=path, reps=None, max_reps=9, timing_max=6,
-                   instructions=instr, frozen=False, pictures=True, cache_dir=str(r.out / "cache"),
-                   time_limit=max(1.0, left), budget=max(5.0, min(60.0, left / 3)), argv=r.opts.argv)
+    # no screening (the window is the bounded sample); a config may take an
+    # eighth of the step, so a pathological one (an address-ordered list on
+    # many live blocks) costs little; the pictures only when time is plenty
+    opts = Options(traces=[win["path"]], grid="default", objective="speed", results=path, reps=None, max_reps=9,
+                   timing_max=6, instructions=instr, frozen=False, pictures=False, cache_dir=str(r.out / "cache"),
+                   time_limit=max(1.0, left), budget=max(2.0, min(30.0, left / 8)), screen_ops=None,
+                   argv=r.opts.argv)
     try:
         doc = run_explore(tools, opts)
     except DmmkitError as e:
         if not os.path.exists(path):
             r.note(f"explore failed: {e.message}")
-            return None
-        r.note(f"explore: {e.message}")
-        with open(path) as f:
-            doc = json.load(f)
-    r.doc["explore"] = path
+            doc = None
+        else:
+            r.note(f"explore: {e.message}")
+            with open(path) as f:
+                doc = json.load(f)
+    if doc is not None:
+        r.doc["explore"] = path
+    if not _feasible_best(doc):
+        text = (f"explore measured no dmm config within its {max(0.0, left):.0f} s; its time went to compare, "
+                "generate and the end-to-end check (the dmm presets are compared, the fastest of them generated)")
+        r.note(text)
+        r.answer_notes.append(text)
+        return doc
+    n = sum(1 for c in doc.get("configs") or [] if c.get("feasible", True)
+            and (c.get("aggregate") or {}).get("min_arena") is not None)
+    console.print(f"  explore: {n} config(s) with full deterministic figures on the window")
     return doc
 
 
 def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict | None) -> dict:
-    from .compare import DEFAULT_ALLOCATORS, CompareOptions, run_compare
-    allocs = r.opts.allocators or DEFAULT_ALLOCATORS
-    if r.opts.current not in allocs.split(","):
-        allocs += "," + r.opts.current
-    best = (explore_doc or {}).get("best")
-    if best and best not in allocs.split(",") and best not in ("tlsf", "p2012", "dlmalloc"):
-        allocs += ",explore:best"  # explore's answer, measured beside what the program uses today
+    from .compare import CompareOptions, run_compare
+    allocs = _compare_list(r.opts, _feasible_best(explore_doc))
     n = len(allocs.split(","))
     left = r.left("compare")
-    pictures = left > n * probe * 3 * 2
-    per_round = n * probe * 1.3
-    rounds = int((left - (n * probe * 2 if pictures else 0)) // per_round)
+    per_round = n * probe * COMPARE_MARGIN
+    pictures = left > per_round * (COMPARE_MIN_ROUNDS + 4)
+    rounds = int(left // per_round)
     reps = r.opts.compare_reps
-    max_reps = 30
-    if reps is None and rounds >= 9:
-        max_reps = min(30, rounds)  # adaptive: at least 9, more while the budget lasts and a ratio is unsettled
-        console.print(f"  adaptive repetitions: 9 to {max_reps} interleaved rounds ({per_round:.1f} s per round "
-                      f"estimated, {max(0, left):.0f} s for this step)")
-    else:
-        if reps is None:
-            reps = max(3, rounds)
-            r.note(f"compare: the budget allows {reps} repetitions, fewer than the 9 that can separate "
-                   "allocators; the answer is likely to say 'tie' (raise --budget-minutes)")
-        console.print(f"  {reps} interleaved repetitions ({per_round:.1f} s per round estimated, "
-                      f"{max(0, left):.0f} s for this step)")
+    if reps is None and rounds < 9:
+        r.note(f"compare: the budget allows about {max(COMPARE_MIN_ROUNDS, rounds)} repetitions, fewer than the 9 "
+               "that can separate allocators reliably; the replay is likely to say 'tie' (raise --budget-minutes)")
+    console.print(f"  up to {max(COMPARE_MIN_ROUNDS, min(30, rounds))} interleaved repetitions ({per_round:.1f} s per "
+                  f"round estimated, {max(0, left):.0f} s for this step)")
     path = str(r.out / "compare.json")
     opts = CompareOptions(traces=[trace], allocators=[allocs], default_list=not r.opts.allocators, reps=reps,
-                          max_reps=max_reps, baseline=r.opts.current, results=path, pictures=pictures,
+                          min_reps=min(9, max(COMPARE_MIN_ROUNDS, rounds)), max_reps=30, baseline=r.opts.current,
+                          results=path, pictures=pictures, deadline=r.deadline("compare"),
+                          min_rounds=COMPARE_MIN_ROUNDS,
                           explore_results=r.doc.get("explore") or "dmmkit-explore.json", argv=r.opts.argv)
     try:
         doc = run_compare(tools, opts)
@@ -446,32 +554,91 @@ def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict 
     return doc
 
 
-def _generate(tools: Tools, r: _Run, compare_doc: dict) -> dict | None:
+def _generate_cache_dir(tools: Tools, config: str) -> Path:
+    """Where a generated library of `config` is kept between runs: keyed by
+    the config, the native tools' build and this front end's version
+    ($DMMKIT_CACHE, else $XDG_CACHE_HOME/dmmkit, else ~/.cache/dmmkit)."""
+    import hashlib
+    from . import __version__
+    base = os.environ.get("DMMKIT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "dmmkit")
+    key = hashlib.sha256(f"{config}\0{tools.build_id}\0{__version__}".encode()).hexdigest()[:16]
+    return Path(base) / "generated" / key
+
+
+def _generate(tools: Tools, r: _Run, compare_doc: dict, explore_doc: dict | None) -> list[dict]:
+    """The chosen dmm config as an LD_PRELOAD library: explore's best when
+    it was compared, else the fastest dmm config of the comparison (never
+    one that failed allocations); from the cache when built before."""
     ov = compare_doc.get("overall") or {}
+    base_failed = (ov.get(r.opts.current) or {}).get("failed") or 0
     dmm = [a for a in compare_doc.get("allocators") or [] if a.get("kind") == "dmm" and a.get("spec")]
-    dmm = [a for a in dmm if (ov.get(a["label"]) or {}).get("warm_avg_ratio_geomean") is not None]
+    dmm = [a for a in dmm if (ov.get(a["label"]) or {}).get("warm_avg_ratio_geomean") is not None
+           and ((ov.get(a["label"]) or {}).get("failed") or 0) <= base_failed]
     if not dmm:
-        r.note("no dmm config to generate")
-        return None
-    a = min(dmm, key=lambda a: ov[a["label"]]["warm_avg_ratio_geomean"])
-    if r.left("generate") < 5:
-        r.note(f"generate skipped: the budget is used up; run: dmmkit generate {shlex.quote(a['spec'])} -o DIR")
-        return None
+        r.note("no dmm config to generate (none was compared without failed allocations)")
+        return []
+    b = _feasible_best(explore_doc)
+    best = [a for a in dmm if a["label"].startswith("best:") or (b and a["label"] == f"dmm:{b}")]
+    a = best[0] if best else min(dmm, key=lambda a: ov[a["label"]]["warm_avg_ratio_geomean"])
+    out = [_generate_one(tools, r, a)]
+    # the memory goal's dmm choice (smallest exact peak footprint) too, when
+    # it is another config and there is time (or it is cached), so the
+    # end-to-end check can back a memory switch to it
+    fp = {x["label"]: _fp(compare_doc, x["label"]) for x in dmm}
+    mem = [x for x in dmm if fp[x["label"]] is not None]
+    if mem:
+        m = min(mem, key=lambda x: fp[x["label"]])
+        if m["spec"] != a["spec"]:
+            cached = (_generate_cache_dir(tools, m["spec"]) / "dmmkit-generated.json").is_file()
+            if cached or r.left("generate") > GENERATE_S:
+                out.append(_generate_one(tools, r, m))
+            else:
+                r.note(f"the memory choice {m['label']} is not generated (no time left in this step): the "
+                       "end-to-end check cannot back a memory switch to it")
+    gens = [g for g in out if g]
+    r.doc["generated"] = gens[0] if gens else None
+    r.doc["generated_all"] = gens
+    return gens
+
+
+def _fp(compare_doc: dict, label: str) -> float | None:
+    """The exact peak footprint of label on the (one) trace, else None."""
+    for per in (compare_doc.get("summary") or {}).values():
+        s = per.get(label) or {}
+        if s.get("memory_exact") and isinstance(s.get("peak_footprint"), (int, float)):
+            return float(s["peak_footprint"])
+    return None
+
+
+def _generate_one(tools: Tools, r: _Run, a: dict) -> dict | None:
     from .generate import generate
-    gdir = str(r.out / "generated")
-    try:
-        info = generate(tools, a["spec"], gdir)
-    except DmmkitError as e:
-        r.note(f"generate {a['spec']} failed: {e.message}")
-        return None
-    g = {"label": a["label"], "spec": a["spec"], "dir": gdir, "preload_library": info.get("preload_library"),
-         "config": info.get("config"), "command": f"dmmkit generate {shlex.quote(a['spec'])} -o {gdir}"}
-    r.doc["generated"] = g
-    return g
+    cdir = _generate_cache_dir(tools, a["spec"])
+    info_path = cdir / "dmmkit-generated.json"
+    info = None
+    if info_path.is_file():
+        try:
+            info = json.loads(info_path.read_text())
+            if not Path(info.get("preload_library") or "").is_file():
+                info = None
+        except (OSError, ValueError):
+            info = None
+    cached = info is not None
+    if not cached:
+        try:
+            info = generate(tools, a["spec"], str(cdir))
+            write_json_atomic(info_path, info)
+        except DmmkitError as e:
+            r.note(f"generate {a['spec']} failed: {e.message}")
+            return None
+    console.print(f"  {a['label']} ({a['spec']}): {info.get('preload_library')}" + (" (cached)" if cached else ""))
+    return {"label": a["label"], "spec": a["spec"], "dir": str(cdir), "preload_library": info.get("preload_library"),
+            "config": info.get("config"), "cached": cached,
+            "command": f"dmmkit generate {shlex.quote(a['spec'])} -o DIR"}
 
 
-def _e2e(r: _Run, compare_doc: dict, gen: dict | None) -> dict:
-    from .e2e import MIN_REPS, Candidate, print_e2e, ranking_check, run_e2e, skipped
+def _e2e(r: _Run, compare_doc: dict, gen: dict | None, t_run: float | None) -> dict:
+    from .e2e import Candidate, print_e2e, ranking_check, run_e2e, skipped
     program = r.opts.program
     cur = r.opts.current
     if "e2e" in r.opts.skip:
@@ -494,25 +661,47 @@ def _e2e(r: _Run, compare_doc: dict, gen: dict | None) -> dict:
                 cands.append(Candidate(a["label"], lib, "system"))
     if not any(c.label == cur for c in cands):
         raise DmmkitError(f"the current allocator {cur} is not a system allocator of the comparison", BAD_INPUT)
-    if gen and gen.get("preload_library"):
-        cands.append(Candidate(gen["label"], gen["preload_library"], "dmm"))
+    for g in gen or []:
+        if g.get("preload_library"):
+            cands.append(Candidate(g["label"], g["preload_library"], "dmm"))
     from .allocators import find_libdmm
     lib, _ = find_libdmm()
     if lib is not None:
         cands.append(Candidate("libdmm", str(lib), "peer"))
-    t_run = (r.doc.get("record") or {}).get("seconds")
-    if t_run is None:  # advise TRACE --program: one run to size the check
-        from .study import run_process
-        t_run = run_process(program, None, 600.0)[3]
-    t_run = max(0.005, t_run)
+    few = (r.plan or {}).get("e2e_candidates")
+    if few and len(cands) > few:
+        # the budget holds only the candidates the answer can name: the
+        # current allocator, the generated libraries, libdmm, and the
+        # replay's best system allocators for speed and for memory
+        ov = compare_doc.get("overall") or {}
+        keep = {cur} | {c.label for c in cands if c.kind in ("dmm", "peer")}
+        sys_c = [c for c in cands if c.kind == "system"]
+        for key in ("warm_avg_ratio_geomean", "peak_footprint_ratio_geomean"):
+            known = [c for c in sys_c if (ov.get(c.label) or {}).get(key) is not None]
+            if known and len(keep) < few:
+                keep.add(min(known, key=lambda c: ov[c.label][key]).label)
+        left_out = [c.label for c in cands if c.label not in keep]
+        cands = [c for c in cands if c.label in keep]
+        r.note(f"the end-to-end check runs {len(cands)} candidates, the ones the answer can name; the budget does "
+               f"not hold {', '.join(left_out)} too (raise --budget-minutes)")
+    if lib is None:
+        r.note("libdmm.so is not built (cmake --build --preset release --target dmm_malloc_shared; scripts/main.sh "
+               "builds it): the end-to-end check runs without it")
+    t_run = max(0.005, t_run or 0.005)
     left = r.left("e2e")
-    reps = max(r.opts.e2e_reps, min(15, int(left // (len(cands) * t_run * 1.2))))
-    console.print(f"  {len(cands)} allocators x {reps} interleaved repetitions")
+    fit = int(left // (len(cands) * t_run * E2E_MARGIN))
+    least = min(r.opts.e2e_reps, (r.plan or {}).get("e2e_rounds") or MIN_SEPARABLE_PAIRS)
+    if least < MIN_SEPARABLE_PAIRS:
+        r.note(f"the end-to-end check fits {least} rounds in the budget, fewer than the {MIN_SEPARABLE_PAIRS} a "
+               "Wilcoxon test needs to tell wall times apart: it can back a memory switch (peak RSS), not a speed "
+               "one (raise --budget-minutes)")
+    reps = max(least, min(15, max(r.opts.e2e_reps, fit) if fit >= r.opts.e2e_reps else fit))
+    console.print(f"  {len(cands)} allocators x up to {reps} interleaved repetitions (at least {least})")
     from .ui import progress
     with progress() as prog:
         task = prog.add_task("e2e runs", total=reps * len(cands))
         e = run_e2e(program, cands, current=cur, reps=reps, timeout=max(60.0, t_run * 20),
-                    deadline=r.deadline("e2e") if reps > MIN_REPS else None,
+                    deadline=r.deadline("e2e"), min_rounds=least,
                     on_run=lambda d, t, lab: prog.update(task, completed=d, description=f"e2e: {lab}"))
     e["ranking_check"] = ranking_check(e, compare_doc)
     r.doc["e2e"] = e

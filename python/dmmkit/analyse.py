@@ -4,10 +4,7 @@ recorder)."""
 from __future__ import annotations
 
 import os
-import sys
-import subprocess
 import tempfile
-from pathlib import Path
 
 from rich.table import Table
 
@@ -76,76 +73,3 @@ def print_analysis(trace: str, d: dict) -> None:
         console.print(h)
 
 
-def record(tools: Tools, out: str | None, program: list[str], time: bool = False, follow_fork: bool = False,
-           signal: str | None = None) -> int:
-    """Runs the program under the recorder through scripts/record.sh when the
-    source tree has it, else with libdmmrec.so preloaded directly.  Returns
-    the program's exit status."""
-    if not program:
-        raise DmmkitError("no program given: dmmkit record -o OUT -- PROGRAM [ARGS...]")
-    from .advise import python_hint
-    hint = python_hint(program)
-    if hint:  # a Python program recorded through pymalloc shows a few thousand operations
-        print("record: " + hint, file=sys.stderr)
-    script = tools.root / "scripts" / "record.sh" if tools.root else None
-    opts = []
-    if out:
-        opts += ["-o", out]
-    if time:
-        opts.append("--time")
-    if follow_fork:
-        opts.append("--follow-fork")
-    if signal:
-        opts += ["--signal", signal]
-    env = dict(os.environ)
-    if tools.recorder:
-        env["DMM_REC_LIB"] = str(tools.recorder)
-    if script and script.is_file():
-        cmd = ["bash", str(script), *opts, "--", *program]
-        p = subprocess.run(cmd, env=env)
-        return p.returncode  # record.sh has said what happened
-    if not tools.recorder:
-        raise DmmkitError("libdmmrec.so not found next to the tools and no scripts/record.sh: build the release "
-                          "preset (cmake --preset release && cmake --build --preset release)", RUNTIME)
-    from shutil import which
-    if not which(program[0]) and not Path(program[0]).is_file():
-        raise DmmkitError(f"program not found: {program[0]}", 127)
-    env["LD_PRELOAD"] = str(tools.recorder) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-    env.pop("DMM_TRACE_ROOT", None)
-    if out:
-        env["DMM_TRACE_OUT"] = out
-    if time:
-        env["DMM_TRACE_TIME"] = "1"
-    if follow_fork:
-        env["DMM_TRACE_FORK"] = "follow"
-    if signal:
-        env["DMM_TRACE_SIGNAL"] = signal
-    # The recorder appends one status line per trace it tried to write; a
-    # line ending in "(trace not written)" carries the real cause (a full
-    # disk, a missing directory), which is then the one message shown.
-    fd, summary = tempfile.mkstemp(prefix="dmmkit-rec-", suffix=".status")
-    os.close(fd)
-    env["DMM_TRACE_SUMMARY"] = summary
-    try:
-        p = subprocess.run(program, env=env)
-        try:
-            with open(summary, errors="replace") as f:
-                lines = [ln.strip() for ln in f if ln.strip()]
-        except OSError:
-            lines = []
-    finally:
-        try:
-            os.unlink(summary)
-        except OSError:
-            pass
-    failed = [ln for ln in lines if ln.endswith("(trace not written)")]
-    for ln in lines:
-        print(("record: " + ln.split(": ", 1)[1]) if ln.startswith("dmmrec: ") else ln,
-              file=sys.stderr if ln in failed else sys.stdout)
-    if not lines:
-        print("record: no trace was written (statically linked program, _exit/abort/kill before exit, "
-              "or DMM_TRACE_DISABLE set)", file=sys.stderr)
-        return p.returncode or 1
-    if failed and p.returncode == 0:
-        return 1
-    return p.returncode

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import shlex
 from .compare import CompareOptions, paired_against
+from .e2e import agreement
+from .textfmt import fmt_ci, fmt_x
 from .stats import ALPHA, MIN_SEPARABLE_PAIRS
 
 
@@ -39,14 +41,6 @@ def _ci(x) -> list[float] | None:
         if lo is not None and hi is not None:
             return [lo, hi]
     return None
-
-
-def fmt_x(r: float | None) -> str:
-    return "?" if r is None else f"{r:.2f}x"
-
-
-def fmt_ci(ci: list[float] | None) -> str:
-    return "" if not ci else f"95% CI {ci[0]:.2f}-{ci[1]:.2f}"
 
 
 def _join(names: list[str]) -> str:
@@ -136,14 +130,105 @@ def _next(lab: str, kind: str, alloc: dict, program: list[str] | None, e2e: dict
 def _e2e_for(goal: str, lab: str, cur: str, e2e: dict | None, replay: dict) -> dict | None:
     if not e2e or e2e.get("skipped"):
         return None
-    from .e2e import agreement
     return agreement(e2e, goal, lab, cur, replay)
 
 
 def _no_answer(goal: str, why: str, cur: str) -> dict:
     return {"goal": goal, "choice": None, "kind": None, "metric": METRICS[goal], "ratio": None, "ci": None,
             "confidence": "unknown", "ties": [], "memory_ratio": None, "memory_exact": None, "e2e": None,
-            "next": None, "sentence": f"For {goal} there is no answer: {why}."}
+            "next": None, "overruled": None, "sentence": f"For {goal} there is no answer: {why}."}
+
+
+def _failed_allocations(compare: dict) -> dict[str, int]:
+    """label -> allocations that failed on the traces (compare's overall
+    "failed", else the per-trace summaries)."""
+    out: dict[str, int] = {}
+    for lab, o in (compare.get("overall") or {}).items():
+        n = _num((o or {}).get("failed"))
+        if n is None:
+            n = sum(_num((per.get(lab) or {}).get("failed")) or 0 for per in (compare.get("summary") or {}).values())
+        if n and n > 0:
+            out[lab] = int(n)
+    return out
+
+
+def _e2e_ran(e2e: dict | None) -> bool:
+    """Whether the end-to-end check ran the program (at least one good run)."""
+    return bool(e2e) and not e2e.get("skipped") and \
+        any((ent or {}).get("ok") for ent in (e2e.get("allocators") or {}).values())
+
+
+def _not_backed(goal: str, choice: str, d: dict, e2e: dict | None) -> str | None:
+    """Why a switch to `choice` is not backed by what was measured, or None.
+    When the end-to-end check ran, a switch for speed needs the real
+    program's wall time and a switch for memory its peak RSS to agree with
+    the replay; without the check, approximate replay footprints alone never
+    make a switch."""
+    e = d.get("e2e")
+    if _e2e_ran(e2e):
+        if e is None:
+            return f"the end-to-end check did not run the program under {choice}"
+        if e.get("agrees") is False:
+            return e.get("note") or "the end-to-end check disagrees"
+        if e.get("agrees") is None and goal != "worst case":
+            return "the end-to-end check cannot confirm it: " + (e.get("note") or "no paired figures")
+        return None
+    if goal == "memory" and d.get("confidence") != "significant":
+        return "the replay footprint is approximate (what the process mapped) and no end-to-end check measured " \
+               "the real peak RSS"
+    return None
+
+
+def _program_winner(goal: str, cur: str, e2e: dict | None, excluded: set) -> tuple[str, dict] | None:
+    """The allocator that won on the real program for `goal` (speed: wall
+    time told apart, interval below 1 and p < ALPHA; memory: peak RSS below
+    1 - MEMORY_TIE with its interval below 1 when it has one), or None."""
+    if goal not in ("speed", "memory") or not _e2e_ran(e2e):
+        return None
+    best = None
+    for lab, ent in (e2e.get("allocators") or {}).items():
+        if lab == cur or lab in excluded or not ent or not ent.get("ok") or ent.get("output_differs") \
+                or ent.get("failed"):
+            continue
+        f = (ent.get("wall_ratio") if goal == "speed" else ent.get("rss_ratio")) or {}
+        r, ci, p = _num(f.get("ratio")), _ci(f.get("ci")), _num(f.get("p"))
+        if r is None:
+            continue
+        if goal == "speed":
+            won = ci is not None and ci[1] < 1.0 and p is not None and p < ALPHA
+        else:
+            won = r < 1 - MEMORY_TIE and (ci is None or ci[1] < 1.0)
+        if won and (best is None or r < best[1]["ratio"]):
+            best = (lab, {"ratio": r, "ci": ci, "p": p})
+    return best
+
+
+def _overrule(d: dict, goal: str, why: str, cur: str, rows: dict, allocs: dict, known: list, compare: dict,
+              e2e: dict | None, failed: dict) -> dict:
+    """The replay's choice is not backed: keep the current allocator, or
+    take the allocator that won on the real program; the replay's choice
+    and the reason go under "overruled"."""
+    over = {"label": d["choice"], "ratio": d["ratio"], "ci": d.get("ci"), "p": d.get("p"),
+            "memory_exact": d.get("memory_exact") if goal != "memory" else
+            (rows.get(d["choice"]) or {}).get("exact"), "e2e": d.get("e2e"), "why": why}
+    excluded = set(failed) | {d["choice"]}
+    win = _program_winner(goal, cur, e2e, excluded)
+    d = dict(d, overruled=over, ties=[], best=None)
+    if win is None:
+        d.update(choice=cur, kind="current", ratio=1.0, ci=None, p=None, confidence="tie", memory_ratio=None,
+                 memory_exact=None, e2e=None)
+        return d
+    lab, figs = win
+    ent = (e2e.get("allocators") or {}).get(lab) or {}
+    kind = (allocs.get(lab) or {}).get("kind") or ent.get("kind") or "system"
+    row = rows.get(lab) or {}
+    w, m = ent.get("wall_ratio") or {}, ent.get("rss_ratio") or {}
+    d.update(choice=lab, kind=kind, ratio=row.get("ratio"), ci=row.get("ci"), p=row.get("p"),
+             confidence="program", memory_ratio=None, memory_exact=None,
+             e2e={"wall_ratio": w.get("ratio"), "wall_ci": w.get("ci"), "rss_ratio": m.get("ratio"),
+                  "rss_ci": m.get("ci"), "agrees": None, "program_winner": True,
+                  "note": f"chosen on the real program ({'wall time' if goal == 'speed' else 'peak RSS'})"})
+    return d
 
 
 def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dict:
@@ -158,7 +243,19 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
             rows[lab] = {"ratio": r, "ci": None, "exact": ex}
         else:
             rows[lab] = _speed_figures(compare, lab, cur, "warm_avg" if goal == "speed" else "warm_max", caveats)
-    known = [lab for lab in labels if rows[lab]["ratio"] is not None]
+    # a configuration that failed allocations on the trace did not serve it:
+    # its figures are of a different (smaller) workload, so it is neither
+    # ranked nor tied
+    # (counted beyond the current allocator's own failures: a request no
+    # allocator can grant fails for every one)
+    failed = {lab: n for lab, n in _failed_allocations(compare).items()}
+    base_failed = failed.pop(cur, 0)
+    failed = {lab: n for lab, n in failed.items() if n > base_failed}
+    for lab in sorted(failed):
+        if lab in labels:
+            caveats.add(f"{lab} failed {failed[lab]} allocation(s) on the trace"
+                        + (f" ({cur}: {base_failed})" if base_failed else "") + ": it is not ranked for any goal")
+    known = [lab for lab in labels if rows[lab]["ratio"] is not None and (lab == cur or lab not in failed)]
     if len(known) < 2:
         return _no_answer(goal, f"the compare results hold no {METRICS[goal]} figures against {cur}", cur)
     best = min(known, key=lambda lab: rows[lab]["ratio"])
@@ -191,6 +288,7 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
                     continue
                 if paired_against(compare, lab, best, metric)["tie"] is True:
                     ties.append(lab)
+        ties = [lab for lab in ties if lab in known]
         if cur in ties:
             conf = "tie"
     kind_of = lambda lab: "current" if lab == cur else (allocs[lab].get("kind") or "dmm")  # noqa: E731
@@ -212,13 +310,22 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
                   if keep and best != cur else None),
          "confidence": conf, "ties": ties if not keep else [lab for lab in ([best] + ties) if lab != cur],
          "memory_ratio": m_r, "memory_exact": m_ex, "e2e": None, "next": None, "sentence": ""}
+    d["overruled"] = None
     rival = d["best"] or d
     # the real program under the choice (or, when keeping today's allocator,
     # under its best rival); today's allocator against itself says nothing
     if (best if keep else choice) != cur:
         d["e2e"] = _e2e_for(goal, best if keep else choice, cur, e2e, {"ratio": rival["ratio"], "ci": rival["ci"],
                                                                        "confidence": conf})
-    d["next"] = _next(choice, kind, allocs.get(choice) or {}, program, e2e)
+    if not keep:
+        why = _not_backed(goal, choice, d, e2e)
+        if why:
+            d = _overrule(d, goal, why, cur, rows, allocs, known, compare, e2e, failed)
+    elif _program_winner(goal, cur, e2e, set(failed)):
+        # the replay tells nothing apart, the real program does: its winner
+        d = _overrule(d, goal, f"the replay did not tell the allocators apart from {cur}", cur, rows, allocs,
+                      known, compare, e2e, failed)
+    d["next"] = _next(d["choice"], d["kind"], allocs.get(d["choice"]) or {}, program, e2e)
     d["sentence"] = _sentence(d, cur, best, rows)
     if m_ex is False or (goal == "memory" and rows[best].get("exact") is False):
         caveats.add("footprint figures of system allocators are approximate (what the process mapped, not what the "
@@ -226,7 +333,47 @@ def _goal(goal: str, compare: dict, cur: str, program, e2e, caveats: set) -> dic
     return d
 
 
+def _real_figs(e: dict | None, goal: str) -> str:
+    """The real program's figure for a goal: "wall time 0.91x (95% CI ..)"
+    or "peak RSS 1.13x"."""
+    if not e:
+        return ""
+    if goal == "memory":
+        r, ci = e.get("rss_ratio"), e.get("rss_ci")
+        name = "peak RSS"
+    else:
+        r, ci = e.get("wall_ratio"), e.get("wall_ci")
+        name = "wall time"
+    if r is None:
+        return ""
+    return f"{name} {fmt_x(r)}" + (f" ({fmt_ci(ci)})" if ci else "")
+
+
+def _overruled_sentence(d: dict, cur: str) -> str:
+    goal, metric = d["goal"], d["metric"].replace(" (replay)", "")
+    o = d["overruled"]
+    approx = goal == "memory" and not o.get("memory_exact")
+    rep = f"{o['label']} ({fmt_x(o['ratio'])} the {metric} of {cur} on the replay" + \
+        (", approximate" if approx else "") + ")"
+    if d["kind"] == "current":
+        s = f"For {goal} keep {cur}: the replay's best, {rep}, is not backed: {o['why']}"
+    elif o["label"] == cur:
+        real = _real_figs(d.get("e2e"), goal)
+        fig = rows_fig = d.get("ratio")
+        iv = fmt_ci(d.get("ci"))
+        s = (f"For {goal} use {d['choice']}, which won on the real program ({real} of {cur}'s); {o['why']}"
+             + (f" ({d['choice']} {fmt_x(fig)} the {metric}" + (f", {iv}" if iv else "") + ")"
+                if rows_fig is not None else ""))
+    else:
+        real = _real_figs(d.get("e2e"), goal)
+        s = (f"For {goal} use {d['choice']}, which won on the real program ({real} of {cur}'s); the replay's best, "
+             f"{rep}, is not backed: {o['why']}")
+    return s + f". Next: {d['next']}."
+
+
 def _sentence(d: dict, cur: str, best: str, rows: dict) -> str:
+    if d.get("overruled"):
+        return _overruled_sentence(d, cur)
     goal, metric = d["goal"], d["metric"].replace(" (replay)", "")
     fig = d.get("best") or d  # keeping the current allocator: the figures of the best rival
     ci = fmt_ci(fig["ci"])

@@ -70,7 +70,7 @@ def record(ctx, out, timestamps, follow_fork, signal, program):
     \b
     dmmkit record -o prog.trace -- ./prog arg1 arg2
     The program's output and exit status are passed through."""
-    from .analyse import record as do_record
+    from .procs import record as do_record
     prog = list(program)
     if prog and prog[0] == "--":
         prog = prog[1:]
@@ -364,6 +364,7 @@ def advise(ctx, outdir, budget_minutes, current, program_text, from_results, kee
                          skip=[x.strip() for x in skip.split(",") if x.strip()])
     if args and args[0] == "--":
         args = args[1:]
+    _advise_args_check(ctx, args, from_results)
     if from_results:
         opts.from_results = args
     elif len(args) == 1 and os.path.isfile(args[0]) and not os.access(args[0], os.X_OK):
@@ -377,6 +378,33 @@ def advise(ctx, outdir, budget_minutes, current, program_text, from_results, kee
         opts.program = args
     tools = None if from_results else _tools(ctx)
     run_advise(tools, opts)
+
+
+def _advise_args_check(ctx, args: list[str], from_results: bool) -> None:
+    """advise takes unknown options as the program's (after --): an option
+    before the program is a typo of advise's own (`--bugdet 3 -- ls`), and
+    one missing file that is not a program is a missing trace."""
+    if args and args[0].startswith("-") and args[0] != "-":
+        import difflib
+        name = args[0].split("=", 1)[0]
+        known = [o for p in ctx.command.params for o in p.opts + p.secondary_opts if o.startswith("--")]
+        # a typo may also shorten the option (--bugdet for --budget-minutes):
+        # each option is compared whole and cut to the typo's length
+        score = {o: max(difflib.SequenceMatcher(None, name, o).ratio(),
+                        difflib.SequenceMatcher(None, name, o[:len(name)]).ratio()) for o in known}
+        near = [o for o in sorted(score, key=score.get, reverse=True) if score[o] >= 0.6][:1]
+        raise click.NoSuchOption(name, message=f"No such option: {name}" + (f" (did you mean {near[0]}?)" if near
+                                                                            else "") + "; the program goes after --",
+                                 ctx=ctx)
+    if from_results or len(args) != 1 or os.path.exists(args[0]):
+        return
+    import shutil
+    a = args[0]
+    if "/" not in a and shutil.which(a):
+        return
+    if os.path.splitext(a)[1] in (".trace", ".txt", ".json", ".gz") or "/" in a and not os.path.isdir(
+            os.path.dirname(a) or "."):
+        raise DmmkitError(f"no such file: {a} (neither a trace nor a program)", 2)
 
 
 def main(argv=None):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import time
 from dataclasses import dataclass, field
 
 from rich.table import Table
@@ -34,6 +35,7 @@ from .allocators import Allocator, parse_peers, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
 from .measure import TaskError, measure_timing
+from .textfmt import short_labels, tie_marker
 from .memfig import APPROX, Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
 from .stats import MIN_SEPARABLE_PAIRS, geomean, noise_check, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
 from .tools import Tools, check_configs, validate_trace
@@ -60,6 +62,10 @@ class CompareOptions:
     results: str = "dmmkit-compare.json"
     pictures: bool = True
     argv: list[str] = field(default_factory=list)
+    # time.monotonic() after which no new round starts, once min_rounds are
+    # done (advise's step deadline); None: no limit
+    deadline: float | None = None
+    min_rounds: int = 2
 
 
 def merge_hists(hs: list[dict]) -> dict:
@@ -169,6 +175,7 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     console.print(f"[bold]compare[/]: {len(allocs)} allocator(s) x {len(refs)} trace(s) x {how}, "
                   f"interleaved; baseline {base}")
     reps_done, why = 0, None
+    last_round = 0.0
     interrupted = False
     with progress() as prog:
         task = prog.add_task("replays (serial, interleaved)", total=planned * per_round)
@@ -184,7 +191,13 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
                 elif reps_done >= opts.reps:
                     why = f"the {opts.reps} repetition(s) asked for (--reps)"
                     break
+                if opts.deadline is not None and reps_done >= opts.min_rounds and \
+                        time.monotonic() + last_round > opts.deadline:
+                    why = f"the time budget: another round ({last_round:.1f} s) would end after the deadline"
+                    break
+                t_round = time.monotonic()
                 failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task)
+                last_round = time.monotonic() - t_round
                 if failure is None:
                     reps_done += 1
         except KeyboardInterrupt:
@@ -467,17 +480,19 @@ def print_compare(doc: dict) -> None:
     why = f"; {doc['reps_stop']}" if doc.get("reps_stop") else ""
     t = Table(title=f"ranking: warm cycles/op relative to {base} (paired by repetition, geometric mean over "
                     f"{len(summary)} trace(s); lower is faster; {reps} repetition(s){why})")
+    # at 100 columns: long labels as short ids (legend below), the interval never cut
+    shown, id_legend = short_labels(ranking)
     t.add_column("#", justify="right")
-    t.add_column("allocator")
+    t.add_column("allocator", no_wrap=True)
     t.add_column("x " + base, justify="right")
-    t.add_column("95% CI", justify="right")
+    t.add_column("95% CI", justify="right", no_wrap=True, min_width=11)
     t.add_column("p", justify="right")
     t.add_column("group", justify="right")
-    t.add_column("memory x " + base, justify="right")
-    t.add_column("worst x " + base, justify="right")
-    t.add_column("x " + base + " cold", justify="right")
-    t.add_column("fastest on", justify="right")
-    t.add_column("failed", justify="right")
+    t.add_column("mem x", justify="right", no_wrap=True, min_width=7)
+    t.add_column("worst x", justify="right")
+    t.add_column("cold x", justify="right")
+    t.add_column("wins", justify="right")
+    t.add_column("failed", justify="right", no_wrap=True, min_width=6)
     legend = Legend()
     for n, lab in enumerate(ranking, 1):
         o = overall[lab]
@@ -485,34 +500,39 @@ def print_compare(doc: dict) -> None:
         exact = bool(o.get("memory_exact"))  # unknown counts as approximate
         if mem is not None and not exact:
             legend.note(False, "ratio")
-        t.add_row(str(n), lab, fmt_ratio(o.get("warm_avg_ratio_geomean")), _ci_text(o.get("warm_avg_ratio_ci")),
+        t.add_row(str(n), shown[lab], fmt_ratio(o.get("warm_avg_ratio_geomean")), _ci_text(o.get("warm_avg_ratio_ci")),
                   _p_text(o.get("warm_avg_ratio_p")), _group_text(o, sizes),
                   mark(fmt_ratio(mem), exact) if mem is not None else "-",
                   fmt_ratio(o.get("warm_max_ratio_geomean")),
                   fmt_ratio(o.get("cold_avg_ratio_geomean")), f"{o.get('wins') or 0}/{len(summary)}",
                   str(o.get("failed") if o.get("failed") is not None else "-"))
     console.print(t)
-    console.print("group: allocators with the same number cannot be told apart (\"=N\": a tie; paired test against "
-                  "the group's fastest: 95% interval containing 1 or Wilcoxon p >= 0.05); worst: warm maximum "
-                  "cycles/op ratio", markup=False)
+    console.print(f"ratios to {base}: x = warm cycles/op, mem = peak footprint, worst = warm maximum cycles/op, "
+                  "cold = cold cycles/op; wins = traces where it was fastest; group: allocators with the same number "
+                  "cannot be told apart (\"=N\": a tie; paired test against the group's fastest: 95% interval "
+                  "containing 1 or Wilcoxon p >= 0.05)", markup=False)
+    if id_legend:
+        console.print("allocators: " + "; ".join(id_legend), markup=False, soft_wrap=True)
     if legend.kinds:
         console.print(f"{APPROX} memory ratio: a footprint figure of this allocator or of {base} is not the "
                       "allocator's own exact count (approximate)", markup=False)
     m = Table(title=f"per trace: warm cycles/op of {base}, and each allocator's ratio to it "
-                    f"(median over paired repetitions; \"=\": not told apart from {base})")
+                    f"(median over paired repetitions; not told apart from {base}: \"=\" the interval holds 1, "
+                    "\"~\" it excludes 1 but Wilcoxon p >= 0.05)")
     m.add_column("trace")
     m.add_column(base + " cyc/op", justify="right")
     for lab in ranking:
         if lab != base:
-            m.add_column(lab, justify="right")
+            m.add_column(shown[lab], justify="right")
     for tl, per in summary.items():
         row = [tl, fmt_num(((per.get(base) or {}).get("warm_avg") or {}).get("median"))]
         for lab in ranking:
             if lab != base:
                 s = per[lab]
                 cell = fmt_ratio((s.get("warm_avg_ratio") or {}).get("median"))
-                if s.get("tie") is True:
-                    cell += " ="  # not told apart from the baseline on this trace
+                mk = tie_marker(s.get("warm_avg_ratio_ci"), s.get("tie"))
+                if mk:  # not told apart from the baseline on this trace
+                    cell += " " + mk
                 row.append(cell)
         m.add_row(*row)
     console.print(m)
@@ -528,10 +548,11 @@ def print_compare_memory(doc: dict) -> None:
     if not summary or not ranking:
         return
     legend = Legend()
+    shown, _ = short_labels(ranking)  # the ids of the ranking table's legend
     m = Table(title="per trace: peak footprint \\[fragmentation #4] (first repetition)")
     m.add_column("trace")
     for lab in ranking:
-        m.add_column(lab, justify="right")
+        m.add_column(shown[lab], justify="right")
     for tl, per in summary.items():
         row = [tl]
         for lab in ranking:

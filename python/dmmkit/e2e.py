@@ -6,7 +6,7 @@ comparison, the program runs as a whole process under each candidate (the
 system allocators and any built dmm library by LD_PRELOAD, the current
 allocator as it is), repeated and interleaved round-robin (repetition r
 starts with candidate r mod n), with the wall time and peak RSS of every
-run (dmmkit.study.run_process: GNU time's ru_maxrss when installed).
+run (dmmkit.procs.run_process: GNU time's ru_maxrss when installed).
 
 Each candidate's figures are divided by the current allocator's figures of
 the same round (paired ratios): their geometric mean, 95% bootstrap
@@ -29,10 +29,10 @@ from pathlib import Path
 from rich.table import Table
 from scipy import stats as _st
 
-from .answer import fmt_ci, fmt_x
+from .textfmt import fmt_ci, fmt_x
 from .stats import paired_test
 from .stats import summarize
-from .study import _failure, rss_method, run_process
+from .procs import failure_text, rss_method, run_process
 
 MIN_REPS = 9  # the timing figures' minimum (fewer cannot reach p < 0.05 with room to spare)
 # a memory ratio within this distance of 1 is no change (as in answer)
@@ -58,11 +58,13 @@ def _ratio_figs(vals: list, base: list) -> dict:
 
 
 def run_e2e(program: list[str], candidates: list[Candidate], current: str = "glibc", reps: int = MIN_REPS,
-            timeout: float = 600.0, deadline: float | None = None, on_run=None, cwd: str | None = None) -> dict:
+            timeout: float = 600.0, deadline: float | None = None, on_run=None, cwd: str | None = None,
+            min_rounds: int = 1) -> dict:
     """Runs the program reps times under every candidate (interleaved) and
     returns the e2e figures (the "e2e" object of advise.json).  With a
-    deadline (time.monotonic()), no new round starts after it; at least one
-    round always runs.  on_run(done, total, label) reports progress.  A
+    deadline (time.monotonic()), no new round starts that would end after
+    it (by the last round's duration); at least min_rounds rounds always
+    run.  on_run(done, total, label) reports progress.  A
     KeyboardInterrupt keeps the rounds finished so far (interrupted: true)
     and is raised again by the caller's choice (see advise)."""
     labels = [c.label for c in candidates]
@@ -74,22 +76,25 @@ def run_e2e(program: list[str], candidates: list[Candidate], current: str = "gli
     done = 0
     interrupted = False
     stopped = None
+    last = 0.0
     try:
         for rep in range(reps):
-            if deadline is not None and rep >= 1 and time.monotonic() > deadline:
+            if deadline is not None and rep >= max(1, min_rounds) and time.monotonic() + last > deadline:
                 stopped = f"the time budget ran out after {rep} repetition(s)"
                 break
+            t_round = time.monotonic()
             k = rep % len(candidates)
             order = candidates[k:] + candidates[:k]
             order_log.append([c.label for c in order])
             for c in order:
                 code, so, se, wall, rss, to = run_process(program, c.lib, timeout, cwd=cwd)
-                fail = _failure(code, se, so, to, timeout)
+                fail = failure_text(code, se, so, to, timeout)
                 runs[c.label].append({"rep": rep, "wall_s": wall, "rss_kb": rss, "exit": code, "failed": fail,
                                       "stdout_sha": _sha(so), "stdout_bytes": len(so.encode("utf-8", "replace"))})
                 done += 1
                 if on_run:
                     on_run(done, total, c.label)
+            last = time.monotonic() - t_round
     except KeyboardInterrupt:
         interrupted = True
     doc = summarise_e2e({"program": list(program), "current": current, "reps": reps, "order": order_log,

@@ -41,6 +41,7 @@ from .measure import MEASURE_VERSION, BudgetExceeded, TaskError, count_instructi
     measure_memory, measure_timing
 from .measure import reset_stop as measure_reset
 from .stats import geomean, relative, summarize
+from .textfmt import tie_marker
 from .tools import Tools, check_configs, validate_trace
 from .ui import TraceRef, console, fmt_interval, fmt_kib, fmt_num, fmt_ratio, trace_refs
 
@@ -201,9 +202,10 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         interrupted = True
         kill_running()
     budget.full = len({pid for (_, pid) in det})
+    budget.log()
     console.print(f"deterministic figures: {len(det)} ({full_hits} from the cache, {len(det) - full_hits} measured)"
                   + (f", [red]{len(errors)} failed[/]" if errors else "")
-                  + (f"; {len(budget.dropped)} dropped by the budget (listed above and in the results)"
+                  + (f"; {len(budget.dropped)} dropped by the budget (summed up above; each in the results)"
                      if budget.dropped else ""))
 
     # ---- aggregate, constraints, front ------------------------------------
@@ -366,6 +368,7 @@ def run_explore(tools: Tools, opts: Options) -> dict:
     }
     doc = clean_nans(doc)
     write_json_atomic(opts.results, doc)
+    budget.log()  # what the timing and frozen phases dropped
     if interrupted:
         raise DmmkitError(f"interrupted: the partial results ({budget.full} config(s) with full figures, "
                           f"\"complete\": false) are in {opts.results}", EXIT_INTERRUPTED)
@@ -743,6 +746,7 @@ class Budget:
         self.full = 0
         self.limit_hit: str | None = None  # the phase the time limit stopped
         self._gone: set[str] = set()
+        self._pending: list[dict] = []  # drops not yet in the log (Budget.log)
 
     def item(self, **kw) -> dict:
         """The budget fields of a measurement item."""
@@ -774,8 +778,23 @@ class Budget:
                              "seconds": round(seconds, 2) if seconds is not None else None, "detail": why})
         self._gone.add(p.id)
         if not quiet:
-            console.print(f"[yellow]dropped[/] {p.name}" + (f" on {trace}" if trace else "") + f": {why}",
-                      soft_wrap=True)
+            self._pending.append(self.dropped[-1])
+
+    def log(self) -> None:
+        """One line per reason for the configs dropped since the last call
+        (the full list is in the results, budget.dropped)."""
+        new, self._pending = self._pending, []
+        by: dict[str, list[dict]] = {}
+        for d in new:
+            by.setdefault(d["reason"], []).append(d)
+        what = {"budget": "over the per-config --budget", "relative": "more than --budget-relative times slower",
+                "time_limit": "stopped at the --time-limit", "screen": "not promising on the screening prefix"}
+        for reason, ds in by.items():
+            names = list(dict.fromkeys(d["name"] + (f" on {d['trace']}" if d.get("trace") else "") for d in ds))
+            shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+            console.print(f"[yellow]dropped[/] {len(names)} {what.get(reason, reason)}: {shown}"
+                          + (f" ({ds[0]['detail']})" if len(names) == 1 else f" (e.g. {ds[0]['detail']})"),
+                          soft_wrap=True)
 
     def gone(self, pid: str) -> bool:
         return pid in self._gone
@@ -901,7 +920,12 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
                     m["instructions"] = m["instr_per_op"] = None
                     det[(tr.label, p.id)] = m
             raise
-        # the relative budget, per trace, against the fastest config measured on it
+        # the relative budget, per trace, against the fastest config measured on it:
+        # on wall time only for a replay of at least REL_WALL_FLOOR_S (below it
+        # a wall time is mostly start-up and noise: 0.05 s against 0.01 s
+        # dropped configs on a busy machine); below, on instructions/op once
+        # callgrind has counted them (_relative_on_instructions)
+        floor_traces: set[str] = set()
         if budget.relative:
             best: dict[str, float] = {}
             for i, m in mem.items():
@@ -912,8 +936,9 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
             for i in sorted(mem):
                 tr, p = todo[i]
                 t, b = mem[i].get("replay_seconds"), best.get(tr.label)
-                # below 50 ms a replay's wall time is mostly process start-up: not a speed
-                if t and b and t > 0.05 and t > budget.relative * b:
+                if t is not None and t < REL_WALL_FLOOR_S:
+                    floor_traces.add(tr.label)  # decided on instructions, whatever the wall times say
+                elif t and b and t > budget.relative * b:
                     budget.drop(p, tr.label, "relative", t,
                                 f"its replay took {t:.2f} s, more than {budget.relative:g}x the fastest "
                                 f"config's {b:.2f} s (--budget-relative)"
@@ -974,6 +999,31 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
             if budget.over():
                 budget.stop(f"instruction counts{label}")
                 break
+        _relative_on_instructions(budget, det, todo, floor_traces, ops)
+
+
+REL_WALL_FLOOR_S = 1.0  # the relative budget compares wall times only from this long a replay
+
+
+def _relative_on_instructions(budget: Budget, det: dict, todo, traces: set[str], ops: int | None) -> None:
+    """The relative budget on the traces whose wall times were below the
+    floor: a config whose instructions/op are more than K times the fewest
+    on the same trace is dropped (deterministic: the same on every run)."""
+    if not budget.relative or not traces:
+        return
+    names = {p.id: p for _, p in todo}
+    for lab in traces:
+        figs = {pid: m.get("instr_per_op") for (tl, pid), m in det.items() if tl == lab and m.get("instr_per_op")}
+        if not figs:
+            continue
+        best = min(figs.values())
+        for pid, v in sorted(figs.items()):
+            if v > budget.relative * best and pid in names:
+                budget.drop(names[pid], lab, "relative", None,
+                            f"its {v:.0f} instructions/op are more than {budget.relative:g}x the fewest ({best:.0f}) "
+                            f"(--budget-relative, on instructions: the replays took less than {REL_WALL_FLOOR_S:g} s, "
+                            "too short for wall times to tell)" + (f" on the first {ops} operations" if ops else ""))
+                del det[(lab, pid)]
 
 
 CALLGRIND_SLOWDOWN = 50  # callgrind's cost against a native replay, as measured on the allocator paths (issue 14)
@@ -1171,8 +1221,11 @@ def _time_configs(tools, opts, refs, cands, errors, budget=None) -> dict:
     for c in cands:
         c["timed"] = True
         avg_t, max_t = [], []
+        c["aggregate"]["cycles_max_preempted"] = False
         for tr in refs:
             tm = dmm_pass_stats(samples.get((tr.label, c["id"]), []))
+            if tm["samples"] and not tm["clean_samples"]:  # every pass preempted: the maximum holds one
+                c["aggregate"]["cycles_max_preempted"] = True
             if c["per_trace"].get(tr.label) is not None:
                 c["per_trace"][tr.label]["timing"] = tm
             avg_t.append(tm["avg"]["median"])
@@ -1247,6 +1300,13 @@ def take_pictures(tools: Tools, refs: list[TraceRef], config_ids: list[str], det
     return pictures.take(tools, jobs)
 
 
+def _max_text(a: dict) -> str:
+    """The warm maximum cycles/op, marked '*' when a timed run of the
+    config was preempted (the maximum then includes the preemption)."""
+    v = fmt_num(a.get("cycles_max"), 0)
+    return v + ("*" if a.get("cycles_max_preempted") else "") if v != "-" else v
+
+
 def print_explore(doc: dict, top: int = 12) -> None:
     by_id = {c["id"]: c for c in doc["configs"]}
     st = doc["settings"]
@@ -1257,28 +1317,31 @@ def print_explore(doc: dict, top: int = 12) -> None:
     t = Table(title=f"explore ranking (objective {st['objective']}, speed = {st.get('speed_metric')}, "
                     f"memory = {st['memory_metric']}, "
                     f"geometric mean over {len(doc['traces'])} trace(s); ratios vs {doc.get('reference')})")
-    t.add_column("#", justify="right")
+    t.add_column("#", justify="right", no_wrap=True, min_width=3)
     balanced = st.get("objective") == "balanced"
     if balanced:
         t.add_column("score", justify="right")  # geomean of speed and memory, each relative to the best
-    t.add_column("id")
-    t.add_column("name", overflow="fold")
+    t.add_column("id", no_wrap=True, min_width=9)  # names longer than an id are in the legend under the table
     if frozen:
-        t.add_column("instr/op runtime", justify="right")
-        t.add_column("instr/op frozen", justify="right")
-        t.add_column("x ref", justify="right")  # of the figure ranked: frozen where measured
+        t.add_column("instr/op", justify="right", no_wrap=True)  # runtime config
+        t.add_column("frozen", justify="right", no_wrap=True)  # instr/op, built frozen to the config
+        t.add_column("x ref", justify="right", no_wrap=True)  # of the figure ranked: frozen where measured
     else:
-        t.add_column("instr/op", justify="right")
-        t.add_column("x ref", justify="right")
-    if timed:
-        t.add_column("cycles/op avg", justify="right")
-        t.add_column("x ref", justify="right")
-        t.add_column("95% CI", justify="right")
-        t.add_column("cycles/op max", justify="right")
-    t.add_column("min arena", justify="right")
-    t.add_column("peak footprint", justify="right")
-    t.add_column("frag #4", justify="right")
-    t.add_column("front", justify="center")
+        t.add_column("instr/op", justify="right", no_wrap=True)
+        t.add_column("x ref", justify="right", no_wrap=True)
+    t.add_column("min arena", justify="right", no_wrap=True)
+    t.add_column("peak fp", justify="right", no_wrap=True)
+    t.add_column("#4", justify="right", no_wrap=True)
+    t.add_column("front", justify="center", no_wrap=True)
+    # the timing of the candidates: a table of its own (100 columns hold
+    # neither all the figures in one nor a cut interval)
+    tt = Table(title=f"timing of the candidates (warm cycles/op; ratios vs {doc.get('reference')})")
+    tt.add_column("id", no_wrap=True)
+    tt.add_column("cycles/op avg", justify="right", no_wrap=True)
+    tt.add_column("x ref", justify="right", no_wrap=True)
+    tt.add_column("95% CI", justify="right", no_wrap=True, min_width=10)
+    tt.add_column("cycles/op max", justify="right", no_wrap=True)
+    legend: list[str] = []
     order = list(doc["ranking"])[:top]
     if ref and ref["id"] not in order:
         order.append(ref["id"])
@@ -1289,7 +1352,9 @@ def print_explore(doc: dict, top: int = 12) -> None:
         if balanced:
             sc = a.get("balanced_score")
             row.append(f"{sc:.3f}" if isinstance(sc, (int, float)) and not isinstance(sc, bool) else "-")
-        row += [c["id"], c["name"], fmt_num(a.get("instr_per_op"))]
+        row += [c["id"], fmt_num(a.get("instr_per_op"))]
+        if c["name"] != c["id"]:
+            legend.append(f"{c['id']} = {c['name']}")
         if frozen:
             st_f = (c.get("frozen") or {}).get("status")
             row += [fmt_num(a.get("instr_per_op_frozen")) if st_f == "measured" else
@@ -1297,27 +1362,37 @@ def print_explore(doc: dict, top: int = 12) -> None:
                     fmt_ratio(a.get("instr_ratio_ranked") if c.get("frozen_candidate") else a.get("instr_ratio"))]
         else:
             row += [fmt_ratio(a.get("instr_ratio"))]
-        if timed:
-            row += [fmt_num(a.get("cycles_avg")), fmt_ratio(a.get("cycles_ratio")),
-                    fmt_interval(a.get("cycles_ratio_ci")) + ("=" if a.get("cycles_tie") is True else ""),
-                    fmt_num(a.get("cycles_max"), 0)]
+        if timed and a.get("cycles_avg") is not None:
+            tt.add_row(c["id"], fmt_num(a.get("cycles_avg")), fmt_ratio(a.get("cycles_ratio")),
+                       fmt_interval(a.get("cycles_ratio_ci")) + tie_marker(a.get("cycles_ratio_ci"),
+                                                                           a.get("cycles_tie")),
+                       _max_text(a))
         row += [fmt_kib(a.get("min_arena")), fmt_kib(a.get("peak_footprint")), fmt_ratio(a.get("frag4")),
                 ("D" if c["front"] else "") + ("F" if c.get("frozen_front") else "")
                 + ("T" if c.get("timing_front") else "")]
         t.add_row(*row)
     console.print(t)
+    if timed and tt.row_count:
+        console.print(tt)
+    if legend:
+        console.print("ids: " + "; ".join(legend), soft_wrap=True, markup=False)
     ts = doc.get("timing_stats")
     for st_t in (ts if isinstance(ts, list) else [ts]):
         if not isinstance(st_t, dict):
             continue
         groups = st_t.get("groups") if isinstance(st_t.get("groups"), list) else []
         console.print(f"timing: {st_t.get('stop')}; 95% CI = paired interval of cycles/op against "
-                      f"{st_t.get('reference')} ('=' : not told apart from it); groups that cannot be told apart: "
+                      f"{st_t.get('reference')} ('=': it holds 1, not told apart; '~': it excludes 1 but the "
+                      "Wilcoxon p >= 0.05, not told apart either; cycles/op max '*': every pass was preempted, "
+                      "the maximum includes a preemption); groups that cannot be told apart: "
                       + " | ".join(", ".join(map(str, g)) if isinstance(g, list) else str(g) for g in groups),
                       soft_wrap=True, markup=False)
         noise = st_t.get("noise")
         if isinstance(noise, dict) and noise.get("warning"):
             console.print(f"WARNING: {noise['warning']}", style="bold red", soft_wrap=True, markup=False)
+    console.print("instr/op: callgrind instructions per operation" + (" (runtime config; frozen: built frozen to it)"
+                                                                      if frozen else "")
+                  + "; peak fp: peak footprint; #4: fragmentation #4 (peak footprint / peak live)", markup=False)
     nfeas = sum(1 for c in doc["configs"] if c["feasible"])
     console.print(f"{nfeas} of {len(doc['configs'])} configs feasible; front (D = instructions vs memory, "
                   + ("F = frozen instructions vs memory among the re-measured candidates, " if frozen else "")

@@ -183,16 +183,17 @@ def _build(outdir: Path, cc: str | None, jobs: int | None) -> tuple[Path, Path]:
             prog.update(task, description=f"build: {step}")
             lf.write("$ " + " ".join(cmd) + "\n")
             lf.flush()
-            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for line in p.stdout:
-                lf.write(line)
-                m = re.match(r"\[(\d+)/(\d+)\]", line) or re.match(r"\[\s*(\d+)%\]", line)
-                if m and step == "compile":
-                    if m.re.pattern.startswith(r"\[(\d+)/"):
-                        prog.update(task, completed=int(m.group(1)), total=int(m.group(2)))
-                    else:
-                        prog.update(task, completed=int(m.group(1)), total=100)
-            rc = p.wait()
+            # the with block closes the pipe (a ResourceWarning otherwise)
+            with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as p:
+                for line in p.stdout:
+                    lf.write(line)
+                    m = re.match(r"\[(\d+)/(\d+)\]", line) or re.match(r"\[\s*(\d+)%\]", line)
+                    if m and step == "compile":
+                        if m.re.pattern.startswith(r"\[(\d+)/"):
+                            prog.update(task, completed=int(m.group(1)), total=int(m.group(2)))
+                        else:
+                            prog.update(task, completed=int(m.group(1)), total=100)
+                rc = p.wait()
             if rc != 0:
                 lf.flush()
                 text = log.read_text()

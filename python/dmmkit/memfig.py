@@ -26,6 +26,8 @@ LEGEND = {
                   "ratio is given for it)",
     "commit_growth": f"{APPROX} = growth of the allocator's committed memory over the pass, not a count of the "
                      "memory it holds for the program (not exact; no fragmentation ratio is given for it)",
+    "sampled": f"{APPROX} = the allocator's own count, its peak sampled during a multi-threaded replay (the samples "
+               "may miss the peak; not exact; no fragmentation ratio is given for it)",
     "allocator": f"{APPROX} = the figure the allocator itself exposes, net of the replayer's own memory (not exact; "
                  "no fragmentation ratio is given for it)",
 }

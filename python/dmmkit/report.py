@@ -156,8 +156,12 @@ def card_answer(ans: dict | None) -> dict | None:
             if e2e.get("note"):
                 parts.append(f"({e2e['note']})")
             e2e_text = " ".join(parts)
+        # a badge only where a test was made: "significant" needs an interval
+        # (a memory ratio has none: its figure is exact or approximate, no test)
+        conf = g.get("confidence")
+        badge = None if conf == "significant" and ci is None else conf
         goals.append({
-            **g, "ci": ci, "e2e": e2e, "e2e_text": e2e_text,
+            **g, "ci": ci, "e2e": e2e, "e2e_text": e2e_text, "badge": badge,
             "ratio": g.get("ratio"), "ratio_json": json.dumps(g.get("ratio")), "ratio_text": _fmt_ratio(g.get("ratio")),
             "ci_json": json.dumps(ci), "ci_text": "" if not ci else f"{ci[0]:.2f}-{ci[1]:.2f}",
             "memory_ratio": g.get("memory_ratio"), "memory_json": json.dumps(g.get("memory_ratio")),
@@ -742,7 +746,13 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
     hdr += ["min arena", "peak footprint", "frag #3", "frag #4", "front (instr)", "front (cycles)", "feasible"]
     rows = []
     order = list(doc.get("ranking") or [])
-    order += [c["id"] for c in doc["configs"] if c["id"] not in order]
+    # dropped configs (by the budget, or with no figure) are not ranking rows:
+    # they go to a collapsed section of their own, one line each with the reason
+    gone = {d.get("id") for d in ((doc.get("budget") or {}).get("dropped") or []) if isinstance(d, dict)}
+    measured = lambda c: any(c["aggregate"].get(k) is not None  # noqa: E731
+                             for k in ("instr_per_op", "min_arena", "peak_footprint", "cycles_avg"))
+    order += [c["id"] for c in doc["configs"] if c["id"] not in order and c["id"] not in gone and measured(c)]
+    dropped = [c for c in doc["configs"] if c["id"] not in order]
     for k, cid in enumerate(order, 1):
         c = by_id[cid]
         a = c["aggregate"]
@@ -769,6 +779,18 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
                              f"{len(fz.get('candidates') or [])} candidate(s) re-counted with dmm-replay built frozen to "
                              "their configuration and ranked first, on those figures."))
     s.blocks.append(table(hdr, rows, "ranking"))
+    if dropped:
+        why: dict[str, list[str]] = {}
+        for d in (doc.get("budget") or {}).get("dropped") or []:
+            if isinstance(d, dict):
+                why.setdefault(d.get("id"), []).append(
+                    f"{d.get('reason')}" + (f" on {d['trace']}" if d.get("trace") else "") + f": {d.get('detail')}")
+        drows = [[c_txt(c["id"]), c_txt(c["name"]),
+                  c_txt("; ".join(why.get(c["id"]) or (c.get("infeasible_reasons") or ["no figures"])[:2]))]
+                 for c in dropped]
+        s.blocks.append({"kind": "details", "id": f"{prefix}-dropped", "open": False,
+                         "summary": f"{len(dropped)} config(s) dropped or without figures (not ranked)",
+                         "blocks": [table(["id", "name", "why"], drows, "dropped")]})
     show = [i for i in dict.fromkeys([doc.get("best"), doc.get("reference")]) if i in by_id]
     pics = doc.get("pictures") or {}
     for t in doc["traces"]:

@@ -39,15 +39,11 @@ import math
 import os
 import platform
 import random
-import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +52,7 @@ from scipy import stats as _st
 from .allocators import LIBDMM, SYSTEM_ALLOCATORS, Allocator, parse_peers, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
+from .procs import failure_text, record_quietly, rss_method, run_process
 from .schemas import STUDY
 from .stats import geomean, paired_ratios
 from .validate import check_document
@@ -201,124 +198,11 @@ class RunResult:
     error: str | None = None
 
 
-_PRELOAD_FAIL = re.compile(r"ld\.so: object .* cannot be preloaded")
-
-
-GNU_TIME = "/usr/bin/time"
-_RSS_TAG = "dmmkit-study-maxrss="
-
-
-def rss_method() -> str:
-    """How peak RSS is measured.  A process started from Python inherits the
-    interpreter's resident set as its peak: the kernel keeps the high-water
-    mark of the memory image exec replaces (about 30 MB here), so the
-    `ru_maxrss` of a direct child is never below it.  GNU time (Debian
-    package `time`) is a small process that forks the program and reports
-    its `ru_maxrss` from wait4: used when installed."""
-    return "gnu-time" if os.access(GNU_TIME, os.X_OK) else "wait4"
-
-
-def run_process(cmd: list[str], preload: str | None, timeout: float, cwd: str | None = None) \
-        -> tuple[int | None, str, str, float, int | None, bool]:
-    """Runs cmd with LD_PRELOAD=preload (None: no preload); returns (exit
-    code, negative for a signal; stdout; stderr; wall seconds; peak RSS in
-    KiB; timed out).  The process is reaped with os.wait4; on timeout its
-    whole process group is killed."""
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    if preload and "/" in preload:
-        # a relative path is resolved by ld.so in each process's own cwd: a
-        # program that runs others elsewhere (pyenv's shims) would lose it
-        preload = os.path.abspath(preload)
-    # the preload reaches the program only, not the wrappers
-    run = ["env", f"LD_PRELOAD={preload}"] if preload else ["env", "-u", "LD_PRELOAD"]
-    use_time = rss_method() == "gnu-time"
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile(prefix="dmmkit-rss-", suffix=".txt") as rssf:
-        if use_time:
-            full = [GNU_TIME, "-f", _RSS_TAG + "%M", "-o", rssf.name, *run, *cmd]
-        else:
-            full = [*run, *cmd]
-        t0 = time.perf_counter()
-        try:
-            p = subprocess.Popen(full, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
-                                 start_new_session=True)
-        except OSError as e:
-            raise DmmkitError(f"cannot run {full[0]}: {e.strerror or e}", RUNTIME) from None
-        timed_out = threading.Event()
-
-        def kill():
-            timed_out.set()
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-        timer = threading.Timer(timeout, kill)
-        timer.start()
-        try:
-            while True:
-                try:
-                    _pid, status, ru = os.wait4(p.pid, 0)
-                    break
-                except InterruptedError:
-                    continue
-                except BaseException:
-                    kill()
-                    os.wait4(p.pid, 0)
-                    p.returncode = -9
-                    raise
-        finally:
-            timer.cancel()
-        wall = time.perf_counter() - t0
-        code = os.waitstatus_to_exitcode(status)
-        p.returncode = code  # reaped here: Popen must not wait for it again
-        rss: int | None = int(ru.ru_maxrss)
-        if use_time:
-            rss = None
-            text = Path(rssf.name).read_text(errors="replace")
-            for ln in text.splitlines():
-                if ln.startswith(_RSS_TAG):
-                    rss = int(ln[len(_RSS_TAG):].strip() or 0) or None
-                m = re.match(r"Command terminated by signal (\d+)", ln)
-                if m:
-                    code = -int(m.group(1))
-        out.seek(0)
-        err.seek(0)
-        so = out.read().decode("utf-8", "replace")
-        se = err.read().decode("utf-8", "replace")
-    return code, so, se, wall, rss, timed_out.is_set()
-
-
-def _failure(code: int | None, stderr: str, stdout: str, timed_out: bool, timeout: float) -> str | None:
-    if timed_out:
-        return f"timed out after {timeout:g} s"
-    m = _PRELOAD_FAIL.search(stderr)
-    if m:
-        return "the preload did not take effect: " + m.group(0)
-    if code == 0:
-        return None
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        what = f"killed by {name}"
-    else:
-        what = f"exit status {code}"
-    line = ""
-    for ln in (stderr + "\n" + stdout).splitlines():
-        if ln.strip() and not ln.lstrip().startswith("{"):
-            line = ln.strip()
-            break
-    return f"{what}: {line}" if line else what
-
-
 def run_mt(w: Workload, threads: int, scale: int, preload: str | None, timeout: float) -> RunResult:
     import json
     cmd = [str(w.path), "--threads", str(threads), "--scale", str(scale), "--seed", str(MT_SEED), "--json"]
     code, so, se, wall, rss, to = run_process(cmd, preload, timeout)
-    err = _failure(code, se, so, to, timeout)
+    err = failure_text(code, se, so, to, timeout)
     doc = None
     for ln in so.splitlines():
         ln = ln.strip()
@@ -355,7 +239,7 @@ def run_real(w: Workload, threads: int, scale: int | None, preload: str | None, 
     if code == NOT_INSTALLED and not to:
         return RunResult("skipped", None, None, error=first_error_line(se) or first_error_line(so)
                          or "not installed (real.sh exit 77)")
-    err = _failure(code, se, so, to, timeout)
+    err = failure_text(code, se, so, to, timeout)
     return RunResult("failed" if err else "ok", wall, rss, out_sha=hashlib.sha256(so.encode()).hexdigest(),
                      error=err)
 
@@ -527,27 +411,6 @@ def analysis_figures(d: dict) -> dict:
     }
 
 
-def record_quietly(tools: Tools, trace: Path, cmd: list[str], log: Path) -> int:
-    """analyse.record with the program's output (and record's messages) sent
-    to log instead of the console."""
-    from .analyse import record
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(log, "ab") as f:
-        os.dup2(f.fileno(), 1)
-        os.dup2(f.fileno(), 2)
-        try:
-            return record(tools, str(trace), cmd)
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-
-
 def analyse_workload(tools: Tools, w: Workload, scale: int, outdir: Path, real_scale: int | None,
                      timeout: float) -> dict:
     """Records one run at 2 threads (a single-threaded real workload: its
@@ -568,7 +431,7 @@ def analyse_workload(tools: Tools, w: Workload, scale: int, outdir: Path, real_s
         cmd = [str(w.path), w.name, "--workdir", str(work)] + (["--threads", str(threads)] if w.threaded else []) \
             + (["--scale", str(real_scale)] if real_scale is not None else [])
     try:
-        if tools.recorder is None and not (tools.root and (tools.root / "scripts" / "record.sh").is_file()):
+        if tools.recorder is None:
             return {"threads": threads, "error": "the recorder libdmmrec.so was not found"}
         rc = record_quietly(tools, trace, cmd, log)
         if rc != 0 or not trace.is_file():

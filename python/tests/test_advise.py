@@ -144,6 +144,7 @@ def test_advise_budget_too_small(tiny_trace, tmp_path):
     p = run_cli(["advise", str(tiny_trace), "-o", str(out), "--budget-minutes", "0.00001"], cwd=tmp_path)
     assert p.returncode == 1
     assert "budget" in _err_line(p) and "too small" in _err_line(p) and str(out) in _err_line(p)
+    assert "would do" in _err_line(p) and "--budget-minutes " in _err_line(p)  # names the budget that would
     d = load(out / "advise.json")
     assert d["trace"]["ops"] > 0 and d["budget"]["probe_replay_s"] > 0  # what was measured is kept
 

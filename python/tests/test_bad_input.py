@@ -111,3 +111,38 @@ def test_bad_options(tiny_trace):
     assert p.returncode == 2
     p = run_cli(["record", "-o", "x.trace", "--", "/no/such/program"])
     assert p.returncode == 127
+
+
+def test_advise_option_typo_is_an_option_error(tmp_path):
+    # issue 26 item 8: `--bugdet 3 -- ls` said "program not found: --bugdet"
+    p = run_cli(["advise", "--bugdet", "3", "--", "ls"], cwd=tmp_path)
+    assert p.returncode == 2
+    assert "No such option: --bugdet (did you mean --budget-minutes?)" in p.stderr, p.stderr
+    assert "program not found" not in p.stderr
+    assert not (tmp_path / "dmmkit-advise").exists()  # nothing was started
+
+
+def test_advise_missing_trace_says_the_file_is_missing(tmp_path):
+    # issue 26 item 8: said "program not found: missing.trace"
+    p = run_cli(["advise", "missing.trace"], cwd=tmp_path)
+    assert p.returncode == 2
+    _one_error_line(p, "dmmkit advise: error: no such file: missing.trace")
+    # a bare name that is neither a file nor on PATH is still a missing program
+    p = run_cli(["advise", "--", "no-such-program-xyz"], cwd=tmp_path)
+    assert p.returncode == 2
+    _one_error_line(p, "program not found: no-such-program-xyz")
+
+
+def test_record_errors_have_the_command_form(tmp_path):
+    # issue 26 item 8: record's errors came from scripts/record.sh as "record: ..."
+    p = run_cli(["record", "-o", str(tmp_path / "x.trace"), "--", "/no/such/program"], cwd=tmp_path)
+    assert p.returncode == 127
+    _one_error_line(p, "dmmkit record: error: program not found: /no/such/program")
+    p = run_cli(["record", "-o", str(tmp_path / "no" / "dir" / "x.trace"), "--", "true"], cwd=tmp_path)
+    assert p.returncode == 1
+    _one_error_line(p, "dmmkit record: error: cannot write ", "(trace not written)")
+    f = tmp_path / "notexec"
+    f.write_text("#!/bin/sh\n")
+    p = run_cli(["record", "-o", str(tmp_path / "y.trace"), "--", str(f)], cwd=tmp_path)
+    assert p.returncode == 126
+    _one_error_line(p, "dmmkit record: error: cannot run ", "Permission denied")

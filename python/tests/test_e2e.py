@@ -86,7 +86,7 @@ def test_a_relative_preload_reaches_programs_run_from_another_directory(tools, t
     program that runs another after a cd (pyenv's shims do) lost the
     generated library ('cannot be preloaded').  run_process passes it
     absolute.  The library preloaded is the recorder, told to stay idle."""
-    from dmmkit.study import run_process
+    from dmmkit.procs import run_process
     assert tools.recorder is not None
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "libpre.so").symlink_to(tools.recorder)

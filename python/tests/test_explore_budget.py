@@ -62,16 +62,17 @@ def test_config_past_the_budget_is_dropped_and_reported(tools, work, slow_big):
     assert d and d[0]["reason"] == "budget" and d[0]["trace"] == "slow-big" and d[0]["seconds"] >= 1, doc["budget"]
     assert not _dropped(doc, "tlsf") and not _dropped(doc, "halffit")
     assert doc["budget"]["per_config_s"] == 1 and doc["budget"]["full"] == 2
-    assert "dropped p2012 on slow-big" in p.stdout and "--budget of 1 s" in p.stdout
+    assert "dropped 1 over the per-config --budget: p2012 on slow-big" in p.stdout and "--budget of 1 s" in p.stdout
     by = {c["name"]: c for c in doc["configs"]}
     assert not by["p2012"]["feasible"] and any("dropped" in r for r in by["p2012"]["infeasible_reasons"])
     assert set(doc["ranking"]) == {by["tlsf"]["id"], by["halffit"]["id"]}
     assert doc["complete"] is True and doc["interrupted"] is False
 
 
-def test_relative_budget_drops_the_slow_config(tools, work, slow):
+def test_relative_budget_drops_the_slow_config(tools, work, slow_big):
+    # p2012's replay takes seconds here: wall times above the floor tell
     out = work / "relative.json"
-    p = run_cli(["explore", str(slow), *NATIVE, "--config", "tlsf", "--config", "p2012", "--budget", "60",
+    p = run_cli(["explore", str(slow_big), *NATIVE, "--config", "tlsf", "--config", "p2012", "--budget", "60",
                  "--budget-relative", "3", "--no-screen", "--results", str(out)], cwd=work)
     assert p.returncode == 0, p.stdout + p.stderr
     doc = load(out)
@@ -157,3 +158,22 @@ def test_time_limit_ranks_what_was_measured(tools, work, slow_big):
     assert doc["complete"] is False and doc["interrupted"] is False
     assert [c["name"] for c in doc["configs"] if c["id"] in doc["ranking"]] == ["tlsf"]
     assert "time limit 2 s (reached during" in p.stdout
+
+
+def test_relative_budget_below_the_wall_time_floor_uses_instructions(tools, work, tiny_trace):
+    """issue 26 item 6: wall times of 0.05 s against 0.01 s are noise; below
+    the floor (1 s) the relative budget compares instructions/op instead,
+    so a run gives the same drops however busy the machine is."""
+    from dmmkit.explore import REL_WALL_FLOOR_S
+    out = work / "relative-floor.json"
+    slow = slow_trace(work / "slow-small.txt", 6000)
+    p = run_cli(["explore", str(slow), "--grid", "none", "--no-timing", "--no-pictures", "--no-frozen", "--no-cache",
+                 "--objective", "memory", "--config", "tlsf", "--config", "p2012", "--budget", "60",
+                 "--budget-relative", "3", "--no-screen", "--results", str(out)], cwd=work)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = load(out)
+    d = _dropped(doc, "p2012")
+    assert d and d[0]["reason"] == "relative" and "instructions/op" in d[0]["detail"], doc["budget"]
+    assert str(REL_WALL_FLOOR_S).rstrip("0").rstrip(".") in d[0]["detail"]
+    # the log: one line per reason
+    assert p.stdout.count("dropped 1 more than --budget-relative times slower: p2012") == 1

@@ -191,3 +191,52 @@ def test_heapmap_compressed_in_results(tools, tiny_trace, compare_results, work)
     r = subprocess.run([str(tools.replay), str(tiny_trace), "--no-timing", "--heapmap", str(raw), "--heapmap-at", "x"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--heapmap-at: expected peak or worst-frag, got 'x'" in r.stderr
+
+
+def test_no_badge_without_a_test(work):
+    """issue 26 item 9: a memory ratio with no interval carried a
+    'significant' badge; a badge is shown only where a test was made."""
+    d = work / "badge"
+    d.mkdir()
+    adv, ans = _advise_fixture(d)
+    doc = json.loads(adv.read_text())
+    doc["answer"]["goals"][1]["confidence"] = "significant"  # memory: exact, no interval
+    adv.write_text(json.dumps(doc))
+    p = run_cli(["report", str(adv), "-o", str(d / "out")])
+    assert p.returncode == 0, p.stderr
+    html = (d / "out" / "index.html").read_text()
+    card = html[html.index('id="answer"'):html.index('id="contents"')]
+    goals = card.split('<div class="goal"')
+    speed = next(g for g in goals if 'data-goal="speed"' in g)
+    memory = next(g for g in goals if 'data-goal="memory"' in g)
+    assert 'class="badge significant"' in speed
+    assert 'class="badge' not in memory
+
+
+def test_dropped_configs_are_not_ranking_rows(explore_results, work):
+    """issue 26 item 9: dropped configs were ranking rows of dashes; they go
+    to a collapsed section of their own, with the reason."""
+    path = explore_results[0]
+    doc = json.loads(open(path).read())
+    victim = doc["configs"][-1]
+    doc["ranking"] = [i for i in doc["ranking"] if i != victim["id"]]
+    for k in list(victim["aggregate"]):
+        victim["aggregate"][k] = None
+    victim["feasible"] = False
+    victim["infeasible_reasons"] = ["dropped: its figures took more than the --budget of 1 s"]
+    doc.setdefault("budget", {}).setdefault("dropped", []).append(
+        {"id": victim["id"], "name": victim["name"], "trace": "tiny", "reason": "budget", "seconds": 1.2,
+         "detail": "its figures took more than the --budget of 1 s"})
+    d = work / "dropped"
+    d.mkdir()
+    src = d / "explore.json"
+    src.write_text(json.dumps(doc))
+    p = run_cli(["report", str(src), "-o", str(d / "out")])
+    assert p.returncode == 0, p.stderr
+    html = (d / "out" / "index.html").read_text()
+    ranking = html[html.index('<table class="ranking">'):]
+    ranking = ranking[:ranking.index("</table>")]
+    assert f">{victim['id']}<" not in ranking
+    details = html[html.index("dropped or without figures (not ranked)"):]
+    assert victim["id"] in details[:details.index("</details>")]
+    assert "budget on tiny: its figures took more than the --budget of 1 s" in details

@@ -293,17 +293,7 @@ static rp_backend *mhb_create(const char *spec, const rp_setup *s, char *err, si
         /* the dmm: default per node share: 4 x peak live in every node
          * (a private node may have to hold a whole thread's peak), at least
          * 1 MiB in all, at most half the machine's memory */
-        uint64_t a = s->peak_live > UINT64_MAX / 4 ? UINT64_MAX : s->peak_live * 4;
-        uint64_t lim = rp_phys_bytes() / 2;
-        a = a > UINT64_MAX / b->mcfg.nodes ? UINT64_MAX : a * b->mcfg.nodes;
-        if (a < ((uint64_t)1 << 20))
-            a = (uint64_t)1 << 20;
-        if (a < min)
-            a = min;
-        if (lim >= ((uint64_t)1 << 20) && a > lim) {
-            a = lim > min ? lim : min;
-            b->hb.arena_clamped = 1;
-        }
+        uint64_t a = rpb_default_arena(s->peak_live, 4 * (uint64_t)b->mcfg.nodes, min, &b->hb.arena_clamped);
         b->hb.want = (a + 4095u) & ~(uint64_t)4095u;
     }
     b->hb.rb.sample = mhb_sample;
@@ -327,7 +317,7 @@ static int mhb_prepare(rp_backend *rb, char *err, size_t cap)
 {
     mh_backend *b = (mh_backend *)rb;
     int st;
-    if (dmmb_map(&b->hb, (size_t)b->hb.want, 1, err, cap))
+    if (dmmb_map(&b->hb, (size_t)b->hb.want, !b->hb.arena_clamped, err, cap))
         return -1;
     if ((st = mhb_init(rb, (size_t)b->hb.want)) != DMM_OK) {
         snprintf(err, cap, "cannot create %u node heaps on a %" PRIu64 "-byte arena: %s", b->mcfg.nodes, b->hb.want,

@@ -421,14 +421,7 @@ static rp_backend *pool_create(const char *spec, const rp_setup *s, char *err, s
     } else {
         /* the pools, then the dmm: backend's default for the heap: 4 x peak
          * live, at least 1 MiB, at most half the machine's memory */
-        uint64_t a = s->peak_live > UINT64_MAX / 4 ? UINT64_MAX : s->peak_live * 4;
-        uint64_t lim = rp_phys_bytes() / 2;
-        if (a < ((uint64_t)1 << 20))
-            a = (uint64_t)1 << 20;
-        if (lim >= ((uint64_t)1 << 20) && a > lim) {
-            a = lim;
-            b->hb.arena_clamped = 1;
-        }
+        uint64_t a = rpb_default_arena(s->peak_live, 4, 0, &b->hb.arena_clamped);
         a += b->pool_bytes;
         b->hb.want = (a + 4095u) & ~(uint64_t)4095u;
     }
@@ -452,7 +445,7 @@ static int pool_prepare(rp_backend *rb, char *err, size_t cap)
 {
     pool_backend *b = (pool_backend *)rb;
     int st;
-    if (dmmb_map(&b->hb, (size_t)b->hb.want, 1, err, cap))
+    if (dmmb_map(&b->hb, (size_t)b->hb.want, !b->hb.arena_clamped, err, cap))
         return -1;
     if ((st = pool_init(rb, (size_t)b->hb.want)) != DMM_OK) {
         snprintf(err, cap, "cannot create the pools and heap on a %" PRIu64 "-byte arena: %s", b->hb.want,

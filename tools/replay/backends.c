@@ -123,7 +123,24 @@ int dmmb_map(dmm_backend *b, size_t map, int prefault, char *err, size_t cap)
             ((volatile unsigned char *)p)[off] = 0;
     b->arena = p;
     b->map_size = map;
+    b->rb.lazy_arena = !prefault;
     return 0;
+}
+
+uint64_t rpb_default_arena(uint64_t peak_live, uint64_t mult, uint64_t least, int *clamped)
+{
+    uint64_t a = peak_live > UINT64_MAX / mult ? UINT64_MAX : peak_live * mult;
+    uint64_t lim = rp_phys_bytes() / 2;
+    if (a < ((uint64_t)1 << 20))
+        a = (uint64_t)1 << 20;
+    if (a < least)
+        a = least;
+    *clamped = 0;
+    if (lim >= ((uint64_t)1 << 20) && a > lim) {
+        a = lim > least ? lim : least;
+        *clamped = 1;
+    }
+    return a;
 }
 
 int dmmb_init(dmm_backend *b, size_t size)
@@ -451,16 +468,9 @@ static rp_backend *dmm_create(const char *spec, const rp_setup *s, char *err, si
         b->want = s->arena;
     } else {
         /* 4 x peak live, at least 1 MiB, at most half the machine's memory
-         * (prefaulted): a trace whose requests cannot fit is replayed with
-         * those allocations failing and counted, not refused. */
-        uint64_t a = s->peak_live > UINT64_MAX / 4 ? UINT64_MAX : s->peak_live * 4;
-        uint64_t lim = rp_phys_bytes() / 2;
-        if (a < ((uint64_t)1 << 20))
-            a = (uint64_t)1 << 20;
-        if (lim >= ((uint64_t)1 << 20) && a > lim) {
-            a = lim;
-            b->arena_clamped = 1;
-        }
+         * (prefaulted unless clamped): a trace whose requests cannot fit is
+         * replayed with those allocations failing and counted, not refused. */
+        uint64_t a = rpb_default_arena(s->peak_live, 4, 0, &b->arena_clamped);
         b->want = (a + 4095u) & ~(uint64_t)4095u;
     }
     b->rb.detected = "dmm";
@@ -477,7 +487,7 @@ static int dmm_prepare(rp_backend *rb, char *err, size_t cap)
 {
     dmm_backend *b = (dmm_backend *)rb;
     int st;
-    if (dmmb_map(b, (size_t)b->want, 1, err, cap))
+    if (dmmb_map(b, (size_t)b->want, !b->arena_clamped, err, cap))
         return -1;
     if ((st = dmmb_init(b, (size_t)b->want)) != DMM_OK) {
         snprintf(err, cap, "cannot create the heap on a %" PRIu64 "-byte arena: %s", b->want,

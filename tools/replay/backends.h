@@ -127,6 +127,13 @@ int dmmb_setup(dmm_backend *b, const char *spec, const dmm_heap_config *cfg, uin
 /* Maps an arena of map bytes (page-rounded); prefault touches every page.
  * Returns 0 or -1 (errno-style reason in err). */
 int dmmb_map(dmm_backend *b, size_t map, int prefault, char *err, size_t cap);
+/* The default arena (no --arena): mult x the trace's peak live bytes, at
+ * least 1 MiB and at least `least`, at most half the machine's memory (then
+ * *clamped = 1: the trace's live bytes cannot all be granted; such an arena
+ * is mapped lazily, not prefaulted, so a trace asking for 2^62 bytes is
+ * replayed with that allocation failing instead of touching half the
+ * machine page by page). */
+uint64_t rpb_default_arena(uint64_t peak_live, uint64_t mult, uint64_t least, int *clamped);
 /* Creates a fresh heap on the first size bytes of the arena.  Returns the
  * dmm_status. */
 int dmmb_init(dmm_backend *b, size_t size);

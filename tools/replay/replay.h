@@ -155,6 +155,9 @@ typedef struct rp_backend {
      * differs from the previous one (outside the timing brackets).  For
      * backends that serve threads differently (multiheap: home nodes). */
     void (*set_thread)(struct rp_backend *b, uint32_t thread);
+    /* The arena was mapped without touching its pages (a default arena
+     * clamped by the machine's memory: dmmb_map, rpb_default_arena). */
+    int lazy_arena;
 } rp_backend;
 
 /* One point of a memory timeline (--timeline): after `op` operations (all
