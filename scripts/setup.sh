@@ -34,6 +34,8 @@ PACKAGES=(
     libgoogle-perftools4 libtcmalloc-minimal4 libtbbmalloc2
     # Python front end
     python3 python3-venv
+    # the scratchpad heap's compiler pass (tools/spmcc, dmm-spmcc): libclang's Python bindings
+    python3-clang-14
     # real programs under LD_PRELOAD (the recorder's tests, libdmm's preload
     # tests and the study: bench/workloads/real/real.sh); redis-server's
     # packaged service is never used, real.sh starts a private server
