@@ -147,8 +147,9 @@ class StmtInfo:
 
 
 class Pass:
-    def __init__(self, ci, path, args, no_pin=False):
+    def __init__(self, ci, path, args, no_pin=False, aliases=None):
         self.no_pin = no_pin
+        self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
         self.shown = path
@@ -286,7 +287,7 @@ class Pass:
         if k == "STRING_LITERAL":
             return {"N"}
         if k == "CALL_EXPR":
-            name = c.spelling
+            name = self.aliases.get(c.spelling, c.spelling)
             if name in MOVING_ALLOC:
                 return {"H"}
             if name in self.user_fns:
@@ -534,7 +535,7 @@ class Pass:
                         s.conditional = cond    # accessed on both arms: as certain as the ?: itself
                 return
             if k == "CALL_EXPR":
-                name = c.spelling
+                name = self.aliases.get(c.spelling, c.spelling)
                 callee = self.strip(_kids(c)[0]) if _kids(c) else None
                 direct = callee is not None and callee.kind.name == "DECL_REF_EXPR" and \
                     callee.referenced is not None and callee.referenced.kind.name == "FUNCTION_DECL"
@@ -946,6 +947,8 @@ def main(argv=None):
     ap.add_argument("-I", dest="incs", action="append", default=[], metavar="DIR")
     ap.add_argument("-D", dest="defs", action="append", default=[], metavar="NAME[=V]")
     ap.add_argument("--std", default="c11")
+    ap.add_argument("--alloc", action="append", default=[], metavar="NAME=malloc|calloc|realloc|free",
+                    help="treat calls to NAME (a wrapper defined in a header) as the C library's function")
     ap.add_argument("--unsafe-no-pin", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
@@ -958,7 +961,13 @@ def main(argv=None):
         ap.error("a C file to rewrite is required")
     args = [f"-std={a.std}"] + [f"-I{d}" for d in a.incs] + [f"-D{d}" for d in a.defs] + resource_include()
     try:
-        p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin)
+        aliases = {}
+        for x in a.alloc:
+            name, _, what = x.partition("=")
+            if what not in ALLOC or not name:
+                ap.error(f"--alloc {x}: expected NAME=malloc|calloc|realloc|free")
+            aliases[name] = what
+        p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases)
         text = p.rewrite()
     except Refusal as r:
         loc = r.loc.location if hasattr(r.loc, "location") else r.loc
