@@ -142,6 +142,7 @@ class StmtInfo:
     assigns: set = field(default_factory=set)   # variables written
     frees: set = field(default_factory=set)      # keys passed to free()
     releases: bool = False                       # calls free or realloc
+    comma: bool = False                          # holds a comma operator
     escapes: list = field(default_factory=list)  # (call cursor, arg cursors) of RETURNS_ARG0 calls
     ext_args: list = field(default_factory=list)  # heap arguments of C library calls
 
@@ -168,6 +169,8 @@ class Pass:
         self.addr_taken = set()  # variable ids whose address is taken
         self.counter = 0
         self.globals = set()
+        self._deps = {}
+        self._chains = {}
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
@@ -450,6 +453,8 @@ class Pass:
                 return self.base_of(b)
         r = self.stable(c)
         if r is None:
+            r = self.chain(c)
+        if r is None:
             what = self.text(ptr_expr)
             if any(s.kind.name in ("MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR", "UNARY_OPERATOR", "CALL_EXPR")
                    for s in [c]):
@@ -457,6 +462,44 @@ class Pass:
                                       "assign it to a local variable first (one translation per pointer)")
             self.refuse(ptr_expr, f"cannot translate the heap pointer expression '{what}'")
         return r
+
+    def chain(self, c):
+        """A heap pointer read from the heap, `B->f` or `B[i]` (B a variable or
+        itself such a read, i a variable or a constant): translated in the
+        region as a pointer of its own, initialised through B's translation.
+        (cursor, deps, reads_global) like stable(); self._chains[key] holds
+        (B's key, the text after B)."""
+        c = self.strip(c)
+        k = c.kind.name
+        if k == "MEMBER_REF_EXPR" and _kids(c) and self._member_op(c) == "->":
+            b = _kids(c)[0]
+            suffix, extra = "->" + c.spelling, {("F", c.spelling)}
+        elif k == "ARRAY_SUBSCRIPT_EXPR":
+            b, idx = _kids(c)
+            if self.is_array(self.strip(b).type):
+                return None
+            ix = self.strip(idx)
+            extra = {"F*"}
+            if ix.kind.name == "INTEGER_LITERAL":
+                suffix = "[" + self.text(idx) + "]"
+            elif ix.kind.name == "DECL_REF_EXPR" and ix.referenced is not None:
+                suffix = "[" + self.text(idx) + "]"
+                extra.add(self.var_id(ix.referenced))
+            else:
+                return None
+        else:
+            return None
+        if self.kind(b) != {"H"}:
+            return None
+        bs = self.strip(b)
+        inner = self.stable(bs) or self.chain(bs)
+        if inner is None:
+            return None
+        ikey = self.text(inner[0])
+        self._deps[ikey] = inner
+        key = self.text(c)
+        self._chains[key] = (ikey, suffix)
+        return c, inner[1] | extra | {"F*"}, True
 
     def collect(self, stmt, allow_assign_use=True):
         """The accesses and events of one statement (or expression)."""
@@ -476,6 +519,16 @@ class Pass:
                 return True, _kids(c)[0]
             return False, None
 
+        def visit_skipping(c, skip, cond):
+            if (c.extent.start.offset, c.extent.end.offset) == skip:
+                return
+            if c.extent.start.offset <= skip[0] and skip[1] <= c.extent.end.offset and \
+                    c.kind.name in WRAPPERS | {"CSTYLE_CAST_EXPR", "BINARY_OPERATOR"}:
+                for ch in c.get_children():
+                    visit_skipping(ch, skip, cond)
+                return
+            visit(c, cond, False, None)
+
         def visit(c, cond, written, parent_addr):
             k = c.kind.name
             if k in ("CXX_UNARY_EXPR",):        # sizeof, _Alignof: not evaluated
@@ -491,8 +544,10 @@ class Pass:
                     info.sites.append(Site(parent_addr or c, bc, self.text(bc), written, cond, parent_addr is not None))
                     self._deps[self.text(bc)] = (bc, deps, g)
                     # the index / pointer arithmetic may hold accesses too
+                    # (a chained base is read through its own translation)
+                    skip = (bc.extent.start.offset, bc.extent.end.offset)
                     for ch in c.get_children():
-                        visit(ch, cond, False, None)
+                        visit_skipping(ch, skip, cond)
                     return
             if k == "UNARY_OPERATOR":
                 op, post = self.unop(c)
@@ -517,6 +572,8 @@ class Pass:
                     visit(a, cond, True, None)
                     visit(b, cond, False, None)
                     return
+                if op == ",":
+                    info.comma = True
                 if op in ("&&", "||"):
                     visit(a, cond, False, None)
                     visit(b, True, False, None)
@@ -576,6 +633,8 @@ class Pass:
                     all_args = _args(c)
                     for a in heap_args:
                         wr = _arg_written(name, all_args.index(a))
+                        if wr:
+                            info.assigns.add("F*")   # the library writes into a heap object
                         s = self.strip(a)
                         inner = s
                         if s.kind.name == "UNARY_OPERATOR" and self.unop(s)[0] == "&":
@@ -603,6 +662,7 @@ class Pass:
                 visit(ch, cond, written and through and j == 0, None)
 
         self._deps = getattr(self, "_deps", {})
+        self._chains = getattr(self, "_chains", {})
         visit(stmt, False, False, None)
         return info
 
@@ -625,9 +685,13 @@ class Pass:
                 r = None
             if r is not None:
                 info.assigns |= r[1]
-        if c.kind.name in ("ARRAY_SUBSCRIPT_EXPR", "MEMBER_REF_EXPR", "UNARY_OPERATOR") and \
-                not self.heap_lvalue(c):
-            info.assigns.add("*")
+        if c.kind.name in ("ARRAY_SUBSCRIPT_EXPR", "MEMBER_REF_EXPR", "UNARY_OPERATOR"):
+            if not self.heap_lvalue(c):
+                info.assigns.add("*")
+            elif c.kind.name == "MEMBER_REF_EXPR":
+                info.assigns.add(("F", c.spelling))
+            else:
+                info.assigns.add("F*")
 
     # ---- rewriting ---------------------------------------------------------
     def fresh(self, key):
@@ -668,6 +732,9 @@ class Pass:
         if info.moves:
             self.refuse(c, f"{where} both accesses the heap and calls malloc or a function of the program")
         s = info.sites[0]
+        if s.key in self._chains:
+            self.refuse(s.cur, f"{where} reads the heap pointer '{s.key}' from the heap and accesses through it; "
+                               "compute it into a variable in a statement first")
         ctype = self.decl_type(s.base.type, s.base)
         fn = "spmcc_p2s" if s.written else "spmcc_p2s_ro"
         self.edits.append((s.base.extent.start.offset, s.base.extent.end.offset,
@@ -768,11 +835,27 @@ class Pass:
                 close()
             for s in info.sites:
                 bc, deps, g = self._deps[s.key]
-                if deps & info.assigns and not self._assign_rhs_only(self.strip_paren(info.cur), s):
+                # a store into a heap field a chain reads happens at the end of
+                # its statement (C leaves no earlier point to rely on), so only
+                # the variables a pointer is read from matter here
+                vdeps = {d for d in deps if not _field_dep(d)}
+                if vdeps & info.assigns and not self._assign_rhs_only(self.strip_paren(info.cur), s):
                     self.refuse(s.cur, f"the statement both changes '{s.key}' and accesses the heap through it")
-                if s.key not in trans:
+                if s.key in self._chains and info.comma:
+                    self.refuse(s.cur, f"a comma expression may store into the heap before '{s.key}' is read; "
+                                       "split the statement")
+                need, k = [], s.key
+                while k not in trans:
+                    need.append(k)
+                    if k not in self._chains:
+                        break
+                    k = self._chains[k][0]
+                for k in reversed(need):       # the innermost pointer first
+                    if k in trans:
+                        continue
+                    kb, kdeps, kg = self._deps[k]
                     order += 1
-                    trans[s.key] = Trans(s.key, bc, self.decl_type(bc.type, bc), deps, g, len(cur), order)
+                    trans[k] = Trans(k, kb, self.decl_type(kb.type, kb), kdeps, kg, len(cur), order)
                 trans[s.key].written |= s.written
             cur.append((i, info))
             # after this statement a translation may be stale: its pointer
@@ -819,10 +902,14 @@ class Pass:
         for t in ordered:
             at = infos[t.stmt].cur
             gname = t.name + "g"
+            src = t.key
+            if t.key in self._chains:
+                ikey, suffix = self._chains[t.key]
+                src = tr[ikey].name + suffix
             if t.mode == "pin":
-                code = (f"void *{gname} = (void *)({t.key}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin({gname}); ")
+                code = (f"void *{gname} = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin({gname}); ")
             else:
-                code = f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}({t.key}); "
+                code = f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}({src}); "
             self.insert(at.extent.start.offset, code)
         for info in infos:
             for s in info.sites:
@@ -915,6 +1002,10 @@ class Pass:
             tail = ("\nstatic int spmcc_main_shim(int argc, char **argv) { (void)argc; (void)argv; return "
                     + call + "; }\nint main(int argc, char **argv) { return spmcc_run(argc, argv, spmcc_main_shim); }\n")
         return head + "".join(out) + tail
+
+
+def _field_dep(d):
+    return d == "F*" or (isinstance(d, tuple) and d and d[0] == "F")
 
 
 def _kids(c):
