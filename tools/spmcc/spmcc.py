@@ -701,6 +701,8 @@ class Pass:
 
     def decl_type(self, t, c):
         s = t.spelling
+        if t.is_const_qualified() and s.endswith("const"):
+            s = s[:-len("const")].rstrip()     # the translation's own variable is assigned
         if "(" in s or "[" in s:
             self.refuse(c, f"cannot declare a local pointer of type '{s}'")
         return s
@@ -744,6 +746,100 @@ class Pass:
             self.insert(s.cur.extent.end.offset, "))")
         self.emit_escapes(info)
 
+    def check_conditional(self, info, where):
+        """Accesses that run only conditionally (right of && / ||, one arm of
+        ?:): a pointer also accessed unconditionally is translated as usual;
+        one accessed only under the condition is translated before it too,
+        which is safe when it is NULL or valid there (the `p && p->x` guard:
+        the runtime's translations pass NULL through).  A pointer read from
+        the heap only under a condition is refused (its read could fault)."""
+        uncond = {x.key for x in info.sites if not x.conditional}
+        for x in info.sites:
+            if x.conditional and x.key not in uncond and x.key in self._chains:
+                self.refuse(x.cur, f"{where} reads the heap pointer '{x.key}' from the heap only under a "
+                                   "condition; compute it into a variable first")
+
+    def prelude(self, c, stmt, where):
+        """A condition with several heap accesses (or one through a pointer read
+        from the heap, or with a call that may move data): its translations are
+        made inside the condition, before it is evaluated, into variables
+        declared in a block around the statement; pins are released once its
+        value is known: `if ((x_l = p2s(x), y_l = pin(y), c = !!(C'), unpin(y), c))`."""
+        if c is None:
+            return
+        info = self.collect(c)
+        if not info.sites or (len(info.sites) == 1 and not info.moves and info.sites[0].key not in self._chains):
+            return self.inline(c, where)     # one access: translated where it is made
+        self.check_conditional(info, where)
+        trans, order = {}, 0
+        for x in info.sites:
+            bc, deps, g = self._deps[x.key]
+            if {d for d in deps if not _field_dep(d)} & info.assigns:
+                self.refuse(x.cur, f"{where} both changes '{x.key}' and accesses the heap through it")
+            need, k = [], x.key
+            while k not in trans:
+                need.append(k)
+                if k not in self._chains:
+                    break
+                k = self._chains[k][0]
+            for k in reversed(need):
+                if k not in trans:
+                    kb = self._deps[k][0]
+                    order += 1
+                    trans[k] = Trans(k, kb, self.decl_type(kb.type, kb), set(), False, 0, order)
+            trans[x.key].written |= x.written
+        ordered = sorted(trans.values(), key=lambda t: t.order)
+        decls, assigns = [], []
+        for t in ordered:
+            later = any(u.order > t.order for u in ordered)
+            t.mode = "pin" if (later or info.moves) and not self.no_pin else ("p2s" if t.written else "p2s_ro")
+            t.name = self.fresh(t.key)
+            src = t.key
+            if t.key in self._chains:
+                ikey, suffix = self._chains[t.key]
+                src = trans[ikey].name + suffix
+            decls.append(f"{t.ctype} {t.name};")
+            if t.mode == "pin":
+                decls.append(f"void *{t.name}g;")
+                assigns.append(f"{t.name}g = (void *)({src}), {t.name} = ({t.ctype})spmcc_pin({t.name}g)")
+            else:
+                assigns.append(f"{t.name} = ({t.ctype})spmcc_{t.mode}({src})")
+        self.counter += 1
+        cname = f"spmcc_c{self.counter}"
+        decls.append(f"int {cname};")
+        for x in info.sites:
+            self.site_edit(x, trans[x.key].name, self.decl_type(x.cur.type, x.cur) if x.addr else "")
+        self.emit_escapes(info)
+        unpins = "".join(f", spmcc_unpin({t.name}g)" for t in reversed(ordered) if t.mode == "pin")
+        self.insert(c.extent.start.offset, "(" + ", ".join(assigns) + f", {cname} = !!(", -1)
+        self.insert(c.extent.end.offset, f"){unpins}, {cname})", 1)
+        self.insert(stmt.extent.start.offset, "{ " + " ".join(decls) + " ", -2)
+        self.insert(self.stmt_end(stmt), " }", 2)
+
+    def for_parts(self, c):
+        """(init, cond, inc) cursors of a for statement (None when absent)."""
+        toks = list(c.get_tokens())
+        depth, semis = 0, []
+        for t in toks:
+            if t.spelling == "(":
+                depth += 1
+            elif t.spelling == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif t.spelling == ";" and depth == 1:
+                semis.append(t.extent.start.offset)
+        init = cond = inc = None
+        for p in _kids(c)[:-1]:
+            o = p.extent.start.offset
+            if len(semis) < 2 or o < semis[0]:
+                init = p
+            elif o < semis[1]:
+                cond = p
+            else:
+                inc = p
+        return init, cond, inc
+
     def emit_escapes(self, info):
         for call in info.escapes:
             t = self.decl_type(call.type, call)
@@ -765,28 +861,30 @@ class Pass:
         if k == "COMPOUND_STMT":
             self.compound(ch, fn)
         elif k == "IF_STMT":
-            self.inline(ch[0], "the condition")
             self.body(ch[1], fn)
             if len(ch) > 2:
                 self.body(ch[2], fn)
+            self.prelude(ch[0], c, "the condition")
         elif k in ("WHILE_STMT", "SWITCH_STMT"):
-            self.inline(ch[0], "the condition")
             self.body(ch[1], fn)
+            self.prelude(ch[0], c, "the condition")
         elif k == "DO_STMT":
             self.body(ch[0], fn)
             self.inline(ch[1], "the condition")
         elif k == "FOR_STMT":
-            # children: present parts of (init; cond; inc) then the body
-            parts = ch[:-1]
-            for p in parts:
-                if p.kind.name == "DECL_STMT":
-                    for v in _kids(p):
+            init, cond, inc = self.for_parts(c)
+            self.body(ch[-1], fn)
+            if init is not None:
+                if init.kind.name == "DECL_STMT":
+                    for v in _kids(init):
                         for e in _kids(v):
                             if e.kind.is_expression():
                                 self.inline(e, "the for-initialiser")
                 else:
-                    self.inline(p, "the for-loop header")
-            self.body(ch[-1], fn)
+                    self.inline(init, "the for-initialiser")
+            self.prelude(cond, c, "the condition")
+            if inc is not None:
+                self.inline(inc, "the for-loop increment")
         elif k in ("CASE_STMT", "DEFAULT_STMT", "LABEL_STMT"):
             sub = ch[-1]
             self.body(sub, fn)
@@ -810,10 +908,8 @@ class Pass:
         infos = []
         for s in stmts:
             info = self.collect(s)
-            if any(x.conditional for x in info.sites):
-                infos.append(("inline", s))
-            else:
-                infos.append(("region", info))
+            self.check_conditional(info, "the statement")
+            infos.append(("region", info))
         regions = []      # list of (list of (index, info), translations dict)
         cur, trans = [], {}
         order = 0
@@ -825,16 +921,17 @@ class Pass:
             cur, trans = [], {}
 
         for i, (what, info) in enumerate(infos):
-            if what == "inline":
-                close()
-                regions.append(([(i, None)], None))
-                continue
             if info.releases and trans:
                 # a pinned object freed through another name would lose its
                 # local copy under the pin: no pin is held across a free
                 close()
+            declared = {self.var_id(v) for v in _kids(info.cur) if v.kind.name == "VAR_DECL"} \
+                if info.cur.kind.name == "DECL_STMT" else set()
             for s in info.sites:
                 bc, deps, g = self._deps[s.key]
+                if deps & declared:
+                    self.refuse(s.cur, f"the declaration accesses the heap through '{s.key}', which it declares "
+                                       "itself: declare it in a statement of its own")
                 # a store into a heap field a chain reads happens at the end of
                 # its statement (C leaves no earlier point to rely on), so only
                 # the variables a pointer is read from matter here
@@ -871,10 +968,6 @@ class Pass:
 
         last_stmt = stmts[-1]
         for members, tr in regions:
-            if tr is None:
-                i = members[0][0]
-                self.inline(stmts[i], "a statement whose heap access runs only conditionally")
-                continue
             self.emit_region(members, tr, fn, wrap and len(stmts) == 1)
         _ = last_stmt
 

@@ -46,6 +46,8 @@ static inline void spmcc_free(void *g)
 }
 static inline void *spmcc_p2s(const void *g)
 {
+    if (!g)
+        return NULL; /* a guarded access (p && p->x): translated before its guard */
     void *l = dmm_spm_p2s(spmcc_heap, spmcc_g(g));
     if (!l)
         spmcc_fail("p2s", g);
@@ -53,6 +55,8 @@ static inline void *spmcc_p2s(const void *g)
 }
 static inline void *spmcc_p2s_ro(const void *g)
 {
+    if (!g)
+        return NULL; /* a guarded access (p && p->x): translated before its guard */
     const void *l = dmm_spm_p2s_ro(spmcc_heap, spmcc_g(g));
     if (!l)
         spmcc_fail("p2s_ro", g);
@@ -60,12 +64,18 @@ static inline void *spmcc_p2s_ro(const void *g)
 }
 static inline void *spmcc_pin(const void *g)
 {
+    if (!g)
+        return NULL; /* a guarded access (p && p->x): translated before its guard */
     void *l = dmm_spm_pin(spmcc_heap, spmcc_g(g));
     if (!l)
         spmcc_fail("pin", g);
     return l;
 }
-static inline void spmcc_unpin(const void *g) { dmm_spm_unpin(spmcc_heap, spmcc_g(g)); }
+static inline void spmcc_unpin(const void *g)
+{
+    if (g)
+        dmm_spm_unpin(spmcc_heap, spmcc_g(g));
+}
 static inline void *spmcc_s2p(const void *local)
 {
     dmm_gaddr a = dmm_spm_s2p(spmcc_heap, local);

@@ -1,5 +1,5 @@
-/* Refused: a condition that reads a heap pointer from the heap and accesses
- * through it (a statement may; a condition has nowhere to put the pointer). */
+/* Refused: a heap pointer read from the heap only under a condition (its
+ * read could fault when the guard is false). */
 #include <stdlib.h>
 struct node { int key; struct node *next; };
 int main(void)
@@ -8,7 +8,7 @@ int main(void)
     a->next = b;
     b->key = 4;
     int k = 0;
-    if (a->next->key == 4) /* REFUSED: reads the heap pointer 'a->next' from the heap */
+    if (b->key > 3 && a->next->key == 4) /* REFUSED: reads the heap pointer 'a->next' from the heap only under a condition */
         k = 1;
     free(a);
     free(b);

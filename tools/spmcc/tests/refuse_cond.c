@@ -1,4 +1,5 @@
-/* Refused: a condition with two heap accesses (C leaves their order open). */
+/* Refused: a do-while condition with two heap accesses (a do-while's
+ * condition has no place before it for the translations). */
 #include <stdlib.h>
 struct v { int x; };
 int main(void)
@@ -7,10 +8,10 @@ int main(void)
     a->x = 1;
     b->x = 2;
     int n = 0;
-    while (a->x < b->x) { /* REFUSED: makes 2 heap accesses */
+    do {
         a->x++;
         n++;
-    }
+    } while (a->x < b->x); /* REFUSED: makes 2 heap accesses */
     free(a);
     free(b);
     return n;
