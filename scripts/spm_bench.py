@@ -14,6 +14,8 @@ Called by scripts/spm_bench.sh, which builds the programs first.
   table3  dynamic vs static global memory
   fig11   1..6 execution cores sharing one manager
   swc     every program on the software-cache baseline beside the heap
+  rewrite the programs dmm-spmcc rewrites from the unmanaged sources (fft,
+          fft_inv, stringsearch, dfs) beside the hand-written managed ones
 
 Figures: the cycle model of scripts/spm_cycles.py (docs/spm.md, "The cycle
 model") for Table II, Fig. 9, Fig. 10, Table III and the cache comparison:
@@ -47,8 +49,9 @@ def log(msg):
 
 
 class Runner:
-    def __init__(self, bindir, reps, sizes):
+    def __init__(self, bindir, reps, sizes, spmcc_dir=None):
         self.bindir = bindir
+        self.spmcc_dir = spmcc_dir
         self.reps = reps
         self.sizes = sizes
         self.tmp = tempfile.mkdtemp(prefix="spm_bench_")
@@ -93,6 +96,23 @@ class Runner:
         m = spm_cycles.model(prof, backend, lib_cycles(d), dynamic)
         d["model"] = m
         d["cmd"] = " ".join(["valgrind --tool=callgrind", os.path.basename(exe)] + cmd[1:])
+        return d
+
+    def model_rewritten(self, prog, local, config):
+        """The unmanaged program as dmm-spmcc rewrites it (tools/spmcc, built
+        as spmcc_seed_<prog>_spm), one run under callgrind on one core with
+        the given local memory and heap configuration (SPMCC_LOCAL,
+        SPMCC_CONFIG); its statistics come from SPMCC_STATS."""
+        exe = os.path.join(self.spmcc_dir, "spmcc_seed_%s_spm" % prog)
+        cmd = [exe] + self.sizes.get(prog, [])
+        env = dict(os.environ, SPMCC_LOCAL=str(local), SPMCC_CONFIG=config, SPMCC_STATS="1")
+        self.count += 1
+        prof = spm_cycles.callgrind(cmd, os.path.join(self.tmp, "cg%d.out" % self.count), True,
+                                    body_fn="spmcc_user_main", env=env)
+        stats = next(json.loads(line) for line in prof.stderr.splitlines() if line.startswith('{"functions"'))
+        d = {"per_core": [{"spm": stats}], "cmd": "SPMCC_LOCAL=%s SPMCC_CONFIG=%s valgrind --tool=callgrind %s %s" % (
+            local, config, os.path.basename(exe), " ".join(cmd[1:]))}
+        d["model"] = spm_cycles.model(prof, "spm", lib_cycles(d), True, body_fn="spmcc_user_main")
         return d
 
 
@@ -401,18 +421,75 @@ def exp_swc(R, a):
     return {"runs": recs}, md
 
 
+def min_heap_rewritten(R, prog, config):
+    """The smallest heap region (KiB, with T = 64 KB) that runs the rewritten
+    program: it pins every object a region holds at once (fft: three arrays
+    in one loop body), so it may need more than the hand-written one."""
+    exe = os.path.join(R.spmcc_dir, "spmcc_seed_%s_spm" % prog)
+    lo, hi = 1, 1024
+    while lo < hi:
+        mid = (lo + hi) // 2
+        env = dict(os.environ, SPMCC_LOCAL=local_for(mid, 65536), SPMCC_CONFIG=config)
+        r = subprocess.run([exe] + R.sizes.get(prog, []), capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def exp_rewrite(R, a):
+    """The seed's programs as dmm-spmcc rewrites them (from the unmanaged
+    sources) against the hand-written managed versions, the Table II
+    configuration, the same cycle model."""
+    progs = [p for p in ("fft", "fft_inv", "stringsearch", "dfs") if not a.quick or p == "fft"]
+    rows, recs = [], []
+    conf = "table=65536,frames=16,unit=256,gran=16"
+    for p in progs:
+        hmin, rmin = min_heap(R, p), min_heap_rewritten(R, p, conf)
+        h = max(8, hmin, rmin)
+        local = int(local_for(h, 65536))
+        cfg = ["--local", str(local), "--table", "65536", "--frames", "16", "--unit", "256", "--gran", "16"]
+        hand = R.model(p, "spm", cfg)
+        rew = R.model_rewritten(p, local, conf)
+        raw = R.model(p, "raw", [])
+        hm, rm, wm = hand["model"], rew["model"], raw["model"]
+        recs.append({"program": p, "heap_kib": h, "min_heap_kib_hand": hmin, "min_heap_kib_rewritten": rmin,
+                     "hand_written": hand, "rewritten": rew, "raw": raw})
+        hp2s = core0(hand)["spm"]["functions"]["p2s"]["calls"]
+        rp2s = core0(rew)["spm"]["functions"]["p2s"]["calls"]
+        rows.append([p, "%d (%d / %d)" % (h, hmin, rmin), fmt(hm["total_cycles"] / 1e6, 2), fmt(rm["total_cycles"] / 1e6, 2),
+                     fmt(rm["total_cycles"] / hm["total_cycles"], 3) + "x", hp2s, rp2s,
+                     fmt(100 * hm["management_share"], 1) + "%", fmt(100 * rm["management_share"], 1) + "%",
+                     fmt(hm["total_cycles"] / wm["total_cycles"], 2) + "x",
+                     fmt(rm["total_cycles"] / wm["total_cycles"], 2) + "x"])
+    md = ("The Table II configuration (T = 64 KB in 16 frames, unit 256, granularity 16), dynamic mode, one "
+          "core; H = the larger of 8 KiB and both programs' minimum heap regions (given in brackets: hand-written / "
+          "rewritten; the rewritten program pins every object a region holds at once, so it may need more). **hand-written**: bench/spm (hm.h: p2s + s2p around every "
+          "scalar access); **rewritten**: the unmanaged program (bench/workloads/programs) as dmm-spmcc "
+          "(tools/spmcc) rewrites it, run on tools/spmcc/runtime; the same cycle model (scripts/spm_cycles.py, "
+          "body = the program's main). p2s counts p2s, p2s_ro and pin calls. dijkstra, rbtree and mst are refused "
+          "by the pass (docs/spm.md).\n\n")
+    md += md_table(["program", "H KiB (min hand / rewritten)", "hand-written Mcycles", "rewritten Mcycles", "rewritten / hand",
+                    "hand p2s calls", "rewritten p2s calls", "hand share", "rewritten share",
+                    "hand slowdown", "rewritten slowdown"], rows)
+    return {"runs": recs}, md
+
+
 EXPERIMENTS = {"fig8": exp_fig8, "fig9": exp_fig9, "table2": exp_table2, "fig10": exp_fig10,
-               "table3": exp_table3, "fig11": exp_fig11, "swc": exp_swc}
+               "table3": exp_table3, "fig11": exp_fig11, "swc": exp_swc, "rewrite": exp_rewrite}
 TITLES = {"fig8": "Unrestricted heap size (seed Fig. 8)", "fig9": "Heap management parameters (seed Fig. 9)",
           "table2": "Overhead by function (seed Table II)", "fig10": "Overhead growth with rbTree size (seed Fig. 10)",
           "table3": "Dynamic vs static global memory (seed Table III)",
-          "fig11": "Scaling with execution cores (seed Fig. 11)", "swc": "Software-cache baseline beside the heap"}
+          "fig11": "Scaling with execution cores (seed Fig. 11)", "swc": "Software-cache baseline beside the heap",
+          "rewrite": "Programs rewritten by dmm-spmcc beside the hand-written managed ones"}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bindir", required=True, help="directory holding spm_<prog>_<backend>")
     ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--spmcc-dir", default="", help="directory holding spmcc_seed_<prog>_spm (experiment rewrite)")
     ap.add_argument("--reps", type=int, default=3, help="runs per point (median host time)")
     ap.add_argument("--only", default="", help="comma-separated experiments (%s)" % ",".join(EXPERIMENTS))
     ap.add_argument("--quick", action="store_true", help="few points (a smoke run)")
@@ -427,7 +504,7 @@ def main():
         "dfs": ["-n", "4000", "-r", "2"],
         "mst": ["-n", "500", "-r", "2"],
     }
-    R = Runner(a.bindir, a.reps, sizes)
+    R = Runner(a.bindir, a.reps, sizes, a.spmcc_dir)
     names = [x for x in a.only.split(",") if x] or list(EXPERIMENTS)
     for n in names:
         if n not in EXPERIMENTS:

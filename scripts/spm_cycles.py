@@ -111,10 +111,12 @@ def parse_callgrind(text: str) -> Profile:
     return p
 
 
-def model(prof: Profile, backend: str, dma_cycles: int, dynamic: bool) -> dict:
-    """The cycle model's arithmetic (module docstring); every figure in cycles."""
+def model(prof: Profile, backend: str, dma_cycles: int, dynamic: bool, body_fn: str = BODY) -> dict:
+    """The cycle model's arithmetic (module docstring); every figure in cycles.
+    body_fn: the program body (prog_main in bench/spm; spmcc_user_main in a
+    program rewritten by dmm-spmcc)."""
     api = API[backend]
-    body = prof.into({BODY})
+    body = prof.into({body_fn})
     dma_emul = prof.into(PORT)
     mbox_emul = prof.into(MAILBOX, exclude_callers=MAILBOX) if dynamic else 0
     service = sum(c for (a, b), c in prof.edges.items()
@@ -129,18 +131,19 @@ def model(prof: Profile, backend: str, dma_cycles: int, dynamic: bool) -> dict:
             "management_share": (mgmt / total) if total else 0.0}
 
 
-def callgrind(cmd: list[str], out: str, dynamic: bool) -> Profile:
+def callgrind(cmd: list[str], out: str, dynamic: bool, body_fn: str = BODY, env=None) -> Profile:
     """Runs cmd under callgrind, collecting only inside the program body and,
     in dynamic mode, inside the manager thread's loop (of which the model
     takes only the calls into do_alloc / do_free).  Returns its call edges."""
     vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, "--collect-atstart=no",
-          "--toggle-collect=" + BODY, "--dump-instr=no", "--compress-pos=no"]
+          "--toggle-collect=" + body_fn, "--dump-instr=no", "--compress-pos=no"]
     if dynamic:
         vg += ["--toggle-collect=" + MANAGER_THREAD]
-    r = subprocess.run(vg + cmd, capture_output=True, text=True)
+    r = subprocess.run(vg + cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError("callgrind run failed (%d): %s\n%s" % (r.returncode, " ".join(cmd), r.stderr[-600:]))
     with open(out) as f:
         prof = parse_callgrind(f.read())
     os.unlink(out)
+    prof.stderr = r.stderr
     return prof
