@@ -776,17 +776,7 @@ class Pass:
             bc, deps, g = self._deps[x.key]
             if {d for d in deps if not _field_dep(d)} & info.assigns:
                 self.refuse(x.cur, f"{where} both changes '{x.key}' and accesses the heap through it")
-            need, k = [], x.key
-            while k not in trans:
-                need.append(k)
-                if k not in self._chains:
-                    break
-                k = self._chains[k][0]
-            for k in reversed(need):
-                if k not in trans:
-                    kb = self._deps[k][0]
-                    order += 1
-                    trans[k] = Trans(k, kb, self.decl_type(kb.type, kb), set(), False, 0, order)
+            order = self.add_translation(trans, x.key, 0, order)
             trans[x.key].written |= x.written
         ordered = sorted(trans.values(), key=lambda t: t.order)
         decls, assigns = [], []
@@ -941,18 +931,7 @@ class Pass:
                 if s.key in self._chains and info.comma:
                     self.refuse(s.cur, f"a comma expression may store into the heap before '{s.key}' is read; "
                                        "split the statement")
-                need, k = [], s.key
-                while k not in trans:
-                    need.append(k)
-                    if k not in self._chains:
-                        break
-                    k = self._chains[k][0]
-                for k in reversed(need):       # the innermost pointer first
-                    if k in trans:
-                        continue
-                    kb, kdeps, kg = self._deps[k]
-                    order += 1
-                    trans[k] = Trans(k, kb, self.decl_type(kb.type, kb), kdeps, kg, len(cur), order)
+                order = self.add_translation(trans, s.key, len(cur), order)
                 trans[s.key].written |= s.written
             cur.append((i, info))
             # after this statement a translation may be stale: its pointer
@@ -970,6 +949,21 @@ class Pass:
         for members, tr in regions:
             self.emit_region(members, tr, fn, wrap and len(stmts) == 1)
         _ = last_stmt
+
+    def add_translation(self, trans, key, stmt, order):
+        """Adds key's translation to trans (a pointer read from the heap after
+        the pointer it is read through, innermost first); the last order used."""
+        need, k = [], key
+        while k not in trans:
+            need.append(k)
+            if k not in self._chains:
+                break
+            k = self._chains[k][0]
+        for k in reversed(need):
+            kb, kdeps, kg = self._deps[k]
+            order += 1
+            trans[k] = Trans(k, kb, self.decl_type(kb.type, kb), kdeps, kg, stmt, order)
+        return order
 
     def _assign_rhs_only(self, st, site):
         """True when st is `v = RHS` (or a declaration) with the access in RHS."""
