@@ -171,6 +171,7 @@ class Pass:
         self.globals = set()
         self._deps = {}
         self._chains = {}
+        self.hoisted = {}        # key -> local name translated before the enclosing loop
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
@@ -690,6 +691,12 @@ class Pass:
                 info.assigns.add("*")
             elif c.kind.name == "MEMBER_REF_EXPR":
                 info.assigns.add(("F", c.spelling))
+            elif c.type.get_canonical().kind.name in ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG",
+                                                       "SHORT", "USHORT", "FLOAT", "DOUBLE", "LONGDOUBLE",
+                                                       "BOOL", "INT128", "UINT128"):
+                # an element of a non-character arithmetic type: under C's
+                # aliasing rules it cannot be a pointer some chain reads
+                info.assigns.add(("E", c.type.get_canonical().spelling))
             else:
                 info.assigns.add("F*")
 
@@ -734,6 +741,10 @@ class Pass:
         if info.moves:
             self.refuse(c, f"{where} both accesses the heap and calls malloc or a function of the program")
         s = info.sites[0]
+        if len(info.sites) == 1 and s.key in self.hoisted:
+            self.site_edit(s, self.hoisted[s.key], self.decl_type(s.cur.type, s.cur) if s.addr else "")
+            self.emit_escapes(info)
+            return
         if s.key in self._chains:
             self.refuse(s.cur, f"{where} reads the heap pointer '{s.key}' from the heap and accesses through it; "
                                "compute it into a variable in a statement first")
@@ -768,11 +779,18 @@ class Pass:
         if c is None:
             return
         info = self.collect(c)
-        if not info.sites or (len(info.sites) == 1 and not info.moves and info.sites[0].key not in self._chains):
+        if all(x.key in self.hoisted for x in info.sites):
+            for x in info.sites:            # translated before the loop
+                self.site_edit(x, self.hoisted[x.key], self.decl_type(x.cur.type, x.cur) if x.addr else "")
+            self.emit_escapes(info)
+            return
+        if len(info.sites) == 1 and not info.moves and info.sites[0].key not in self._chains:
             return self.inline(c, where)     # one access: translated where it is made
         self.check_conditional(info, where)
         trans, order = {}, 0
         for x in info.sites:
+            if x.key in self.hoisted:
+                continue
             bc, deps, g = self._deps[x.key]
             if {d for d in deps if not _field_dep(d)} & info.assigns:
                 self.refuse(x.cur, f"{where} both changes '{x.key}' and accesses the heap through it")
@@ -787,7 +805,7 @@ class Pass:
             src = t.key
             if t.key in self._chains:
                 ikey, suffix = self._chains[t.key]
-                src = trans[ikey].name + suffix
+                src = (trans[ikey].name if ikey in trans else self.hoisted[ikey]) + suffix
             decls.append(f"{t.ctype} {t.name};")
             if t.mode == "pin":
                 decls.append(f"void *{t.name}g;")
@@ -798,13 +816,86 @@ class Pass:
         cname = f"spmcc_c{self.counter}"
         decls.append(f"int {cname};")
         for x in info.sites:
-            self.site_edit(x, trans[x.key].name, self.decl_type(x.cur.type, x.cur) if x.addr else "")
+            name = trans[x.key].name if x.key in trans else self.hoisted[x.key]
+            self.site_edit(x, name, self.decl_type(x.cur.type, x.cur) if x.addr else "")
         self.emit_escapes(info)
         unpins = "".join(f", spmcc_unpin({t.name}g)" for t in reversed(ordered) if t.mode == "pin")
         self.insert(c.extent.start.offset, "(" + ", ".join(assigns) + f", {cname} = !!(", -1)
         self.insert(c.extent.end.offset, f"){unpins}, {cname})", 1)
         self.insert(stmt.extent.start.offset, "{ " + " ".join(decls) + " ", -2)
         self.insert(self.stmt_end(stmt), " }", 2)
+
+    def hoist_loop(self, loop):
+        """Loop-invariant translations: a heap pointer that nothing inside the
+        loop can change (no assignment to what it is read from, no store into
+        the field a chain reads, no call into the program when it reads a
+        global, no free or realloc in the loop, no return or goto out of it)
+        is translated once before the loop, pinned when anything else in the
+        loop may move data, and released after it.  Returns the keys hoisted
+        (their sites use the names in self.hoisted)."""
+        info = self.collect(loop)
+        if not info.sites or info.releases or info.comma:
+            return []
+        declared, jumps = set(), False
+        stack = [loop]
+        while stack:
+            x = stack.pop()
+            k = x.kind.name
+            if k in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT"):
+                jumps = True
+            if k in ("VAR_DECL", "PARM_DECL"):
+                declared.add(self.var_id(x))
+            stack.extend(x.get_children())
+        if jumps:
+            return []
+        declared_names = {d[1] for d in declared}
+        ok = {}
+
+        def hoistable(key):
+            if key in ok:
+                return ok[key]
+            ok[key] = False
+            bc, deps, g = self._deps[key]
+            # a name declared again inside the loop could be another variable
+            # spelt the same: such a pointer stays with its regions
+            names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
+            good = not (deps & info.assigns) and not (deps & declared) and not (g and info.user_call) \
+                and key not in self.hoisted and not (names & declared_names)
+            if good and key in self._chains:
+                good = hoistable(self._chains[key][0])
+            ok[key] = good
+            return good
+
+        keys = [k for k in dict.fromkeys(x.key for x in info.sites) if hoistable(k)]
+        if not keys:
+            return []
+        trans, order = {}, 0
+        for k in keys:
+            order = self.add_translation(trans, k, 0, order)
+        for x in info.sites:
+            if x.key in trans:
+                trans[x.key].written |= x.written
+        ordered = sorted(trans.values(), key=lambda t: t.order)
+        others = any(x.key not in trans for x in info.sites)
+        code = []
+        for t in ordered:
+            single = len(ordered) == 1 and not info.moves and not others
+            t.mode = "pin" if not single and not self.no_pin else ("p2s" if t.written else "p2s_ro")
+            t.name = self.fresh(t.key)
+            src = t.key
+            if t.key in self._chains:
+                ikey, suffix = self._chains[t.key]
+                src = (trans[ikey].name if ikey in trans else self.hoisted[ikey]) + suffix
+            if t.mode == "pin":
+                code.append(f"void *{t.name}g = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin({t.name}g);")
+            else:
+                code.append(f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}({src});")
+        unpins = "".join(f" spmcc_unpin({t.name}g);" for t in reversed(ordered) if t.mode == "pin")
+        self.insert(loop.extent.start.offset, "{ " + " ".join(code) + " ", -3)
+        self.insert(self.stmt_end(loop), "\n" + unpins + " }", 3)
+        for t in ordered:
+            self.hoisted[t.key] = t.name
+        return [t.key for t in ordered]
 
     def for_parts(self, c):
         """(init, cond, inc) cursors of a for statement (None when absent)."""
@@ -855,7 +946,13 @@ class Pass:
             if len(ch) > 2:
                 self.body(ch[2], fn)
             self.prelude(ch[0], c, "the condition")
-        elif k in ("WHILE_STMT", "SWITCH_STMT"):
+        elif k == "WHILE_STMT":
+            done = self.hoist_loop(c)
+            self.body(ch[1], fn)
+            self.prelude(ch[0], c, "the condition")
+            for key in done:
+                del self.hoisted[key]
+        elif k == "SWITCH_STMT":
             self.body(ch[1], fn)
             self.prelude(ch[0], c, "the condition")
         elif k == "DO_STMT":
@@ -863,6 +960,7 @@ class Pass:
             self.inline(ch[1], "the condition")
         elif k == "FOR_STMT":
             init, cond, inc = self.for_parts(c)
+            done = self.hoist_loop(c)
             self.body(ch[-1], fn)
             if init is not None:
                 if init.kind.name == "DECL_STMT":
@@ -875,6 +973,8 @@ class Pass:
             self.prelude(cond, c, "the condition")
             if inc is not None:
                 self.inline(inc, "the for-loop increment")
+            for key in done:
+                del self.hoisted[key]
         elif k in ("CASE_STMT", "DEFAULT_STMT", "LABEL_STMT"):
             sub = ch[-1]
             self.body(sub, fn)
@@ -918,6 +1018,8 @@ class Pass:
             declared = {self.var_id(v) for v in _kids(info.cur) if v.kind.name == "VAR_DECL"} \
                 if info.cur.kind.name == "DECL_STMT" else set()
             for s in info.sites:
+                if s.key in self.hoisted:
+                    continue
                 bc, deps, g = self._deps[s.key]
                 if deps & declared:
                     self.refuse(s.cur, f"the declaration accesses the heap through '{s.key}', which it declares "
@@ -954,7 +1056,7 @@ class Pass:
         """Adds key's translation to trans (a pointer read from the heap after
         the pointer it is read through, innermost first); the last order used."""
         need, k = [], key
-        while k not in trans:
+        while k not in trans and k not in self.hoisted:
             need.append(k)
             if k not in self._chains:
                 break
@@ -992,7 +1094,7 @@ class Pass:
             src = t.key
             if t.key in self._chains:
                 ikey, suffix = self._chains[t.key]
-                src = tr[ikey].name + suffix
+                src = (tr[ikey].name if ikey in tr else self.hoisted[ikey]) + suffix
             if t.mode == "pin":
                 code = (f"void *{gname} = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin({gname}); ")
             else:
@@ -1000,7 +1102,8 @@ class Pass:
             self.insert(at.extent.start.offset, code)
         for info in infos:
             for s in info.sites:
-                self.site_edit(s, tr[s.key].name, self.decl_type(s.cur.type, s.cur) if s.addr else "")
+                name = tr[s.key].name if s.key in tr else self.hoisted[s.key]
+                self.site_edit(s, name, self.decl_type(s.cur.type, s.cur) if s.addr else "")
             self.emit_escapes(info)
             # free of a pinned object: unpin it first
             for key in info.frees:
