@@ -502,7 +502,7 @@ class Pass:
         self._chains[key] = (ikey, suffix)
         return c, inner[1] | extra | {"F*"}, True
 
-    def collect(self, stmt, allow_assign_use=True):
+    def collect(self, stmt):
         """The accesses and events of one statement (or expression)."""
         info = StmtInfo(stmt)
 
@@ -1047,10 +1047,8 @@ class Pass:
                 close()
         close()
 
-        last_stmt = stmts[-1]
         for members, tr in regions:
             self.emit_region(members, tr, fn, wrap and len(stmts) == 1)
-        _ = last_stmt
 
     def add_translation(self, trans, key, stmt, order):
         """Adds key's translation to trans (a pointer read from the heap after
@@ -1076,7 +1074,6 @@ class Pass:
         return False
 
     def emit_region(self, members, tr, fn, wrap):
-        idx = [i for i, _ in members]
         infos = [info for _, info in members]
         # the mode of each translation: pinned when something that may move
         # data follows it inside the region
