@@ -143,6 +143,7 @@ class StmtInfo:
     frees: set = field(default_factory=set)      # keys passed to free()
     releases: bool = False                       # calls free or realloc
     comma: bool = False                          # holds a comma operator
+    user_frees: list = field(default_factory=list)  # calls into the program that may free: (start, end)
     escapes: list = field(default_factory=list)  # (call cursor, arg cursors) of RETURNS_ARG0 calls
     ext_args: list = field(default_factory=list)  # heap arguments of C library calls
 
@@ -169,6 +170,7 @@ class Pass:
         self.addr_taken = set()  # variable ids whose address is taken
         self.counter = 0
         self.globals = set()
+        self.may_free = set()
         self._deps = {}
         self._chains = {}
         self.hoisted = {}        # key -> local name translated before the enclosing loop
@@ -377,6 +379,35 @@ class Pass:
                 visit(c, None)
         return out
 
+    def freeing_functions(self):
+        """The program's functions that may free or realloc (themselves or
+        through a callee, or through a pointer to a function): a pin must not
+        be held across a call to one, whose free could drop the pinned copy."""
+        calls, frees = {}, set()
+        for name, fn in self.user_fns.items():
+            callees, stack = set(), [fn]
+            while stack:
+                x = stack.pop()
+                if x.kind.name == "CALL_EXPR":
+                    callee = self.strip(_kids(x)[0]) if _kids(x) else None
+                    direct = callee is not None and callee.kind.name == "DECL_REF_EXPR" and \
+                        callee.referenced is not None and callee.referenced.kind.name == "FUNCTION_DECL"
+                    cname = self.aliases.get(x.spelling, x.spelling)
+                    if not direct or cname in ("free", "realloc"):
+                        frees.add(name)
+                    elif cname in self.user_fns:
+                        callees.add(cname)
+                stack.extend(x.get_children())
+            calls[name] = callees
+        changed = True
+        while changed:
+            changed = False
+            for name, cs in calls.items():
+                if name not in frees and cs & frees:
+                    frees.add(name)
+                    changed = True
+        return frees
+
     def find_addr_taken(self, c):
         for ch in c.get_children():
             if ch.kind.name == "UNARY_OPERATOR" and (ch.location.file is None or self.mine(ch)) \
@@ -394,6 +425,7 @@ class Pass:
                 if c.is_definition() and self.mine(c):
                     self.user_fns[c.spelling] = c
         self.find_addr_taken(self.tu.cursor)
+        self.may_free = self.freeing_functions()
         flows = self.flows()
         changed = True
         while changed:
@@ -614,6 +646,9 @@ class Pass:
                 if not direct or name in self.user_fns:
                     info.moves = True
                     info.user_call = True
+                    if not direct or name in self.may_free:
+                        info.releases = True        # it may free an object pinned here
+                        info.user_frees.append((c.extent.start.offset, c.extent.end.offset))
                     for a in _args(c):
                         visit(a, cond, False, None)
                     return
@@ -770,7 +805,7 @@ class Pass:
                 self.refuse(x.cur, f"{where} reads the heap pointer '{x.key}' from the heap only under a "
                                    "condition; compute it into a variable first")
 
-    def prelude(self, c, stmt, where):
+    def prelude(self, c, stmt, where, value_type=None):
         """A condition with several heap accesses (or one through a pointer read
         from the heap, or with a call that may move data): its translations are
         made inside the condition, before it is evaluated, into variables
@@ -779,12 +814,13 @@ class Pass:
         if c is None:
             return
         info = self.collect(c)
-        if all(x.key in self.hoisted for x in info.sites):
+        if value_type is None and all(x.key in self.hoisted for x in info.sites):
             for x in info.sites:            # translated before the loop
                 self.site_edit(x, self.hoisted[x.key], self.decl_type(x.cur.type, x.cur) if x.addr else "")
             self.emit_escapes(info)
             return
-        if len(info.sites) == 1 and not info.moves and info.sites[0].key not in self._chains:
+        if value_type is None and len(info.sites) == 1 and not info.moves and \
+                info.sites[0].key not in self._chains:
             return self.inline(c, where)     # one access: translated where it is made
         self.check_conditional(info, where)
         trans, order = {}, 0
@@ -814,12 +850,19 @@ class Pass:
                 assigns.append(f"{t.name} = ({t.ctype})spmcc_{t.mode}({src})")
         self.counter += 1
         cname = f"spmcc_c{self.counter}"
-        decls.append(f"int {cname};")
+        decls.append(f"{value_type or 'int'} {cname};")
         for x in info.sites:
             name = trans[x.key].name if x.key in trans else self.hoisted[x.key]
             self.site_edit(x, name, self.decl_type(x.cur.type, x.cur) if x.addr else "")
         self.emit_escapes(info)
         unpins = "".join(f", spmcc_unpin({t.name}g)" for t in reversed(ordered) if t.mode == "pin")
+        if value_type is not None:
+            # an initialiser: its value itself, the variables declared before
+            # the declaration (no block: what it declares stays in scope)
+            self.insert(c.extent.start.offset, "(" + ", ".join(assigns) + f", {cname} = (", -1)
+            self.insert(c.extent.end.offset, f"){unpins}, {cname})", 1)
+            self.insert(stmt.extent.start.offset, " ".join(decls) + " ", -2)
+            return
         self.insert(c.extent.start.offset, "(" + ", ".join(assigns) + f", {cname} = !!(", -1)
         self.insert(c.extent.end.offset, f"){unpins}, {cname})", 1)
         self.insert(stmt.extent.start.offset, "{ " + " ".join(decls) + " ", -2)
@@ -999,7 +1042,7 @@ class Pass:
         for s in stmts:
             info = self.collect(s)
             self.check_conditional(info, "the statement")
-            infos.append(("region", info))
+            infos.append(("decl" if self.self_declaring(info) else "region", info))
         regions = []      # list of (list of (index, info), translations dict)
         cur, trans = [], {}
         order = 0
@@ -1011,19 +1054,18 @@ class Pass:
             cur, trans = [], {}
 
         for i, (what, info) in enumerate(infos):
+            if what == "decl":
+                close()
+                self.declaration(info.cur)
+                continue
             if info.releases and trans:
                 # a pinned object freed through another name would lose its
                 # local copy under the pin: no pin is held across a free
                 close()
-            declared = {self.var_id(v) for v in _kids(info.cur) if v.kind.name == "VAR_DECL"} \
-                if info.cur.kind.name == "DECL_STMT" else set()
             for s in info.sites:
                 if s.key in self.hoisted:
                     continue
                 bc, deps, g = self._deps[s.key]
-                if deps & declared:
-                    self.refuse(s.cur, f"the declaration accesses the heap through '{s.key}', which it declares "
-                                       "itself: declare it in a statement of its own")
                 # a store into a heap field a chain reads happens at the end of
                 # its statement (C leaves no earlier point to rely on), so only
                 # the variables a pointer is read from matter here
@@ -1042,13 +1084,32 @@ class Pass:
             deps_all = set().union(*(t.deps for t in trans.values())) if trans else set()
             kill = bool(info.assigns & deps_all)
             kill |= info.user_call and any(t.glob for t in trans.values())
-            kill |= bool(info.frees & set(trans))
+            kill |= bool(info.frees & set(trans)) or bool(info.user_frees)
             if kill or info.cur.kind.name == "RETURN_STMT":
                 close()
         close()
 
         for members, tr in regions:
             self.emit_region(members, tr, fn, wrap and len(stmts) == 1)
+
+    def self_declaring(self, info):
+        """A declaration whose initialisers access the heap through a pointer
+        it declares itself (`T *a = list, *b = a->next;`)."""
+        if info.cur.kind.name != "DECL_STMT":
+            return False
+        declared = {self.var_id(v) for v in _kids(info.cur) if v.kind.name == "VAR_DECL"}
+        return any(self._deps[x.key][1] & declared for x in info.sites if x.key not in self.hoisted)
+
+    def declaration(self, stmt):
+        """Each initialiser of such a declaration translates its own accesses
+        inside itself (after the declarators before it are initialised):
+        `T *a_l; T *b_v; T *a = list, *b = (a_l = p2s_ro(a), b_v = (a_l->next), b_v);`."""
+        for v in _kids(stmt):
+            if v.kind.name != "VAR_DECL":
+                continue
+            init = [e for e in _kids(v) if e.kind.is_expression()]
+            if init and self.collect(init[-1]).sites:
+                self.prelude(init[-1], stmt, "the initialiser", value_type=self.decl_type(v.type, v))
 
     def add_translation(self, trans, key, stmt, order):
         """Adds key's translation to trans (a pointer read from the heap after
@@ -1083,6 +1144,19 @@ class Pass:
             moves = any(info.moves for info in infos[t.stmt:])
             t.mode = "pin" if (later or moves) and not self.no_pin else ("p2s" if t.written else "p2s_ro")
             t.name = self.fresh(t.key)
+        for i, info in enumerate(infos):
+            if not info.user_frees:
+                continue
+            # a call into the program that may free: nothing may stay pinned
+            # across it.  One translation used only in the call's arguments
+            # (evaluated before the call) needs no pin: `destroy(t->left)`.
+            live = [t for t in ordered if t.stmt <= i]
+            inside = all(any(a <= x.cur.extent.start.offset < b for a, b in info.user_frees) for x in info.sites)
+            if len(live) == 1 and live[0].key not in self._chains and inside:
+                live[0].mode = "p2s" if live[0].written else "p2s_ro"
+            elif any(t.mode == "pin" for t in live):
+                self.refuse(info.cur, "the statement would hold a pinned heap object across a call of the "
+                                      "program that may free it; split it")
         first = infos[0].cur
         # translations before their first statement
         for t in ordered:

@@ -1,6 +1,7 @@
 /* Heap pointers read from the heap and accessed at once (pointer chasing in
  * one expression): x->left->parent, p->next->next->key, rows[i][j]; a store
- * to the field a chain reads (p->next = ...) ends the chain's translation. */
+ * to the field a chain reads (p->next = ...) ends the chain's translation;
+ * a declaration accessing through a pointer it declares itself. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -46,6 +47,10 @@ int main(void)
         sum += p->next->key;
     }
     printf("sum %ld\n", sum);
+    /* a declaration that accesses through a pointer it declares itself */
+    struct node *h1 = head, *h2 = h1->next, *h3 = h2->next;
+    int k3 = h3->key + h2->key * 2 + h1->next->next->next->key;
+    printf("k3 %d\n", k3);
 
     int n = 12;
     int **rows = malloc((size_t)n * sizeof *rows);
