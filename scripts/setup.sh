@@ -55,6 +55,8 @@ TEST_PACKAGES=(
     # gcc-multilib, which conflicts with the AArch64 cross compiler)
     gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf libc6-dev-armhf-cross
     gcc-i686-linux-gnu g++-i686-linux-gnu libc6-dev-i386-cross
+    # the scratchpad heap's compiler pass (tools/spmcc, dmm-spmcc): libclang's Python bindings
+    python3-clang-14
     # real programs under LD_PRELOAD (the recorder's tests, libdmm's preload
     # tests and the study: bench/workloads/real/real.sh); redis-server's
     # packaged service is never used, real.sh starts a private server

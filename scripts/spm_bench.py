@@ -14,12 +14,20 @@ Called by scripts/spm_bench.sh, which builds the programs first.
   table3  dynamic vs static global memory
   fig11   1..6 execution cores sharing one manager
   swc     every program on the software-cache baseline beside the heap
+  rewrite the programs dmm-spmcc rewrites from the unmanaged sources
+          (dijkstra, fft, fft_inv, stringsearch, dfs) beside the hand-written
+          managed ones
 
-Figures: host time (wall clock of the program body, this machine), the
-library's own host time per function (timing on), and the host port's
-simulated cycles for DMA and mailbox words (Cell-like cost model,
-docs/spm.md).  "modelled time" = host time + simulated cycles at 3.2 GHz:
-the host computes, the model charges the transfers a Cell would make.
+Figures: the cycle model of scripts/spm_cycles.py (docs/spm.md, "The cycle
+model") for Table II, Fig. 9, Fig. 10, Table III and the cache comparison:
+program and library instructions counted by callgrind at one cycle each, the
+host port's DMA emulation (its memcpy) and the core's side of the mailbox
+emulation left out, and the cost model's cycles for every transfer and
+mailbox word added.  Host wall-clock time is reported only where it is the
+point (Fig. 8's capacity runs, Fig. 11's contention) and never added to
+simulated cycles.  Table II reports the seed's metric (cycles inside the
+management functions over all cycles) and, second, the slowdown against the
+unmanaged program in the same model.
 """
 import argparse
 import json
@@ -30,7 +38,9 @@ import sys
 import tempfile
 import time
 
-GHZ = 3.2
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spm_cycles  # noqa: E402  (scripts/spm_cycles.py)
+
 PROGRAMS = ["rbtree", "dijkstra", "fft", "fft_inv", "stringsearch", "dfs", "mst"]
 FNS = ["malloc", "free", "realloc", "p2s", "s2p"]
 
@@ -40,8 +50,9 @@ def log(msg):
 
 
 class Runner:
-    def __init__(self, bindir, reps, sizes):
+    def __init__(self, bindir, reps, sizes, spmcc_dir=None):
         self.bindir = bindir
+        self.spmcc_dir = spmcc_dir
         self.reps = reps
         self.sizes = sizes
         self.tmp = tempfile.mkdtemp(prefix="spm_bench_")
@@ -70,6 +81,39 @@ class Runner:
         d = docs[len(docs) // 2]
         d["host_ns_reps"] = [x["host_ns_total"] for x in docs]
         d["cmd"] = " ".join([os.path.basename(exe)] + cmd[1:])
+        return d
+
+    def model(self, prog, backend, args):
+        """One run under callgrind (deterministic: no repetitions); its JSON
+        plus d["model"], the cycle model's figures (scripts/spm_cycles.py)."""
+        exe = os.path.join(self.bindir, "spm_%s_%s" % (prog, backend))
+        cmd = [exe] + self.sizes.get(prog, []) + list(args) + ["--no-timing"]
+        self.count += 1
+        out = os.path.join(self.tmp, "m%d.json" % self.count)
+        dynamic = "--static" not in args and backend != "raw"
+        prof = spm_cycles.callgrind(cmd + ["--json", out], os.path.join(self.tmp, "cg%d.out" % self.count), dynamic)
+        with open(out) as f:
+            d = json.load(f)
+        m = spm_cycles.model(prof, backend, lib_cycles(d), dynamic)
+        d["model"] = m
+        d["cmd"] = " ".join(["valgrind --tool=callgrind", os.path.basename(exe)] + cmd[1:])
+        return d
+
+    def model_rewritten(self, prog, local, config):
+        """The unmanaged program as dmm-spmcc rewrites it (tools/spmcc, built
+        as spmcc_seed_<prog>_spm), one run under callgrind on one core with
+        the given local memory and heap configuration (SPMCC_LOCAL,
+        SPMCC_CONFIG); its statistics come from SPMCC_STATS."""
+        exe = os.path.join(self.spmcc_dir, "spmcc_seed_%s_spm" % prog)
+        cmd = [exe] + self.sizes.get(prog, [])
+        env = dict(os.environ, SPMCC_LOCAL=str(local), SPMCC_CONFIG=config, SPMCC_STATS="1")
+        self.count += 1
+        prof = spm_cycles.callgrind(cmd, os.path.join(self.tmp, "cg%d.out" % self.count), True,
+                                    body_fn="spmcc_user_main", env=env)
+        stats = next(json.loads(line) for line in prof.stderr.splitlines() if line.startswith('{"functions"'))
+        d = {"per_core": [{"spm": stats}], "cmd": "SPMCC_LOCAL=%s SPMCC_CONFIG=%s valgrind --tool=callgrind %s %s" % (
+            local, config, os.path.basename(exe), " ".join(cmd[1:]))}
+        d["model"] = spm_cycles.model(prof, "spm", lib_cycles(d), True, body_fn="spmcc_user_main")
         return d
 
 
@@ -117,12 +161,61 @@ def lib_ns(d, fn=None):
     return sum(v.get("host_ns", 0) for v in fns.values())
 
 
-def modelled_ms(d):
-    return (d["host_ns_total"] + sim_cycles(d) / GHZ) / 1e6
+def lib_cycles(d):
+    """The cost model's cycles charged inside the management functions (all
+    cores): the per-function sim_cycles of the heap's or the cache's stats."""
+    tot = 0
+    for c in d["per_core"]:
+        if "spm" in c:
+            tot += sum(v.get("sim_cycles", 0) for v in c["spm"].get("functions", {}).values())
+        elif "swc" in c:
+            sc = c["swc"].get("sim_cycles", {})
+            tot += sum(sc.values()) if isinstance(sc, dict) else sum(sc)
+    return tot
+
+
+def mcyc(d):
+    return d["model"]["total_cycles"] / 1e6
 
 
 def ms(ns):
     return ns / 1e6
+
+
+def build_info(bindir):
+    """Compiler, flags, CPU and valgrind of the measurement (the build's CMakeCache)."""
+    info = {"compiler": "?", "flags": "?", "cpu": "?", "valgrind": "?"}
+    d = os.path.abspath(bindir)
+    while d != "/" and not os.path.exists(os.path.join(d, "CMakeCache.txt")):
+        d = os.path.dirname(d)
+    cache = {}
+    try:
+        with open(os.path.join(d, "CMakeCache.txt")) as f:
+            for line in f:
+                if "=" in line and ":" in line.split("=", 1)[0]:
+                    k, v = line.rstrip("\n").split("=", 1)
+                    cache[k.split(":")[0]] = v
+    except OSError:
+        pass
+    cc = cache.get("CMAKE_C_COMPILER", "cc")
+    try:
+        ver = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        ver = cc
+    bt = cache.get("CMAKE_BUILD_TYPE", "")
+    info["compiler"] = ver
+    info["flags"] = (cache.get("CMAKE_C_FLAGS", "") + " " + cache.get("CMAKE_C_FLAGS_" + bt.upper(), "")).strip() \
+        + (" (%s)" % bt if bt else "")
+    try:
+        with open("/proc/cpuinfo") as f:
+            info["cpu"] = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    except OSError:
+        pass
+    try:
+        info["valgrind"] = subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    return info
 
 
 def md_table(head, rows):
@@ -152,7 +245,7 @@ def exp_fig8(R, a):
         st = core0(man)["spm"]
         recs.append({"nodes": n, "raw": raw, "spm": man})
         rows.append([n, "fails (exit %d)" % raw["exit_status"] if raw.get("failed") else fmt(ms(raw["host_ns_total"]), 3),
-                     fmt(ms(man["host_ns_total"]), 3), fmt(modelled_ms(man), 3), st["unit_fetches"], st["page_fetches"]])
+                     fmt(ms(man["host_ns_total"]), 3), sim_cycles(man), st["unit_fetches"], st["page_fetches"]])
     # where the unmanaged program runs out: bisect n on the raw backend
     lo, hi = 1, 65536
     while lo < hi:
@@ -165,7 +258,10 @@ def exp_fig8(R, a):
     md = ("Unmanaged: rbTree's nodes from a dmm heap on a %s local buffer (the seed's SPE reached ~160 KB of heap "
           "before crashing at 6,800 nodes of 24 B; ours are 48 B). **Largest n that runs unmanaged: %d.** Managed: "
           "`%s` (H ~ 150 KB, T = 4 KB, 256 entries).\n\n" % (raw_local, lo, " ".join(spm)))
-    md += md_table(["nodes", "unmanaged ms", "managed ms", "managed modelled ms", "unit fetches", "table swaps"], rows)
+    md += ("Host ms are this machine's wall clock of the program body (the point here is which runs complete); "
+           "DMA + mailbox cycles are the cost model's, reported beside it and not added to it.\n\n")
+    md += md_table(["nodes", "unmanaged ms", "managed ms", "managed DMA + mailbox cycles", "unit fetches",
+                    "table swaps"], rows)
     return {"unmanaged_limit": lo, "runs": recs}, md
 
 
@@ -178,21 +274,21 @@ def exp_fig9(R, a):
         m = min_heap(R, p)
         ra = [p, m]
         for k in mults:
-            d = R.run(p, "spm", ["--local", local_for(m * k), "--table", "4096"])
+            d = R.model(p, "spm", ["--local", local_for(m * k), "--table", "4096"])
             recs.append({"program": p, "sweep": "heap", "heap_kib": m * k, "run": d})
-            ra.append(fmt(modelled_ms(d), 2))
+            ra.append(fmt(mcyc(d), 2))
         rows_a.append(ra)
         rb = [p, 2 * m]
         for g in grans:
-            d = R.run(p, "spm", ["--local", local_for(2 * m), "--table", "4096", "--gran", str(g),
-                                 "--unit", "4096"])
+            d = R.model(p, "spm", ["--local", local_for(2 * m), "--table", "4096", "--gran", str(g),
+                                   "--unit", "4096"])
             recs.append({"program": p, "sweep": "gran", "gran": g, "heap_kib": 2 * m, "run": d})
-            rb.append(fmt(modelled_ms(d), 2))
+            rb.append(fmt(mcyc(d), 2))
         rows_b.append(rb)
-    md = ("(a) modelled ms by heap region H, from each program's minimum (the smallest H, in KiB, that runs it: "
+    md = ("(a) modelled Mcycles (scripts/spm_cycles.py) by heap region H, from each program's minimum (the smallest H, in KiB, that runs it: "
           "its largest object plus bookkeeping) upwards; T = 4 KB, granularity 1:\n\n")
     md += md_table(["program", "min H KiB"] + ["H = %dx min" % k for k in mults], rows_a)
-    md += ("\n(b) modelled ms by granularity (objects of one size per transfer unit, unit cap 4 KB) at H = 2x the "
+    md += ("\n(b) modelled Mcycles by granularity (objects of one size per transfer unit, unit cap 4 KB) at H = 2x the "
            "minimum (the seed used 4 KB for every program; ours need more for their largest objects):\n\n")
     md += md_table(["program", "H KiB"] + ["gran %d" % g for g in grans], rows_b)
     return {"mults": mults, "grans": grans, "min_heap_kib": dict(MIN_H), "runs": recs}, md
@@ -200,37 +296,40 @@ def exp_fig9(R, a):
 
 def exp_table2(R, a):
     progs = PROGRAMS if not a.quick else ["rbtree", "fft"]
-    rows, recs, fracs, slows = [], [], [], []
+    rows, recs, shares, slows = [], [], [], []
     for p in progs:
         h = max(8, min_heap(R, p))
         cfg = ["--local", local_for(h, 65536), "--table", "65536", "--frames", "16", "--unit", "256",
                "--gran", "16"]
-        raw = R.run(p, "raw", [])
-        d = R.run(p, "spm", cfg)
-        dt = R.run(p, "spm", cfg, timing=True)
-        fn = [ms(lib_ns(dt, f)) for f in FNS]
-        raw_ms = ms(raw["host_ns_total"])
-        frac = (ms(d["host_ns_total"]) - raw_ms) / ms(d["host_ns_total"])
-        mfrac = (modelled_ms(d) - raw_ms) / modelled_ms(d)
-        slow = modelled_ms(d) / raw_ms if raw_ms else 0
-        fracs.append(mfrac)
+        raw = R.model(p, "raw", [])
+        d = R.model(p, "spm", cfg)
+        m, mr = d["model"], raw["model"]
+        st = core0(d)["spm"]
+        share = m["management_share"]
+        slow = m["total_cycles"] / mr["total_cycles"] if mr["total_cycles"] else 0
+        shares.append(share)
         slows.append(slow)
-        recs.append({"program": p, "raw": raw, "spm": d, "spm_timing": dt, "overhead_fraction_host": frac,
-                     "overhead_fraction_modelled": mfrac, "slowdown_vs_raw": slow})
-        rows.append([p, h] + [fmt(x, 3) for x in fn] + [fmt(100 * frac, 1) + "%", fmt(100 * mfrac, 1) + "%",
-                                                      fmt(slow, 2) + "x"])
+        recs.append({"program": p, "raw": raw, "spm": d, "management_share": share, "slowdown_vs_raw": slow})
+        fn = core0(d)["spm"]["functions"]
+        rows.append([p, h, fmt(m["total_cycles"] / 1e6, 2), fmt(m["management_cycles"] / 1e6, 2),
+                     fmt(m["dma_and_mailbox_cycles"] / 1e6, 2),
+                     fmt(m["dma_emulation_instructions"] / 1e6, 2), fmt(100 * share, 1) + "%",
+                     fmt(slow, 2) + "x", fn["p2s"]["calls"], st["unit_fetches"], st["page_fetches"]])
     md = ("Heap region 8 KB (or the program's minimum when larger), unit cap 256 B (granularity up to 16 "
-          "objects), whole table resident (64 KB of table in 16 frames). "
-          "Per-function columns: host ms inside "
-          "each function, from a second run with the library's clocks on (two clock reads per call, included). "
-          "fraction = (managed time - unmanaged time) / managed time, from runs without the clocks: the share of "
-          "the run that management adds (host: host time only; modelled: plus the simulated DMA and mailbox "
-          "cycles at %.1f GHz). slowdown = modelled managed time / unmanaged (raw) host time.\n\n" % GHZ)
-    md += md_table(["program", "H KiB"] + ["%s ms" % f for f in FNS] + ["fraction (host)", "fraction (modelled)", "slowdown"],
-                   rows)
-    md += "\nMean fraction (modelled): **%.1f%%** (seed: 18%%). Mean slowdown vs unmanaged: %.2fx.\n" % (
-        100 * statistics.mean(fracs), statistics.mean(slows))
-    return {"mean_fraction_modelled": statistics.mean(fracs), "runs": recs}, md
+          "objects), T = 64 KB of table in 16 frames of 4 KB. The table is NOT all resident: its pages are "
+          "fetched on demand (page fetches column). Cycle model (scripts/spm_cycles.py, docs/spm.md): program "
+          "and library instructions at one cycle each (callgrind), the host port's DMA emulation left out "
+          "(its instructions are shown: 'emulation excluded') and the cost model's DMA + mailbox cycles added. "
+          "**share** = cycles inside malloc/calloc/realloc/free/p2s/p2s_ro/s2p/pin/unpin over all cycles "
+          "(the seed's Table II metric); **slowdown** = all cycles over the unmanaged program's (raw backend, "
+          "same model).\n\n")
+    md += md_table(["program", "H KiB", "Mcycles", "management Mcycles", "of which DMA + mailbox",
+                    "emulation excluded (M instr)", "share", "slowdown", "p2s calls", "unit fetches",
+                    "page fetches"], rows)
+    md += ("\nMean share (the seed's metric): **%.1f%%** (seed: 18%%). Mean slowdown vs unmanaged: %.2fx.\n" % (
+        100 * statistics.mean(shares), statistics.mean(slows)))
+    return {"mean_management_share": statistics.mean(shares), "mean_slowdown": statistics.mean(slows),
+            "runs": recs}, md
 
 
 def exp_fig10(R, a):
@@ -240,18 +339,18 @@ def exp_fig10(R, a):
     rows, recs = [], []
     for n in ns:
         args = ["-n", str(n), "--ops", str(n)]
-        raw = R.run("rbtree", "raw", args)
-        d = R.run("rbtree", "spm", args + cfg)
-        dt = R.run("rbtree", "spm", args + cfg, timing=True)
-        frac = max(0.0, (modelled_ms(d) - ms(raw["host_ns_total"])) / modelled_ms(d))
-        parts = [lib_ns(dt, f) for f in FNS]
-        tot = sum(parts) or 1
-        recs.append({"nodes": n, "raw": raw, "run": d, "run_timing": dt, "overhead_fraction_modelled": frac})
-        rows.append([n, fmt(100 * frac, 1) + "%"] + [fmt(100 * frac * x / tot, 1) + "%" for x in parts])
-    md = ("rbTree, the Table II configuration. overhead = (modelled managed time - unmanaged time) / modelled "
-          "managed time; split by function in proportion to the host time measured inside each function (a "
-          "run with the library's clocks on):\n\n")
-    md += md_table(["nodes", "overhead"] + FNS, rows)
+        raw = R.model("rbtree", "raw", args)
+        d = R.model("rbtree", "spm", args + cfg)
+        m = d["model"]
+        share = m["management_share"]
+        dma = m["dma_and_mailbox_cycles"] / m["total_cycles"] if m["total_cycles"] else 0
+        recs.append({"nodes": n, "raw": raw, "run": d, "management_share": share})
+        rows.append([n, fmt(100 * share, 1) + "%", fmt(100 * dma, 1) + "%", fmt(100 * (share - dma), 1) + "%",
+                     fmt(m["total_cycles"] / raw["model"]["total_cycles"], 2) + "x"])
+    md = ("rbTree, the Table II configuration, the cycle model of Table II. share = management cycles / all "
+          "cycles (the seed's metric), split into the cost model's DMA + mailbox cycles and the management "
+          "functions' own instructions; slowdown against the unmanaged program in the same model:\n\n")
+    md += md_table(["nodes", "share", "of which DMA + mailbox", "of which instructions", "slowdown"], rows)
     return {"runs": recs}, md
 
 
@@ -264,17 +363,19 @@ def exp_table3(R, a):
                 for k in (1, 4) for g in (1, 4)]
         dyn, sta = [], []
         for c in cfgs:
-            d = R.run(p, "spm", c)
-            s = R.run(p, "spm", c + ["--static"])
-            dyn.append(modelled_ms(d))
-            sta.append(modelled_ms(s))
+            d = R.model(p, "spm", c)
+            s = R.model(p, "spm", c + ["--static"])
+            dyn.append(mcyc(d))
+            sta.append(mcyc(s))
             recs.append({"program": p, "config": c, "dynamic": d, "static": s})
         g = statistics.mean((x - y) / x for x, y in zip(dyn, sta) if x)
         gains.append(g)
         rows.append([p, fmt(statistics.mean(dyn), 2), fmt(statistics.mean(sta), 2), fmt(100 * g, 1) + "%"])
-    md = ("Mean over H in {1, 4} x the program's minimum and granularity {1, 4} (modelled ms). Dynamic: every segment request is a "
-          "mailbox round trip to the manager thread; static: each core carves its own slice.\n\n")
-    md += md_table(["program", "dynamic ms", "static ms", "improvement"], rows)
+    md = ("Mean over H in {1, 4} x the program's minimum and granularity {1, 4}, modelled Mcycles (the cycle "
+          "model of Table II; no host time). Dynamic: every segment request is a mailbox round trip to the "
+          "manager (its mailbox words at the cost model's price, plus the manager's work on the request, which "
+          "the core waits for); static: each core carves its own slice with its own instructions.\n\n")
+    md += md_table(["program", "dynamic Mcycles", "static Mcycles", "improvement"], rows)
     md += "\nMean improvement: **%.1f%%** (seed: 14%%).\n" % (100 * statistics.mean(gains))
     return {"mean_improvement": statistics.mean(gains), "runs": recs}, md
 
@@ -306,34 +407,90 @@ def exp_swc(R, a):
     rows, recs, ratios = [], [], []
     for p in progs:
         local = local_for(max(16, 2 * min_heap(R, p)))
-        s = R.run(p, "spm", ["--local", local, "--table", "4096"])
-        c = R.run(p, "swc", ["--local", local])
-        ratio = modelled_ms(c) / modelled_ms(s) if modelled_ms(s) else 0
+        s = R.model(p, "spm", ["--local", local, "--table", "4096"])
+        c = R.model(p, "swc", ["--local", local])
+        ratio = mcyc(c) / mcyc(s) if mcyc(s) else 0
         ratios.append(ratio)
         recs.append({"program": p, "spm": s, "swc": c, "swc_over_spm": ratio})
-        rows.append([p, fmt(ms(s["host_ns_total"]), 2), fmt(modelled_ms(s), 2), fmt(ms(c["host_ns_total"]), 2),
-                     fmt(modelled_ms(c), 2), fmt(ratio, 2) + "x"])
+        rows.append([p, fmt(mcyc(s), 2), fmt(100 * s["model"]["management_share"], 1) + "%", fmt(mcyc(c), 2),
+                     fmt(100 * c["model"]["management_share"], 1) + "%", fmt(ratio, 2) + "x"])
     md = ("The same local memory for both (H = max(16 KiB, 2x the program's minimum) + T + 1 KiB): the scratchpad "
           "heap (T = 4 KB) and the software cache (128 B lines, 4 ways, the rest of the buffer); every cache "
           "malloc/free goes to the manager.\n\n")
-    md += md_table(["program", "spm host ms", "spm modelled ms", "swc host ms", "swc modelled ms",
-                    "swc / spm"], rows)
-    md += "\nGeometric mean swc / spm (modelled): **%.2fx**.\n" % statistics.geometric_mean([r for r in ratios if r > 0])
+    md += md_table(["program", "spm Mcycles", "spm share", "swc Mcycles", "swc share", "swc / spm"], rows)
+    md += "\nCycle model of Table II for both. Geometric mean swc / spm: **%.2fx**.\n" % statistics.geometric_mean([r for r in ratios if r > 0])
+    return {"runs": recs}, md
+
+
+def min_heap_rewritten(R, prog, config):
+    """The smallest heap region (KiB, with T = 64 KB) that runs the rewritten
+    program: it pins every object a region holds at once (fft: three arrays
+    in one loop body), so it may need more than the hand-written one."""
+    exe = os.path.join(R.spmcc_dir, "spmcc_seed_%s_spm" % prog)
+    lo, hi = 1, 1024
+    while lo < hi:
+        mid = (lo + hi) // 2
+        env = dict(os.environ, SPMCC_LOCAL=local_for(mid, 65536), SPMCC_CONFIG=config)
+        r = subprocess.run([exe] + R.sizes.get(prog, []), capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def exp_rewrite(R, a):
+    """The seed's programs as dmm-spmcc rewrites them (from the unmanaged
+    sources) against the hand-written managed versions, the Table II
+    configuration, the same cycle model."""
+    progs = [p for p in ("dijkstra", "fft", "fft_inv", "stringsearch", "dfs") if not a.quick or p == "fft"]
+    rows, recs = [], []
+    conf = "table=65536,frames=16,unit=256,gran=16"
+    for p in progs:
+        hmin, rmin = min_heap(R, p), min_heap_rewritten(R, p, conf)
+        h = max(8, hmin, rmin)
+        local = int(local_for(h, 65536))
+        cfg = ["--local", str(local), "--table", "65536", "--frames", "16", "--unit", "256", "--gran", "16"]
+        hand = R.model(p, "spm", cfg)
+        rew = R.model_rewritten(p, local, conf)
+        raw = R.model(p, "raw", [])
+        hm, rm, wm = hand["model"], rew["model"], raw["model"]
+        recs.append({"program": p, "heap_kib": h, "min_heap_kib_hand": hmin, "min_heap_kib_rewritten": rmin,
+                     "hand_written": hand, "rewritten": rew, "raw": raw})
+        hp2s = core0(hand)["spm"]["functions"]["p2s"]["calls"]
+        rp2s = core0(rew)["spm"]["functions"]["p2s"]["calls"]
+        rows.append([p, "%d (%d / %d)" % (h, hmin, rmin), fmt(hm["total_cycles"] / 1e6, 2), fmt(rm["total_cycles"] / 1e6, 2),
+                     fmt(rm["total_cycles"] / hm["total_cycles"], 3) + "x", hp2s, rp2s,
+                     fmt(100 * hm["management_share"], 1) + "%", fmt(100 * rm["management_share"], 1) + "%",
+                     fmt(hm["total_cycles"] / wm["total_cycles"], 2) + "x",
+                     fmt(rm["total_cycles"] / wm["total_cycles"], 2) + "x"])
+    md = ("The Table II configuration (T = 64 KB in 16 frames, unit 256, granularity 16), dynamic mode, one "
+          "core; H = the larger of 8 KiB and both programs' minimum heap regions (given in brackets: hand-written / "
+          "rewritten; the rewritten program pins every object a region holds at once, so it may need more). **hand-written**: bench/spm (hm.h: p2s + s2p around every "
+          "scalar access); **rewritten**: the unmanaged program (bench/workloads/programs) as dmm-spmcc "
+          "(tools/spmcc) rewrites it, run on tools/spmcc/runtime; the same cycle model (scripts/spm_cycles.py, "
+          "body = the program's main). p2s counts p2s, p2s_ro and pin calls. rbtree and mst are refused by the pass "
+          "(docs/spm.md).\n\n")
+    md += md_table(["program", "H KiB (min hand / rewritten)", "hand-written Mcycles", "rewritten Mcycles", "rewritten / hand",
+                    "hand p2s calls", "rewritten p2s calls", "hand share", "rewritten share",
+                    "hand slowdown", "rewritten slowdown"], rows)
     return {"runs": recs}, md
 
 
 EXPERIMENTS = {"fig8": exp_fig8, "fig9": exp_fig9, "table2": exp_table2, "fig10": exp_fig10,
-               "table3": exp_table3, "fig11": exp_fig11, "swc": exp_swc}
+               "table3": exp_table3, "fig11": exp_fig11, "swc": exp_swc, "rewrite": exp_rewrite}
 TITLES = {"fig8": "Unrestricted heap size (seed Fig. 8)", "fig9": "Heap management parameters (seed Fig. 9)",
           "table2": "Overhead by function (seed Table II)", "fig10": "Overhead growth with rbTree size (seed Fig. 10)",
           "table3": "Dynamic vs static global memory (seed Table III)",
-          "fig11": "Scaling with execution cores (seed Fig. 11)", "swc": "Software-cache baseline beside the heap"}
+          "fig11": "Scaling with execution cores (seed Fig. 11)", "swc": "Software-cache baseline beside the heap",
+          "rewrite": "Programs rewritten by dmm-spmcc beside the hand-written managed ones"}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bindir", required=True, help="directory holding spm_<prog>_<backend>")
     ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--spmcc-dir", default="", help="directory holding spmcc_seed_<prog>_spm (experiment rewrite)")
     ap.add_argument("--reps", type=int, default=3, help="runs per point (median host time)")
     ap.add_argument("--only", default="", help="comma-separated experiments (%s)" % ",".join(EXPERIMENTS))
     ap.add_argument("--quick", action="store_true", help="few points (a smoke run)")
@@ -348,7 +505,7 @@ def main():
         "dfs": ["-n", "4000", "-r", "2"],
         "mst": ["-n", "500", "-r", "2"],
     }
-    R = Runner(a.bindir, a.reps, sizes)
+    R = Runner(a.bindir, a.reps, sizes, a.spmcc_dir)
     names = [x for x in a.only.split(",") if x] or list(EXPERIMENTS)
     for n in names:
         if n not in EXPERIMENTS:
@@ -357,6 +514,7 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from provenance import cmake_build, provenance, load
     from provenance import markdown as prov_markdown
+    bi = build_info(a.bindir)
     for n in names:
         load0 = load()
         t0 = time.time()
@@ -367,17 +525,20 @@ def main():
                           "host port, Cell-like cost model", load0)
         doc = {"schema": "dmmkit.spm_bench/1", "provenance": prov, "experiment": n, "title": TITLES[n],
                "made_by": "scripts/spm_bench.sh",
-               "commit": a.commit, "reps": a.reps, "quick": a.quick, "ghz_for_modelled_time": GHZ,
+               "commit": a.commit, "reps": a.reps, "quick": a.quick, "cycle_model": "scripts/spm_cycles.py", "build": bi,
                "program_sizes": sizes, "machine_cores": os.cpu_count(), "data": data}
         path = os.path.join(a.out, "spm_%s" % n)
         with open(path + ".json.tmp", "w") as f:
             json.dump(doc, f, indent=1)
         os.replace(path + ".json.tmp", path + ".json")
         head = ("# %s\n\nMade by `scripts/spm_bench.sh` (`scripts/spm_bench.py --only %s`) at commit %s; median of "
-                "%d runs per point; program sizes: %s. Host times are from this %d-core machine; simulated cycles "
-                "come from the host port's Cell-like cost model (docs/spm.md).\n\n" % (
+                "%d runs per host-timed point (the callgrind runs of the cycle model are deterministic, one each); "
+                "program sizes: %s. Built with %s, flags `%s`; CPU %s (%d cores); %s. Host times are from this "
+                "machine; simulated DMA and mailbox cycles come from the host port's Cell-like cost model "
+                "(docs/spm.md); modelled cycles from scripts/spm_cycles.py.\n\n" % (
                     TITLES[n], n, a.commit or "?", a.reps,
-                    "; ".join("%s %s" % (k, " ".join(v)) for k, v in sizes.items()), os.cpu_count()))
+                    "; ".join("%s %s" % (k, " ".join(v)) for k, v in sizes.items()), bi["compiler"], bi["flags"],
+                    bi["cpu"], os.cpu_count(), bi["valgrind"]))
         head += prov_markdown(prov) + "\n\n"
         with open(path + ".md", "w") as f:
             f.write(head + md)

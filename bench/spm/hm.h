@@ -9,9 +9,11 @@
  *        local buffer of B bytes: the unmanaged program on a core with B
  *        bytes of local memory (seed 000, Fig. 8).
  *   spm  an hm_ref is a global address (dmm_gaddr); every heap access is
- *        written the way the seed's compiler pass rewrites it: p2s of the
- *        address just before the access, s2p of the local address right
- *        after it (section 6.2).  The local address is never kept.
+ *        written by hand as p2s of the address just before the access and
+ *        s2p of the local address right after it: one translation per
+ *        scalar access, finer than the seed's compiler pass (section 6.2)
+ *        and tools/spmcc, which translate once per pointer per access
+ *        region.  The local address is never kept.
  *   swc  the software-cache baseline (include/dmm/swcache.h).
  *
  * Rules the programs follow (they are what makes one source serve all three):

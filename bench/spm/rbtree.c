@@ -1,8 +1,8 @@
 /*
  * bench/spm/rbtree.c - the managed red-black tree: the algorithm, options
  * and checksum of bench/workloads/programs/rbtree.c, with every node (and
- * the key array) in global memory and every heap access written as the
- * seed's pass rewrites it (hm.h: p2s before, s2p after).  Nodes link to
+ * the key array) in global memory and every heap access written by hand
+ * through hm.h (p2s before, s2p after each access).  Nodes link to
  * each other by global address.
  */
 #include "prog_common.h"

@@ -407,6 +407,27 @@ def _advise_args_check(ctx, args: list[str], from_results: bool) -> None:
         raise DmmkitError(f"no such file: {a} (neither a trace nor a program)", 2)
 
 
+# ---- spm-rewrite: the scratchpad heap's compiler pass (tools/spmcc, docs/spm.md) ----
+@cli.command("spm-rewrite", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def spm_rewrite(ctx, args):
+    """Rewrite a C file for the scratchpad heap: dmm-spmcc's arguments
+    (FILE.c [-o OUT] [-I DIR] [-D NAME] [--alloc NAME=malloc]); a refusal is
+    `file:line: why` and exit status 1."""
+    import importlib.util
+    from .tools import find_root
+    root = find_root((ctx.find_root().obj or {}).get("root"))
+    src = root / "tools" / "spmcc" / "spmcc.py" if root else None
+    if src is None or not src.is_file():
+        raise DmmkitError("spm-rewrite: tools/spmcc/spmcc.py not found (run inside the dmmkit tree or pass --root)")
+    spec = importlib.util.spec_from_file_location("dmmkit_spmcc", src)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    sys.exit(mod.main(list(args)))
+
+
 def main(argv=None):
     try:
         rv = cli.main(args=argv, prog_name="dmmkit", standalone_mode=False)

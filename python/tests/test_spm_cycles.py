@@ -1,0 +1,98 @@
+"""The scratchpad heap's cycle model (scripts/spm_cycles.py, docs/spm.md "The
+cycle model"): the callgrind reader and the arithmetic, checked exactly on a
+hand-made profile."""
+
+import importlib.util
+import sys
+
+from conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location("spm_cycles", ROOT / "scripts" / "spm_cycles.py")
+sc = importlib.util.module_from_spec(_spec)
+sys.modules["spm_cycles"] = sc
+_spec.loader.exec_module(sc)
+
+# A core thread: core_main -> prog_main (1,000,000 inclusive), whose program
+# calls dmm_spm_p2s (400,000) and dmm_spm_malloc (100,000); p2s's fetch goes
+# through hp_get (150,000: the emulating memcpy), malloc's segment request
+# through dmm_spm_global_alloc (20,000: mailbox emulation); the manager
+# thread's loop spends 7,000 in do_alloc and 9,000 in its mutex waits.
+PROFILE = """# callgrind format
+version: 1
+events: Ir
+fn=(1) core_main
+cfn=(2) prog_main
+calls=1 0
+12 1000000
+fn=(2)
+5 330000
+cfn=(3) dmm_spm_p2s
+calls=900 0
+7 400000
+cfn=(4) dmm_spm_malloc
+calls=10 0
+8 100000
+cfn=(6) memcpy
+calls=3 0
+9 170000
+fn=(3)
+3 100000
+cfn=(5) p2s_slow
+calls=50 0
+4 300000
+fn=(5)
+cfn=(7) hp_get
+calls=50 0
+2 150000
+fn=(4)
+cfn=(8) dmm_spm_global_alloc
+calls=2 0
+6 20000
+cfn=(9) dmm_spm_p2s
+calls=1 0
+6 1000
+fn=(10) dmm_spm_global_serve.part.0
+cfn=(11) do_alloc
+calls=2 0
+40 7000
+cfn=(12) dmm_port_cond_wait
+calls=9 0
+41 9000
+totals: 1016000
+"""
+
+
+def test_reader_sums_call_edges_and_keeps_names():
+    p = sc.parse_callgrind(PROFILE)
+    assert p.totals == 1016000
+    assert p.edges[("core_main", "prog_main")] == 1000000
+    assert p.edges[("prog_main", "dmm_spm_p2s")] == 400000
+    assert p.edges[("p2s_slow", "hp_get")] == 150000
+    assert p.edges[("dmm_spm_malloc", "dmm_spm_p2s")] == 1000   # a name given once by id, reused
+    assert p.self_ir["prog_main"] == 330000
+
+
+def test_dynamic_model_arithmetic():
+    m = sc.model(sc.parse_callgrind(PROFILE), "spm", dma_cycles=80000, dynamic=True)
+    assert m["body_instructions"] == 1000000
+    assert m["dma_emulation_instructions"] == 150000
+    assert m["mailbox_emulation_instructions"] == 20000
+    assert m["manager_service_instructions"] == 7000          # the waits are not the manager's work
+    # calls into the API from outside it: 400,000 + 100,000 (malloc's inner p2s is inside malloc)
+    assert m["management_instructions"] == 500000
+    assert m["total_cycles"] == 1000000 - 150000 - 20000 + 7000 + 80000
+    assert m["management_cycles"] == 500000 - 150000 - 20000 + 7000 + 80000
+    assert m["management_share"] == 417000 / 917000
+
+
+def test_static_model_counts_the_cores_own_allocation():
+    m = sc.model(sc.parse_callgrind(PROFILE), "spm", dma_cycles=80000, dynamic=False)
+    assert m["mailbox_emulation_instructions"] == 0 and m["manager_service_instructions"] == 0
+    assert m["total_cycles"] == 1000000 - 150000 + 80000
+    assert m["management_cycles"] == 500000 - 150000 + 80000
+
+
+def test_unmanaged_program_is_its_body():
+    m = sc.model(sc.parse_callgrind(PROFILE), "raw", dma_cycles=0, dynamic=False)
+    assert m["management_cycles"] == 0 and m["management_share"] == 0.0
+    assert m["total_cycles"] == 1000000 - 150000   # the same arithmetic (a real raw run makes no port calls)

@@ -1,0 +1,28 @@
+# tools/spmcc/compare.cmake - runs a corpus program as written (RAW) and as
+# rewritten by dmm-spmcc (SPM, on a LOCAL-byte local memory with heap
+# configuration CONFIG) and requires the same output and exit status 0.
+# ARGS: the programs' arguments (space-separated).
+# EXPECT_DIFFERENT=1: the rewritten run must differ or fail (a deliberately
+# broken rewrite: shows the check can fail).
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+execute_process(COMMAND "${RAW}" ${args} RESULT_VARIABLE raw_rc OUTPUT_VARIABLE raw_out ERROR_VARIABLE raw_err)
+if(NOT raw_rc EQUAL 0)
+    message(FATAL_ERROR "${RAW} exited ${raw_rc}:\n${raw_err}")
+endif()
+set(ENV{SPMCC_LOCAL} "${LOCAL}")
+set(ENV{SPMCC_CONFIG} "${CONFIG}")
+execute_process(COMMAND "${SPM}" ${args} RESULT_VARIABLE spm_rc OUTPUT_VARIABLE spm_out ERROR_VARIABLE spm_err)
+if(EXPECT_DIFFERENT)
+    if(spm_rc EQUAL 0 AND spm_out STREQUAL raw_out)
+        message(FATAL_ERROR "${SPM} (pins left out) ran like the original under ${CONFIG}: the check cannot fail")
+    endif()
+    message(STATUS "as expected, the rewrite without pins fails: exit ${spm_rc}")
+    return()
+endif()
+if(NOT spm_rc EQUAL 0)
+    message(FATAL_ERROR "${SPM} (SPMCC_LOCAL=${LOCAL} SPMCC_CONFIG=${CONFIG}) exited ${spm_rc}:\n${spm_err}\nstdout:\n${spm_out}")
+endif()
+if(NOT spm_out STREQUAL raw_out)
+    message(FATAL_ERROR "outputs differ\n--- ${RAW}\n${raw_out}--- ${SPM}\n${spm_out}")
+endif()
+message(STATUS "same output:\n${spm_out}")

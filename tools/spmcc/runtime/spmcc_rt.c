@@ -1,0 +1,102 @@
+/*
+ * tools/spmcc/runtime/spmcc_rt.c - one execution core for a program rewritten
+ * by dmm-spmcc (spmcc_rt.h says what the environment sets).
+ */
+#include "spmcc_rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+dmm_spm *spmcc_heap;
+static unsigned long spmcc_errors;
+
+_Noreturn void spmcc_fail(const char *what, const void *g)
+{
+    fflush(stdout);
+    fprintf(stderr, "spmcc: %s of %#lx failed (status %d)\n", what, (unsigned long)(uintptr_t)g,
+            (int)dmm_spm_last_status(spmcc_heap));
+    exit(3);
+}
+
+static void spmcc_report(void *ctx, const dmm_error *e)
+{
+    (void)ctx;
+    spmcc_errors++;
+    fprintf(stderr, "spmcc: the library reports: %s (address %#lx)\n", e->message,
+            (unsigned long)(uintptr_t)e->ptr);
+}
+
+static size_t env_size(const char *name, size_t dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 0);
+    if (*end || x == 0) {
+        fprintf(stderr, "spmcc: %s=%s is not a positive number\n", name, v);
+        exit(2);
+    }
+    return (size_t)x;
+}
+
+int spmcc_run(int argc, char **argv, int (*fn)(int, char **))
+{
+    size_t lsize = env_size("SPMCC_LOCAL", 32768);
+    size_t gsize = env_size("SPMCC_GLOBAL", (size_t)16 << 20);
+    gsize = (gsize + 65535) & ~(size_t)65535;
+    lsize = (lsize + 15) & ~(size_t)15;
+    void *gbuf = aligned_alloc(65536, gsize);
+    void *lbuf = aligned_alloc(16, lsize);
+    if (!gbuf || !lbuf) {
+        fprintf(stderr, "spmcc: cannot allocate the simulated memories\n");
+        return 2;
+    }
+    dmm_spm_global *g;
+    dmm_spm_global_config gc = dmm_spm_global_default_config();
+    gc.cores = 1;
+    dmm_status st = dmm_spm_global_create(&g, gbuf, gsize, &gc);
+    if (st != DMM_OK) {
+        fprintf(stderr, "spmcc: global memory of %zu bytes: status %d\n", gsize, (int)st);
+        return 2;
+    }
+    static dmm_spm_hostport hp;
+    dmm_spm_hostport_init(&hp, g, NULL);
+    dmm_spm_config c = dmm_spm_default_config();
+    const char *text = getenv("SPMCC_CONFIG");
+    const char *why = NULL;
+    if (text && *text && dmm_spm_config_parse(text, &c, &why) != DMM_OK) {
+        fprintf(stderr, "spmcc: SPMCC_CONFIG=%s: %s\n", text, why ? why : "invalid");
+        return 2;
+    }
+    c.error_fn = spmcc_report;
+    st = dmm_spm_create(&spmcc_heap, lbuf, lsize, &c, g, 0, &hp.port);
+    if (st != DMM_OK) {
+        fprintf(stderr, "spmcc: local memory of %zu bytes: status %d\n", lsize, (int)st);
+        return 2;
+    }
+    int rc = fn(argc, argv);
+    fflush(stdout);
+    const char *reason = NULL;
+    if (dmm_spm_check(spmcc_heap, &reason) != DMM_OK) {
+        fprintf(stderr, "spmcc: dmm_spm_check at exit: %s\n", reason ? reason : "?");
+        rc = 3;
+    }
+    if (getenv("SPMCC_STATS")) {
+        char buf[2048];
+        dmm_spm_stats s = dmm_spm_get_stats(spmcc_heap);
+        dmm_spm_stats_json(&s, buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+    }
+    if (spmcc_errors) {
+        fprintf(stderr, "spmcc: %lu error(s) reported by the library\n", spmcc_errors);
+        rc = 3;
+    }
+    dmm_spm_destroy(spmcc_heap);
+    spmcc_heap = NULL;
+    dmm_spm_global_destroy(g);
+    free(lbuf);
+    free(gbuf);
+    return rc;
+}

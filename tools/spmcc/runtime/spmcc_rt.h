@@ -1,0 +1,88 @@
+/*
+ * tools/spmcc/runtime/spmcc_rt.h - what the output of dmm-spmcc calls.
+ *
+ * A program rewritten by dmm-spmcc (tools/spmcc/spmcc.py) keeps its pointer
+ * types, but every heap pointer holds a GLOBAL address of the scratchpad
+ * heap (dmm_gaddr, carried in the pointer's bits).  Before the accesses of a
+ * region the pass inserts one spmcc_p2s / spmcc_p2s_ro / spmcc_pin per
+ * pointer and accesses through the local address it returns; pins are
+ * released with spmcc_unpin at the end of the region; spmcc_s2p turns an
+ * escaping local address back into a global one.  The program's main is
+ * renamed spmcc_user_main and run by spmcc_run (spmcc_rt.c) on one execution
+ * core whose heap is set up from the environment:
+ *
+ *   SPMCC_LOCAL   bytes of local memory S (default 32768)
+ *   SPMCC_GLOBAL  bytes of global memory (default 16 MiB)
+ *   SPMCC_CONFIG  the heap's configuration text (docs/spm.md), e.g.
+ *                 "table=1024,frames=2,harden=paranoid"
+ *   SPMCC_STATS   when set: the heap's statistics as JSON on stderr at exit
+ *
+ * A translation that fails (bad address, local memory full of pins) ends
+ * the program with a message and exit status 3; so does any error the
+ * library reported or a failed dmm_spm_check at exit.
+ */
+#ifndef SPMCC_RT_H
+#define SPMCC_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dmm/spm.h"
+
+extern dmm_spm *spmcc_heap;
+
+_Noreturn void spmcc_fail(const char *what, const void *g);
+int spmcc_run(int argc, char **argv, int (*fn)(int, char **));
+
+static inline dmm_gaddr spmcc_g(const void *p) { return (dmm_gaddr)(uintptr_t)p; }
+static inline void *spmcc_p(dmm_gaddr a) { return (void *)(uintptr_t)a; }
+
+static inline void *spmcc_malloc(size_t n) { return spmcc_p(dmm_spm_malloc(spmcc_heap, n)); }
+static inline void *spmcc_calloc(size_t n, size_t sz) { return spmcc_p(dmm_spm_calloc(spmcc_heap, n, sz)); }
+static inline void *spmcc_realloc(void *g, size_t n) { return spmcc_p(dmm_spm_realloc(spmcc_heap, spmcc_g(g), n)); }
+static inline void spmcc_free(void *g)
+{
+    if (g)
+        dmm_spm_free(spmcc_heap, spmcc_g(g));
+}
+static inline void *spmcc_p2s(const void *g)
+{
+    if (!g)
+        return NULL; /* a guarded access (p && p->x): translated before its guard */
+    void *l = dmm_spm_p2s(spmcc_heap, spmcc_g(g));
+    if (!l)
+        spmcc_fail("p2s", g);
+    return l;
+}
+static inline void *spmcc_p2s_ro(const void *g)
+{
+    if (!g)
+        return NULL; /* a guarded access (p && p->x): translated before its guard */
+    const void *l = dmm_spm_p2s_ro(spmcc_heap, spmcc_g(g));
+    if (!l)
+        spmcc_fail("p2s_ro", g);
+    return (void *)(uintptr_t)l;
+}
+static inline void *spmcc_pin(const void *g)
+{
+    if (!g)
+        return NULL; /* a guarded access (p && p->x): translated before its guard */
+    void *l = dmm_spm_pin(spmcc_heap, spmcc_g(g));
+    if (!l)
+        spmcc_fail("pin", g);
+    return l;
+}
+static inline void spmcc_unpin(const void *g)
+{
+    if (g)
+        dmm_spm_unpin(spmcc_heap, spmcc_g(g));
+}
+static inline void *spmcc_s2p(const void *local)
+{
+    dmm_gaddr a = dmm_spm_s2p(spmcc_heap, local);
+    if (!a)
+        spmcc_fail("s2p", local);
+    return spmcc_p(a);
+}
+static inline void *spmcc_s2p_or_null(const void *local) { return local ? spmcc_s2p(local) : NULL; }
+
+#endif /* SPMCC_RT_H */

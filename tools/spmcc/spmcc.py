@@ -1,0 +1,1339 @@
+#!/usr/bin/env python3
+"""dmm-spmcc: the scratchpad heap's compiler pass (seed 000, section 6, Fig. 6).
+
+Reads an ordinary C file that uses malloc/calloc/realloc/free and pointer
+dereferences and writes the same program for the scratchpad heap
+(docs/spm.md, "The compiler pass"):
+
+* malloc, calloc, realloc and free become the dmm_spm_* calls (through
+  tools/spmcc/runtime/spmcc_rt.h).  Every pointer the program holds keeps its
+  C type and holds a GLOBAL address.
+* Each access region (a run of straight-line statements: a loop body, the
+  statements between two control statements) gets one translation per heap
+  pointer, placed before the pointer's first access: p2s (p2s_ro when the
+  region only reads through it), or a pin when a call that may move data
+  follows inside the region (malloc, another translation, a call to a
+  function of the program).  Pins are released at the end of the region.
+  This is the local-address rule of dmm/spm.h: a local address dies at the
+  next malloc/p2s/pin on the core, so a translation that must outlive one is
+  pinned.
+* Where a local address escapes as a value (the address of a heap lvalue,
+  `&p->f`; a C library function returning a pointer into a heap argument,
+  strchr), the value is converted back with s2p.
+* A condition (if/while/for/switch) or a statement whose heap access is
+  evaluated only conditionally (the right of && and ||, the arms of ?:) is
+  translated in place, around that one access.
+
+What it cannot prove safe it refuses, with `file:line: why` on stderr and
+exit status 1, writing nothing.  See docs/spm.md for the full list.
+
+Usage: dmm-spmcc [-o OUT] [-I DIR] [-D NAME[=V]] [--std c11] FILE.c
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+# Debian's python3-clang-14 installs the bindings for the system Python
+# (/usr/lib/python3/dist-packages); a virtual environment or a pyenv Python
+# does not see that directory, so it is tried after the interpreter's own.
+_DEBIAN_BINDINGS = "/usr/lib/python3/dist-packages"
+
+
+def load_cindex():
+    try:
+        import clang.cindex as ci  # noqa: F401
+        return ci
+    except ImportError:
+        pass
+    if os.path.isfile(os.path.join(_DEBIAN_BINDINGS, "clang", "cindex.py")):
+        sys.path.append(_DEBIAN_BINDINGS)
+        try:
+            import clang.cindex as ci
+            return ci
+        except ImportError:
+            pass
+    raise SystemExit("dmm-spmcc: libclang's Python bindings are missing "
+                     "(apt install python3-clang-14; scripts/setup.sh installs it)")
+
+
+ALLOC = {"malloc": "spmcc_malloc", "calloc": "spmcc_calloc", "realloc": "spmcc_realloc", "free": "spmcc_free"}
+MOVING_ALLOC = {"malloc", "calloc", "realloc"}
+# C library functions that touch their pointer arguments only during the call
+# and keep nothing: a heap argument is passed as its local address.
+EXTERN_OK = {
+    "memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strnlen", "strcmp", "strncmp", "strcpy",
+    "strncpy", "strcat", "strncat", "strchr", "strrchr", "strstr", "strspn", "strcspn", "printf", "fprintf",
+    "sprintf", "snprintf", "puts", "fputs", "fwrite", "fread", "sscanf", "atoi", "atol", "strtol", "strtoul",
+    "strtod", "putchar",
+}
+# ... of which these never write through any pointer argument
+EXTERN_RO = {"memcmp", "strlen", "strnlen", "strcmp", "strncmp", "strchr", "strrchr", "strstr", "strspn",
+             "strcspn", "printf", "puts", "fputs", "fwrite", "atoi", "atol", "strtol", "strtoul", "strtod",
+             "memchr", "putchar"}
+# ... and these write only through the argument at this index (the rest are read)
+EXTERN_WRITES_ARG = {"memcpy": 0, "memmove": 0, "memset": 0, "strcpy": 0, "strncpy": 0, "strcat": 0,
+                     "strncat": 0, "sprintf": 0, "snprintf": 0, "fread": 0, "fprintf": -1}
+
+
+def _arg_written(name, i):
+    if name in EXTERN_RO:
+        return False
+    w = EXTERN_WRITES_ARG.get(name)
+    return True if w is None else w == i
+
+
+# ... of which these return a pointer into their first argument (s2p'd back).
+RETURNS_ARG0 = {"memcpy", "memmove", "memset", "memchr", "strcpy", "strncpy", "strcat", "strncat", "strchr",
+                "strrchr", "strstr"}
+# Functions that may run the program's code or keep a pointer: refused with a heap argument.
+SIMPLE_KINDS = {"DECL_STMT", "RETURN_STMT", "NULL_STMT"}
+CONTROL_KINDS = {"IF_STMT", "FOR_STMT", "WHILE_STMT", "DO_STMT", "SWITCH_STMT", "COMPOUND_STMT", "CASE_STMT",
+                 "DEFAULT_STMT", "LABEL_STMT", "GOTO_STMT", "BREAK_STMT", "CONTINUE_STMT", "INDIRECT_GOTO_STMT"}
+WRAPPERS = {"UNEXPOSED_EXPR", "PAREN_EXPR"}
+
+
+class Refusal(Exception):
+    def __init__(self, cur_or_loc, why: str):
+        super().__init__(why)
+        self.loc = cur_or_loc
+        self.why = why
+
+
+def _line(c):
+    loc = c.location if hasattr(c, "location") else c
+    return loc.line
+
+
+@dataclass
+class Trans:
+    key: str            # source text of the stable base expression
+    base: object        # its cursor (first use)
+    ctype: str          # its C type (a pointer type)
+    deps: set           # variables the base reads
+    glob: bool          # reads a global (a call may change it)
+    stmt: int           # index (in the region's run) of its first use
+    order: int          # insertion order
+    name: str = ""
+    written: bool = False
+    mode: str = ""      # p2s | p2s_ro | pin
+
+
+@dataclass
+class Site:
+    cur: object         # the access (member/subscript/deref) or & expression
+    base: object        # the stable base cursor whose text is replaced
+    key: str
+    written: bool
+    conditional: bool
+    addr: bool = False  # cur is `&lvalue`: the local address escapes, s2p
+
+
+@dataclass
+class StmtInfo:
+    cur: object
+    sites: list = field(default_factory=list)
+    moves: bool = False          # malloc/calloc/realloc or a call into the program
+    user_call: bool = False
+    assigns: set = field(default_factory=set)   # variables written
+    frees: set = field(default_factory=set)      # keys passed to free()
+    releases: bool = False                       # calls free or realloc
+    comma: bool = False                          # holds a comma operator
+    user_frees: list = field(default_factory=list)  # calls into the program that may free: (start, end)
+    escapes: list = field(default_factory=list)  # (call cursor, arg cursors) of RETURNS_ARG0 calls
+    ext_args: list = field(default_factory=list)  # heap arguments of C library calls
+
+
+class Pass:
+    def __init__(self, ci, path, args, no_pin=False, aliases=None):
+        self.no_pin = no_pin
+        self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
+        self.ci = ci
+        self.path = os.path.abspath(path)
+        self.shown = path
+        idx = ci.Index.create()
+        self.tu = idx.parse(path, args=args)
+        with open(path, "rb") as f:
+            self.src = f.read()
+        errs = [d for d in self.tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+        if errs:
+            d = errs[0]
+            raise Refusal(d.location, "does not compile: " + d.spelling)
+        self.edits = []          # (start, end, text)
+        self.user_fns = {}       # name -> FUNCTION_DECL with a body in this file
+        self.fn_decls = {}       # name -> any FUNCTION_DECL
+        self.kinds = {}          # location key -> set of 'H'/'N'
+        self.addr_taken = set()  # variable ids whose address is taken
+        self.counter = 0
+        self.globals = set()
+        self.may_free = set()
+        self._deps = {}
+        self._chains = {}
+        self.hoisted = {}        # key -> local name translated before the enclosing loop
+
+    # ---- helpers -----------------------------------------------------------
+    def mine(self, c):
+        f = c.location.file
+        return f is not None and os.path.abspath(f.name) == self.path
+
+    def text(self, c):
+        return self.src[c.extent.start.offset:c.extent.end.offset].decode()
+
+    def refuse(self, c, why):
+        raise Refusal(c, why)
+
+    @staticmethod
+    def strip(c):
+        while c.kind.name in WRAPPERS or c.kind.name == "CSTYLE_CAST_EXPR" and \
+                c.type.kind.name == "POINTER" and _kids(c)[-1].type.kind.name == "POINTER":
+            k = _kids(c)
+            if not k:
+                break
+            c = k[-1]
+        return c
+
+    @staticmethod
+    def strip_paren(c):
+        while c.kind.name in WRAPPERS:
+            k = _kids(c)
+            if len(k) != 1:
+                break
+            c = k[0]
+        return c
+
+    def tokens(self, c):
+        return [t.spelling for t in c.get_tokens()]
+
+    def unop(self, c):
+        """The operator of a UNARY_OPERATOR: (op, postfix)."""
+        toks = self.tokens(c)
+        child = _kids(c)[0]
+        if toks and child.extent.start.offset > c.extent.start.offset:
+            return toks[0], False
+        return (toks[-1] if toks else "?"), True
+
+    def binop(self, c):
+        k = _kids(c)
+        end = k[0].extent.end.offset
+        for t in c.get_tokens():
+            if t.extent.start.offset >= end:
+                return t.spelling
+        return "?"
+
+    @staticmethod
+    def var_id(decl):
+        return (decl.location.offset, decl.spelling)
+
+    def is_ptr(self, t):
+        return t.get_canonical().kind.name == "POINTER"
+
+    def is_array(self, t):
+        return t.get_canonical().kind.name in ("CONSTANTARRAY", "INCOMPLETEARRAY", "VARIABLEARRAY")
+
+    # ---- pass 1: where do pointers point (flow-insensitive) ---------------
+    def loc_of(self, c):
+        """The location an lvalue of pointer type names, or None."""
+        c = self.strip_paren(c)
+        k = c.kind.name
+        if k == "DECL_REF_EXPR" and c.referenced is not None and c.referenced.kind.name in ("VAR_DECL", "PARM_DECL"):
+            return self.var_loc(c.referenced)
+        if k == "MEMBER_REF_EXPR":
+            base = _kids(c)[0] if _kids(c) else None
+            rec = c.referenced.semantic_parent.type.get_canonical().spelling if c.referenced else "?"
+            return ("f", rec, c.spelling) if base is not None else None
+        if k == "ARRAY_SUBSCRIPT_EXPR" or (k == "UNARY_OPERATOR" and self.unop(c)[0] == "*"):
+            return ("e", c.type.get_canonical().spelling)
+        return None
+
+    def var_loc(self, decl):
+        """A variable's location; one whose address is taken is also reached
+        through pointers, so it shares the location of `*q` of its type."""
+        vid = self.var_id(decl)
+        if vid in self.addr_taken:
+            return ("e", decl.type.get_canonical().spelling)
+        return ("v",) + vid
+
+    def heap_lvalue(self, c):
+        """True when the lvalue c lies in a heap object."""
+        c = self.strip_paren(c)
+        k = c.kind.name
+        if k == "MEMBER_REF_EXPR":
+            base = _kids(c)[0]
+            if self.is_ptr(base.type):
+                return "H" in self.kind(base)
+            return self.heap_lvalue(base)
+        if k == "ARRAY_SUBSCRIPT_EXPR":
+            base = _kids(c)[0]
+            inner = self.strip(base)
+            if self.is_array(inner.type):
+                return self.heap_lvalue(inner)
+            return "H" in self.kind(base)
+        if k == "UNARY_OPERATOR" and self.unop(c)[0] == "*":
+            return "H" in self.kind(_kids(c)[0])
+        return False
+
+    def kind(self, c):
+        """The set of 'H' (heap) / 'N' (elsewhere) a pointer expression may hold."""
+        c0 = c
+        c = self.strip_paren(c)
+        k = c.kind.name
+        if k == "CSTYLE_CAST_EXPR":
+            inner = _kids(c)[-1]
+            if self.is_ptr(inner.type) or self.is_array(inner.type):
+                return self.kind(inner)
+            if self.strip_paren(inner).kind.name == "INTEGER_LITERAL":
+                return set()       # (void *)0, NULL (a literal is spelt by its macro, so not read)
+            return {"N"}
+        if k == "INTEGER_LITERAL":
+            return set()
+        if k == "STRING_LITERAL":
+            return {"N"}
+        if k == "CALL_EXPR":
+            name = self.aliases.get(c.spelling, c.spelling)
+            if name in MOVING_ALLOC:
+                return {"H"}
+            if name in self.user_fns:
+                return set(self.kinds.get(("r", name), set()))
+            if name in RETURNS_ARG0 and _args(c):
+                return self.kind(_args(c)[0])
+            return {"N"}
+        if k == "DECL_REF_EXPR":
+            d = c.referenced
+            if d is None:
+                return {"N"}
+            if self.is_array(c.type) or d.kind.name == "FUNCTION_DECL":
+                return {"N"}
+            return set(self.kinds.get(self.var_loc(d), set()))
+        if k in ("MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR") or (k == "UNARY_OPERATOR" and self.unop(c)[0] == "*"):
+            if self.is_array(c.type):
+                return {"H"} if self.heap_lvalue(c) else {"N"}
+            loc = self.loc_of(c)
+            return set(self.kinds.get(loc, set())) if loc else {"N"}
+        if k == "UNARY_OPERATOR":
+            op, _ = self.unop(c)
+            if op == "&":
+                return {"H"} if self.heap_lvalue(_kids(c)[0]) else {"N"}
+            if op in ("++", "--"):
+                return self.kind(_kids(c)[0])
+            return {"N"}
+        if k in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR"):
+            a, b = _kids(c)[0], _kids(c)[1]
+            op = self.binop(c)
+            if op == ",":
+                return self.kind(b)
+            if op == "=" or k == "COMPOUND_ASSIGNMENT_OPERATOR":
+                return self.kind(a) if k == "COMPOUND_ASSIGNMENT_OPERATOR" else self.kind(b)
+            if op in ("+", "-"):
+                if self.is_ptr(a.type) or self.is_array(a.type):
+                    return self.kind(a)
+                if self.is_ptr(b.type) or self.is_array(b.type):
+                    return self.kind(b)
+            return {"N"}
+        if k == "CONDITIONAL_OPERATOR":
+            ks = _kids(c)
+            return self.kind(ks[1]) | self.kind(ks[2])
+        if k == "GNU_NULL_EXPR":
+            return set()
+        if k == "UNEXPOSED_EXPR" and _kids(c0):
+            return self.kind(_kids(c0)[-1])
+        return {"N"}
+
+    def flows(self):
+        """(location, expression) pairs: every value a pointer location may receive."""
+        out = []
+
+        def visit(c, fn):
+            k = c.kind.name
+            if k == "VAR_DECL" and self.is_ptr(c.type):
+                init = [x for x in _kids(c) if x.kind.is_expression()]
+                if init:
+                    out.append((self.var_loc(c), init[-1]))
+            elif k == "BINARY_OPERATOR" and self.binop(c) == "=" and self.is_ptr(c.type):
+                loc = self.loc_of(_kids(c)[0])
+                if loc:
+                    out.append((loc, _kids(c)[1]))
+            elif k == "CALL_EXPR" and c.spelling in self.user_fns:
+                params = [p for p in self.user_fns[c.spelling].get_arguments()]
+                for p, a in zip(params, _args(c)):
+                    if self.is_ptr(p.type):
+                        out.append((self.var_loc(p), a))
+            elif k == "RETURN_STMT" and fn is not None and self.is_ptr(fn.result_type):
+                e = _kids(c)
+                if e:
+                    out.append((("r", fn.spelling), e[0]))
+            elif k == "INIT_LIST_EXPR":
+                for x in _kids(c):
+                    if self.is_ptr(x.type):
+                        out.append((("init", x.location.offset), x))
+            for ch in c.get_children():
+                visit(ch, fn if k != "FUNCTION_DECL" else c)
+
+        for c in self.tu.cursor.get_children():
+            if self.mine(c):
+                if c.kind.name == "VAR_DECL":
+                    self.globals.add(self.var_id(c))
+                visit(c, None)
+        return out
+
+    def freeing_functions(self):
+        """The program's functions that may free or realloc (themselves or
+        through a callee, or through a pointer to a function): a pin must not
+        be held across a call to one, whose free could drop the pinned copy."""
+        calls, frees = {}, set()
+        for name, fn in self.user_fns.items():
+            callees, stack = set(), [fn]
+            while stack:
+                x = stack.pop()
+                if x.kind.name == "CALL_EXPR":
+                    callee = self.strip(_kids(x)[0]) if _kids(x) else None
+                    direct = callee is not None and callee.kind.name == "DECL_REF_EXPR" and \
+                        callee.referenced is not None and callee.referenced.kind.name == "FUNCTION_DECL"
+                    cname = self.aliases.get(x.spelling, x.spelling)
+                    if not direct or cname in ("free", "realloc"):
+                        frees.add(name)
+                    elif cname in self.user_fns:
+                        callees.add(cname)
+                stack.extend(x.get_children())
+            calls[name] = callees
+        changed = True
+        while changed:
+            changed = False
+            for name, cs in calls.items():
+                if name not in frees and cs & frees:
+                    frees.add(name)
+                    changed = True
+        return frees
+
+    def find_addr_taken(self, c):
+        for ch in c.get_children():
+            if ch.kind.name == "UNARY_OPERATOR" and (ch.location.file is None or self.mine(ch)) \
+                    and self.unop(ch)[0] == "&":
+                d = self.strip_paren(_kids(ch)[0])
+                if d.kind.name == "DECL_REF_EXPR" and d.referenced is not None:
+                    self.addr_taken.add(self.var_id(d.referenced))
+            if ch.location.file is None or self.mine(ch):
+                self.find_addr_taken(ch)
+
+    def analyse(self):
+        for c in self.tu.cursor.get_children():
+            if c.kind.name == "FUNCTION_DECL":
+                self.fn_decls[c.spelling] = c
+                if c.is_definition() and self.mine(c):
+                    self.user_fns[c.spelling] = c
+        self.find_addr_taken(self.tu.cursor)
+        self.may_free = self.freeing_functions()
+        flows = self.flows()
+        changed = True
+        while changed:
+            changed = False
+            for loc, e in flows:
+                ks = self.kind(e)
+                cur = self.kinds.setdefault(loc, set())
+                if not ks <= cur:
+                    cur |= ks
+                    changed = True
+        for loc, e in flows:
+            if loc[0] == "init" and "H" in self.kinds.get(loc, ()):
+                self.refuse(e, "a heap pointer in an initializer list: assign it in a statement")
+
+    # ---- pass 2: accesses --------------------------------------------------
+    def stable(self, c):
+        """(key, deps, reads_global) of a base expression that names a pointer
+        the region can translate once, or None."""
+        c = self.strip(c)
+        k = c.kind.name
+        if k == "DECL_REF_EXPR" and c.referenced is not None and c.referenced.kind.name in ("VAR_DECL", "PARM_DECL"):
+            vid = self.var_id(c.referenced)
+            if vid in self.addr_taken:
+                self.refuse(c, f"the address of heap pointer '{c.spelling}' is taken: the pass cannot follow "
+                               "writes through it")
+            return c, {vid}, vid in self.globals
+        if k == "MEMBER_REF_EXPR":
+            base = _kids(c)[0]
+            if self.is_ptr(base.type):
+                return None
+            r = self.stable(base)
+            return r if r is None else (c, r[1] | {"*"}, True)
+        if k == "ARRAY_SUBSCRIPT_EXPR":
+            base, idx = _kids(c)
+            bi = self.strip(base)
+            if not self.is_array(bi.type) or self.heap_lvalue(bi):
+                return None
+            r = self.stable(bi)
+            ix = self.strip(idx)
+            if r is None:
+                return None
+            if ix.kind.name == "INTEGER_LITERAL":
+                return c, r[1] | {"*"}, True
+            if ix.kind.name == "DECL_REF_EXPR" and ix.referenced is not None:
+                vid = self.var_id(ix.referenced)
+                return c, r[1] | {vid, "*"}, True
+            return None
+        return None
+
+    def base_of(self, ptr_expr):
+        """The stable base of the pointer operand of an access: `p`, `p + e`, `p - e`."""
+        c = self.strip(ptr_expr)
+        if c.kind.name == "BINARY_OPERATOR" and self.binop(c) in ("+", "-"):
+            a, b = _kids(c)
+            if self.is_ptr(a.type):
+                return self.base_of(a)
+            if self.binop(c) == "+" and self.is_ptr(b.type):
+                return self.base_of(b)
+        r = self.stable(c)
+        if r is None:
+            r = self.chain(c)
+        if r is None:
+            what = self.text(ptr_expr)
+            if any(s.kind.name in ("MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR", "UNARY_OPERATOR", "CALL_EXPR")
+                   for s in [c]):
+                self.refuse(ptr_expr, f"the heap access goes through '{what}', which is not a variable: "
+                                      "assign it to a local variable first (one translation per pointer)")
+            self.refuse(ptr_expr, f"cannot translate the heap pointer expression '{what}'")
+        return r
+
+    def chain(self, c):
+        """A heap pointer read from the heap, `B->f` or `B[i]` (B a variable or
+        itself such a read, i a variable or a constant): translated in the
+        region as a pointer of its own, initialised through B's translation.
+        (cursor, deps, reads_global) like stable(); self._chains[key] holds
+        (B's key, the text after B)."""
+        c = self.strip(c)
+        k = c.kind.name
+        if k == "MEMBER_REF_EXPR" and _kids(c) and self._member_op(c) == "->":
+            b = _kids(c)[0]
+            suffix, extra = "->" + c.spelling, {("F", c.spelling)}
+        elif k == "ARRAY_SUBSCRIPT_EXPR":
+            b, idx = _kids(c)
+            if self.is_array(self.strip(b).type):
+                return None
+            ix = self.strip(idx)
+            extra = {"F*"}
+            if ix.kind.name == "INTEGER_LITERAL":
+                suffix = "[" + self.text(idx) + "]"
+            elif ix.kind.name == "DECL_REF_EXPR" and ix.referenced is not None:
+                suffix = "[" + self.text(idx) + "]"
+                extra.add(self.var_id(ix.referenced))
+            else:
+                return None
+        else:
+            return None
+        if self.kind(b) != {"H"}:
+            return None
+        bs = self.strip(b)
+        inner = self.stable(bs) or self.chain(bs)
+        if inner is None:
+            return None
+        ikey = self.text(inner[0])
+        self._deps[ikey] = inner
+        key = self.text(c)
+        self._chains[key] = (ikey, suffix)
+        return c, inner[1] | extra | {"F*"}, True
+
+    def collect(self, stmt):
+        """The accesses and events of one statement (or expression)."""
+        info = StmtInfo(stmt)
+
+        def is_access(c):
+            k = c.kind.name
+            if k == "MEMBER_REF_EXPR":
+                b = _kids(c)
+                return bool(b) and self.is_ptr(b[0].type) and "." != self._member_op(c), (b[0] if b else None)
+            if k == "ARRAY_SUBSCRIPT_EXPR":
+                b = _kids(c)[0]
+                if self.is_array(self.strip(b).type):
+                    return False, None
+                return True, b
+            if k == "UNARY_OPERATOR" and self.unop(c)[0] == "*":
+                return True, _kids(c)[0]
+            return False, None
+
+        def visit_skipping(c, skip, cond):
+            if (c.extent.start.offset, c.extent.end.offset) == skip:
+                return
+            if c.extent.start.offset <= skip[0] and skip[1] <= c.extent.end.offset and \
+                    c.kind.name in WRAPPERS | {"CSTYLE_CAST_EXPR", "BINARY_OPERATOR"}:
+                for ch in c.get_children():
+                    visit_skipping(ch, skip, cond)
+                return
+            visit(c, cond, False, None)
+
+        def visit(c, cond, written, parent_addr):
+            k = c.kind.name
+            if k in ("CXX_UNARY_EXPR",):        # sizeof, _Alignof: not evaluated
+                return
+            acc, ptr = is_access(c)
+            if acc and ptr is not None:
+                ks = self.kind(ptr)
+                if "H" in ks and "N" in ks:
+                    self.refuse(c, f"'{self.text(ptr)}' may point into the heap or elsewhere; the pass "
+                                   "cannot tell which translation it needs")
+                if ks == {"H"}:
+                    bc, deps, g = self.base_of(ptr)
+                    info.sites.append(Site(parent_addr or c, bc, self.text(bc), written, cond, parent_addr is not None))
+                    self._deps[self.text(bc)] = (bc, deps, g)
+                    # the index / pointer arithmetic may hold accesses too
+                    # (a chained base is read through its own translation)
+                    skip = (bc.extent.start.offset, bc.extent.end.offset)
+                    for ch in c.get_children():
+                        visit_skipping(ch, skip, cond)
+                    return
+            if k == "UNARY_OPERATOR":
+                op, post = self.unop(c)
+                ch = _kids(c)[0]
+                if op == "&":
+                    inner = self.strip_paren(ch)
+                    if self.heap_lvalue(inner):
+                        # the address of a heap lvalue: a local address would escape
+                        visit(inner, cond, False, c)
+                        return
+                    visit(ch, cond, False, None)
+                    return
+                if op in ("++", "--"):
+                    self._note_write(ch, info)
+                    visit(ch, cond, True, None)
+                    return
+            if k in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR"):
+                a, b = _kids(c)
+                op = self.binop(c)
+                if op == "=" or k == "COMPOUND_ASSIGNMENT_OPERATOR":
+                    self._note_write(a, info)
+                    visit(a, cond, True, None)
+                    visit(b, cond, False, None)
+                    return
+                if op == ",":
+                    info.comma = True
+                if op in ("&&", "||"):
+                    visit(a, cond, False, None)
+                    visit(b, True, False, None)
+                    return
+            if k == "CONDITIONAL_OPERATOR":
+                x, y, z = _kids(c)
+                visit(x, cond, False, None)
+                n0 = len(info.sites)
+                visit(y, True, False, None)
+                n1 = len(info.sites)
+                visit(z, True, False, None)
+                ky = {s.key for s in info.sites[n0:n1]}
+                kz = {s.key for s in info.sites[n1:]}
+                for s in info.sites[n0:]:
+                    if s.key in ky and s.key in kz:
+                        s.conditional = cond    # accessed on both arms: as certain as the ?: itself
+                return
+            if k == "CALL_EXPR":
+                name = self.aliases.get(c.spelling, c.spelling)
+                callee = self.strip(_kids(c)[0]) if _kids(c) else None
+                direct = callee is not None and callee.kind.name == "DECL_REF_EXPR" and \
+                    callee.referenced is not None and callee.referenced.kind.name == "FUNCTION_DECL"
+                if direct and name in ALLOC:
+                    self.edits.append((callee.extent.start.offset, callee.extent.end.offset, ALLOC[name], 0))
+                    if name in MOVING_ALLOC:
+                        info.moves = True
+                    if name in ("free", "realloc"):
+                        info.releases = True
+                    if name in ("free", "realloc") and _args(c):
+                        a0 = self.strip(_args(c)[0])
+                        r = self.stable(a0) if "H" in self.kind(a0) else None
+                        if r is not None:
+                            info.frees.add(self.text(r[0]))
+                    for a in _args(c):
+                        visit(a, cond, False, None)
+                    return
+                if not direct or name in self.user_fns:
+                    info.moves = True
+                    info.user_call = True
+                    if not direct or name in self.may_free:
+                        info.releases = True        # it may free an object pinned here
+                        info.user_frees.append((c.extent.start.offset, c.extent.end.offset))
+                    for a in _args(c):
+                        visit(a, cond, False, None)
+                    return
+                heap_args = []
+                for a in _args(c):
+                    if self.is_ptr(a.type) or self.is_array(a.type):
+                        ks = self.kind(a)
+                        if "H" in ks and "N" in ks:
+                            self.refuse(a, f"'{self.text(a)}' may point into the heap or elsewhere")
+                        if "H" in ks:
+                            heap_args.append(a)
+                            continue
+                    visit(a, cond, False, None)
+                if heap_args:
+                    if name not in EXTERN_OK:
+                        self.refuse(c, f"heap pointer passed to '{name}', a function outside this file whose "
+                                       "accesses the pass cannot see")
+                    all_args = _args(c)
+                    for a in heap_args:
+                        wr = _arg_written(name, all_args.index(a))
+                        if wr:
+                            info.assigns.add("F*")   # the library writes into a heap object
+                        s = self.strip(a)
+                        inner = s
+                        if s.kind.name == "UNARY_OPERATOR" and self.unop(s)[0] == "&":
+                            inner = self.strip_paren(_kids(s)[0])
+                            visit(inner, cond, wr, None)      # its access is a site; '&' stays local
+                            continue
+                        if self.is_array(s.type):
+                            visit(s, cond, wr, None)          # a heap member array: its access is a site
+                            continue
+                        bc, deps, g = self.base_of(a)
+                        info.sites.append(Site(bc, bc, self.text(bc), wr, cond))
+                        self._deps[self.text(bc)] = (bc, deps, g)
+                        # arguments in pointer arithmetic
+                        for ch in s.get_children():
+                            if ch is not bc:
+                                visit(ch, cond, False, None)
+                    if name in RETURNS_ARG0 and "H" in self.kind(_args(c)[0]) and self.is_ptr(c.type) and \
+                            not (c.extent.start.offset == stmt.extent.start.offset and
+                                 c.extent.end.offset == stmt.extent.end.offset):
+                        info.escapes.append(c)   # the value is used: s2p it back
+                return
+            kids = _kids(c)
+            through = k in ("ARRAY_SUBSCRIPT_EXPR", "MEMBER_REF_EXPR") or k in WRAPPERS
+            for j, ch in enumerate(kids):
+                visit(ch, cond, written and through and j == 0, None)
+
+        self._deps = getattr(self, "_deps", {})
+        self._chains = getattr(self, "_chains", {})
+        visit(stmt, False, False, None)
+        return info
+
+    def _member_op(self, c):
+        b = _kids(c)[0]
+        for t in c.get_tokens():
+            if t.extent.start.offset >= b.extent.end.offset:
+                return t.spelling
+        return "?"
+
+    def _note_write(self, lhs, info):
+        c = self.strip_paren(lhs)
+        if c.kind.name == "DECL_REF_EXPR" and c.referenced is not None:
+            info.assigns.add(self.var_id(c.referenced))
+        elif c.kind.name in ("ARRAY_SUBSCRIPT_EXPR", "MEMBER_REF_EXPR"):
+            r = None
+            try:
+                r = self.stable(c)
+            except Refusal:
+                r = None
+            if r is not None:
+                info.assigns |= r[1]
+        if c.kind.name in ("ARRAY_SUBSCRIPT_EXPR", "MEMBER_REF_EXPR", "UNARY_OPERATOR"):
+            if not self.heap_lvalue(c):
+                info.assigns.add("*")
+            elif c.kind.name == "MEMBER_REF_EXPR":
+                info.assigns.add(("F", c.spelling))
+            elif c.type.get_canonical().kind.name in ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG",
+                                                       "SHORT", "USHORT", "FLOAT", "DOUBLE", "LONGDOUBLE",
+                                                       "BOOL", "INT128", "UINT128"):
+                # an element of a non-character arithmetic type: under C's
+                # aliasing rules it cannot be a pointer some chain reads
+                info.assigns.add(("E", c.type.get_canonical().spelling))
+            else:
+                info.assigns.add("F*")
+
+    # ---- rewriting ---------------------------------------------------------
+    def fresh(self, key):
+        self.counter += 1
+        base = "".join(ch if ch.isalnum() else "_" for ch in key)[:24]
+        return f"{base}__l{self.counter}"
+
+    def decl_type(self, t, c):
+        s = t.spelling
+        if t.is_const_qualified() and s.endswith("const"):
+            s = s[:-len("const")].rstrip()     # the translation's own variable is assigned
+        if "(" in s or "[" in s:
+            self.refuse(c, f"cannot declare a local pointer of type '{s}'")
+        return s
+
+    def insert(self, off, text, prio=0):
+        self.edits.append((off, off, text, prio))
+
+    def site_edit(self, s, local, escape_cast):
+        b = s.base
+        self.edits.append((b.extent.start.offset, b.extent.end.offset, local, 0))
+        if s.addr:   # &heap_lvalue: s2p back
+            self.insert(s.cur.extent.start.offset, f"(({escape_cast})spmcc_s2p(")
+            self.insert(s.cur.extent.end.offset, "))")
+
+    def inline(self, c, where):
+        """A condition or conditionally evaluated statement: at most one heap
+        access, translated around itself."""
+        if c is None:
+            return
+        info = self.collect(c)
+        if not info.sites:
+            if info.escapes:
+                self.emit_escapes(info)
+            return
+        if len(info.sites) > 1:
+            self.refuse(info.sites[1].cur, f"{where} makes {len(info.sites)} heap accesses whose order C "
+                                             "leaves open or that run only conditionally; compute them into "
+                                             "variables in separate statements")
+        if info.moves:
+            self.refuse(c, f"{where} both accesses the heap and calls malloc or a function of the program")
+        s = info.sites[0]
+        if len(info.sites) == 1 and s.key in self.hoisted:
+            self.site_edit(s, self.hoisted[s.key], self.decl_type(s.cur.type, s.cur) if s.addr else "")
+            self.emit_escapes(info)
+            return
+        if s.key in self._chains:
+            self.refuse(s.cur, f"{where} reads the heap pointer '{s.key}' from the heap and accesses through it; "
+                               "compute it into a variable in a statement first")
+        ctype = self.decl_type(s.base.type, s.base)
+        fn = "spmcc_p2s" if s.written else "spmcc_p2s_ro"
+        self.edits.append((s.base.extent.start.offset, s.base.extent.end.offset,
+                           f"(({ctype})({fn}({self.text(s.base)})))", 0))
+        if s.addr:
+            self.insert(s.cur.extent.start.offset, f"(({self.decl_type(s.cur.type, s.cur)})spmcc_s2p(")
+            self.insert(s.cur.extent.end.offset, "))")
+        self.emit_escapes(info)
+
+    def check_conditional(self, info, where):
+        """Accesses that run only conditionally (right of && / ||, one arm of
+        ?:): a pointer also accessed unconditionally is translated as usual;
+        one accessed only under the condition is translated before it too,
+        which is safe when it is NULL or valid there (the `p && p->x` guard:
+        the runtime's translations pass NULL through).  A pointer read from
+        the heap only under a condition is refused (its read could fault)."""
+        uncond = {x.key for x in info.sites if not x.conditional}
+        for x in info.sites:
+            if x.conditional and x.key not in uncond and x.key in self._chains:
+                self.refuse(x.cur, f"{where} reads the heap pointer '{x.key}' from the heap only under a "
+                                   "condition; compute it into a variable first")
+
+    def prelude(self, c, stmt, where, value_type=None):
+        """A condition with several heap accesses (or one through a pointer read
+        from the heap, or with a call that may move data): its translations are
+        made inside the condition, before it is evaluated, into variables
+        declared in a block around the statement; pins are released once its
+        value is known: `if ((x_l = p2s(x), y_l = pin(y), c = !!(C'), unpin(y), c))`."""
+        if c is None:
+            return
+        info = self.collect(c)
+        if value_type is None and all(x.key in self.hoisted for x in info.sites):
+            for x in info.sites:            # translated before the loop
+                self.site_edit(x, self.hoisted[x.key], self.decl_type(x.cur.type, x.cur) if x.addr else "")
+            self.emit_escapes(info)
+            return
+        if value_type is None and len(info.sites) == 1 and not info.moves and \
+                info.sites[0].key not in self._chains:
+            return self.inline(c, where)     # one access: translated where it is made
+        self.check_conditional(info, where)
+        trans, order = {}, 0
+        for x in info.sites:
+            if x.key in self.hoisted:
+                continue
+            bc, deps, g = self._deps[x.key]
+            if {d for d in deps if not _field_dep(d)} & info.assigns:
+                self.refuse(x.cur, f"{where} both changes '{x.key}' and accesses the heap through it")
+            order = self.add_translation(trans, x.key, 0, order)
+            trans[x.key].written |= x.written
+        ordered = sorted(trans.values(), key=lambda t: t.order)
+        decls, assigns = [], []
+        for t in ordered:
+            later = any(u.order > t.order for u in ordered)
+            t.mode = "pin" if (later or info.moves) and not self.no_pin else ("p2s" if t.written else "p2s_ro")
+            t.name = self.fresh(t.key)
+            src = t.key
+            if t.key in self._chains:
+                ikey, suffix = self._chains[t.key]
+                src = (trans[ikey].name if ikey in trans else self.hoisted[ikey]) + suffix
+            decls.append(f"{t.ctype} {t.name};")
+            if t.mode == "pin":
+                decls.append(f"void *{t.name}g;")
+                assigns.append(f"{t.name}g = (void *)({src}), {t.name} = ({t.ctype})spmcc_pin({t.name}g)")
+            else:
+                assigns.append(f"{t.name} = ({t.ctype})spmcc_{t.mode}({src})")
+        self.counter += 1
+        cname = f"spmcc_c{self.counter}"
+        decls.append(f"{value_type or 'int'} {cname};")
+        for x in info.sites:
+            name = trans[x.key].name if x.key in trans else self.hoisted[x.key]
+            self.site_edit(x, name, self.decl_type(x.cur.type, x.cur) if x.addr else "")
+        self.emit_escapes(info)
+        unpins = "".join(f", spmcc_unpin({t.name}g)" for t in reversed(ordered) if t.mode == "pin")
+        if value_type is not None:
+            # an initialiser: its value itself, the variables declared before
+            # the declaration (no block: what it declares stays in scope)
+            self.insert(c.extent.start.offset, "(" + ", ".join(assigns) + f", {cname} = (", -1)
+            self.insert(c.extent.end.offset, f"){unpins}, {cname})", 1)
+            self.insert(stmt.extent.start.offset, " ".join(decls) + " ", -2)
+            return
+        self.insert(c.extent.start.offset, "(" + ", ".join(assigns) + f", {cname} = !!(", -1)
+        self.insert(c.extent.end.offset, f"){unpins}, {cname})", 1)
+        self.insert(stmt.extent.start.offset, "{ " + " ".join(decls) + " ", -2)
+        self.insert(self.stmt_end(stmt), " }", 2)
+
+    def hoist_loop(self, loop):
+        """Loop-invariant translations: a heap pointer that nothing inside the
+        loop can change (no assignment to what it is read from, no store into
+        the field a chain reads, no call into the program when it reads a
+        global, no free or realloc in the loop, no return or goto out of it)
+        is translated once before the loop, pinned when anything else in the
+        loop may move data, and released after it.  Returns the keys hoisted
+        (their sites use the names in self.hoisted)."""
+        info = self.collect(loop)
+        if not info.sites or info.releases or info.comma:
+            return []
+        declared, jumps = set(), False
+        stack = [loop]
+        while stack:
+            x = stack.pop()
+            k = x.kind.name
+            if k in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT"):
+                jumps = True
+            if k in ("VAR_DECL", "PARM_DECL"):
+                declared.add(self.var_id(x))
+            stack.extend(x.get_children())
+        if jumps:
+            return []
+        declared_names = {d[1] for d in declared}
+        ok = {}
+
+        def hoistable(key):
+            if key in ok:
+                return ok[key]
+            ok[key] = False
+            bc, deps, g = self._deps[key]
+            # a name declared again inside the loop could be another variable
+            # spelt the same: such a pointer stays with its regions
+            names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
+            good = not (deps & info.assigns) and not (deps & declared) and not (g and info.user_call) \
+                and key not in self.hoisted and not (names & declared_names)
+            if good and key in self._chains:
+                good = hoistable(self._chains[key][0])
+            ok[key] = good
+            return good
+
+        keys = [k for k in dict.fromkeys(x.key for x in info.sites) if hoistable(k)]
+        if not keys:
+            return []
+        trans, order = {}, 0
+        for k in keys:
+            order = self.add_translation(trans, k, 0, order)
+        for x in info.sites:
+            if x.key in trans:
+                trans[x.key].written |= x.written
+        ordered = sorted(trans.values(), key=lambda t: t.order)
+        others = any(x.key not in trans for x in info.sites)
+        code = []
+        for t in ordered:
+            single = len(ordered) == 1 and not info.moves and not others
+            t.mode = "pin" if not single and not self.no_pin else ("p2s" if t.written else "p2s_ro")
+            t.name = self.fresh(t.key)
+            src = t.key
+            if t.key in self._chains:
+                ikey, suffix = self._chains[t.key]
+                src = (trans[ikey].name if ikey in trans else self.hoisted[ikey]) + suffix
+            if t.mode == "pin":
+                code.append(f"void *{t.name}g = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin({t.name}g);")
+            else:
+                code.append(f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}({src});")
+        unpins = "".join(f" spmcc_unpin({t.name}g);" for t in reversed(ordered) if t.mode == "pin")
+        self.insert(loop.extent.start.offset, "{ " + " ".join(code) + " ", -3)
+        self.insert(self.stmt_end(loop), "\n" + unpins + " }", 3)
+        for t in ordered:
+            self.hoisted[t.key] = t.name
+        return [t.key for t in ordered]
+
+    def for_parts(self, c):
+        """(init, cond, inc) cursors of a for statement (None when absent)."""
+        toks = list(c.get_tokens())
+        depth, semis = 0, []
+        for t in toks:
+            if t.spelling == "(":
+                depth += 1
+            elif t.spelling == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif t.spelling == ";" and depth == 1:
+                semis.append(t.extent.start.offset)
+        init = cond = inc = None
+        for p in _kids(c)[:-1]:
+            o = p.extent.start.offset
+            if len(semis) < 2 or o < semis[0]:
+                init = p
+            elif o < semis[1]:
+                cond = p
+            else:
+                inc = p
+        return init, cond, inc
+
+    def emit_escapes(self, info):
+        for call in info.escapes:
+            t = self.decl_type(call.type, call)
+            self.insert(call.extent.start.offset, f"(({t})spmcc_s2p_or_null(")
+            self.insert(call.extent.end.offset, "))")
+
+    def body(self, c, fn):
+        k = c.kind.name
+        if k == "COMPOUND_STMT":
+            self.compound(list(c.get_children()), fn)
+        elif k in CONTROL_KINDS:
+            self.control(c, fn)
+        else:
+            self.run([c], fn, wrap=True)
+
+    def control(self, c, fn):
+        k = c.kind.name
+        ch = _kids(c)
+        if k == "COMPOUND_STMT":
+            self.compound(ch, fn)
+        elif k == "IF_STMT":
+            self.body(ch[1], fn)
+            if len(ch) > 2:
+                self.body(ch[2], fn)
+            self.prelude(ch[0], c, "the condition")
+        elif k == "WHILE_STMT":
+            done = self.hoist_loop(c)
+            self.body(ch[1], fn)
+            self.prelude(ch[0], c, "the condition")
+            for key in done:
+                del self.hoisted[key]
+        elif k == "SWITCH_STMT":
+            self.body(ch[1], fn)
+            self.prelude(ch[0], c, "the condition")
+        elif k == "DO_STMT":
+            self.body(ch[0], fn)
+            self.inline(ch[1], "the condition")
+        elif k == "FOR_STMT":
+            init, cond, inc = self.for_parts(c)
+            done = self.hoist_loop(c)
+            self.body(ch[-1], fn)
+            if init is not None:
+                if init.kind.name == "DECL_STMT":
+                    for v in _kids(init):
+                        for e in _kids(v):
+                            if e.kind.is_expression():
+                                self.inline(e, "the for-initialiser")
+                else:
+                    self.inline(init, "the for-initialiser")
+            self.prelude(cond, c, "the condition")
+            if inc is not None:
+                self.inline(inc, "the for-loop increment")
+            for key in done:
+                del self.hoisted[key]
+        elif k in ("CASE_STMT", "DEFAULT_STMT", "LABEL_STMT"):
+            sub = ch[-1]
+            self.body(sub, fn)
+        # goto / break / continue: nothing to do
+
+    def compound(self, stmts, fn):
+        run = []
+        for s in stmts:
+            if s.kind.name in CONTROL_KINDS:
+                self.run(run, fn)
+                run = []
+                self.control(s, fn)
+            else:
+                run.append(s)
+        self.run(run, fn)
+
+    def run(self, stmts, fn, wrap=False):
+        """One straight-line run: regions, translations, pins."""
+        if not stmts:
+            return
+        infos = []
+        for s in stmts:
+            info = self.collect(s)
+            self.check_conditional(info, "the statement")
+            infos.append(("decl" if self.self_declaring(info) else "region", info))
+        regions = []      # list of (list of (index, info), translations dict)
+        cur, trans = [], {}
+        order = 0
+
+        def close():
+            nonlocal cur, trans
+            if cur:
+                regions.append((cur, trans))
+            cur, trans = [], {}
+
+        for i, (what, info) in enumerate(infos):
+            if what == "decl":
+                close()
+                self.declaration(info.cur)
+                continue
+            if info.releases and trans:
+                # a pinned object freed through another name would lose its
+                # local copy under the pin: no pin is held across a free
+                close()
+            for s in info.sites:
+                if s.key in self.hoisted:
+                    continue
+                bc, deps, g = self._deps[s.key]
+                # a store into a heap field a chain reads happens at the end of
+                # its statement (C leaves no earlier point to rely on), so only
+                # the variables a pointer is read from matter here
+                vdeps = {d for d in deps if not _field_dep(d)}
+                if vdeps & info.assigns and not self._assign_rhs_only(self.strip_paren(info.cur), s):
+                    self.refuse(s.cur, f"the statement both changes '{s.key}' and accesses the heap through it")
+                if s.key in self._chains and info.comma:
+                    self.refuse(s.cur, f"a comma expression may store into the heap before '{s.key}' is read; "
+                                       "split the statement")
+                order = self.add_translation(trans, s.key, len(cur), order)
+                trans[s.key].written |= s.written
+            cur.append((i, info))
+            # after this statement a translation may be stale: its pointer
+            # changed, a call into the program may have changed a global or
+            # an array it reads, or its object was freed
+            deps_all = set().union(*(t.deps for t in trans.values())) if trans else set()
+            kill = bool(info.assigns & deps_all)
+            kill |= info.user_call and any(t.glob for t in trans.values())
+            kill |= bool(info.frees & set(trans)) or bool(info.user_frees)
+            if kill or info.cur.kind.name == "RETURN_STMT":
+                close()
+        close()
+
+        for members, tr in regions:
+            self.emit_region(members, tr, fn, wrap and len(stmts) == 1)
+
+    def self_declaring(self, info):
+        """A declaration whose initialisers access the heap through a pointer
+        it declares itself (`T *a = list, *b = a->next;`)."""
+        if info.cur.kind.name != "DECL_STMT":
+            return False
+        declared = {self.var_id(v) for v in _kids(info.cur) if v.kind.name == "VAR_DECL"}
+        return any(self._deps[x.key][1] & declared for x in info.sites if x.key not in self.hoisted)
+
+    def declaration(self, stmt):
+        """Each initialiser of such a declaration translates its own accesses
+        inside itself (after the declarators before it are initialised):
+        `T *a_l; T *b_v; T *a = list, *b = (a_l = p2s_ro(a), b_v = (a_l->next), b_v);`."""
+        for v in _kids(stmt):
+            if v.kind.name != "VAR_DECL":
+                continue
+            init = [e for e in _kids(v) if e.kind.is_expression()]
+            if init and self.collect(init[-1]).sites:
+                self.prelude(init[-1], stmt, "the initialiser", value_type=self.decl_type(v.type, v))
+
+    def add_translation(self, trans, key, stmt, order):
+        """Adds key's translation to trans (a pointer read from the heap after
+        the pointer it is read through, innermost first); the last order used."""
+        need, k = [], key
+        while k not in trans and k not in self.hoisted:
+            need.append(k)
+            if k not in self._chains:
+                break
+            k = self._chains[k][0]
+        for k in reversed(need):
+            kb, kdeps, kg = self._deps[k]
+            order += 1
+            trans[k] = Trans(k, kb, self.decl_type(kb.type, kb), kdeps, kg, stmt, order)
+        return order
+
+    def _assign_rhs_only(self, st, site):
+        """True when st is `v = RHS` (or a declaration) with the access in RHS."""
+        if st.kind.name == "BINARY_OPERATOR" and self.binop(st) == "=":
+            rhs = _kids(st)[1]
+            o = site.cur.extent.start.offset
+            return rhs.extent.start.offset <= o < rhs.extent.end.offset
+        return False
+
+    def emit_region(self, members, tr, fn, wrap):
+        infos = [info for _, info in members]
+        # the mode of each translation: pinned when something that may move
+        # data follows it inside the region
+        ordered = sorted(tr.values(), key=lambda t: t.order)
+        for t in ordered:
+            later = any(u.order > t.order for u in ordered)
+            moves = any(info.moves for info in infos[t.stmt:])
+            t.mode = "pin" if (later or moves) and not self.no_pin else ("p2s" if t.written else "p2s_ro")
+            t.name = self.fresh(t.key)
+        for i, info in enumerate(infos):
+            if not info.user_frees:
+                continue
+            # a call into the program that may free: nothing may stay pinned
+            # across it.  One translation used only in the call's arguments
+            # (evaluated before the call) needs no pin: `destroy(t->left)`.
+            live = [t for t in ordered if t.stmt <= i]
+            inside = all(any(a <= x.cur.extent.start.offset < b for a, b in info.user_frees) for x in info.sites)
+            if len(live) == 1 and live[0].key not in self._chains and inside:
+                live[0].mode = "p2s" if live[0].written else "p2s_ro"
+            elif any(t.mode == "pin" for t in live):
+                self.refuse(info.cur, "the statement would hold a pinned heap object across a call of the "
+                                      "program that may free it; split it")
+        first = infos[0].cur
+        # translations before their first statement
+        for t in ordered:
+            at = infos[t.stmt].cur
+            gname = t.name + "g"
+            src = t.key
+            if t.key in self._chains:
+                ikey, suffix = self._chains[t.key]
+                src = (tr[ikey].name if ikey in tr else self.hoisted[ikey]) + suffix
+            if t.mode == "pin":
+                code = (f"void *{gname} = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin({gname}); ")
+            else:
+                code = f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}({src}); "
+            self.insert(at.extent.start.offset, code)
+        for info in infos:
+            for s in info.sites:
+                name = tr[s.key].name if s.key in tr else self.hoisted[s.key]
+                self.site_edit(s, name, self.decl_type(s.cur.type, s.cur) if s.addr else "")
+            self.emit_escapes(info)
+            # free of a pinned object: unpin it first
+            for key in info.frees:
+                t = tr.get(key)
+                if t is not None and t.mode == "pin" and infos.index(info) >= t.stmt:
+                    self.insert(info.cur.extent.start.offset, f"spmcc_unpin({t.name}g); ")
+                    t.mode = "pin-freed"
+        pins = [t for t in reversed(ordered) if t.mode == "pin"]
+        last = infos[-1].cur
+        unpin = "".join(f" spmcc_unpin({t.name}g);" for t in pins)
+        end = self.stmt_end(last)
+        if last.kind.name == "RETURN_STMT" and pins:
+            e = _kids(last)
+            if e:
+                rt = fn.result_type.spelling
+                if "(" in rt or "[" in rt:
+                    self.refuse(last, f"cannot hold a return value of type '{rt}'")
+                self.insert(last.extent.start.offset, f"{{ {rt} spmcc_ret = (")
+                # `return E` -> `{ T r = (E); unpin; return r; }`
+                self.edits.append((last.extent.start.offset, e[0].extent.start.offset, "", 0))
+                self.insert(e[0].extent.end.offset, f");{unpin} return spmcc_ret; }}")
+                self.edits.append((e[0].extent.end.offset, end, "", 0))
+            else:
+                self.insert(last.extent.start.offset, "{" + unpin + " ")
+                self.insert(end, " }")
+        elif pins:
+            self.insert(end, unpin)
+        if wrap and (tr or pins):
+            self.insert(first.extent.start.offset, "{ ", -1)
+            self.insert(end, " }", 1)
+
+    def stmt_end(self, c):
+        """Offset just past the statement's ';' (the extent of an expression
+        statement stops before it)."""
+        off = c.extent.end.offset
+        if c.kind.name == "DECL_STMT" or c.kind.name == "NULL_STMT":
+            return off
+        n = len(self.src)
+        j = off
+        while j < n and self.src[j:j + 1] in (b" ", b"\t", b"\n", b"\r"):
+            j += 1
+        if j < n and self.src[j:j + 1] == b";":
+            return j + 1
+        return off
+
+    # ---- driver --------------------------------------------------------------
+    def rewrite(self):
+        self.analyse()
+        main_sig = None
+        for c in self.tu.cursor.get_children():
+            if not self.mine(c):
+                continue
+            if c.kind.name == "FUNCTION_DECL" and c.is_definition():
+                body = [x for x in _kids(c) if x.kind.name == "COMPOUND_STMT"][0]
+                self.compound(_kids(body), c)
+                if c.spelling == "main":
+                    name_tok = [t for t in c.get_tokens() if t.spelling == "main"][0]
+                    self.edits.append((name_tok.extent.start.offset, name_tok.extent.end.offset, "spmcc_user_main", 0))
+                    main_sig = len(list(c.get_arguments()))
+        return self.apply(main_sig)
+
+    def apply(self, main_sig):
+        seen, edits = set(), []
+        for seq, (st, en, text, prio) in enumerate(self.edits):
+            if st != en:
+                if (st, en) in seen:
+                    continue          # the same replacement found twice
+                seen.add((st, en))
+            edits.append((st, en, prio, seq, text))
+        edits.sort()
+        out, pos = [], 0
+        for st, en, _prio, _seq, text in edits:
+            if st < pos:
+                raise Refusal(self.tu.get_location(self.path, st), "internal: overlapping rewrites")
+            out.append(self.src[pos:st].decode())
+            out.append(text)
+            pos = en
+        out.append(self.src[pos:].decode())
+        head = ("/* Written by dmm-spmcc (tools/spmcc) from " + os.path.basename(self.shown) +
+                ": every pointer holds a global address of the scratchpad heap;\n"
+                " * translations (p2s/pin) per access region, docs/spm.md \"The compiler pass\". */\n"
+                "#include \"spmcc_rt.h\"\n")
+        tail = ""
+        if main_sig is not None:
+            call = "spmcc_user_main(argc, argv)" if main_sig >= 2 else "spmcc_user_main()"
+            tail = ("\nstatic int spmcc_main_shim(int argc, char **argv) { (void)argc; (void)argv; return "
+                    + call + "; }\nint main(int argc, char **argv) { return spmcc_run(argc, argv, spmcc_main_shim); }\n")
+        return head + "".join(out) + tail
+
+
+def _field_dep(d):
+    return d == "F*" or (isinstance(d, tuple) and d and d[0] == "F")
+
+
+def _kids(c):
+    return list(c.get_children())
+
+
+def _args(c):
+    return list(c.get_arguments())
+
+
+def resource_include():
+    """The compiler's own headers (stddef.h, ...): Debian's libclang finds its
+    resource directory itself; asked of clang when it is on PATH anyway."""
+    cc = shutil.which("clang") or shutil.which("clang-14")
+    if not cc:
+        return []
+    try:
+        d = subprocess.run([cc, "-print-resource-dir"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError:
+        return []
+    inc = os.path.join(d, "include")
+    return ["-isystem", inc] if os.path.isdir(inc) else []
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="dmm-spmcc", description="Rewrite a C file for the scratchpad heap "
+                                 "(p2s/s2p/pin inserted per access region, malloc/free to dmm_spm_*).")
+    ap.add_argument("file", nargs="?")
+    ap.add_argument("-o", "--output", help="output file (default: standard output)")
+    ap.add_argument("-I", dest="incs", action="append", default=[], metavar="DIR")
+    ap.add_argument("-D", dest="defs", action="append", default=[], metavar="NAME[=V]")
+    ap.add_argument("--std", default="c11")
+    ap.add_argument("--alloc", action="append", default=[], metavar="NAME=malloc|calloc|realloc|free",
+                    help="treat calls to NAME (a wrapper defined in a header) as the C library's function")
+    ap.add_argument("--unsafe-no-pin", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
+    ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
+    a = ap.parse_args(argv)
+    ci = load_cindex()
+    if a.check_libclang:
+        ci.Index.create()
+        print("dmm-spmcc: libclang loads")
+        return 0
+    if not a.file:
+        ap.error("a C file to rewrite is required")
+    args = [f"-std={a.std}"] + [f"-I{d}" for d in a.incs] + [f"-D{d}" for d in a.defs] + resource_include()
+    try:
+        aliases = {}
+        for x in a.alloc:
+            name, _, what = x.partition("=")
+            if what not in ALLOC or not name:
+                ap.error(f"--alloc {x}: expected NAME=malloc|calloc|realloc|free")
+            aliases[name] = what
+        p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases)
+        text = p.rewrite()
+    except Refusal as r:
+        loc = r.loc.location if hasattr(r.loc, "location") else r.loc
+        name = a.file if (loc.file is None or os.path.abspath(loc.file.name) == os.path.abspath(a.file)) \
+            else loc.file.name
+        print(f"{name}:{loc.line}: dmm-spmcc refuses: {r.why}", file=sys.stderr)
+        return 1
+    if a.output:
+        with open(a.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
