@@ -153,7 +153,59 @@ typedef struct theap {
     _Atomic int64_t live;      /* small + medium block bytes allocated minus
                                   freed by the thread bound to this heap;
                                   written by that thread only */
+    _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
+    size_t mfreed;             /* parked: medium bytes freed since the last
+                                  discard walk */
+    bool mrepoison;            /* poison mode: free pages were discarded and
+                                  read as zero until filled again */
 } theap;
+
+/* Who may touch a heap's owner-only state.  OWNED: the thread bound to it.
+ * PARKED: its thread exited; nobody, until a thread takes it: a new thread
+ * adopting it (PARKED -> OWNED) or a thread freeing one of its blocks
+ * (PARKED -> BUSY -> PARKED), which frees straight into the heap, so memory
+ * freed after its owner exited is reusable and returnable without waiting
+ * for an adoption.  LOST: in a fork child, a heap that was BUSY in the
+ * parent (its holder does not exist here): never touched again. */
+enum { HEAP_OWNED = 0, HEAP_PARKED = 1, HEAP_BUSY = 2, HEAP_LOST = 3 };
+
+/* ---- fork-safe locks ----
+ * A spin lock that knows its holder (the address of a thread-local byte,
+ * unique per thread; 0 = free).  fork() runs the prepare handler on the
+ * forking thread, which may be a signal handler that interrupted this very
+ * thread inside a critical section (or inside another fork's prepare): a
+ * lock held by the calling thread is then left as it is instead of being
+ * waited for (it would never be released), and the child resets every
+ * lock.  Locks held by other threads are waited for as usual, so a child
+ * never sees a half-done update by a thread that does not exist in it. */
+typedef struct olock {
+    _Atomic uintptr_t holder;
+} olock;
+
+static _Thread_local char tl_self;
+
+static inline uintptr_t self_id(void) { return (uintptr_t)&tl_self; }
+
+static inline void olock_lock(olock *l)
+{
+    uintptr_t me = self_id();
+    unsigned spins = 0;
+    for (;;) {
+        uintptr_t v = 0;
+        if (atomic_compare_exchange_weak_explicit(&l->holder, &v, me, memory_order_acquire, memory_order_relaxed))
+            return;
+        if (++spins >= 64) {
+            dmm_port_yield();
+            spins = 0;
+        } else {
+            dmm_port_cpu_relax();
+        }
+    }
+}
+
+static inline void olock_unlock(olock *l) { atomic_store_explicit(&l->holder, 0, memory_order_release); }
+
+static inline bool olock_mine(olock *l) { return atomic_load_explicit(&l->holder, memory_order_relaxed) == self_id(); }
 
 /* ---- process state ---- */
 static struct {
@@ -163,14 +215,14 @@ static struct {
     int verbose;
     dmm_port_tkey key;
     bool have_key;
-    dmm_port_spinlock parked_lock;
+    olock parked_lock;
     theap *parked;
-    dmm_port_spinlock map_lock; /* registry second levels */
+    olock map_lock; /* registry second levels */
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
     _Atomic(struct theap *) all;  /* every heap, newest first */
     _Atomic int64_t live_orphan;  /* bytes freed by threads without a heap */
-} G = {.parked_lock = DMM_PORT_SPINLOCK_INIT, .map_lock = DMM_PORT_SPINLOCK_INIT, .harden = 1};
+} G = {.harden = 1};
 
 static _Thread_local theap *tl_heap;
 
@@ -203,14 +255,14 @@ static _Atomic uint64_t *reg_leaf(uintptr_t a, bool create)
     leaf = atomic_load_explicit(&reg_top[t], memory_order_acquire);
     if (leaf || !create)
         return leaf;
-    dmm_port_spin_lock(&G.map_lock);
+    olock_lock(&G.map_lock);
     leaf = atomic_load_explicit(&reg_top[t], memory_order_acquire);
     if (!leaf) {
         leaf = dmm_port_pages_map(REG_LEAF_BITS / 8u);
         if (leaf)
             atomic_store_explicit(&reg_top[t], leaf, memory_order_release);
     }
-    dmm_port_spin_unlock(&G.map_lock);
+    olock_unlock(&G.map_lock);
     return leaf;
 }
 
@@ -273,21 +325,44 @@ static void report(const char *what, const void *p)
 /* ---- init, thread exit, fork ---- */
 static void heap_abandon(void *h);
 static void medium_release_if_empty(struct theap *h);
+static void medium_drain(struct theap *h);
+static void medium_ready(struct theap *h);
+
+/* The locks a fork takes (olock above).  A fork from a signal handler can
+ * nest inside another fork's handlers on the same thread: each level
+ * pushes two bits (which of the two locks it took) on a per-thread stack,
+ * and its parent/child handler pops them. */
+static _Thread_local uint64_t tl_fork_taken;
 
 static void fork_prepare(void)
 {
-    dmm_port_spin_lock(&G.parked_lock);
-    dmm_port_spin_lock(&G.map_lock);
+    unsigned took = 0;
+    if (!olock_mine(&G.parked_lock)) {
+        olock_lock(&G.parked_lock);
+        took |= 1u;
+    }
+    if (!olock_mine(&G.map_lock)) {
+        olock_lock(&G.map_lock);
+        took |= 2u;
+    }
+    tl_fork_taken = tl_fork_taken << 2 | took;
 }
 static void fork_parent(void)
 {
-    dmm_port_spin_unlock(&G.map_lock);
-    dmm_port_spin_unlock(&G.parked_lock);
+    unsigned took = (unsigned)(tl_fork_taken & 3u);
+    tl_fork_taken >>= 2;
+    if (took & 2u)
+        olock_unlock(&G.map_lock);
+    if (took & 1u)
+        olock_unlock(&G.parked_lock);
 }
+static void heaps_after_fork(void);
 static void fork_child(void)
 {
-    dmm_port_spin_init(&G.map_lock);
-    dmm_port_spin_init(&G.parked_lock);
+    tl_fork_taken >>= 2;
+    atomic_store_explicit(&G.map_lock.holder, 0, memory_order_relaxed);
+    atomic_store_explicit(&G.parked_lock.holder, 0, memory_order_relaxed);
+    heaps_after_fork();
 }
 
 static void on_heap_error(void *ctx, const dmm_error *e)
@@ -563,18 +638,56 @@ static inline bool mark(segment *s, size_t pi, const void *p, bool on)
 }
 
 /* ---- thread heaps ---- */
+/* Takes a parked heap for a short piece of work (a free into it): true with
+ * h BUSY, false when h is owned (or lost).  Waits while another thread
+ * holds it BUSY, which is never long (one free, a page retired). */
+static bool heap_take_parked(theap *h)
+{
+    for (;;) {
+        int st = HEAP_PARKED;
+        if (atomic_compare_exchange_weak_explicit(&h->pstate, &st, HEAP_BUSY, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return true;
+        if (st == HEAP_OWNED || st == HEAP_LOST)
+            return false;
+        dmm_port_cpu_relax();
+    }
+}
+
+static void heap_put_parked(theap *h) { atomic_store_explicit(&h->pstate, HEAP_PARKED, memory_order_seq_cst); }
+
+static void heap_tidy(theap *h);
+
+static theap *heap_adopt(void)
+{
+    for (;;) {
+        theap *h;
+        olock_lock(&G.parked_lock);
+        h = G.parked;
+        if (h)
+            G.parked = h->next_parked;
+        olock_unlock(&G.parked_lock);
+        if (!h)
+            return NULL;
+        for (;;) {
+            int st = HEAP_PARKED;
+            if (atomic_compare_exchange_weak_explicit(&h->pstate, &st, HEAP_OWNED, memory_order_acquire,
+                                                      memory_order_relaxed))
+                return h;
+            if (st == HEAP_LOST)
+                break; /* dropped from the list for good */
+            dmm_port_cpu_relax();
+        }
+    }
+}
+
 static theap *heap_get(void)
 {
     theap *h = tl_heap;
     if (h)
         return h;
     global_init();
-    dmm_port_spin_lock(&G.parked_lock);
-    h = G.parked;
-    if (h)
-        G.parked = h->next_parked;
-    dmm_port_spin_unlock(&G.parked_lock);
-    if (h) {
+    if ((h = heap_adopt())) {
         atomic_fetch_add_explicit(&G.adopted, 1, memory_order_relaxed);
     } else {
         size_t pg = dmm_port_page_size();
@@ -594,13 +707,11 @@ static theap *heap_get(void)
     return h;
 }
 
-/* Thread exit: give back every page that is empty once remote frees are
- * in, then park the heap for the next new thread. */
-static void heap_abandon(void *arg)
+/* Gives back what a heap not in use can: every page that is empty once
+ * remote frees are in, and the medium heap (whole when empty, else the
+ * pages inside its free blocks).  The caller owns h or holds it BUSY. */
+static void heap_tidy(theap *h)
 {
-    theap *h = arg;
-    if (!h)
-        return;
     for (unsigned c = 0; c < NCLASS; c++) {
         mpage *pg = h->pages[c];
         while (pg) {
@@ -612,18 +723,63 @@ static void heap_abandon(void *arg)
         }
     }
     medium_release_if_empty(h);
+}
+
+/* Thread exit: tidy the heap, then park it for the next new thread.  It is
+ * BUSY while being tidied, so that a free racing with the exit (which saw
+ * the heap owned and pushed its block on a remote list) notices and takes
+ * its block back in (see remote_recheck). */
+static void heap_abandon(void *arg)
+{
+    theap *h = arg;
+    if (!h)
+        return;
+    atomic_store_explicit(&h->pstate, HEAP_BUSY, memory_order_seq_cst);
+    heap_tidy(h);
     if (tl_heap == h)
         tl_heap = NULL;
-    dmm_port_spin_lock(&G.parked_lock);
+    heap_put_parked(h);
+    olock_lock(&G.parked_lock);
     h->next_parked = G.parked;
     G.parked = h;
-    dmm_port_spin_unlock(&G.parked_lock);
+    olock_unlock(&G.parked_lock);
+}
+
+/* A free that pushed its block on a remote list of h, which it saw owned:
+ * if h has been parked since (its thread exited in between and may have
+ * tidied before the push), the block would wait for an adoption; take it
+ * in now.  (Both sides store then load with sequential consistency: the
+ * exiting thread's tidy sees the push, or the freer sees the heap parked.) */
+static void remote_recheck(theap *h)
+{
+    if (atomic_load_explicit(&h->pstate, memory_order_seq_cst) == HEAP_OWNED)
+        return;
+    if (heap_take_parked(h)) {
+        heap_tidy(h);
+        heap_put_parked(h);
+    }
+}
+
+/* fork child: only the forking thread exists.  A heap some other thread
+ * held BUSY may be half-updated: it is never touched again. */
+static void heaps_after_fork(void)
+{
+    for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all) {
+        int st = HEAP_BUSY;
+        (void)atomic_compare_exchange_strong_explicit(&h->pstate, &st, HEAP_LOST, memory_order_relaxed,
+                                                      memory_order_relaxed);
+    }
 }
 
 /* ---- small blocks ---- */
 static void *small_slow(theap *h, unsigned cls)
 {
     mpage *pg = h->pages[cls];
+    /* medium blocks other threads freed are taken in here too, so that they
+     * count as freed (and are reusable) even if this thread makes no more
+     * medium calls */
+    if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
+        medium_drain(h);
     /* the head first, then the others: remote frees, then fresh blocks */
     for (mpage *q = pg; q; q = q->next) {
         page_collect(q);
@@ -783,6 +939,7 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
             return NULL;
         }
     }
+    medium_ready(h);
     for (int tries = 0; tries < 2; tries++) {
         int64_t before = mlive(h);
         p = align > DMM_MALLOC_ALIGN ? dmm_heap_aligned_alloc(h->mheap, align, n) : dmm_heap_malloc(h->mheap, n);
@@ -796,6 +953,101 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
     return NULL;
 }
 
+/* Walk callbacks over a medium heap's free blocks: the whole OS pages
+ * inside each are discarded (given back to the OS), or filled with the
+ * heap's poison pattern again.  The block's first and last MIN_KEEP bytes
+ * (free-list links, boundary tag) are left alone: the range starts past
+ * MIN_KEEP bytes of the payload and ends before the block's last MIN_KEEP
+ * bytes, rounded inwards to OS pages.  Both callbacks compute the same
+ * range, so a refill covers every page a discard took (and, in blocks
+ * merged since, pages that hold the pattern already). */
+#define MIN_KEEP 64u
+#define MEDIUM_POISON_BYTE 0xDBu /* the heap's poison=on pattern (docs/heap.md) */
+static bool free_interior(const dmm_heap_block_info *b, size_t pg, uintptr_t *lo, uintptr_t *hi)
+{
+    if (b->state != DMM_BLOCK_FREE && b->state != DMM_BLOCK_TOP)
+        return false;
+    if (b->block_size < 2u * MIN_KEEP + pg)
+        return false;
+    *lo = ((uintptr_t)b->payload + MIN_KEEP + pg - 1u) & ~(uintptr_t)(pg - 1u);
+    *hi = ((uintptr_t)b->block + b->block_size - MIN_KEEP) & ~(uintptr_t)(pg - 1u);
+    return *hi > *lo;
+}
+
+static int medium_discard_free(void *ctx, const dmm_heap_block_info *b)
+{
+    uintptr_t lo, hi;
+    if (free_interior(b, *(const size_t *)ctx, &lo, &hi))
+        dmm_port_pages_discard((void *)lo, hi - lo);
+    return 0;
+}
+
+static int medium_repoison_free(void *ctx, const dmm_heap_block_info *b)
+{
+    uintptr_t lo, hi;
+    if (free_interior(b, *(const size_t *)ctx, &lo, &hi))
+        dmm_port_memset((void *)lo, (int)MEDIUM_POISON_BYTE, hi - lo);
+    return 0;
+}
+
+/* Poison mode: the heap checks a free block's pattern when it hands the
+ * block out, and discarded pages read back as zeros, which it would report
+ * as written after free.  So before the heap allocates again after a
+ * discard, the discarded ranges get the pattern back (lazily: a parked heap
+ * keeps its memory returned until someone allocates from it). */
+static void medium_ready(theap *h)
+{
+    size_t pg = dmm_port_page_size();
+    if (h->mrepoison) {
+        (void)dmm_heap_walk(h->mheap, medium_repoison_free, &pg);
+        h->mrepoison = false;
+    }
+}
+
+/* The OS pages inside the heap's free blocks go back to the OS. */
+static void medium_discard(theap *h)
+{
+    size_t pg = dmm_port_page_size();
+    (void)dmm_heap_walk(h->mheap, medium_discard_free, &pg);
+    h->mfreed = 0;
+    if (G.mcfg.poison)
+        h->mrepoison = true;
+}
+
+/* The whole medium heap goes back to the OS with its segments. */
+static void medium_destroy(theap *h)
+{
+    dmm_heap_destroy(h->mheap);
+    h->mheap = NULL;
+    h->mfreed = 0;
+    h->mrepoison = false;
+    while (h->msegs) {
+        segment *s = h->msegs;
+        h->msegs = s->next;
+        segment_unmap(s);
+    }
+}
+
+/* A parked heap's medium memory is returned on a schedule as it is freed:
+ * the heap whole when it is empty, else a discard walk every time this many
+ * bytes have been freed into it. */
+#define PARKED_DISCARD_BYTES ((size_t)4 << 20)
+
+/* A free into the medium heap of a parked heap (held BUSY). */
+static void medium_free_parked(theap *h, void *p)
+{
+    int64_t before, freed;
+    medium_drain(h);
+    before = mlive(h);
+    dmm_heap_free(h->mheap, p);
+    freed = before - mlive(h);
+    book(-freed);
+    if (dmm_heap_get_counters(h->mheap).live_block_bytes == 0)
+        medium_destroy(h);
+    else if ((h->mfreed += (size_t)freed) >= PARKED_DISCARD_BYTES)
+        medium_discard(h);
+}
+
 static void medium_free(segment *s, void *p)
 {
     theap *h = s->heap;
@@ -806,53 +1058,31 @@ static void medium_free(segment *s, void *p)
         book(mlive(h) - before);
         return;
     }
+    if (atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(h)) {
+        medium_free_parked(h, p);
+        heap_put_parked(h);
+        return;
+    }
     head = atomic_load_explicit(&h->mxfree, memory_order_relaxed);
     do
         b->next = head;
-    while (!atomic_compare_exchange_weak_explicit(&h->mxfree, &head, b, memory_order_release, memory_order_relaxed));
+    while (!atomic_compare_exchange_weak_explicit(&h->mxfree, &head, b, memory_order_seq_cst, memory_order_relaxed));
+    remote_recheck(h);
 }
 
-/* Thread exit: an empty medium heap goes back to the OS with its segments. */
-/* Walk callback: the whole OS pages inside a free block are discarded.
- * The block's first and last words (free-list links, boundary tag) are
- * kept: the bytes discarded start past MIN_KEEP of the payload and end
- * before the last MIN_KEEP bytes of the block. */
-#define MIN_KEEP 64u
-static int medium_discard_free(void *ctx, const dmm_heap_block_info *b)
-{
-    size_t pg = *(const size_t *)ctx;
-    uintptr_t lo, hi;
-    if (b->state != DMM_BLOCK_FREE && b->state != DMM_BLOCK_TOP)
-        return 0;
-    if (b->block_size < 2u * MIN_KEEP + pg)
-        return 0;
-    lo = ((uintptr_t)b->payload + MIN_KEEP + pg - 1u) & ~(uintptr_t)(pg - 1u);
-    hi = ((uintptr_t)b->block + b->block_size - MIN_KEEP) & ~(uintptr_t)(pg - 1u);
-    if (hi > lo)
-        dmm_port_pages_discard((void *)lo, hi - lo);
-    return 0;
-}
-
-/* Thread exit: the medium heap is given back whole when it is empty, else
- * the memory of its free blocks goes back to the OS (the heap stays parked
- * until a new thread adopts it, possibly for a long time). */
+/* A heap not in use (thread exit, a parked heap being tidied): the medium
+ * heap is given back whole when it is empty, else the memory of its free
+ * blocks goes back to the OS (the heap stays parked until a new thread
+ * adopts it, possibly for a long time). */
 static void medium_release_if_empty(theap *h)
 {
-    size_t pg = dmm_port_page_size();
     if (!h->mheap)
         return;
     medium_drain(h);
-    if (dmm_heap_get_counters(h->mheap).live_block_bytes != 0) {
-        (void)dmm_heap_walk(h->mheap, medium_discard_free, &pg);
-        return;
-    }
-    dmm_heap_destroy(h->mheap);
-    h->mheap = NULL;
-    while (h->msegs) {
-        segment *s = h->msegs;
-        h->msegs = s->next;
-        segment_unmap(s);
-    }
+    if (dmm_heap_get_counters(h->mheap).live_block_bytes != 0)
+        medium_discard(h);
+    else
+        medium_destroy(h);
 }
 
 /* ---- the API ---- */
@@ -971,11 +1201,25 @@ void dmm_free(void *p)
         return;
     }
     {
-        mblock *head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+        theap *o = pg->heap;
+        mblock *head;
+        if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
+            /* its thread exited: free straight into the page */
+            b->next = pg->free;
+            pg->free = b;
+            pg->used--;
+            page_collect(pg);
+            if (pg->used == 0)
+                page_retire(o, pg);
+            heap_put_parked(o);
+            return;
+        }
+        head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
         do
             b->next = head;
-        while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_release,
+        while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
                                                       memory_order_relaxed));
+        remote_recheck(o);
     }
 }
 
@@ -1032,6 +1276,7 @@ void *dmm_realloc(void *p, size_t n)
         if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= MEDIUM_MAX) {
             int64_t before;
             medium_drain(s->heap);
+            medium_ready(s->heap);
             before = mlive(s->heap);
             if ((q = dmm_heap_realloc(s->heap->mheap, p, n))) { /* in place when it can */
                 book(mlive(s->heap) - before);

@@ -5,6 +5,7 @@
 // carry "threads" so the TSan stage runs them.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -405,4 +407,144 @@ TEST(MallocThreads, ForkChildAllocates)
     }
     stop = true;
     t.join();
+}
+
+namespace {
+
+// Runs the test MallocChild.<name> in a fresh process (this binary again,
+// so a process that never had a thread: glibc's own fork is only safe in a
+// signal handler there) with DMM_TEST_CHILD=1 and the given extra variable
+// (NAME=VALUE, or nullptr) set, and waits at most `seconds` for it: a hang
+// (a deadlock) fails the test instead of stalling the suite.
+void run_child_test(const char *name, const char *env, int seconds)
+{
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        setpgid(0, 0); // its helpers die with it
+        std::string filter = std::string("--gtest_filter=MallocChild.") + name;
+        setenv("DMM_TEST_CHILD", "1", 1);
+        if (env)
+            putenv(const_cast<char *>(env));
+        execl("/proc/self/exe", "/proc/self/exe", filter.c_str(), static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    int st = 0;
+    for (int waited_ms = 0;; waited_ms += 10) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        ASSERT_GE(r, 0);
+        if (r == pid)
+            break;
+        if (waited_ms >= seconds * 1000) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            FAIL() << name << ": still running after " << seconds << " s (deadlock)";
+        }
+        usleep(10000);
+    }
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << name << ": child status " << st;
+}
+
+bool child_only()
+{
+    return std::getenv("DMM_TEST_CHILD") == nullptr;
+}
+
+volatile sig_atomic_t g_handler_forks;
+
+void fork_in_handler(int)
+{
+    int saved = errno;
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    if (pid > 0) {
+        while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR)
+            ;
+        g_handler_forks = g_handler_forks + 1;
+    }
+    errno = saved;
+}
+
+// A single-threaded process forks in a loop (and allocates) while another
+// process sends it SIGUSR1 non-stop; the handler forks too.  A signal that
+// lands inside fork() runs the handler's fork while the interrupted fork's
+// prepare handler holds libdmm's locks on this same thread.
+void fork_from_signal_handler_body()
+{
+    g_handler_forks = 0;
+    struct sigaction sa {};
+    sa.sa_handler = fork_in_handler;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGUSR1, &sa, nullptr) != 0)
+        _exit(2);
+    pid_t me = getpid(), sender = fork();
+    if (sender == 0) {
+        for (;;) {
+            if (kill(me, SIGUSR1) != 0)
+                _exit(0);
+            usleep(700);
+        }
+    }
+    void *keep[64] = {};
+    for (int i = 0; i < 600; i++) {
+        size_t slot = static_cast<size_t>(i) % 64u;
+        dmm_free(keep[slot]);
+        keep[slot] = dmm_malloc(static_cast<size_t>(i * 97) % 70000u + 1u);
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(0);
+        ASSERT_GE(pid, 0);
+        while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR)
+            ;
+    }
+    kill(sender, SIGKILL);
+    for (void *p : keep)
+        dmm_free(p);
+    EXPECT_GT(g_handler_forks, 0);
+}
+
+} // namespace
+
+// Regression (issue 27): fork_prepare spun on a lock its own thread held.
+TEST(MallocThreads, ForkFromSignalHandlerDuringFork)
+{
+    run_child_test("ForkFromSignalHandler", nullptr, 30);
+}
+
+TEST(MallocChild, ForkFromSignalHandler)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.ForkFromSignalHandlerDuringFork";
+    fork_from_signal_handler_body();
+}
+
+// Regression (issue 27): blocks freed after their owner thread exited sat on
+// the parked heap's remote lists until a new thread adopted the heap: never
+// reused, never returned, and counted as in use.  Now the freeing thread
+// frees into the parked heap: everything the thread had goes back.
+TEST(MallocThreads, BlocksFreedAfterOwnerExitAreReturned)
+{
+    dmm_malloc_stats base = dmm_malloc_get_stats();
+    std::vector<void *> blocks;
+    std::thread t([&blocks] {
+        std::mt19937_64 rng(seed());
+        for (int i = 0; i < 12000; i++) {
+            size_t n = (i % 2) ? 2049 + rng() % 3000 : 16 + rng() % 2000; // medium, small
+            void *p = dmm_malloc(n);
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 0x5a, n);
+            blocks.push_back(p);
+        }
+    });
+    t.join();
+    dmm_malloc_stats mid = dmm_malloc_get_stats();
+    EXPECT_GT(mid.live_bytes, base.live_bytes + (20u << 20));
+    for (void *p : blocks)
+        dmm_free(p);
+    dmm_malloc_stats after = dmm_malloc_get_stats();
+    EXPECT_EQ(after.live_bytes, base.live_bytes) << "bytes still counted as in use after every block was freed";
+    EXPECT_LE(after.mapped, base.mapped + (4u << 20)) << "base " << base.mapped << " after " << after.mapped;
+    EXPECT_EQ(after.errors, base.errors);
 }
