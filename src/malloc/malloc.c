@@ -113,6 +113,9 @@ typedef struct segment {
     uint32_t kind;
     uint32_t pages_used;       /* small: pages in use (owner only) */
     size_t map_bytes;          /* large: whole mapping */
+    size_t large_off;          /* large: where the block starts (from the
+                                  header; SEG_SIZE for an alignment of a
+                                  segment or more: see large_alloc) */
     struct theap *heap;        /* small, medium: owner */
     struct segment *next;      /* small, medium: the owner's segments */
     mpage page[PAGES];
@@ -156,8 +159,6 @@ typedef struct theap {
     _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
     size_t mfreed;             /* parked: medium bytes freed since the last
                                   discard walk */
-    bool mrepoison;            /* poison mode: free pages were discarded and
-                                  read as zero until filled again */
 } theap;
 
 /* Who may touch a heap's owner-only state.  OWNED: the thread bound to it.
@@ -211,7 +212,7 @@ static inline bool olock_mine(olock *l) { return atomic_load_explicit(&l->holder
 static struct {
     _Atomic int state; /* 0 none, 1 initialising, 2 ready */
     int harden;
-    int abort_on_error;
+    _Atomic int abort_on_error; /* 1 (default): a detected misuse aborts */
     int verbose;
     dmm_port_tkey key;
     bool have_key;
@@ -220,9 +221,10 @@ static struct {
     olock map_lock; /* registry second levels */
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
+    _Atomic uint64_t retired;     /* pages retired (malloc_trim's answer) */
     _Atomic(struct theap *) all;  /* every heap, newest first */
     _Atomic int64_t live_orphan;  /* bytes freed by threads without a heap */
-} G = {.harden = 1};
+} G = {.harden = 1, .abort_on_error = 1};
 
 static _Thread_local theap *tl_heap;
 
@@ -316,7 +318,7 @@ static void report(const char *what, const void *p)
     dmm_text_str(&t, what);
     dmm_text_char(&t, ' ');
     text_hex(&t, (uintptr_t)p);
-    dmm_text_str(&t, " (ignored)\n");
+    dmm_text_str(&t, G.abort_on_error ? " (aborting)\n" : " (ignored)\n");
     write_text(&t);
     if (G.abort_on_error)
         dmm_port_abort();
@@ -326,7 +328,6 @@ static void report(const char *what, const void *p)
 static void heap_abandon(void *h);
 static void medium_release_if_empty(struct theap *h);
 static void medium_drain(struct theap *h);
-static void medium_ready(struct theap *h);
 
 /* The locks a fork takes (olock above).  A fork from a signal handler can
  * nest inside another fork's handlers on the same thread: each level
@@ -392,7 +393,7 @@ static bool medium_try(const char *spec, dmm_heap_config *out)
         c.stats = DMM_STATS_COUNTERS;
     c.grow_granularity = 0;
     c.release_empty = false;
-    c.on_error = G.abort_on_error ? DMM_ON_ERROR_ABORT : DMM_ON_ERROR_REPORT;
+    c.on_error = DMM_ON_ERROR_REPORT; /* report() aborts, or not (G.abort_on_error) */
     c.error_fn = on_heap_error;
     c.error_ctx = NULL;
     if (!G.harden && !dmm_heap_is_frozen())
@@ -461,7 +462,7 @@ static void global_init(void)
         if (e && e[0] == '0')
             G.harden = 0;
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
-        G.abort_on_error = e && e[0] == '1';
+        G.abort_on_error = !(e && e[0] == '0'); /* abort unless asked to report and continue */
         e = dmm_port_getenv("DMM_VERBOSE");
         G.verbose = e && e[0] == '1';
         medium_config(dmm_port_getenv("DMM_MEDIUM"));
@@ -485,6 +486,12 @@ static void global_init(void)
 __attribute__((constructor)) static void global_init_at_load(void) { global_init(); }
 
 void dmm_malloc_set_harden(int on) { G.harden = on != 0; }
+
+int dmm_malloc_set_abort_on_error(int on)
+{
+    global_init();
+    return atomic_exchange_explicit(&G.abort_on_error, on != 0, memory_order_relaxed);
+}
 
 /* ---- segments and pages ---- */
 /* Maps and registers a segment of kind owned by h, pushed on *list (the
@@ -565,6 +572,14 @@ static mpage *page_new(theap *h, unsigned cls)
 }
 
 static inline segment *seg_of(const void *p) { return (segment *)((uintptr_t)p & ~(uintptr_t)(SEG_SIZE - 1u)); }
+/* The segment of a block handed out: no block starts at a segment's first
+ * byte (the header is there) except a large block aligned to SEG_SIZE or
+ * more, whose header is one SEG_SIZE before it (large_alloc). */
+static inline segment *block_seg(const void *p)
+{
+    segment *s = seg_of(p);
+    return (const void *)s == p ? (segment *)((uintptr_t)s - SEG_SIZE) : s;
+}
 static inline size_t page_index(segment *s, const void *p) { return ((uintptr_t)p - (uintptr_t)s) >> PAGE_SHIFT; }
 
 /* Gives an empty page back to its segment (and the segment to the OS when
@@ -581,6 +596,7 @@ static void page_retire(theap *h, mpage *pg)
         pg->next->prev = pg->prev;
     pg->heap = NULL;
     pg->block_size = 0;
+    atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
     if (G.harden)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
     if (--s->pages_used == 0)
@@ -830,18 +846,36 @@ static void *small_alloc(theap *h, unsigned cls)
 /* ---- large blocks ---- */
 static void *large_alloc(size_t n, size_t align)
 {
-    size_t off = LARGE_HDR, pgsz = dmm_port_page_size(), bytes;
+    size_t off = LARGE_HDR, pgsz = dmm_port_page_size(), bytes, body;
     segment *s;
     if (align > LARGE_HDR)
         off = align;
-    if (off >= SEG_SIZE || n > SIZE_MAX - off - pgsz) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    bytes = (off + n + pgsz - 1u) / pgsz * pgsz;
-    if (!(s = dmm_port_pages_map_aligned(bytes, SEG_SIZE))) {
-        errno = ENOMEM;
-        return NULL;
+    if (align >= SEG_SIZE) {
+        /* The block starts on a SEG_SIZE boundary, where a header would be:
+         * the header goes one SEG_SIZE before it (block_seg).  Over-map by
+         * the alignment, keep [block - SEG_SIZE, block + n). */
+        unsigned char *raw, *blk;
+        if (n > SIZE_MAX - pgsz || (body = (n + pgsz - 1u) / pgsz * pgsz) > SIZE_MAX - align - SEG_SIZE ||
+            !(raw = dmm_port_pages_map_aligned(align + body, align))) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        blk = raw + align;
+        s = (segment *)(blk - SEG_SIZE);
+        if ((unsigned char *)s > raw)
+            dmm_port_pages_unmap(raw, (size_t)((unsigned char *)s - raw));
+        off = SEG_SIZE;
+        bytes = SEG_SIZE + body;
+    } else {
+        if (n > SIZE_MAX - off - pgsz) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        bytes = (off + n + pgsz - 1u) / pgsz * pgsz;
+        if (!(s = dmm_port_pages_map_aligned(bytes, SEG_SIZE))) {
+            errno = ENOMEM;
+            return NULL;
+        }
     }
     if (!reg_set((uintptr_t)s, true)) {
         dmm_port_pages_unmap(s, bytes);
@@ -851,6 +885,7 @@ static void *large_alloc(size_t n, size_t align)
     s->magic = SEG_MAGIC;
     s->kind = SEG_LARGE;
     s->map_bytes = bytes;
+    s->large_off = off;
     atomic_fetch_add_explicit(&G.mapped, bytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&G.large_bytes, bytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&G.large_count, 1, memory_order_relaxed);
@@ -894,6 +929,7 @@ static void *large_grow(segment *s, void *p, size_t n)
         return NULL;
     }
     t->map_bytes = bytes;
+    t->large_off = off;
     atomic_fetch_add_explicit(&G.mapped, bytes - old, memory_order_relaxed);
     atomic_fetch_add_explicit(&G.large_bytes, bytes - old, memory_order_relaxed);
     return (unsigned char *)t + off;
@@ -939,7 +975,6 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
             return NULL;
         }
     }
-    medium_ready(h);
     for (int tries = 0; tries < 2; tries++) {
         int64_t before = mlive(h);
         p = align > DMM_MALLOC_ALIGN ? dmm_heap_aligned_alloc(h->mheap, align, n) : dmm_heap_malloc(h->mheap, n);
@@ -953,65 +988,39 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
     return NULL;
 }
 
-/* Walk callbacks over a medium heap's free blocks: the whole OS pages
- * inside each are discarded (given back to the OS), or filled with the
- * heap's poison pattern again.  The block's first and last MIN_KEEP bytes
+/* Walk callback: the whole OS pages inside a free block are discarded
+ * (given back to the OS).  The block's first and last MIN_KEEP bytes
  * (free-list links, boundary tag) are left alone: the range starts past
  * MIN_KEEP bytes of the payload and ends before the block's last MIN_KEEP
- * bytes, rounded inwards to OS pages.  Both callbacks compute the same
- * range, so a refill covers every page a discard took (and, in blocks
- * merged since, pages that hold the pattern already). */
+ * bytes, rounded inwards to OS pages. */
 #define MIN_KEEP 64u
-#define MEDIUM_POISON_BYTE 0xDBu /* the heap's poison=on pattern (docs/heap.md) */
-static bool free_interior(const dmm_heap_block_info *b, size_t pg, uintptr_t *lo, uintptr_t *hi)
-{
-    if (b->state != DMM_BLOCK_FREE && b->state != DMM_BLOCK_TOP)
-        return false;
-    if (b->block_size < 2u * MIN_KEEP + pg)
-        return false;
-    *lo = ((uintptr_t)b->payload + MIN_KEEP + pg - 1u) & ~(uintptr_t)(pg - 1u);
-    *hi = ((uintptr_t)b->block + b->block_size - MIN_KEEP) & ~(uintptr_t)(pg - 1u);
-    return *hi > *lo;
-}
-
 static int medium_discard_free(void *ctx, const dmm_heap_block_info *b)
 {
+    size_t pg = *(const size_t *)ctx;
     uintptr_t lo, hi;
-    if (free_interior(b, *(const size_t *)ctx, &lo, &hi))
+    if (b->state != DMM_BLOCK_FREE && b->state != DMM_BLOCK_TOP)
+        return 0;
+    if (b->block_size < 2u * MIN_KEEP + pg)
+        return 0;
+    lo = ((uintptr_t)b->payload + MIN_KEEP + pg - 1u) & ~(uintptr_t)(pg - 1u);
+    hi = ((uintptr_t)b->block + b->block_size - MIN_KEEP) & ~(uintptr_t)(pg - 1u);
+    if (hi > lo)
         dmm_port_pages_discard((void *)lo, hi - lo);
     return 0;
 }
 
-static int medium_repoison_free(void *ctx, const dmm_heap_block_info *b)
-{
-    uintptr_t lo, hi;
-    if (free_interior(b, *(const size_t *)ctx, &lo, &hi))
-        dmm_port_memset((void *)lo, (int)MEDIUM_POISON_BYTE, hi - lo);
-    return 0;
-}
-
-/* Poison mode: the heap checks a free block's pattern when it hands the
- * block out, and discarded pages read back as zeros, which it would report
- * as written after free.  So before the heap allocates again after a
- * discard, the discarded ranges get the pattern back (lazily: a parked heap
- * keeps its memory returned until someone allocates from it). */
-static void medium_ready(theap *h)
-{
-    size_t pg = dmm_port_page_size();
-    if (h->mrepoison) {
-        (void)dmm_heap_walk(h->mheap, medium_repoison_free, &pg);
-        h->mrepoison = false;
-    }
-}
-
-/* The OS pages inside the heap's free blocks go back to the OS. */
+/* The OS pages inside the heap's free blocks go back to the OS.  Not with
+ * poison on: the heap checks that free blocks still hold its pattern (when
+ * it hands one out, and in full checks after every call in assertion
+ * builds), and a discarded page reads back as zeros, which would be
+ * reported as written after free.  So a poisoning heap keeps its free
+ * pages until it is empty and destroyed whole. */
 static void medium_discard(theap *h)
 {
     size_t pg = dmm_port_page_size();
-    (void)dmm_heap_walk(h->mheap, medium_discard_free, &pg);
     h->mfreed = 0;
-    if (G.mcfg.poison)
-        h->mrepoison = true;
+    if (!G.mcfg.poison)
+        (void)dmm_heap_walk(h->mheap, medium_discard_free, &pg);
 }
 
 /* The whole medium heap goes back to the OS with its segments. */
@@ -1020,7 +1029,6 @@ static void medium_destroy(theap *h)
     dmm_heap_destroy(h->mheap);
     h->mheap = NULL;
     h->mfreed = 0;
-    h->mrepoison = false;
     while (h->msegs) {
         segment *s = h->msegs;
         h->msegs = s->next;
@@ -1122,16 +1130,19 @@ void *dmm_malloc(size_t n)
  * allocated.  NULL: report made. */
 static inline segment *check_free(const void *p, const char *what, bool check_live)
 {
-    segment *s = seg_of(p);
+    segment *s = block_seg(p);
     if (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC) {
         report(what, p);
+        return NULL;
+    }
+    if (s->kind != SEG_LARGE && (uintptr_t)p - (uintptr_t)s >= SEG_SIZE) {
+        report(what, p); /* the first byte of the next segment */
         return NULL;
     }
     if (s->kind == SEG_MEDIUM)
         return s; /* the medium heap validates its own blocks */
     if (s->kind == SEG_LARGE) {
-        uintptr_t off = (uintptr_t)p - (uintptr_t)s;
-        if (off < LARGE_HDR || (off & (off - 1u)) || off >= s->map_bytes) {
+        if ((uintptr_t)p - (uintptr_t)s != s->large_off) {
             report(what, p);
             return NULL;
         }
@@ -1173,7 +1184,7 @@ void dmm_free(void *p)
         if (!(s = check_free(p, "free of a pointer libdmm never gave out:", false)))
             return;
     } else {
-        s = seg_of(p);
+        s = block_seg(p);
     }
     if (s->kind == SEG_LARGE) {
         large_free(s);
@@ -1228,7 +1239,7 @@ size_t dmm_malloc_usable_size(const void *p)
     segment *s;
     if (!p)
         return 0;
-    s = seg_of(p);
+    s = block_seg(p);
     if (G.harden && (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC))
         return 0;
     if (s->kind == SEG_LARGE)
@@ -1270,13 +1281,12 @@ void *dmm_realloc(void *p, size_t n)
     if (n <= have && (n > MEDIUM_MAX || n >= have / 2))
         return p; /* fits, and not wastefully */
     {
-        segment *s = seg_of(p);
+        segment *s = block_seg(p);
         if (s->kind == SEG_LARGE && n > MEDIUM_MAX && (q = large_grow(s, p, n)))
             return q;
         if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= MEDIUM_MAX) {
             int64_t before;
             medium_drain(s->heap);
-            medium_ready(s->heap);
             before = mlive(s->heap);
             if ((q = dmm_heap_realloc(s->heap->mheap, p, n))) { /* in place when it can */
                 book(mlive(s->heap) - before);
@@ -1322,8 +1332,16 @@ void *dmm_aligned_alloc(size_t align, size_t n)
     return alloc_aligned(n, align < DMM_MALLOC_ALIGN ? DMM_MALLOC_ALIGN : align);
 }
 
-/* glibc's memalign: any alignment, rounded up to a power of two. */
-void *dmm_memalign(size_t align, size_t n) { return dmm_aligned_alloc(dmm_family_norm_align(align), n); }
+/* glibc's memalign: any alignment, rounded up to a power of two; one that
+ * has no power of two to round to (above SIZE_MAX / 2 + 1) is EINVAL. */
+void *dmm_memalign(size_t align, size_t n)
+{
+    if (align > SIZE_MAX / 2u + 1u) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return dmm_aligned_alloc(dmm_family_norm_align(align), n);
+}
 
 void *dmm_valloc(size_t n) { return alloc_aligned(n, dmm_port_page_size()); }
 
@@ -1335,6 +1353,34 @@ void *dmm_pvalloc(size_t n)
         return NULL;
     }
     return alloc_aligned(n ? (n + pg - 1u) / pg * pg : pg, pg);
+}
+
+/* malloc_trim: the calling thread's heap and every parked heap give back
+ * what they can now (heap_tidy): pages that are empty once remote frees are
+ * in, segments without pages, empty medium heaps with their segments, the
+ * pages inside free medium blocks.  Heaps bound to other live threads are
+ * theirs to touch: their owners give back as they go (empty pages at
+ * once, everything at thread exit).  1 when memory went back to the OS. */
+int dmm_malloc_trim(void)
+{
+    uint64_t before = atomic_load_explicit(&G.mapped, memory_order_relaxed);
+    uint64_t retired = atomic_load_explicit(&G.retired, memory_order_relaxed);
+    bool discarded = false;
+    theap *me = tl_heap;
+    global_init();
+    if (me) {
+        discarded |= me->mheap != NULL;
+        heap_tidy(me);
+    }
+    for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all) {
+        if (h == me || atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_PARKED || !heap_take_parked(h))
+            continue;
+        discarded |= h->mheap != NULL;
+        heap_tidy(h);
+        heap_put_parked(h);
+    }
+    return discarded || atomic_load_explicit(&G.mapped, memory_order_relaxed) < before ||
+           atomic_load_explicit(&G.retired, memory_order_relaxed) != retired;
 }
 
 dmm_malloc_stats dmm_malloc_get_stats(void)

@@ -246,13 +246,20 @@ bool dmm_port_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(
 
 const char *dmm_port_getenv(const char *name) { return getenv(name); }
 
+/* write(2) is a cancellation point, and this runs inside free and realloc
+ * (misuse reports) and malloc_stats, which must not be cancellation
+ * points: cancellation is disabled around it (pthread_setcancelstate
+ * neither allocates nor blocks). */
 void dmm_port_write_err(const char *s, size_t n)
 {
+    int old = 0;
+    (void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
     while (n) {
         ssize_t w = write(2, s, n);
         if (w <= 0)
-            return;
+            break;
         s += w;
         n -= (size_t)w;
     }
+    (void)pthread_setcancelstate(old, NULL);
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -222,6 +223,7 @@ TEST(Malloc, AlignedFamily)
 
 TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
 {
+    int was = dmm_malloc_set_abort_on_error(0); // report and continue (the opt-in mode)
     dmm_malloc_stats before = dmm_malloc_get_stats();
     void *a = dmm_malloc(40), *b = dmm_malloc(40), *big = dmm_malloc(2 << 20);
     fill(b, 40, 9);
@@ -257,6 +259,77 @@ TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
     EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 3u);
     EXPECT_TRUE(intact(m2, 20000, 3));
     dmm_free(m2);
+    dmm_malloc_set_abort_on_error(was);
+}
+
+// Regression (issue 27): a detected misuse is fatal by default, as in glibc
+// and Scudo, and the report does not claim it was ignored.
+TEST(Malloc, MisuseAbortsByDefault)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            void *a = dmm_malloc(40);
+            dmm_free(a);
+            dmm_free(a);
+        },
+        "libdmm: double free of 0x[0-9a-f]+ \\(aborting\\)");
+    EXPECT_DEATH(
+        {
+            int x = 0;
+            dmm_free(&x);
+        },
+        "never gave out: 0x[0-9a-f]+ \\(aborting\\)");
+    EXPECT_DEATH(
+        {
+            void *m = dmm_malloc(20000);
+            dmm_free(m);
+            dmm_free(m);
+        },
+        "\\(aborting\\)");
+}
+
+// Regression (issue 27): memalign with an alignment no power of two can
+// reach is EINVAL (glibc's rule), and alignments of a segment (4 MiB) and
+// more are served by over-mapping.
+TEST(Malloc, HugeAlignments)
+{
+    errno = 0;
+    EXPECT_EQ(dmm_memalign(SIZE_MAX, 10), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    errno = 0;
+    EXPECT_EQ(dmm_memalign(SIZE_MAX / 2 + 2, 10), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    for (size_t a = (size_t)1 << 22; a <= ((size_t)1 << 26); a <<= 1) {
+        for (size_t n : {1u, 5000u, 3000000u}) {
+            void *p = nullptr;
+            ASSERT_EQ(dmm_posix_memalign(&p, a, n), 0) << a << " " << n;
+            ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % a, 0u);
+            ASSERT_GE(dmm_malloc_usable_size(p), n);
+            fill(p, n, 7);
+            void *q = dmm_aligned_alloc(a, n), *r = dmm_memalign(a, n);
+            ASSERT_NE(q, nullptr);
+            ASSERT_NE(r, nullptr);
+            EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % a, 0u);
+            EXPECT_EQ(reinterpret_cast<uintptr_t>(r) % a, 0u);
+            dmm_free(q);
+            dmm_free(r);
+            p = dmm_realloc(p, n + 5000000u); // grows by moving its pages
+            ASSERT_NE(p, nullptr);
+            EXPECT_TRUE(intact(p, n, 7));
+            dmm_free(p);
+        }
+    }
+    // an interior pointer on a segment boundary is not a block
+    int was = dmm_malloc_set_abort_on_error(0);
+    uint64_t errors = dmm_malloc_get_stats().errors;
+    void *big = dmm_malloc((size_t)12 << 20);
+    char *edge = reinterpret_cast<char *>((reinterpret_cast<uintptr_t>(big) + ((size_t)4 << 20)) &
+                                          ~(((uintptr_t)4 << 20) - 1u));
+    dmm_free(edge);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 1);
+    dmm_free(big);
+    dmm_malloc_set_abort_on_error(was);
 }
 
 TEST(MallocThreads, CrossThreadFreesAndAdoption)
@@ -510,6 +583,9 @@ void fork_from_signal_handler_body()
 // Regression (issue 27): fork_prepare spun on a lock its own thread held.
 TEST(MallocThreads, ForkFromSignalHandlerDuringFork)
 {
+#if defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "TSan's own fork interceptor allocates: it is not signal-safe";
+#endif
     run_child_test("ForkFromSignalHandler", nullptr, 30);
 }
 
@@ -547,4 +623,121 @@ TEST(MallocThreads, BlocksFreedAfterOwnerExitAreReturned)
     EXPECT_EQ(after.live_bytes, base.live_bytes) << "bytes still counted as in use after every block was freed";
     EXPECT_LE(after.mapped, base.mapped + (4u << 20)) << "base " << base.mapped << " after " << after.mapped;
     EXPECT_EQ(after.errors, base.errors);
+}
+
+namespace {
+std::atomic<int> g_cancel_stage{0};
+
+void *report_under_pending_cancel(void *)
+{
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    g_cancel_stage = 1;
+    while (g_cancel_stage != 2) // main cancels us meanwhile: the cancel is pending
+        usleep(1000);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+    int x = 0;
+    dmm_free(&x);              // reported on stderr: must not act on the cancel
+    dmm_malloc_print_stats();  // malloc_stats's line: neither
+    g_cancel_stage = 3;
+    return nullptr;
+}
+} // namespace
+
+// Regression (issue 27): a misuse report inside free wrote with write(2),
+// a cancellation point, so a thread with a pending cancel died in free().
+TEST(MallocThreads, ReportsAreNotCancellationPoints)
+{
+    int was = dmm_malloc_set_abort_on_error(0);
+    pthread_t t;
+    g_cancel_stage = 0;
+    ASSERT_EQ(pthread_create(&t, nullptr, report_under_pending_cancel, nullptr), 0);
+    while (g_cancel_stage != 1)
+        usleep(1000);
+    ASSERT_EQ(pthread_cancel(t), 0);
+    g_cancel_stage = 2;
+    void *ret = nullptr;
+    ASSERT_EQ(pthread_join(t, &ret), 0);
+    EXPECT_EQ(ret, nullptr) << "the thread was cancelled inside free or the statistics";
+    EXPECT_EQ(g_cancel_stage.load(), 3);
+    dmm_malloc_set_abort_on_error(was);
+}
+
+// Regression (issue 27): with poison on, the pages of free medium blocks
+// discarded when a thread exits (or as blocks are freed into a parked heap)
+// read back as zeros, and the heap reported them as written after free
+// (fatal by default).  A poisoning heap's free pages are no longer discarded.
+TEST(MallocThreads, PoisonModeAfterDiscard)
+{
+    run_child_test("PoisonAfterDiscard", "DMM_MEDIUM=org=tlsf,poison=on", 60);
+}
+
+TEST(MallocChild, PoisonAfterDiscard)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.PoisonModeAfterDiscard";
+    uint64_t errors = dmm_malloc_get_stats().errors;
+    std::vector<Obj> kept;
+    std::vector<void *> later;
+    std::thread t([&] {
+        for (int i = 0; i < 200; i++) {
+            size_t n = 3000 + 997u * static_cast<size_t>(i % 40);
+            void *p = dmm_malloc(n);
+            ASSERT_NE(p, nullptr);
+            fill(p, n, static_cast<uint8_t>(i));
+            if (i % 5 == 0)
+                kept.push_back({p, n, static_cast<uint8_t>(i)});
+            else if (i % 5 == 1)
+                later.push_back(p);
+            else
+                dmm_free(p);
+        }
+    });
+    t.join(); // its free blocks are discarded
+    for (void *p : later)
+        dmm_free(p); // into the parked heap
+    std::thread u([] { // adopts the heap and allocates from its free blocks
+        std::vector<void *> v;
+        for (int i = 0; i < 300; i++) {
+            size_t n = 2500 + 1499u * static_cast<size_t>(i % 50);
+            void *p = dmm_malloc(n);
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 1, n);
+            v.push_back(p);
+        }
+        for (void *p : v)
+            dmm_free(p);
+    });
+    u.join();
+    for (const Obj &o : kept) {
+        EXPECT_TRUE(intact(o.p, o.n, o.tag));
+        dmm_free(o.p);
+    }
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors) << "false reports";
+}
+
+// malloc_trim (issue 27): the calling thread's empty pages, even its
+// classes' current ones, go back with their segment.
+TEST(MallocThreads, TrimReturnsEmptyPages)
+{
+    run_child_test("Trim", nullptr, 60);
+}
+
+TEST(MallocChild, Trim)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.TrimReturnsEmptyPages";
+    std::vector<void *> v;
+    uint64_t base = dmm_malloc_get_stats().mapped;
+    for (int i = 0; i < 2000; i++)
+        v.push_back(dmm_malloc(1000));
+    for (void *p : v)
+        dmm_free(p);
+    uint64_t mid = dmm_malloc_get_stats().mapped;
+    EXPECT_GT(mid, base) << "the class's current page stays after its blocks are freed";
+    EXPECT_EQ(dmm_malloc_trim(), 1);
+    EXPECT_LT(dmm_malloc_get_stats().mapped, mid);
+    void *p = dmm_malloc(1000); // and the heap works on
+    ASSERT_NE(p, nullptr);
+    dmm_free(p);
 }
