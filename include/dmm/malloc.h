@@ -57,7 +57,10 @@ typedef struct dmm_malloc_stats {
     uint64_t live_bytes;  /* bytes of small and medium blocks handed out and
                              not freed (block sizes with the medium heap's
                              headers, not requests; a remote medium free
-                             counts when its owner collects it) */
+                             counts when its owner collects it, at once
+                             when its owner has exited) */
+    uint64_t large_count_max; /* the most large blocks held at once */
+    uint64_t large_bytes_max; /* and the most bytes mapped for them */
 } dmm_malloc_stats;
 
 dmm_malloc_stats dmm_malloc_get_stats(void);
@@ -65,6 +68,10 @@ dmm_malloc_stats dmm_malloc_get_stats(void);
 /* One line of those figures on stderr (no allocation).  Preloaded or
  * linked as libdmm.so, it runs at exit when DMM_SHOW_STATS=1. */
 void dmm_malloc_print_stats(void);
+
+/* malloc_stats's output: glibc's layout (Arena 0 = the segments; Total;
+ * max mmap regions and bytes = large blocks), then the line above. */
+void dmm_malloc_print_glibc_stats(void);
 
 /* Hardening: 1 (the default, environment DMM_HARDEN=0 turns it off)
  * validates every free in O(1) (inside a dmm segment, on a block boundary,

@@ -222,6 +222,7 @@ static struct {
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
     _Atomic uint64_t retired;     /* pages retired (malloc_trim's answer) */
+    _Atomic uint64_t large_count_max, large_bytes_max; /* high-water marks */
     _Atomic(struct theap *) all;  /* every heap, newest first */
     _Atomic int64_t live_orphan;  /* bytes freed by threads without a heap */
 } G = {.harden = 1, .abort_on_error = 1};
@@ -844,6 +845,21 @@ static void *small_alloc(theap *h, unsigned cls)
 }
 
 /* ---- large blocks ---- */
+static void raise_to(_Atomic uint64_t *m, uint64_t v)
+{
+    uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
+    while (cur < v && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+/* The most large blocks and large-block bytes held at once (malloc_stats's
+ * "max mmap" lines). */
+static void large_high_water(uint64_t count, uint64_t bytes)
+{
+    raise_to(&G.large_count_max, count);
+    raise_to(&G.large_bytes_max, bytes);
+}
+
 static void *large_alloc(size_t n, size_t align)
 {
     size_t off = LARGE_HDR, pgsz = dmm_port_page_size(), bytes, body;
@@ -887,8 +903,8 @@ static void *large_alloc(size_t n, size_t align)
     s->map_bytes = bytes;
     s->large_off = off;
     atomic_fetch_add_explicit(&G.mapped, bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&G.large_bytes, bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&G.large_count, 1, memory_order_relaxed);
+    large_high_water(atomic_fetch_add_explicit(&G.large_count, 1, memory_order_relaxed) + 1u,
+                     atomic_fetch_add_explicit(&G.large_bytes, bytes, memory_order_relaxed) + bytes);
     return (unsigned char *)s + off;
 }
 
@@ -931,7 +947,8 @@ static void *large_grow(segment *s, void *p, size_t n)
     t->map_bytes = bytes;
     t->large_off = off;
     atomic_fetch_add_explicit(&G.mapped, bytes - old, memory_order_relaxed);
-    atomic_fetch_add_explicit(&G.large_bytes, bytes - old, memory_order_relaxed);
+    raise_to(&G.large_bytes_max,
+             atomic_fetch_add_explicit(&G.large_bytes, bytes - old, memory_order_relaxed) + bytes - old);
     return (unsigned char *)t + off;
 }
 
@@ -1393,6 +1410,8 @@ dmm_malloc_stats dmm_malloc_get_stats(void)
     st.heaps = atomic_load_explicit(&G.heaps, memory_order_relaxed);
     st.heaps_adopted = atomic_load_explicit(&G.adopted, memory_order_relaxed);
     st.errors = atomic_load_explicit(&G.errors, memory_order_relaxed);
+    st.large_count_max = atomic_load_explicit(&G.large_count_max, memory_order_relaxed);
+    st.large_bytes_max = atomic_load_explicit(&G.large_bytes_max, memory_order_relaxed);
     {
         int64_t live = atomic_load_explicit(&G.live_orphan, memory_order_relaxed);
         for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all)
@@ -1427,4 +1446,37 @@ void dmm_malloc_print_stats(void)
     dmm_text_u64(&t, st.errors);
     dmm_text_char(&t, '\n');
     write_text(&t);
+}
+
+/* malloc_stats (preload.c): glibc's layout (one "arena": the segments),
+ * then libdmm's own line.  Programs and tests read glibc's labels. */
+static void stat_row(dmm_text *t, const char *label, uint64_t v)
+{
+    char num[24];
+    dmm_text n;
+    dmm_text_init(&n, num, sizeof num);
+    dmm_text_u64(&n, v);
+    dmm_text_str(t, label);
+    for (size_t w = n.len; w < 10u; w++)
+        dmm_text_char(t, ' ');
+    dmm_text_str(t, num);
+    dmm_text_char(t, '\n');
+}
+
+void dmm_malloc_print_glibc_stats(void)
+{
+    dmm_malloc_stats st = dmm_malloc_get_stats();
+    char b[512];
+    dmm_text t;
+    dmm_text_init(&t, b, sizeof b);
+    dmm_text_str(&t, "Arena 0:\n");
+    stat_row(&t, "system bytes     = ", st.mapped - st.large_bytes);
+    stat_row(&t, "in use bytes     = ", st.live_bytes);
+    dmm_text_str(&t, "Total (incl. mmap):\n");
+    stat_row(&t, "system bytes     = ", st.mapped);
+    stat_row(&t, "in use bytes     = ", st.live_bytes + st.large_bytes);
+    stat_row(&t, "max mmap regions = ", st.large_count_max);
+    stat_row(&t, "max mmap bytes   = ", st.large_bytes_max);
+    write_text(&t);
+    dmm_malloc_print_stats();
 }

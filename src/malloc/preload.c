@@ -80,7 +80,7 @@ EXPORT struct mallinfo2 mallinfo2(void)
     return mi;
 }
 
-EXPORT void malloc_stats(void) { dmm_malloc_print_stats(); }
+EXPORT void malloc_stats(void) { dmm_malloc_print_glibc_stats(); }
 
 /* The old mallinfo: the same figures, cut to int as glibc does. */
 EXPORT struct mallinfo mallinfo(void)
