@@ -116,6 +116,7 @@ typedef struct segment {
     size_t large_off;          /* large: where the block starts (from the
                                   header; SEG_SIZE for an alignment of a
                                   segment or more: see large_alloc) */
+    size_t large_guard;        /* large, secure mode: guard bytes at the end */
     struct theap *heap;        /* small, medium: owner */
     struct segment *next;      /* small, medium: the owner's segments */
     mpage page[PAGES];
@@ -145,6 +146,10 @@ static unsigned size_class(size_t n)
     return 8u + (lg - 7u) * 4u + step;
 }
 
+#define QUAR 256u   /* secure mode: freed small blocks held back per thread */
+#define CANARY 8u   /* secure mode: canary bytes at a small block's end */
+#define POISON_BYTE 0xDBu
+
 typedef struct theap {
     mpage *pages[NCLASS];      /* per class: list of pages, head first */
     segment *segs;             /* small segments owned */
@@ -159,6 +164,8 @@ typedef struct theap {
     _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
     size_t mfreed;             /* parked: medium bytes freed since the last
                                   discard walk */
+    uint32_t qhead, qcount;    /* secure mode: the quarantine ring */
+    struct mblock *quar[QUAR];
 } theap;
 
 /* Who may touch a heap's owner-only state.  OWNED: the thread bound to it.
@@ -212,6 +219,8 @@ static inline bool olock_mine(olock *l) { return atomic_load_explicit(&l->holder
 static struct {
     _Atomic int state; /* 0 none, 1 initialising, 2 ready */
     int harden;
+    int secure;      /* DMM_SECURE=1: canaries, quarantine, guard pages */
+    uint64_t secret; /* secure mode: canary key */
     _Atomic int abort_on_error; /* 1 (default): a detected misuse aborts */
     int verbose;
     dmm_port_tkey key;
@@ -401,6 +410,11 @@ static bool medium_try(const char *spec, dmm_heap_config *out)
         c.harden = DMM_HARDEN_OFF;
     else if (c.harden == DMM_HARDEN_OFF)
         c.harden = DMM_HARDEN_CHECKED;
+    if (G.secure) { /* canaries behind used blocks, poisoned free ones */
+        if (c.harden < DMM_HARDEN_CANARY)
+            c.harden = DMM_HARDEN_CANARY;
+        c.poison = true;
+    }
     if (dmm_heap_config_check(&c, &why) != DMM_OK)
         return false;
     *out = c;
@@ -453,6 +467,20 @@ static void say_config(void)
     write_text(&t);
 }
 
+/* A per-process secret from what differs between runs: the clock and the
+ * addresses the loader and the kernel chose (no allocation, no syscall the
+ * port does not have). */
+static uint64_t canary_seed(void)
+{
+    uint64_t x = dmm_port_clock_ns() ^ (uint64_t)(uintptr_t)&G ^ ((uint64_t)(uintptr_t)&tl_self << 17) ^
+                 0x6a09e667f3bcc909ull;
+    for (int i = 0; i < 3; i++) {
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+    }
+    return x | 1u;
+}
+
 static void global_init(void)
 {
     int s = 0;
@@ -462,6 +490,12 @@ static void global_init(void)
         const char *e = dmm_port_getenv("DMM_HARDEN");
         if (e && e[0] == '0')
             G.harden = 0;
+        e = dmm_port_getenv("DMM_SECURE");
+        if (e && e[0] == '1') {
+            G.secure = 1;
+            G.harden = 1;
+            G.secret = canary_seed();
+        }
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
         G.abort_on_error = !(e && e[0] == '0'); /* abort unless asked to report and continue */
         e = dmm_port_getenv("DMM_VERBOSE");
@@ -674,6 +708,7 @@ static bool heap_take_parked(theap *h)
 static void heap_put_parked(theap *h) { atomic_store_explicit(&h->pstate, HEAP_PARKED, memory_order_seq_cst); }
 
 static void heap_tidy(theap *h);
+static void quarantine_flush(theap *h);
 
 static theap *heap_adopt(void)
 {
@@ -729,6 +764,7 @@ static theap *heap_get(void)
  * pages inside its free blocks).  The caller owns h or holds it BUSY. */
 static void heap_tidy(theap *h)
 {
+    quarantine_flush(h);
     for (unsigned c = 0; c < NCLASS; c++) {
         mpage *pg = h->pages[c];
         while (pg) {
@@ -883,14 +919,21 @@ static void *large_alloc(size_t n, size_t align)
         off = SEG_SIZE;
         bytes = SEG_SIZE + body;
     } else {
-        if (n > SIZE_MAX - off - pgsz) {
+        size_t guard = G.secure ? pgsz : 0u;
+        if (n > SIZE_MAX - off - pgsz - guard) {
             errno = ENOMEM;
             return NULL;
         }
-        bytes = (off + n + pgsz - 1u) / pgsz * pgsz;
+        bytes = (off + n + pgsz - 1u) / pgsz * pgsz + guard;
         if (!(s = dmm_port_pages_map_aligned(bytes, SEG_SIZE))) {
             errno = ENOMEM;
             return NULL;
+        }
+        if (guard && dmm_port_pages_guard((unsigned char *)s + bytes - guard, guard)) {
+            /* secure: the block ends at the guard page (to its alignment) */
+            size_t a = align < DMM_MALLOC_ALIGN ? DMM_MALLOC_ALIGN : align;
+            off = (bytes - guard - n) & ~(a - 1u);
+            s->large_guard = guard;
         }
     }
     if (!reg_set((uintptr_t)s, true)) {
@@ -1110,6 +1153,20 @@ static void medium_release_if_empty(theap *h)
         medium_destroy(h);
 }
 
+/* secure mode's canary (see "secure mode" below) */
+static inline uint64_t canary_of(const void *b)
+{
+    uint64_t x = (uint64_t)(uintptr_t)b ^ G.secret;
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ull;
+    return x ^ (x >> 29);
+}
+
+static inline uint64_t *canary_slot(const mpage *pg, void *b)
+{
+    return (uint64_t *)((unsigned char *)b + pg->block_size - CANARY);
+}
+
 /* ---- the API ---- */
 /* Every allocation but the fast path: a size class whose blocks the
  * alignment divides (pages are PAGE_SIZE-aligned), else the medium heap,
@@ -1120,13 +1177,19 @@ static void *alloc_aligned(size_t n, size_t align)
     void *p = NULL;
     if (n <= MEDIUM_MAX && align <= PAGE_SIZE) {
         unsigned c = NCLASS;
-        if (small_size(n))
-            for (c = size_class(n < align ? align : n); c < NCLASS && class_size[c] % align; c++)
+        size_t need = G.secure ? n + CANARY : n; /* room for the canary */
+        if (small_size(need))
+            for (c = size_class(need < align ? align : need); c < NCLASS && class_size[c] % align; c++)
                 ;
         if ((h = heap_get()))
             p = c < NCLASS ? small_alloc(h, c) : medium_alloc(h, n, align);
         if (!p)
             errno = ENOMEM;
+        else if (G.secure && c < NCLASS) {
+            segment *s = seg_of(p);
+            mpage *pg = &s->page[page_index(s, p)];
+            *canary_slot(pg, p) = canary_of(p);
+        }
         return p;
     }
     global_init();
@@ -1137,7 +1200,7 @@ void *dmm_malloc(size_t n)
 {
     theap *h = tl_heap;
     mpage *pg;
-    if (small_size(n) && h && (pg = h->pages[size_class(n)]) && pg->free) /* the fast path */
+    if (small_size(n) && h && !G.secure && (pg = h->pages[size_class(n)]) && pg->free) /* the fast path */
         return page_pop(h, pg);
     return alloc_aligned(n, DMM_MALLOC_ALIGN);
 }
@@ -1189,6 +1252,103 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     return s;
 }
 
+/* Puts a small block of page pg back, h being the calling thread's heap
+ * (NULL when it has none): on the page's local list when h owns it, else
+ * straight into a parked owner, else on the page's remote list. */
+static void small_release(theap *h, mpage *pg, mblock *b)
+{
+    if (pg->heap == h) {
+        b->next = pg->free;
+        pg->free = b;
+        if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
+            page_retire(pg->heap, pg);
+        return;
+    }
+    {
+        theap *o = pg->heap;
+        mblock *head;
+        if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
+            /* its thread exited: free straight into the page */
+            b->next = pg->free;
+            pg->free = b;
+            pg->used--;
+            page_collect(pg);
+            if (pg->used == 0)
+                page_retire(o, pg);
+            heap_put_parked(o);
+            return;
+        }
+        head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+        do
+            b->next = head;
+        while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
+                                                      memory_order_relaxed));
+        remote_recheck(o);
+    }
+}
+
+/* ---- secure mode (DMM_SECURE=1, docs/malloc.md) ----
+ * Small blocks carry a canary in their last CANARY bytes (the address mixed
+ * with a per-process secret), checked when the block is freed: a write past
+ * the end of the request reaches it.  A freed small block is filled with
+ * POISON_BYTE and waits in the freeing thread's quarantine (a ring of QUAR
+ * blocks) before it can be reused; when it leaves, the fill and the canary
+ * are checked, so a write after free is caught.  A double free during the
+ * quarantine is caught by the allocated bit as always.  Large blocks end at
+ * a guard page, medium heaps run with canaries and poison. */
+static bool poison_intact(const unsigned char *q, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (q[i] != POISON_BYTE)
+            return false;
+    return true;
+}
+
+/* A block leaving the quarantine: checked, then really freed. */
+static void quarantine_release(theap *h, mblock *b)
+{
+    segment *s = seg_of(b);
+    mpage *pg = &s->page[page_index(s, b)];
+    if (!poison_intact((const unsigned char *)b, pg->block_size - CANARY) || *canary_slot(pg, b) != canary_of(b)) {
+        report("write after free to", b);
+        return; /* withheld: never handed out again */
+    }
+    small_release(h, pg, b);
+}
+
+static void secure_free_small(theap *h, mpage *pg, mblock *b)
+{
+    if (*canary_slot(pg, b) != canary_of(b)) {
+        report("write past the end of", b);
+        return; /* withheld */
+    }
+    memset(b, POISON_BYTE, pg->block_size - CANARY);
+    if (!h && !(h = heap_get())) {
+        quarantine_release(NULL, b);
+        return;
+    }
+    if (h->qcount == QUAR) {
+        mblock *old = h->quar[h->qhead];
+        h->quar[h->qhead] = b;
+        h->qhead = (h->qhead + 1u) % QUAR;
+        quarantine_release(h, old);
+        return;
+    }
+    h->quar[(h->qhead + h->qcount) % QUAR] = b;
+    h->qcount++;
+}
+
+/* Thread exit, malloc_trim: the quarantine is emptied (checked). */
+static void quarantine_flush(theap *h)
+{
+    while (h->qcount) {
+        mblock *b = h->quar[h->qhead];
+        h->qhead = (h->qhead + 1u) % QUAR;
+        h->qcount--;
+        quarantine_release(h, b);
+    }
+}
+
 void dmm_free(void *p)
 {
     segment *s;
@@ -1221,34 +1381,11 @@ void dmm_free(void *p)
         }
     }
     book_on(h, -(int64_t)pg->block_size);
-    if (pg->heap == h) {
-        b->next = pg->free;
-        pg->free = b;
-        if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
-            page_retire(pg->heap, pg);
+    if (G.secure) {
+        secure_free_small(h, pg, b);
         return;
     }
-    {
-        theap *o = pg->heap;
-        mblock *head;
-        if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
-            /* its thread exited: free straight into the page */
-            b->next = pg->free;
-            pg->free = b;
-            pg->used--;
-            page_collect(pg);
-            if (pg->used == 0)
-                page_retire(o, pg);
-            heap_put_parked(o);
-            return;
-        }
-        head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
-        do
-            b->next = head;
-        while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
-                                                      memory_order_relaxed));
-        remote_recheck(o);
-    }
+    small_release(h, pg, b);
 }
 
 size_t dmm_malloc_usable_size(const void *p)
@@ -1260,10 +1397,10 @@ size_t dmm_malloc_usable_size(const void *p)
     if (G.harden && (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC))
         return 0;
     if (s->kind == SEG_LARGE)
-        return s->map_bytes - (size_t)((uintptr_t)p - (uintptr_t)s);
+        return s->map_bytes - s->large_guard - (size_t)((uintptr_t)p - (uintptr_t)s);
     if (s->kind == SEG_MEDIUM)
         return dmm_heap_usable_size(s->heap->mheap, p);
-    return s->page[page_index(s, p)].block_size;
+    return s->page[page_index(s, p)].block_size - (G.secure ? CANARY : 0u);
 }
 
 void *dmm_calloc(size_t nmemb, size_t size)
@@ -1299,7 +1436,7 @@ void *dmm_realloc(void *p, size_t n)
         return p; /* fits, and not wastefully */
     {
         segment *s = block_seg(p);
-        if (s->kind == SEG_LARGE && n > MEDIUM_MAX && (q = large_grow(s, p, n)))
+        if (s->kind == SEG_LARGE && n > MEDIUM_MAX && !s->large_guard && (q = large_grow(s, p, n)))
             return q;
         if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= MEDIUM_MAX) {
             int64_t before;

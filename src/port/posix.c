@@ -212,6 +212,8 @@ void *dmm_port_pages_map_aligned(size_t bytes, size_t align)
 
 void dmm_port_pages_discard(void *p, size_t bytes) { (void)madvise(p, bytes, MADV_DONTNEED); }
 
+bool dmm_port_pages_guard(void *p, size_t bytes) { return mprotect(p, bytes, PROT_NONE) == 0; }
+
 bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes)
 {
 #if defined(__linux__) && defined(MREMAP_FIXED)

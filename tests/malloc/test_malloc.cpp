@@ -741,3 +741,71 @@ TEST(MallocChild, Trim)
     ASSERT_NE(p, nullptr);
     dmm_free(p);
 }
+
+// Secure mode (DMM_SECURE=1, issue 27): canaries at the end of small blocks,
+// a poisoned quarantine that delays reuse and catches writes after free,
+// guard pages after large blocks, canaries and poison in the medium heaps.
+TEST(MallocThreads, SecureModeCatchesMisuse)
+{
+    run_child_test("Secure", "DMM_SECURE=1", 120);
+}
+
+TEST(MallocChild, Secure)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.SecureModeCatchesMisuse";
+    int was = dmm_malloc_set_abort_on_error(0);
+    uint64_t e0 = dmm_malloc_get_stats().errors;
+    // a correct program runs as before, contents kept
+    std::vector<Obj> v;
+    for (int i = 0; i < 3000; i++) {
+        size_t n = static_cast<size_t>(i * 37) % 3000u + 1u;
+        Obj o{dmm_malloc(n), n, static_cast<uint8_t>(i)};
+        ASSERT_NE(o.p, nullptr);
+        fill(o.p, n, o.tag);
+        v.push_back(o);
+    }
+    for (const Obj &o : v) {
+        ASSERT_TRUE(intact(o.p, o.n, o.tag));
+        dmm_free(o.p);
+    }
+    EXPECT_EQ(dmm_malloc_trim(), 1); // flushes the quarantine, checking it
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0) << "false reports";
+    // one byte past the usable size of a small block: its canary
+    auto *a = static_cast<char *>(dmm_malloc(40));
+    a[dmm_malloc_usable_size(a)] = 1;
+    dmm_free(a);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 1);
+    // a freed block is not handed out again at once
+    void *b = dmm_malloc(64);
+    dmm_free(b);
+    void *c = dmm_malloc(64);
+    EXPECT_NE(b, c);
+    dmm_free(c);
+    // a write after free is caught when the block leaves the quarantine
+    auto *d = static_cast<char *>(dmm_malloc(100));
+    dmm_free(d);
+    d[10] = 42;
+    dmm_malloc_trim();
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 2);
+    // a double free while quarantined
+    void *f = dmm_malloc(200);
+    dmm_free(f);
+    dmm_free(f);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 3);
+    // a medium block's overflow reaches the heap's canary
+    auto *m = static_cast<char *>(dmm_malloc(5000));
+    std::memset(m, 1, dmm_malloc_usable_size(m) + 8);
+    dmm_free(m);
+    EXPECT_GE(dmm_malloc_get_stats().errors, e0 + 4);
+    dmm_malloc_set_abort_on_error(was);
+    // past the end of a large block: the guard page
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            auto *g = static_cast<volatile char *>(dmm_malloc((size_t)3 << 20));
+            for (size_t i = 0;; i++)
+                g[(size_t)(3 << 20) - 8 + i] = 1;
+        },
+        "");
+}
