@@ -61,6 +61,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../core/bits.h"
 #include "../core/text.h"
 #include "family.h"
 #include "../port/port.h"
@@ -1210,13 +1211,17 @@ void *dmm_malloc(size_t n)
  * allocated.  NULL: report made. */
 static inline segment *check_free(const void *p, const char *what, bool check_live)
 {
-    segment *s = block_seg(p);
+    segment *s = seg_of(p);
+    if ((const void *)s == p) { /* only a large block aligned to SEG_SIZE or more starts there */
+        s = block_seg(p);
+        if (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC || s->kind != SEG_LARGE || s->large_off != SEG_SIZE) {
+            report(what, p);
+            return NULL;
+        }
+        return s;
+    }
     if (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC) {
         report(what, p);
-        return NULL;
-    }
-    if (s->kind != SEG_LARGE && (uintptr_t)p - (uintptr_t)s >= SEG_SIZE) {
-        report(what, p); /* the first byte of the next segment */
         return NULL;
     }
     if (s->kind == SEG_MEDIUM)
@@ -1252,18 +1257,10 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     return s;
 }
 
-/* Puts a small block of page pg back, h being the calling thread's heap
- * (NULL when it has none): on the page's local list when h owns it, else
+/* A small block of page pg freed by a thread that does not own the page:
  * straight into a parked owner, else on the page's remote list. */
-static void small_release(theap *h, mpage *pg, mblock *b)
+static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
 {
-    if (pg->heap == h) {
-        b->next = pg->free;
-        pg->free = b;
-        if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
-            page_retire(pg->heap, pg);
-        return;
-    }
     {
         theap *o = pg->heap;
         mblock *head;
@@ -1287,6 +1284,20 @@ static void small_release(theap *h, mpage *pg, mblock *b)
     }
 }
 
+/* Puts a small block of page pg back, h being the calling thread's heap
+ * (NULL when it has none): on the page's local list when h owns it. */
+static inline void small_release(theap *h, mpage *pg, mblock *b)
+{
+    if (pg->heap == h) {
+        b->next = pg->free;
+        pg->free = b;
+        if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
+            page_retire(pg->heap, pg);
+        return;
+    }
+    small_release_remote(pg, b);
+}
+
 /* ---- secure mode (DMM_SECURE=1, docs/malloc.md) ----
  * Small blocks carry a canary in their last CANARY bytes (the address mixed
  * with a per-process secret), checked when the block is freed: a write past
@@ -1296,11 +1307,16 @@ static void small_release(theap *h, mpage *pg, mblock *b)
  * are checked, so a write after free is caught.  A double free during the
  * quarantine is caught by the allocated bit as always.  Large blocks end at
  * a guard page, medium heaps run with canaries and poison. */
+/* q: a small block (16-byte aligned), n: a multiple of 8. */
 static bool poison_intact(const unsigned char *q, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (q[i] != POISON_BYTE)
+    const uint64_t pat = 0x0101010101010101ull * POISON_BYTE;
+    for (size_t i = 0; i < n; i += 8u) {
+        uint64_t w;
+        memcpy(&w, q + i, 8u);
+        if (w != pat)
             return false;
+    }
     return true;
 }
 
@@ -1316,7 +1332,7 @@ static void quarantine_release(theap *h, mblock *b)
     small_release(h, pg, b);
 }
 
-static void secure_free_small(theap *h, mpage *pg, mblock *b)
+static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
 {
     if (*canary_slot(pg, b) != canary_of(b)) {
         report("write past the end of", b);
