@@ -118,6 +118,8 @@ typedef struct segment {
                                   header; SEG_SIZE for an alignment of a
                                   segment or more: see large_alloc) */
     size_t large_guard;        /* large, secure mode: guard bytes at the end */
+    bool large_dirty;          /* large: reused from the cache, not zero */
+    uint64_t large_stamp;      /* large, cached: the cache tick it came in at */
     struct theap *heap;        /* small, medium: owner */
     struct segment *next;      /* small, medium: the owner's segments */
     mpage page[PAGES];
@@ -253,6 +255,23 @@ static struct {
 
 static _Thread_local theap *tl_heap;
 
+/* Freed large mappings kept for reuse (large_free, large_alloc): at most
+ * LCACHE of them and LCACHE_BYTES in all, each at most LCACHE_BYTES / 2;
+ * one that LCACHE_DECAY later large frees did not reuse is unmapped.  A
+ * mapping and unmapping per call (and the page faults on every reuse)
+ * made a program that cycles large blocks spend its time in the kernel. */
+#define LCACHE 8u
+#define LCACHE_BYTES ((size_t)64 << 20)
+#define LCACHE_DECAY 32u
+static struct {
+    olock lock;
+    struct segment *e[LCACHE];
+    unsigned n;
+    _Atomic unsigned peek; /* n, for a look without the lock */
+    size_t bytes;
+    uint64_t tick;
+} LC;
+
 /* Books block bytes on h, the calling thread's heap (owner-only counter:
  * a relaxed load and store, no read-modify-write), or globally when the
  * thread has none (h NULL). */
@@ -356,7 +375,7 @@ static void medium_drain(struct theap *h);
 
 /* The locks a fork takes (olock above).  A fork from a signal handler can
  * nest inside another fork's handlers on the same thread: each level
- * pushes two bits (which of the two locks it took) on a per-thread stack,
+ * pushes three bits (which of the three locks it took) on a per-thread stack,
  * and its parent/child handler pops them. */
 static _Thread_local uint64_t tl_fork_taken;
 
@@ -371,12 +390,19 @@ static void fork_prepare(void)
         olock_lock(&G.map_lock);
         took |= 2u;
     }
-    tl_fork_taken = tl_fork_taken << 2 | took;
+    if (!olock_mine(&LC.lock)) {
+        olock_lock(&LC.lock);
+        took |= 4u;
+    }
+    tl_fork_taken = tl_fork_taken << 3 | took;
 }
 static void fork_parent(void)
 {
-    unsigned took = (unsigned)(tl_fork_taken & 3u);
-    tl_fork_taken >>= 2;
+    unsigned took = (unsigned)(tl_fork_taken & 7u);
+    tl_fork_taken >>= 3;
+    if (took & 4u)
+        atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
+    olock_unlock(&LC.lock);
     if (took & 2u)
         olock_unlock(&G.map_lock);
     if (took & 1u)
@@ -385,7 +411,8 @@ static void fork_parent(void)
 static void heaps_after_fork(void);
 static void fork_child(void)
 {
-    tl_fork_taken >>= 2;
+    tl_fork_taken >>= 3;
+    atomic_store_explicit(&LC.lock.holder, 0, memory_order_relaxed);
     atomic_store_explicit(&G.map_lock.holder, 0, memory_order_relaxed);
     atomic_store_explicit(&G.parked_lock.holder, 0, memory_order_relaxed);
     heaps_after_fork();
@@ -897,6 +924,98 @@ static void *small_alloc(theap *h, unsigned cls)
 }
 
 /* ---- large blocks ---- */
+static void large_unmap(segment *s)
+{
+    atomic_fetch_sub_explicit(&G.mapped, s->map_bytes, memory_order_relaxed);
+    dmm_port_pages_unmap(s, s->map_bytes);
+}
+
+/* Takes the cache's entries out that decayed (all of them when all is
+ * set) into out; returns how many.  LC.lock held. */
+static unsigned lcache_expire(segment **out, bool all)
+{
+    unsigned k = 0, j = 0;
+    for (unsigned i = 0; i < LC.n; i++) {
+        segment *c = LC.e[i];
+        if (all || LC.tick - c->large_stamp > LCACHE_DECAY) {
+            out[k++] = c;
+            LC.bytes -= c->map_bytes;
+        } else {
+            LC.e[j++] = c;
+        }
+    }
+    LC.n = j;
+    return k;
+}
+
+/* Unmaps every cached mapping (malloc_trim).  1 when there was one. */
+static int lcache_flush(void)
+{
+    segment *out[LCACHE];
+    unsigned k;
+    olock_lock(&LC.lock);
+    k = lcache_expire(out, true);
+    atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
+    olock_unlock(&LC.lock);
+    for (unsigned i = 0; i < k; i++)
+        large_unmap(out[i]);
+    return k != 0;
+}
+
+static void large_free(segment *s)
+{
+    size_t bytes = s->map_bytes;
+    segment *out[LCACHE + 1u];
+    unsigned k = 0;
+    reg_set((uintptr_t)s, false);
+    s->magic = 0;
+    atomic_fetch_sub_explicit(&G.large_bytes, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&G.large_count, 1, memory_order_relaxed);
+    if (G.secure || s->large_guard || s->large_off >= SEG_SIZE || bytes > LCACHE_BYTES / 2u) {
+        large_unmap(s); /* secure mode never reuses a freed block's memory */
+        return;
+    }
+    olock_lock(&LC.lock);
+    LC.tick++;
+    k = lcache_expire(out, false);
+    while (LC.n && (LC.n == LCACHE || LC.bytes + bytes > LCACHE_BYTES)) { /* the oldest go */
+        out[k++] = LC.e[0];
+        LC.bytes -= LC.e[0]->map_bytes;
+        memmove(&LC.e[0], &LC.e[1], (LC.n - 1u) * sizeof LC.e[0]);
+        LC.n--;
+    }
+    s->large_stamp = LC.tick;
+    LC.e[LC.n++] = s;
+    LC.bytes += bytes;
+    atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
+    olock_unlock(&LC.lock);
+    for (unsigned i = 0; i < k; i++)
+        large_unmap(out[i]);
+}
+
+/* A cached mapping of at least bytes (and not half as much again), or
+ * NULL. */
+static segment *lcache_take(size_t bytes)
+{
+    segment *s = NULL;
+    if (!atomic_load_explicit(&LC.peek, memory_order_relaxed)) /* an empty cache costs no lock */
+        return NULL;
+    olock_lock(&LC.lock);
+    for (unsigned i = LC.n; i-- > 0;) { /* the newest first: its pages are the warmest */
+        segment *c = LC.e[i];
+        if (c->map_bytes >= bytes && c->map_bytes - bytes <= bytes / 2u) {
+            s = c;
+            LC.bytes -= c->map_bytes;
+            memmove(&LC.e[i], &LC.e[i + 1u], (LC.n - 1u - i) * sizeof LC.e[0]);
+            LC.n--;
+            break;
+        }
+    }
+    atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
+    olock_unlock(&LC.lock);
+    return s;
+}
+
 static void raise_to(_Atomic uint64_t *m, uint64_t v)
 {
     uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
@@ -941,7 +1060,11 @@ static void *large_alloc(size_t n, size_t align)
             return NULL;
         }
         bytes = (off + n + pgsz - 1u) / pgsz * pgsz + guard;
-        if (!(s = dmm_port_pages_map_aligned(bytes, SEG_SIZE))) {
+        if (!guard && (s = lcache_take(bytes))) {
+            bytes = s->map_bytes; /* still registered as mapped */
+            atomic_fetch_sub_explicit(&G.mapped, bytes, memory_order_relaxed);
+            s->large_dirty = true;
+        } else if (!(s = dmm_port_pages_map_aligned(bytes, SEG_SIZE))) {
             errno = ENOMEM;
             return NULL;
         }
@@ -967,16 +1090,6 @@ static void *large_alloc(size_t n, size_t align)
     return (unsigned char *)s + off;
 }
 
-static void large_free(segment *s)
-{
-    size_t bytes = s->map_bytes;
-    reg_set((uintptr_t)s, false);
-    s->magic = 0;
-    atomic_fetch_sub_explicit(&G.mapped, bytes, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&G.large_bytes, bytes, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&G.large_count, 1, memory_order_relaxed);
-    dmm_port_pages_unmap(s, bytes);
-}
 
 /* A large block grown by moving its pages into a bigger mapping: no copy,
  * and no fault on the pages already written (a buffer grown by realloc
@@ -1443,8 +1556,8 @@ void *dmm_calloc(size_t nmemb, size_t size)
         return NULL;
     }
     p = dmm_malloc(n);
-    if (p && n <= MEDIUM_MAX)
-        memset(p, 0, n); /* large blocks are fresh mappings: zero already */
+    if (p && (n <= MEDIUM_MAX || block_seg(p)->large_dirty))
+        memset(p, 0, n); /* large blocks are fresh mappings, zero already, unless reused */
     return p;
 }
 
@@ -1564,6 +1677,7 @@ int dmm_malloc_trim(void)
         heap_tidy(h);
         heap_put_parked(h);
     }
+    discarded |= lcache_flush() != 0;
     return discarded || atomic_load_explicit(&G.mapped, memory_order_relaxed) < before ||
            atomic_load_explicit(&G.retired, memory_order_relaxed) != retired;
 }

@@ -809,3 +809,41 @@ TEST(MallocChild, Secure)
         },
         "");
 }
+
+// Large blocks (issue 27): a freed mapping is kept for reuse (bounded), so
+// a program that cycles large blocks does not map and unmap each time; a
+// reused block given by calloc is zero; malloc_trim unmaps the cache.
+TEST(Malloc, LargeMappingsAreReused)
+{
+    const size_t n = (size_t)3 << 20;
+    auto *a = static_cast<unsigned char *>(dmm_malloc(n));
+    ASSERT_NE(a, nullptr);
+    std::memset(a, 0x77, n);
+    uint64_t held = dmm_malloc_get_stats().mapped;
+    dmm_free(a);
+    EXPECT_EQ(dmm_malloc_get_stats().mapped, held) << "the freed mapping was unmapped, not kept";
+    auto *b = static_cast<unsigned char *>(dmm_calloc(1, n - 1000));
+    EXPECT_EQ(b, a) << "the freed mapping was not reused";
+    for (size_t i = 0; i < n - 1000; i += 997)
+        ASSERT_EQ(b[i], 0u) << "calloc from a reused mapping not zero at " << i;
+    dmm_free(b);
+    // bounded: many distinct large blocks freed leave at most the bound mapped
+    uint64_t base = dmm_malloc_get_stats().mapped;
+    std::vector<void *> v;
+    for (int i = 0; i < 24; i++)
+        v.push_back(dmm_malloc(((size_t)2 << 20) + (size_t)i * 300000u));
+    for (void *p : v)
+        dmm_free(p);
+    EXPECT_LE(dmm_malloc_get_stats().mapped, base + ((uint64_t)64 << 20));
+    dmm_malloc_trim();
+    EXPECT_LE(dmm_malloc_get_stats().mapped, base);
+    // a stale pointer into a cached mapping is still refused
+    int was = dmm_malloc_set_abort_on_error(0);
+    uint64_t e = dmm_malloc_get_stats().errors;
+    void *c = dmm_malloc(n);
+    dmm_free(c);
+    dmm_free(c);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e + 1);
+    dmm_malloc_set_abort_on_error(was);
+    dmm_malloc_trim();
+}
