@@ -21,7 +21,13 @@
  * whole when it runs out of local blocks.  A thread that exits gives back
  * what it can, then parks its heap on the abandoned list; a new thread
  * adopts a parked heap before making one.  A heap is never destroyed, so a
- * late remote free always finds its page.
+ * late remote free always finds its page; it frees straight into the
+ * parked heap (taking it for the moment, HEAP_BUSY), so memory freed after
+ * its owner exited is reusable and returned at once.
+ *
+ * A detected misuse aborts by default (DMM_ABORT_ON_ERROR=0: report and
+ * continue).  DMM_SECURE=1 adds canaries, a quarantine and guard pages
+ * ("secure mode" below).  Freed large mappings are cached (LC).
  *
  * Platform services come from the port (src/port/port.h): aligned pages,
  * discarding, thread keys, fork handlers, the environment, error output.
