@@ -1318,7 +1318,7 @@ static void *alloc_aligned(size_t n, size_t align)
             return NULL;
         }
         need = G.secure ? n + CANARY : n; /* room for the canary */
-        if (small_size(need))
+        if (small_size(need) && small_size(align)) /* the table covers sizes up to the largest class */
             for (c = class_of(need < align ? align : need); c < NCLASS && class_size[c] % align; c++)
                 ;
         p = c < NCLASS ? small_alloc(h, c) : medium_alloc(h, n, align);

@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
@@ -525,6 +527,7 @@ bool child_only()
 }
 
 volatile sig_atomic_t g_handler_forks;
+std::atomic<int> *g_acks; // shared with the sender: handlers finished
 
 void fork_in_handler(int)
 {
@@ -537,6 +540,7 @@ void fork_in_handler(int)
             ;
         g_handler_forks = g_handler_forks + 1;
     }
+    g_acks->fetch_add(1);
     errno = saved;
 }
 
@@ -552,11 +556,19 @@ void fork_from_signal_handler_body()
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGUSR1, &sa, nullptr) != 0)
         _exit(2);
+    void *shm = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(shm, MAP_FAILED);
+    g_acks = new (shm) std::atomic<int>(0);
     pid_t me = getpid(), sender = fork();
     if (sender == 0) {
+        // one signal at a time: the next only after the handler finished (or
+        // 50 ms), so a slow fork (a sanitizer's) is not interrupted forever
         for (;;) {
+            int before = g_acks->load();
             if (kill(me, SIGUSR1) != 0)
                 _exit(0);
+            for (int w = 0; w < 500 && g_acks->load() == before; w++)
+                usleep(100);
             usleep(700);
         }
     }
