@@ -12,7 +12,9 @@
  * The dmm_* functions below are the library's API; linked as libdmm.so (or
  * preloaded), the same functions also answer the C library's malloc, free,
  * calloc, realloc, reallocarray, posix_memalign, aligned_alloc, memalign,
- * valloc, pvalloc and malloc_usable_size, and so C++ new/delete.
+ * valloc, pvalloc and malloc_usable_size, and so C++ new/delete, and
+ * the statistics calls mallinfo, mallinfo2, malloc_stats, malloc_info,
+ * malloc_trim and mallopt (docs/malloc.md).
  */
 #ifndef DMM_MALLOC_H
 #define DMM_MALLOC_H
@@ -55,7 +57,10 @@ typedef struct dmm_malloc_stats {
     uint64_t live_bytes;  /* bytes of small and medium blocks handed out and
                              not freed (block sizes with the medium heap's
                              headers, not requests; a remote medium free
-                             counts when its owner collects it) */
+                             counts when its owner collects it, at once
+                             when its owner has exited) */
+    uint64_t large_count_max; /* the most large blocks held at once */
+    uint64_t large_bytes_max; /* and the most bytes mapped for them */
 } dmm_malloc_stats;
 
 dmm_malloc_stats dmm_malloc_get_stats(void);
@@ -64,12 +69,28 @@ dmm_malloc_stats dmm_malloc_get_stats(void);
  * linked as libdmm.so, it runs at exit when DMM_SHOW_STATS=1. */
 void dmm_malloc_print_stats(void);
 
+/* malloc_stats's output: glibc's layout (Arena 0 = the segments; Total;
+ * max mmap regions and bytes = large blocks), then the line above. */
+void dmm_malloc_print_glibc_stats(void);
+
 /* Hardening: 1 (the default, environment DMM_HARDEN=0 turns it off)
  * validates every free in O(1) (inside a dmm segment, on a block boundary,
- * currently allocated) and reports a bad one on stderr instead of
- * corrupting anything; 0 trusts the caller.  Set before the first
+ * currently allocated); 0 trusts the caller.  Set before the first
  * allocation. */
 void dmm_malloc_set_harden(int on);
+
+/* What a detected misuse (a bad or double free, a corrupted medium block)
+ * does after its one-line report on stderr: 1 (the default; environment
+ * DMM_ABORT_ON_ERROR=0 makes it 0) aborts the process, as glibc and Scudo
+ * do; 0 ignores the call and continues, corrupting nothing.  Returns the
+ * previous setting; may be called at any time. */
+int dmm_malloc_set_abort_on_error(int on);
+
+/* Gives back to the OS what the calling thread's heap and every parked heap
+ * (of threads that exited) hold and no longer use: empty pages and
+ * segments, empty medium heaps, the pages inside free medium blocks.  1 when
+ * memory was given back, else 0 (malloc_trim answers with it). */
+int dmm_malloc_trim(void);
 
 #ifdef __cplusplus
 }

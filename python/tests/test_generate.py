@@ -166,9 +166,13 @@ def _double_free(so, work):
     exe = work / "double_free"
     cc = shutil.which("cc") or shutil.which("gcc")
     subprocess.run([cc, "-O0", "-fno-builtin", "-o", str(exe), str(src)], check=True)
-    p = subprocess.run([str(exe)], env=dict(os.environ, LD_PRELOAD=str(so)), capture_output=True, text=True,
-                       timeout=60)
+    # report and continue (the opt-in mode; by default a misuse aborts)
+    p = subprocess.run([str(exe)], env=dict(os.environ, LD_PRELOAD=str(so), DMM_ABORT_ON_ERROR="0"),
+                       capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+    q = subprocess.run([str(exe)], env=dict(os.environ, LD_PRELOAD=str(so)), capture_output=True, text=True,
+                       timeout=60)
+    assert q.returncode != 0 and "(aborting)" in q.stderr, q.stderr
     return p.stderr
 
 

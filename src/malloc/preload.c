@@ -7,8 +7,10 @@
  * (src/malloc/family.h).  Names are exported explicitly, so a library
  * built with hidden visibility (the generated one) exports only these.
  */
+#include <errno.h>
 #include <malloc.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,7 +80,75 @@ EXPORT struct mallinfo2 mallinfo2(void)
     return mi;
 }
 
-EXPORT void malloc_stats(void) { dmm_malloc_print_stats(); }
+EXPORT void malloc_stats(void) { dmm_malloc_print_glibc_stats(); }
+
+/* The old mallinfo: the same figures, cut to int as glibc does. */
+EXPORT struct mallinfo mallinfo(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    struct mallinfo mi;
+    memset(&mi, 0, sizeof mi);
+    mi.arena = (int)m.arena;
+    mi.hblks = (int)m.hblks;
+    mi.hblkhd = (int)m.hblkhd;
+    mi.uordblks = (int)m.uordblks;
+    mi.fordblks = (int)m.fordblks;
+    return mi;
+}
+
+EXPORT int malloc_trim(size_t pad)
+{
+    (void)pad; /* libdmm keeps no top pad: what is unused goes back */
+    return dmm_malloc_trim();
+}
+
+/* mallopt: M_CHECK_ACTION sets what a detected misuse does (bit 1, as in
+ * glibc's value 2 or 3, aborts; without it libdmm reports and continues).
+ * glibc's tuning parameters that have no counterpart in libdmm (its arenas,
+ * top pad, trim and mmap thresholds, fastbins, perturb byte) are accepted
+ * and change nothing; anything else is refused (0).  docs/malloc.md. */
+EXPORT int mallopt(int param, int value)
+{
+    switch (param) {
+    case M_CHECK_ACTION:
+        (void)dmm_malloc_set_abort_on_error((value & 2) != 0);
+        return 1;
+    case M_MXFAST:
+    case M_TRIM_THRESHOLD:
+    case M_TOP_PAD:
+    case M_MMAP_THRESHOLD:
+    case M_MMAP_MAX:
+    case M_PERTURB:
+    case M_ARENA_TEST:
+    case M_ARENA_MAX:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* malloc_info: libdmm's figures in glibc's XML outline (one <heap> for the
+ * whole process; options must be 0, as in glibc). */
+EXPORT int malloc_info(int options, FILE *fp)
+{
+    dmm_malloc_stats st;
+    if (options != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    st = dmm_malloc_get_stats();
+    fprintf(fp, "<malloc version=\"libdmm-1\">\n<heap nr=\"0\">\n<sizes>\n</sizes>\n");
+    fprintf(fp, "<total type=\"mmap\" count=\"%llu\" size=\"%llu\"/>\n", (unsigned long long)st.large_count,
+            (unsigned long long)st.large_bytes);
+    fprintf(fp, "<system type=\"current\" size=\"%llu\"/>\n", (unsigned long long)st.mapped);
+    fprintf(fp, "<aspace type=\"total\" size=\"%llu\"/>\n", (unsigned long long)(st.mapped - st.large_bytes));
+    fprintf(fp, "<used size=\"%llu\"/>\n<segments count=\"%llu\"/>\n<threadheaps count=\"%llu\"/>\n",
+            (unsigned long long)st.live_bytes, (unsigned long long)st.segments, (unsigned long long)st.heaps);
+    fprintf(fp, "</heap>\n<total type=\"mmap\" count=\"%llu\" size=\"%llu\"/>\n",
+            (unsigned long long)st.large_count, (unsigned long long)st.large_bytes);
+    fprintf(fp, "<system type=\"current\" size=\"%llu\"/>\n</malloc>\n", (unsigned long long)st.mapped);
+    return 0;
+}
 
 /* DMM_SHOW_STATS=1 (or DMM_VERBOSE=1): the statistics line when the
  * program ends. */

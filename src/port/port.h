@@ -183,6 +183,11 @@ void *dmm_port_pages_map_aligned(size_t bytes, size_t align);
  * read as zero or as their old contents afterwards. */
 void dmm_port_pages_discard(void *p, size_t bytes);
 
+/* Makes the pages [p, p+bytes) (page-aligned, inside a mapping made by
+ * dmm_port_pages_map*) inaccessible: any access faults.  A guard page
+ * (libdmm's secure mode).  false when the port cannot (nothing changed). */
+bool dmm_port_pages_guard(void *p, size_t bytes);
+
 /* Moves the pages of the mapping [from, from+from_bytes) to `to`, the start
  * of a mapping of to_bytes >= from_bytes (page multiples) made by
  * dmm_port_pages_map*, which they replace, without copying: the contents

@@ -212,6 +212,8 @@ void *dmm_port_pages_map_aligned(size_t bytes, size_t align)
 
 void dmm_port_pages_discard(void *p, size_t bytes) { (void)madvise(p, bytes, MADV_DONTNEED); }
 
+bool dmm_port_pages_guard(void *p, size_t bytes) { return mprotect(p, bytes, PROT_NONE) == 0; }
+
 bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes)
 {
 #if defined(__linux__) && defined(MREMAP_FIXED)
@@ -246,13 +248,20 @@ bool dmm_port_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(
 
 const char *dmm_port_getenv(const char *name) { return getenv(name); }
 
+/* write(2) is a cancellation point, and this runs inside free and realloc
+ * (misuse reports) and malloc_stats, which must not be cancellation
+ * points: cancellation is disabled around it (pthread_setcancelstate
+ * neither allocates nor blocks). */
 void dmm_port_write_err(const char *s, size_t n)
 {
+    int old = 0;
+    (void)pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
     while (n) {
         ssize_t w = write(2, s, n);
         if (w <= 0)
-            return;
+            break;
         s += w;
         n -= (size_t)w;
     }
+    (void)pthread_setcancelstate(old, NULL);
 }

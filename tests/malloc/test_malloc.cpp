@@ -5,6 +5,9 @@
 // carry "threads" so the TSan stage runs them.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +15,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -220,6 +225,7 @@ TEST(Malloc, AlignedFamily)
 
 TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
 {
+    int was = dmm_malloc_set_abort_on_error(0); // report and continue (the opt-in mode)
     dmm_malloc_stats before = dmm_malloc_get_stats();
     void *a = dmm_malloc(40), *b = dmm_malloc(40), *big = dmm_malloc(2 << 20);
     fill(b, 40, 9);
@@ -255,6 +261,77 @@ TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
     EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 3u);
     EXPECT_TRUE(intact(m2, 20000, 3));
     dmm_free(m2);
+    dmm_malloc_set_abort_on_error(was);
+}
+
+// Regression (issue 27): a detected misuse is fatal by default, as in glibc
+// and Scudo, and the report does not claim it was ignored.
+TEST(Malloc, MisuseAbortsByDefault)
+{
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            void *a = dmm_malloc(40);
+            dmm_free(a);
+            dmm_free(a);
+        },
+        "libdmm: double free of 0x[0-9a-f]+ \\(aborting\\)");
+    EXPECT_DEATH(
+        {
+            int x = 0;
+            dmm_free(&x);
+        },
+        "never gave out: 0x[0-9a-f]+ \\(aborting\\)");
+    EXPECT_DEATH(
+        {
+            void *m = dmm_malloc(20000);
+            dmm_free(m);
+            dmm_free(m);
+        },
+        "\\(aborting\\)");
+}
+
+// Regression (issue 27): memalign with an alignment no power of two can
+// reach is EINVAL (glibc's rule), and alignments of a segment (4 MiB) and
+// more are served by over-mapping.
+TEST(Malloc, HugeAlignments)
+{
+    errno = 0;
+    EXPECT_EQ(dmm_memalign(SIZE_MAX, 10), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    errno = 0;
+    EXPECT_EQ(dmm_memalign(SIZE_MAX / 2 + 2, 10), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    for (size_t a = (size_t)1 << 22; a <= ((size_t)1 << 26); a <<= 1) {
+        for (size_t n : {1u, 5000u, 3000000u}) {
+            void *p = nullptr;
+            ASSERT_EQ(dmm_posix_memalign(&p, a, n), 0) << a << " " << n;
+            ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % a, 0u);
+            ASSERT_GE(dmm_malloc_usable_size(p), n);
+            fill(p, n, 7);
+            void *q = dmm_aligned_alloc(a, n), *r = dmm_memalign(a, n);
+            ASSERT_NE(q, nullptr);
+            ASSERT_NE(r, nullptr);
+            EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % a, 0u);
+            EXPECT_EQ(reinterpret_cast<uintptr_t>(r) % a, 0u);
+            dmm_free(q);
+            dmm_free(r);
+            p = dmm_realloc(p, n + 5000000u); // grows by moving its pages
+            ASSERT_NE(p, nullptr);
+            EXPECT_TRUE(intact(p, n, 7));
+            dmm_free(p);
+        }
+    }
+    // an interior pointer on a segment boundary is not a block
+    int was = dmm_malloc_set_abort_on_error(0);
+    uint64_t errors = dmm_malloc_get_stats().errors;
+    void *big = dmm_malloc((size_t)12 << 20);
+    char *edge = reinterpret_cast<char *>((reinterpret_cast<uintptr_t>(big) + ((size_t)4 << 20)) &
+                                          ~(((uintptr_t)4 << 20) - 1u));
+    dmm_free(edge);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 1);
+    dmm_free(big);
+    dmm_malloc_set_abort_on_error(was);
 }
 
 TEST(MallocThreads, CrossThreadFreesAndAdoption)
@@ -405,4 +482,380 @@ TEST(MallocThreads, ForkChildAllocates)
     }
     stop = true;
     t.join();
+}
+
+namespace {
+
+// Runs the test MallocChild.<name> in a fresh process (this binary again,
+// so a process that never had a thread: glibc's own fork is only safe in a
+// signal handler there) with DMM_TEST_CHILD=1 and the given extra variable
+// (NAME=VALUE, or nullptr) set, and waits at most `seconds` for it: a hang
+// (a deadlock) fails the test instead of stalling the suite.
+void run_child_test(const char *name, const char *env, int seconds)
+{
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        setpgid(0, 0); // its helpers die with it
+        std::string filter = std::string("--gtest_filter=MallocChild.") + name;
+        setenv("DMM_TEST_CHILD", "1", 1);
+        if (env)
+            putenv(const_cast<char *>(env));
+        execl("/proc/self/exe", "/proc/self/exe", filter.c_str(), static_cast<char *>(nullptr));
+        _exit(127);
+    }
+    int st = 0;
+    for (int waited_ms = 0;; waited_ms += 10) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        ASSERT_GE(r, 0);
+        if (r == pid)
+            break;
+        if (waited_ms >= seconds * 1000) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            FAIL() << name << ": still running after " << seconds << " s (deadlock)";
+        }
+        usleep(10000);
+    }
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << name << ": child status " << st;
+}
+
+bool child_only()
+{
+    return std::getenv("DMM_TEST_CHILD") == nullptr;
+}
+
+volatile sig_atomic_t g_handler_forks;
+std::atomic<int> *g_acks; // shared with the sender: handlers finished
+
+void fork_in_handler(int)
+{
+    int saved = errno;
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    if (pid > 0) {
+        while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR)
+            ;
+        g_handler_forks = g_handler_forks + 1;
+    }
+    g_acks->fetch_add(1);
+    errno = saved;
+}
+
+// A single-threaded process forks in a loop (and allocates) while another
+// process sends it SIGUSR1 non-stop; the handler forks too.  A signal that
+// lands inside fork() runs the handler's fork while the interrupted fork's
+// prepare handler holds libdmm's locks on this same thread.
+void fork_from_signal_handler_body()
+{
+    g_handler_forks = 0;
+    struct sigaction sa {};
+    sa.sa_handler = fork_in_handler;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGUSR1, &sa, nullptr) != 0)
+        _exit(2);
+    void *shm = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(shm, MAP_FAILED);
+    g_acks = new (shm) std::atomic<int>(0);
+    pid_t me = getpid(), sender = fork();
+    if (sender == 0) {
+        // one signal at a time: the next only after the handler finished (or
+        // 50 ms), so a slow fork (a sanitizer's) is not interrupted forever
+        for (;;) {
+            int before = g_acks->load();
+            if (kill(me, SIGUSR1) != 0)
+                _exit(0);
+            for (int w = 0; w < 500 && g_acks->load() == before; w++)
+                usleep(100);
+            usleep(700);
+        }
+    }
+    void *keep[64] = {};
+    for (int i = 0; i < 600; i++) {
+        size_t slot = static_cast<size_t>(i) % 64u;
+        dmm_free(keep[slot]);
+        keep[slot] = dmm_malloc(static_cast<size_t>(i * 97) % 70000u + 1u);
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(0);
+        ASSERT_GE(pid, 0);
+        while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR)
+            ;
+    }
+    kill(sender, SIGKILL);
+    for (void *p : keep)
+        dmm_free(p);
+    EXPECT_GT(g_handler_forks, 0);
+}
+
+} // namespace
+
+// Regression (issue 27): fork_prepare spun on a lock its own thread held.
+TEST(MallocThreads, ForkFromSignalHandlerDuringFork)
+{
+#if defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "TSan's own fork interceptor allocates: it is not signal-safe";
+#endif
+    run_child_test("ForkFromSignalHandler", nullptr, 30);
+}
+
+TEST(MallocChild, ForkFromSignalHandler)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.ForkFromSignalHandlerDuringFork";
+    fork_from_signal_handler_body();
+}
+
+// Regression (issue 27): blocks freed after their owner thread exited sat on
+// the parked heap's remote lists until a new thread adopted the heap: never
+// reused, never returned, and counted as in use.  Now the freeing thread
+// frees into the parked heap: everything the thread had goes back.
+TEST(MallocThreads, BlocksFreedAfterOwnerExitAreReturned)
+{
+    dmm_malloc_stats base = dmm_malloc_get_stats();
+    std::vector<void *> blocks;
+    std::thread t([&blocks] {
+        std::mt19937_64 rng(seed());
+        for (int i = 0; i < 12000; i++) {
+            size_t n = (i % 2) ? 2049 + rng() % 3000 : 16 + rng() % 2000; // medium, small
+            void *p = dmm_malloc(n);
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 0x5a, n);
+            blocks.push_back(p);
+        }
+    });
+    t.join();
+    dmm_malloc_stats mid = dmm_malloc_get_stats();
+    EXPECT_GT(mid.live_bytes, base.live_bytes + (20u << 20));
+    for (void *p : blocks)
+        dmm_free(p);
+    dmm_malloc_stats after = dmm_malloc_get_stats();
+    EXPECT_EQ(after.live_bytes, base.live_bytes) << "bytes still counted as in use after every block was freed";
+    EXPECT_LE(after.mapped, base.mapped + (4u << 20)) << "base " << base.mapped << " after " << after.mapped;
+    EXPECT_EQ(after.errors, base.errors);
+}
+
+namespace {
+std::atomic<int> g_cancel_stage{0};
+
+void *report_under_pending_cancel(void *)
+{
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    g_cancel_stage = 1;
+    while (g_cancel_stage != 2) // main cancels us meanwhile: the cancel is pending
+        usleep(1000);
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+    int x = 0;
+    dmm_free(&x);              // reported on stderr: must not act on the cancel
+    dmm_malloc_print_stats();  // malloc_stats's line: neither
+    g_cancel_stage = 3;
+    return nullptr;
+}
+} // namespace
+
+// Regression (issue 27): a misuse report inside free wrote with write(2),
+// a cancellation point, so a thread with a pending cancel died in free().
+TEST(MallocThreads, ReportsAreNotCancellationPoints)
+{
+    int was = dmm_malloc_set_abort_on_error(0);
+    pthread_t t;
+    g_cancel_stage = 0;
+    ASSERT_EQ(pthread_create(&t, nullptr, report_under_pending_cancel, nullptr), 0);
+    while (g_cancel_stage != 1)
+        usleep(1000);
+    ASSERT_EQ(pthread_cancel(t), 0);
+    g_cancel_stage = 2;
+    void *ret = nullptr;
+    ASSERT_EQ(pthread_join(t, &ret), 0);
+    EXPECT_EQ(ret, nullptr) << "the thread was cancelled inside free or the statistics";
+    EXPECT_EQ(g_cancel_stage.load(), 3);
+    dmm_malloc_set_abort_on_error(was);
+}
+
+// Regression (issue 27): with poison on, the pages of free medium blocks
+// discarded when a thread exits (or as blocks are freed into a parked heap)
+// read back as zeros, and the heap reported them as written after free
+// (fatal by default).  A poisoning heap's free pages are no longer discarded.
+TEST(MallocThreads, PoisonModeAfterDiscard)
+{
+    run_child_test("PoisonAfterDiscard", "DMM_MEDIUM=org=tlsf,poison=on", 60);
+}
+
+TEST(MallocChild, PoisonAfterDiscard)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.PoisonModeAfterDiscard";
+    uint64_t errors = dmm_malloc_get_stats().errors;
+    std::vector<Obj> kept;
+    std::vector<void *> later;
+    std::thread t([&] {
+        for (int i = 0; i < 200; i++) {
+            size_t n = 3000 + 997u * static_cast<size_t>(i % 40);
+            void *p = dmm_malloc(n);
+            ASSERT_NE(p, nullptr);
+            fill(p, n, static_cast<uint8_t>(i));
+            if (i % 5 == 0)
+                kept.push_back({p, n, static_cast<uint8_t>(i)});
+            else if (i % 5 == 1)
+                later.push_back(p);
+            else
+                dmm_free(p);
+        }
+    });
+    t.join(); // its free blocks are discarded
+    for (void *p : later)
+        dmm_free(p); // into the parked heap
+    std::thread u([] { // adopts the heap and allocates from its free blocks
+        std::vector<void *> v;
+        for (int i = 0; i < 300; i++) {
+            size_t n = 2500 + 1499u * static_cast<size_t>(i % 50);
+            void *p = dmm_malloc(n);
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 1, n);
+            v.push_back(p);
+        }
+        for (void *p : v)
+            dmm_free(p);
+    });
+    u.join();
+    for (const Obj &o : kept) {
+        EXPECT_TRUE(intact(o.p, o.n, o.tag));
+        dmm_free(o.p);
+    }
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors) << "false reports";
+}
+
+// malloc_trim (issue 27): the calling thread's empty pages, even its
+// classes' current ones, go back with their segment.
+TEST(MallocThreads, TrimReturnsEmptyPages)
+{
+    run_child_test("Trim", nullptr, 60);
+}
+
+TEST(MallocChild, Trim)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.TrimReturnsEmptyPages";
+    std::vector<void *> v;
+    uint64_t base = dmm_malloc_get_stats().mapped;
+    for (int i = 0; i < 2000; i++)
+        v.push_back(dmm_malloc(1000));
+    for (void *p : v)
+        dmm_free(p);
+    uint64_t mid = dmm_malloc_get_stats().mapped;
+    EXPECT_GT(mid, base) << "the class's current page stays after its blocks are freed";
+    EXPECT_EQ(dmm_malloc_trim(), 1);
+    EXPECT_LT(dmm_malloc_get_stats().mapped, mid);
+    void *p = dmm_malloc(1000); // and the heap works on
+    ASSERT_NE(p, nullptr);
+    dmm_free(p);
+}
+
+// Secure mode (DMM_SECURE=1, issue 27): canaries at the end of small blocks,
+// a poisoned quarantine that delays reuse and catches writes after free,
+// guard pages after large blocks, canaries and poison in the medium heaps.
+TEST(MallocThreads, SecureModeCatchesMisuse)
+{
+    run_child_test("Secure", "DMM_SECURE=1", 120);
+}
+
+TEST(MallocChild, Secure)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.SecureModeCatchesMisuse";
+    int was = dmm_malloc_set_abort_on_error(0);
+    uint64_t e0 = dmm_malloc_get_stats().errors;
+    // a correct program runs as before, contents kept
+    std::vector<Obj> v;
+    for (int i = 0; i < 3000; i++) {
+        size_t n = static_cast<size_t>(i * 37) % 3000u + 1u;
+        Obj o{dmm_malloc(n), n, static_cast<uint8_t>(i)};
+        ASSERT_NE(o.p, nullptr);
+        fill(o.p, n, o.tag);
+        v.push_back(o);
+    }
+    for (const Obj &o : v) {
+        ASSERT_TRUE(intact(o.p, o.n, o.tag));
+        dmm_free(o.p);
+    }
+    EXPECT_EQ(dmm_malloc_trim(), 1); // flushes the quarantine, checking it
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0) << "false reports";
+    // one byte past the usable size of a small block: its canary
+    auto *a = static_cast<char *>(dmm_malloc(40));
+    a[dmm_malloc_usable_size(a)] = 1;
+    dmm_free(a);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 1);
+    // a freed block is not handed out again at once
+    void *b = dmm_malloc(64);
+    dmm_free(b);
+    void *c = dmm_malloc(64);
+    EXPECT_NE(b, c);
+    dmm_free(c);
+    // a write after free is caught when the block leaves the quarantine
+    auto *d = static_cast<char *>(dmm_malloc(100));
+    dmm_free(d);
+    d[10] = 42;
+    dmm_malloc_trim();
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 2);
+    // a double free while quarantined
+    void *f = dmm_malloc(200);
+    dmm_free(f);
+    dmm_free(f);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 3);
+    // a medium block's overflow reaches the heap's canary
+    auto *m = static_cast<char *>(dmm_malloc(5000));
+    std::memset(m, 1, dmm_malloc_usable_size(m) + 8);
+    dmm_free(m);
+    EXPECT_GE(dmm_malloc_get_stats().errors, e0 + 4);
+    dmm_malloc_set_abort_on_error(was);
+    // past the end of a large block: the guard page
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            auto *g = static_cast<volatile char *>(dmm_malloc((size_t)3 << 20));
+            for (size_t i = 0;; i++)
+                g[(size_t)(3 << 20) - 8 + i] = 1;
+        },
+        "");
+}
+
+// Large blocks (issue 27): a freed mapping is kept for reuse (bounded), so
+// a program that cycles large blocks does not map and unmap each time; a
+// reused block given by calloc is zero; malloc_trim unmaps the cache.
+TEST(Malloc, LargeMappingsAreReused)
+{
+    const size_t n = (size_t)3 << 20;
+    auto *a = static_cast<unsigned char *>(dmm_malloc(n));
+    ASSERT_NE(a, nullptr);
+    std::memset(a, 0x77, n);
+    uint64_t held = dmm_malloc_get_stats().mapped;
+    dmm_free(a);
+    EXPECT_EQ(dmm_malloc_get_stats().mapped, held) << "the freed mapping was unmapped, not kept";
+    auto *b = static_cast<unsigned char *>(dmm_calloc(1, n - 1000));
+    EXPECT_EQ(b, a) << "the freed mapping was not reused";
+    for (size_t i = 0; i < n - 1000; i += 997)
+        ASSERT_EQ(b[i], 0u) << "calloc from a reused mapping not zero at " << i;
+    dmm_free(b);
+    // bounded: many distinct large blocks freed leave at most the bound mapped
+    uint64_t base = dmm_malloc_get_stats().mapped;
+    std::vector<void *> v;
+    for (int i = 0; i < 24; i++)
+        v.push_back(dmm_malloc(((size_t)2 << 20) + (size_t)i * 300000u));
+    for (void *p : v)
+        dmm_free(p);
+    EXPECT_LE(dmm_malloc_get_stats().mapped, base + ((uint64_t)64 << 20));
+    dmm_malloc_trim();
+    EXPECT_LE(dmm_malloc_get_stats().mapped, base);
+    // a stale pointer into a cached mapping is still refused
+    int was = dmm_malloc_set_abort_on_error(0);
+    uint64_t e = dmm_malloc_get_stats().errors;
+    void *c = dmm_malloc(n);
+    dmm_free(c);
+    dmm_free(c);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e + 1);
+    dmm_malloc_set_abort_on_error(was);
+    dmm_malloc_trim();
 }
