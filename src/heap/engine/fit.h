@@ -13,14 +13,18 @@ typedef struct found {
     unsigned bin;
 } found;
 
-/* Scan bin n for a block of at least s bytes under fit policy fit. */
+/* Scan bin n for a block of at least s bytes under fit policy fit; the
+ * nodes visited are added to *steps.  The cycle guard counts this walk
+ * alone: one list holds at most max_nodes blocks, but a search may walk
+ * more than one list (or one list twice, next fit's wrap). */
 static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit, found *f, uint64_t *steps)
 {
     blk *pred = NULL, *best = NULL, *best_pred = NULL;
     const uint64_t lim = max_nodes(h);
+    uint64_t k = 0;
     for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, c, tail_of(h, n))) {
         size_t cs = bsize(c);
-        if (++*steps > lim && walk_too_long(h, *steps, lim, c, tail_of(h, n)))
+        if (++k > lim && walk_too_long(h, k, lim, c, tail_of(h, n)))
             break;
         if (cs < s)
             continue;
@@ -42,6 +46,7 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
             best_pred = pred;
         }
     }
+    *steps += k;
     if (!best)
         return false;
     f->b = best;
@@ -51,23 +56,29 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
 }
 
 /* Next fit over the single list: from the rover to the end, then from the
- * head (first fit over the whole list). */
+ * head (first fit over the whole list).  The two walks are bounded apart:
+ * a failing search visits up to twice the list, which is no cycle (issue
+ * 25: one counter across the wrap read a list of more than max_nodes / 2
+ * blocks as a cycle and cut it). */
 static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *steps)
 {
     blk *c = h->rover;
     const uint64_t lim = max_nodes(h);
+    uint64_t k = 0;
     if (c && !blisted(c))
         c = NULL; /* defensive: a rover always names a listed block */
     for (; c; c = follow_scan(h, c, tail_of(h, 0))) {
-        if (++*steps > lim && walk_too_long(h, *steps, lim, c, tail_of(h, 0)))
+        if (++k > lim && walk_too_long(h, k, lim, c, tail_of(h, 0)))
             break;
         if (bsize(c) >= s) {
+            *steps += k;
             f->b = c;
             f->pred = NULL;
             f->bin = UINT32_MAX; /* predecessor unknown */
             return true;
         }
     }
+    *steps += k;
     return scan_bin(h, 0, s, DMM_FIT_FIRST, f, steps);
 }
 
