@@ -22,7 +22,8 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
     blk *pred = NULL, *best = NULL, *best_pred = NULL;
     const uint64_t lim = max_nodes(h);
     uint64_t k = 0;
-    for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, c, tail_of(h, n))) {
+    lkeys ks = keys_of(h);
+    for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, &ks, c, tail_of(h, n))) {
         size_t cs = bsize(c);
         if (++k > lim && walk_too_long(h, k, lim, c, tail_of(h, n)))
             break;
@@ -65,9 +66,10 @@ static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *step
     blk *c = h->rover;
     const uint64_t lim = max_nodes(h);
     uint64_t k = 0;
+    lkeys ks = keys_of(h);
     if (c && !blisted(c))
         c = NULL; /* defensive: a rover always names a listed block */
-    for (; c; c = follow_scan(h, c, tail_of(h, 0))) {
+    for (; c; c = follow_scan(h, &ks, c, tail_of(h, 0))) {
         if (++k > lim && walk_too_long(h, k, lim, c, tail_of(h, 0)))
             break;
         if (bsize(c) >= s) {
@@ -90,6 +92,39 @@ static inline bool head_of(const dmm_heap *h, unsigned j, found *f)
     f->pred = NULL;
     f->bin = j;
     return true;
+}
+
+/* Is b, a block a search is about to take for s bytes, a listed block of
+ * at least s bytes that fits in its region?  The fast form in the region
+ * of the last look-up; node_ok (any region) when that fails. */
+static DMM_ALWAYS_INLINE bool taken_ok(dmm_heap *h, const blk *b, size_t s)
+{
+    size_t hd = b->head, bs = hd & ~F_MASK;
+    if (DMM_LIKELY(in_hint(h, b)) && (hd & F_STATE) == 0 && bs >= s && bs <= h->hint_lo + h->hint_span - (uintptr_t)b)
+        return true;
+    return node_ok(h, b, 0) && bs >= s;
+}
+
+/* The block a search would take failed taken_ok: a link overwritten with
+ * an address inside the heap.  Reported and nothing is handed out: the
+ * list is cut before the block (next fit, whose predecessor may be
+ * unknown, restarts its rover instead). */
+static DMM_COLD blk *take_fault(dmm_heap *h, found *f)
+{
+    dmm__heap_report(h, DMM_ERR_FREE_LIST, f->b, "a free-list link names something that is not a free block");
+    if (P_FIT(h) == DMM_FIT_NEXT) {
+        h->rover = h->heads[0];
+        return NULL;
+    }
+    if (f->pred)
+        set_next(h, f->pred, NULL);
+    else
+        h->heads[f->bin] = NULL;
+    if (P_ORDER(h) == DMM_ORDER_FIFO)
+        h->tails[f->bin] = f->pred;
+    if (!h->heads[f->bin])
+        bm_clear(h, f->bin);
+    return NULL;
 }
 
 /* Finds a free block of at least s bytes and unlinks it; NULL if none. */
@@ -131,27 +166,11 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
     st_steps(h, steps);
     if (!ok)
         return NULL;
-    /* A bin head is always trusted; a block a scan reached through a link
-     * (or the rover) gets the full check.  A link overwritten with an
-     * address inside the heap is reported and nothing is handed out: the
-     * list is cut before the block (next fit, whose predecessor may be
-     * unknown, restarts its rover instead). */
-    if (HARDENED(h) && DMM_UNLIKELY(((f.pred || fit == DMM_FIT_NEXT) && !node_ok(h, f.b, 0)) || bsize(f.b) < s)) {
-        dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
-        if (fit == DMM_FIT_NEXT) {
-            h->rover = h->heads[0];
-            return NULL;
-        }
-        if (f.pred)
-            set_next(h, f.pred, NULL);
-        else
-            h->heads[f.bin] = NULL;
-        if (P_ORDER(h) == DMM_ORDER_FIFO)
-            h->tails[f.bin] = f.pred;
-        if (!h->heads[f.bin])
-            bm_clear(h, f.bin);
-        return NULL;
-    }
+    /* The block taken gets the full check, and only it: every link that
+     * led here was range-checked when it was followed, and (doubly linked)
+     * back-link-checked when its list last changed around it. */
+    if (HARDENED(h) && DMM_UNLIKELY(!taken_ok(h, f.b, s)))
+        return take_fault(h, &f);
     if (fit == DMM_FIT_NEXT) {
         /* list_remove moves the rover on to the (validated) successor */
         h->rover = f.b;
