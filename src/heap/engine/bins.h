@@ -377,15 +377,16 @@ static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, uns
         h->heads[n] = b;
     if (P_ORDER(h) == DMM_ORDER_FIFO && !nx)
         h->tails[n] = b;
-    bm_set(h, n);
+    if (!pred && !nx)
+        bm_set(h, n); /* the list was empty (or was cut: the bit may be set already) */
 }
 
 /* Insert free block b into its bin, honouring the ordering policy. */
-static DMM_ALWAYS_INLINE void bin_insert(dmm_heap *h, blk *b)
+static DMM_ALWAYS_INLINE void bin_insert_k(dmm_heap *h, const lkeys *kp, blk *b)
 {
     unsigned n = bin_of(h, bsize(b));
     blk *pred = NULL, *c;
-    lkeys k = keys_of(h);
+    const lkeys k = *kp;
     switch (P_ORDER(h)) {
     case DMM_ORDER_LIFO:
         break;
@@ -411,6 +412,11 @@ static DMM_ALWAYS_INLINE void bin_insert(dmm_heap *h, blk *b)
     }
     }
     list_insert_after(h, &k, n, pred, b);
+}
+static DMM_ALWAYS_INLINE void bin_insert(dmm_heap *h, blk *b)
+{
+    lkeys k = keys_of(h);
+    bin_insert_k(h, &k, b);
 }
 
 /* Unlink b from bin n given its list predecessor (NULL: b is the head). */
@@ -468,11 +474,11 @@ static DMM_COLD bool missing_fault(dmm_heap *h, blk *b)
 /* Unlink an arbitrary free block: O(1) doubly, a walk of its bin singly.
  * Returns false (after a report) when the lists around b do not agree with
  * it; b then stays where it is and the caller must leave it alone. */
-static DMM_ALWAYS_INLINE bool bin_remove(dmm_heap *h, blk *b)
+static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
 {
     unsigned n = bin_of(h, bsize(b));
     blk *pred;
-    lkeys k = keys_of(h);
+    const lkeys k = *kp;
     if (DOUBLY(h)) {
         pred = k_prev(h, &k, b);
         /* pred <- b and pred -> b agree, pred in range (or b is the head):
@@ -502,6 +508,11 @@ static DMM_ALWAYS_INLINE bool bin_remove(dmm_heap *h, blk *b)
     }
     list_remove_k(h, &k, n, pred, b);
     return true;
+}
+static DMM_ALWAYS_INLINE bool bin_remove(dmm_heap *h, blk *b)
+{
+    lkeys k = keys_of(h);
+    return bin_remove_k(h, &k, b);
 }
 
 #endif

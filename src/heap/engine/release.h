@@ -30,6 +30,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     char *fill_from = fresh;
     bool top = false;
     size_t old_top = 0;
+    const lkeys k = keys_of(h); /* one load of the keys for every list touched */
     if (P_COALESCE(h) == DMM_COALESCE_IMMEDIATE) {
         blk *nx = bat(b, s);
         if (btop(nx)) {
@@ -37,7 +38,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
             s += old_top;
             top = true;
             end = (char *)nx + HDR + LINKS; /* the rest of nx is poisoned already */
-        } else if (blisted(nx) && can_merge(h, s, bsize(nx)) && bin_remove(h, nx)) {
+        } else if (blisted(nx) && can_merge(h, s, bsize(nx)) && bin_remove_k(h, &k, nx)) {
             s += bsize(nx);
             end = (char *)nx + HDR + LINKS;
         }
@@ -45,7 +46,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
          * every free block before it, so none is ever left beside it */
         while (!bpused(b)) {
             blk *pv = bprev(b);
-            if (!blisted(pv) || !(top || can_merge(h, s, bsize(pv))) || !bin_remove(h, pv))
+            if (!blisted(pv) || !(top || can_merge(h, s, bsize(pv))) || !bin_remove_k(h, &k, pv))
                 break;
             s += bsize(pv);
             fill_from = (char *)b;
@@ -66,7 +67,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     }
     if ((P_GROW(h) && h->cfg.release_empty && bpused(b) && dmm__region_release_if_empty(h, b)) || top)
         return;
-    bin_insert(h, b);
+    bin_insert_k(h, &k, b);
 }
 
 /* The tail split off a block that malloc took: it becomes a listed free
