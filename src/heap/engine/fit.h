@@ -99,8 +99,9 @@ static inline bool head_of(const dmm_heap *h, unsigned j, found *f)
  * of the last look-up; node_ok (any region) when that fails. */
 static DMM_ALWAYS_INLINE bool taken_ok(dmm_heap *h, const blk *b, size_t s)
 {
-    size_t hd = b->head, bs = hd & ~F_MASK;
-    if (DMM_LIKELY(in_hint(h, b)) && (hd & F_STATE) == 0 && bs >= s && bs <= h->hint_lo + h->hint_span - (uintptr_t)b)
+    size_t hd = b->head, bs = hd & ~F_MASK, off = (size_t)((uintptr_t)b - h->hint_lo);
+    if (DMM_LIKELY(rotr_w(off, GRAN_LOG2) < h->hint_span / GRAN) && (hd & F_STATE) == 0 && bs >= s &&
+        bs <= h->hint_span - off)
         return true;
     return node_ok(h, b, 0) && bs >= s;
 }
