@@ -156,7 +156,10 @@ struct dmm_heap {
     void *buf;           /* the caller's first buffer, as given */
     dmm_heap_stats st;
     uint64_t errors_seen;     /* misuse reports, kept at every stats level */
-    uint64_t errors_at_enter; /* errors_seen when the current call began */
+#if DMM_ASSERT_LEVEL >= 3
+    uint64_t errors_at_enter; /* errors_seen when the current call began (the
+                                 checker after every call: level 3 only) */
+#endif
     bool damaged;        /* a corruption was detected and reported */
     atomic_flag spin;
     dmm_port_mutex mutex;
@@ -347,7 +350,9 @@ void dmm__heap_report(dmm_heap *h, dmm_error_kind kind, const void *ptr, const c
 #if !DMM_HEAP_ERROR_TEXT
 #define dmm__heap_report(h, kind, ptr, msg) (dmm__heap_report)((h), (kind), (ptr), "")
 #endif
+#if DMM_ASSERT_LEVEL >= 3
 void dmm__heap_leave_check(dmm_heap *h);
+#endif
 int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx);
 dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep);
 
