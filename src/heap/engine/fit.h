@@ -20,6 +20,7 @@ typedef struct found {
 static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit, found *f, uint64_t *steps)
 {
     blk *pred = NULL, *best = NULL, *best_pred = NULL;
+    size_t best_s = SIZE_MAX; /* bsize(best), kept in a register */
     const uint64_t lim = max_nodes(h);
     uint64_t k = 0;
     lkeys ks = keys_of(h);
@@ -42,8 +43,9 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
             }
             continue;
         }
-        if (!best || cs < bsize(best)) { /* best fit */
+        if (cs < best_s) { /* best fit */
             best = c;
+            best_s = cs;
             best_pred = pred;
         }
     }
@@ -156,7 +158,10 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
             int j = bm_find(h, n + 1u);
             steps++;
             if (j >= 0) {
-                if (fit == DMM_FIT_BEST && P_ORDER(h) != DMM_ORDER_SIZE) {
+                /* A bin of one size (below lin_max, not the clamped last
+                 * bin) holds only equal blocks: its head is the best fit. */
+                if (fit == DMM_FIT_BEST && P_ORDER(h) != DMM_ORDER_SIZE &&
+                    ((unsigned)j >= B_LIN_BINS(h) || (unsigned)j == h->nbins - 1u)) {
                     ok = scan_bin(h, (unsigned)j, s, fit, &f, &steps);
                 } else {
                     ok = head_of(h, (unsigned)j, &f);
