@@ -99,9 +99,10 @@ typedef enum dmm_heap_lock {
 typedef enum dmm_heap_stats_level {
     DMM_STATS_OFF = 0,  /* nothing counted (footprint is still known) */
     DMM_STATS_COUNTERS, /* operation counts, failures, live/peak block bytes,
-                           footprint, free-list search steps */
-    DMM_STATS_FULL      /* + requested-size histogram and live/peak requested
-                           bytes (costs one tail word per used block) */
+                           footprint */
+    DMM_STATS_FULL      /* + requested-size histogram, live/peak requested
+                           bytes (costs one tail word per used block) and
+                           free-list search steps */
 } dmm_heap_stats_level;
 
 typedef enum dmm_heap_harden {
@@ -330,13 +331,14 @@ typedef struct dmm_heap_stats {
     uint64_t free_count;     /* frees of non-NULL pointers */
     uint64_t failed_count;   /* allocation requests that returned NULL */
     uint64_t error_count;    /* misuse reports (hardening) */
-    uint64_t search_steps;   /* free-list nodes visited (the seed's "memory
-                                accesses" of the allocator) */
-    uint64_t search_max;     /* most nodes visited by one request */
+    uint64_t search_steps;   /* FULL only: free-list nodes visited (the
+                                seed's "memory accesses" of the allocator) */
+    uint64_t search_max;     /* FULL only: most nodes visited by one request */
     uint64_t sweep_count;    /* deferred-coalescing sweeps */
     uint64_t grow_count;     /* regions mapped from the OS */
     uint64_t release_count;  /* grown regions given back */
-    size_t live_count;       /* used blocks (quick-list blocks excluded) */
+    size_t live_count;       /* used blocks (quick-list blocks excluded);
+                                malloc_count - free_count, derived on read */
     size_t live_block_bytes; /* bytes in used blocks, headers included */
     size_t peak_block_bytes;
     size_t live_requested;   /* FULL only: bytes requested by live blocks */

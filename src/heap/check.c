@@ -244,7 +244,7 @@ dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
     if (h->st.footprint - h->st.top_bytes > h->st.peak_extent)
         return fail(rep, DMM_INV_ACCOUNTING, h, "extent above its recorded peak");
     if (P_STATS(h) != DMM_STATS_OFF &&
-        (h->st.live_count != t.used_blocks || h->st.live_block_bytes != t.used_bytes))
+        (h->st.malloc_count - h->st.free_count != t.used_blocks || h->st.live_block_bytes != t.used_bytes))
         return fail(rep, DMM_INV_ACCOUNTING, h, "live block count or bytes differ from the statistics");
     if (P_STATS(h) == DMM_STATS_FULL && h->st.live_requested != t.used_requested)
         return fail(rep, DMM_INV_ACCOUNTING, h, "live requested bytes differ from the statistics");
@@ -294,6 +294,7 @@ static dmm_heap_stats snapshot(const dmm_heap *h)
         z.peak_extent = st.peak_extent;
         st = z;
     }
+    st.live_count = (size_t)(st.malloc_count - st.free_count); /* derived: not counted per operation */
     st.extent = st.footprint - st.top_bytes;
     st.free_bytes = 0;
     st.largest_free = 0;

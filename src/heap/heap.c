@@ -137,8 +137,13 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
             h->cookie = mixw((uintptr_t)h ^ (uintptr_t)0xA5A5F00Du);
         /* the link key must differ from the canary cookie and keep the low
          * bits of a link non-zero, so that a zeroed link decodes to garbage */
-        h->link_key = mixw(h->cookie + (uintptr_t)0x9E3779B97F4A7C15ull);
+        h->link_key = mixw(h->cookie + (uintptr_t)0x9E3779B97F4A7C15ull) | 1u; /* odd: invertible */
         h->link_key2 = mixw(h->link_key ^ (uintptr_t)0xD1B54A32D192ED03ull);
+        /* the multiplicative inverse of link_key modulo 2^bits (Newton:
+         * each step doubles the correct low bits, 3 to start) */
+        h->link_kinv = h->link_key;
+        for (unsigned i = 0; i < 6u; i++)
+            h->link_kinv *= (uintptr_t)2u - h->link_key * h->link_kinv;
     }
 #if !DMM_HEAP_FROZEN
     h->ops = variant_for(&cfg); /* a frozen build has no table (NULL) */

@@ -24,8 +24,8 @@
  *          size (stats FULL) then the canary (hardening >= CANARY), the
  *          canary last (it sits in the next block's foot word).
  *   A free block keeps its list links in its first two payload words; from
- *   hardening CHECKED up they are stored XOR-ed with a per-heap key
- *   (safe-linking) and every link is validated before it is followed.
+ *   hardening CHECKED up they are stored encoded with per-heap keys
+ *   (engine/bins.h) and every link is validated before it is followed.
  *
  * Region: [ descriptor | block | block | ... | top | sentinel ]; the
  * sentinel is a two-word block (foot, head) whose size is 0 and whose F_USED
@@ -121,8 +121,9 @@ typedef struct dmm__heap_ops {
 struct dmm_heap {
     uintptr_t magic;
     const dmm__heap_ops *ops; /* the variant chosen at init */
-    uintptr_t link_key;       /* safe-linking secrets (hardening >= CHECKED): */
-    uintptr_t link_key2;      /* link = rotl(target ^ key2, key & bits) + key */
+    uintptr_t link_key;       /* link secrets (hardening >= CHECKED), see */
+    uintptr_t link_key2;      /* engine/bins.h: link = (target ^ key2) * key, */
+    uintptr_t link_kinv;      /* key odd, kinv its inverse mod 2^bits */
     region *hint;             /* region of the last pointer looked up */
     uintptr_t hint_lo;        /* its first block ... */
     size_t hint_span;         /* ... and the bytes from there to its sentinel */
@@ -155,7 +156,10 @@ struct dmm_heap {
     void *buf;           /* the caller's first buffer, as given */
     dmm_heap_stats st;
     uint64_t errors_seen;     /* misuse reports, kept at every stats level */
-    uint64_t errors_at_enter; /* errors_seen when the current call began */
+#if DMM_ASSERT_LEVEL >= 3
+    uint64_t errors_at_enter; /* errors_seen when the current call began (the
+                                 checker after every call: level 3 only) */
+#endif
     bool damaged;        /* a corruption was detected and reported */
     atomic_flag spin;
     dmm_port_mutex mutex;
@@ -346,7 +350,9 @@ void dmm__heap_report(dmm_heap *h, dmm_error_kind kind, const void *ptr, const c
 #if !DMM_HEAP_ERROR_TEXT
 #define dmm__heap_report(h, kind, ptr, msg) (dmm__heap_report)((h), (kind), (ptr), "")
 #endif
+#if DMM_ASSERT_LEVEL >= 3
 void dmm__heap_leave_check(dmm_heap *h);
+#endif
 int dmm__heap_walk_locked(dmm_heap *h, dmm_heap_walk_fn fn, void *ctx);
 dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep);
 

@@ -53,6 +53,7 @@ void(dmm__heap_report)(dmm_heap *h, dmm_error_kind kind, const void *ptr, const 
     dmm__report_error(h->cfg.error_fn, h->cfg.error_ctx, h->cfg.on_error, kind, h->op, ptr, msg);
 }
 
+#if DMM_ASSERT_LEVEL >= 3
 /* Assertion level 3: the full checker after every public operation.  A
  * misuse this call reported, or a corruption found earlier, may leave the
  * heap inconsistent on purpose (the REPORT policy carries on): only a
@@ -65,3 +66,4 @@ void dmm__heap_leave_check(dmm_heap *h)
     if (dmm__heap_check_locked(h, &rep) != DMM_OK)
         dmm_port_assert_fail(rep.detail, "dmm_heap_check after a public operation", (int)rep.invariant);
 }
+#endif

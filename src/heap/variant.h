@@ -18,8 +18,11 @@
  * option DMM_HEAP_VARIANTS: on for hosted ports, off for freestanding ones,
  * where one generic copy of the code is what a firmware wants).
  *
- * A ship or lean variant is exactly the code a build frozen to that config
- * runs.  Init takes the first variant that accepts the config, in the order
+ * A ship or lean variant compiles the same engine source with the same
+ * policy constants as a build frozen to that config; the machine code
+ * differs by the dispatch through the ops table and the compiler's
+ * per-unit inlining and register choices (docs/heap.md, "Fast paths").
+ * Init takes the first variant that accepts the config, in the order
  * of dmm__heap_variants (variant_any.c): ship and lean before shape, shape
  * before any.  tests/heap check that the shapes match the presets.
  */
@@ -38,7 +41,7 @@
 #define DMM_V_SPLIT 1
 #define DMM_V_COALESCE DMM_COALESCE_IMMEDIATE
 #define DMM_V_QUICK 1
-#define DMM_VARIANT_PRESET_SL_BITS 1
+#define DMM_VARIANT_PRESET_SL_BITS 4
 #define DMM_VARIANT_PRESET_EXACT_MAX 256
 #define DMM_VARIANT_SHAPE_NAME "dlmalloc"
 #elif defined(DMM_VARIANT_SHAPE_TLSF)

@@ -665,9 +665,9 @@ TEST(ConfigHeader, DefinesEveryFrozenMacro) {
     dmm_heap_config_header(&c, "dmm_config.h", &h[0], h.size());
     h.pop_back();
     EXPECT_EQ(h.rfind("/* dmm_config.h - ", 0), 0u) << h;
-    EXPECT_NE(h.find(" * config: org=exact,sl_bits=1,"), std::string::npos) << h;
+    EXPECT_NE(h.find(" * config: org=exact,sl_bits=4,"), std::string::npos) << h;
     const char *lines[] = {
-        "#define DMM_FROZEN_ORG DMM_ORG_SEG_EXACT\n",   "#define DMM_FROZEN_SL_BITS 1\n",
+        "#define DMM_FROZEN_ORG DMM_ORG_SEG_EXACT\n",   "#define DMM_FROZEN_SL_BITS 4\n",
         "#define DMM_FROZEN_EXACT_MAX 256\n",           "#define DMM_FROZEN_LINKS DMM_LINKS_DOUBLY\n",
         "#define DMM_FROZEN_ORDER DMM_ORDER_FIFO\n",     "#define DMM_FROZEN_FIT DMM_FIT_BEST\n",
         "#define DMM_FROZEN_SPLIT 1\n",                 "#define DMM_FROZEN_COALESCE DMM_COALESCE_IMMEDIATE\n",

@@ -24,7 +24,7 @@
 // it is the last word of that block's usable span (or its canary).  The
 // canary is the word at b + size.  Free-list links name blocks by b
 // (payload - 2W).  From harden=checked up a link slot in block b holding
-// target x stores rotl(x ^ key2, key) + key, with NULL stored as b itself
+// target x stores (x ^ key2) * key (key odd), with NULL stored as b itself
 // (so a list tail does not give a key away) and a link that decodes to its
 // own block read as NULL (end of list).  The tests forge "properly encoded"
 // links (an attacker who knows both keys: the worst case) through the

@@ -8,16 +8,21 @@
 
 #include "../policy.h"
 
-/* ---- counters (nothing is written when stats are off) ---- */
+/* ---- counters (nothing is written when stats are off) ----
+ * stats=counters keeps, per operation, its count (malloc_count, ...), the
+ * live block bytes and their peak: a few adds and one compare.  The live
+ * block count is derived when read (mallocs - frees: snapshot in check.c);
+ * search steps are counted from stats=full up. */
 
-static inline void st_add_live(dmm_heap *h, size_t bs, size_t req)
+static DMM_ALWAYS_INLINE void st_add_live(dmm_heap *h, size_t bs, size_t req)
 {
+    size_t live;
     if (!COUNTING(h))
         return;
-    h->st.live_count++;
-    h->st.live_block_bytes += bs;
-    if (h->st.live_block_bytes > h->st.peak_block_bytes)
-        h->st.peak_block_bytes = h->st.live_block_bytes;
+    live = h->st.live_block_bytes + bs;
+    h->st.live_block_bytes = live;
+    if (live > h->st.peak_block_bytes)
+        h->st.peak_block_bytes = live;
     if (P_STATS(h) == DMM_STATS_FULL) {
         unsigned i = req ? dmm_log2_floor(req) + 1u : 0u;
         h->st.live_requested += req;
@@ -27,11 +32,10 @@ static inline void st_add_live(dmm_heap *h, size_t bs, size_t req)
     }
 }
 
-static inline void st_sub_live(dmm_heap *h, size_t bs, size_t req)
+static DMM_ALWAYS_INLINE void st_sub_live(dmm_heap *h, size_t bs, size_t req)
 {
     if (!COUNTING(h))
         return;
-    h->st.live_count--;
     h->st.live_block_bytes -= bs;
     if (P_STATS(h) == DMM_STATS_FULL)
         h->st.live_requested -= req;
@@ -43,9 +47,9 @@ static inline void st_failed(dmm_heap *h)
         h->st.failed_count++;
 }
 
-static inline void st_steps(dmm_heap *h, uint64_t steps)
+static DMM_ALWAYS_INLINE void st_steps(dmm_heap *h, uint64_t steps)
 {
-    if (!COUNTING(h))
+    if (P_STATS(h) != DMM_STATS_FULL)
         return;
     h->st.search_steps += steps;
     if (steps > h->st.search_max)
@@ -134,11 +138,13 @@ static inline int bm_find(const dmm_heap *h, unsigned i)
 
 /* ---- links: encoded from CHECKED up ----
  * A link slot in block b holding target x (NULL stored as b itself, so no
- * slot ever holds a known constant) keeps rotl(x ^ key2, key) + key: a
- * stored link does not give the keys away (a plain XOR would: a list
- * tail's NULL link is the key), and a forged link decodes to garbage
- * unless its writer knows both keys.  A link naming its own block reads as
- * NULL, so a self-loop cannot hand a block out twice. */
+ * slot ever holds a known constant) keeps (x ^ key2) * key, key odd; it is
+ * read back as (stored * kinv) ^ key2, kinv = key^-1 mod 2^bits, and a
+ * link naming its own block reads as NULL (end of list), so a self-loop
+ * cannot hand a block out twice.  Two instructions each way plus the NULL
+ * mapping; the keys are loaded once per list operation (keys_of) and stay
+ * in registers.  What a leaked link gives away and what forging one needs:
+ * docs/heap.md, "Link encoding". */
 #define LINK_BITS (sizeof(uintptr_t) * 8u)
 static inline uintptr_t rotl_w(uintptr_t x, unsigned r)
 {
@@ -150,19 +156,67 @@ static inline uintptr_t rotr_w(uintptr_t x, unsigned r)
     r &= LINK_BITS - 1u;
     return r ? (x >> r) | (x << (LINK_BITS - r)) : x;
 }
-static inline blk *ldecode(const dmm_heap *h, const blk *b, blk *e)
+
+/* The link keys and the range [lo, lo + span) of the region of the last
+ * look-up, read from the heap once per list operation: the stores a list
+ * operation makes (size_t headers, links) may alias the heap's own words,
+ * so keys read at each link would be reloaded after every store. */
+typedef struct lkeys {
+    uintptr_t key, key2, kinv;
+    uintptr_t lo;
+    size_t span_g; /* span / GRAN */
+} lkeys;
+static DMM_ALWAYS_INLINE lkeys keys_of(const dmm_heap *h)
+{
+    lkeys k = {0, 0, 0, 0, 0};
+    if (HARDENED(h)) {
+        k.key = h->link_key;
+        k.key2 = h->link_key2;
+        k.kinv = h->link_kinv;
+        k.lo = h->hint_lo;
+        k.span_g = h->hint_span / GRAN;
+    }
+    return k;
+}
+#define GRAN_LOG2                                                                                            \
+    ((unsigned)((GRAN >= 2u) + (GRAN >= 4u) + (GRAN >= 8u) + (GRAN >= 16u) + (GRAN >= 32u) + (GRAN >= 64u) + \
+                (GRAN >= 128u)))
+/* Is x a granule-aligned address in [lo, lo + span) (the region of the
+ * last look-up)?  One compare: a misaligned x rotates its low bits to the
+ * top and fails it too. */
+static DMM_ALWAYS_INLINE bool k_in(const lkeys *k, const void *x)
+{
+    return rotr_w((uintptr_t)x - k->lo, GRAN_LOG2) < k->span_g;
+}
+static DMM_ALWAYS_INLINE blk *kdec(const dmm_heap *h, const lkeys *k, const blk *b, blk *e)
 {
     uintptr_t x;
     if (!HARDENED(h))
         return e;
-    x = rotr_w((uintptr_t)e - h->link_key, (unsigned)h->link_key) ^ h->link_key2;
+    x = ((uintptr_t)e * k->kinv) ^ k->key2;
     return x == (uintptr_t)b ? NULL : (blk *)x;
 }
-static inline blk *lencode(const dmm_heap *h, const blk *b, blk *v)
+static DMM_ALWAYS_INLINE blk *kenc(const dmm_heap *h, const lkeys *k, const blk *b, blk *v)
 {
     if (!HARDENED(h))
         return v;
-    return (blk *)(rotl_w((uintptr_t)(v ? v : b) ^ h->link_key2, (unsigned)h->link_key) + h->link_key);
+    return (blk *)((((uintptr_t)(v ? v : b)) ^ k->key2) * k->key);
+}
+static DMM_ALWAYS_INLINE blk *k_next(const dmm_heap *h, const lkeys *k, const blk *b) { return kdec(h, k, b, *lnext(b)); }
+static DMM_ALWAYS_INLINE blk *k_prev(const dmm_heap *h, const lkeys *k, const blk *b) { return kdec(h, k, b, *lprev(b)); }
+static DMM_ALWAYS_INLINE void k_set_next(const dmm_heap *h, const lkeys *k, blk *b, blk *v) { *lnext(b) = kenc(h, k, b, v); }
+static DMM_ALWAYS_INLINE void k_set_prev(const dmm_heap *h, const lkeys *k, blk *b, blk *v) { *lprev(b) = kenc(h, k, b, v); }
+
+/* The same with the keys read from the heap (cold code, the checker). */
+static inline blk *ldecode(const dmm_heap *h, const blk *b, blk *e)
+{
+    lkeys k = keys_of(h);
+    return kdec(h, &k, b, e);
+}
+static inline blk *lencode(const dmm_heap *h, const blk *b, blk *v)
+{
+    lkeys k = keys_of(h);
+    return kenc(h, &k, b, v);
 }
 static inline blk *get_next(const dmm_heap *h, const blk *b) { return ldecode(h, b, *lnext(b)); }
 static inline blk *get_prev(const dmm_heap *h, const blk *b) { return ldecode(h, b, *lprev(b)); }
@@ -190,33 +244,71 @@ static inline bool node_in_heap(dmm_heap *h, const blk *c)
     return DMM_LIKELY(in_hint(h, c)) || block_room_slow(h, c) != NULL;
 }
 
+/* ---- the cold side of the list operations ----
+ * Every check below has a one-compare fast form inline; when it fails,
+ * these out-of-line functions redo the full check (a block in another
+ * region is no fault) and make the report.  Reports and cuts live only
+ * here, so the list operations stay short leaves. */
+#if defined(__GNUC__) || defined(__clang__)
+#define DMM_COLD __attribute__((cold, noinline))
+#else
+#define DMM_COLD
+#endif
+
+/* Reports msg naming `at`; cuts the list after `cut` (its next link made
+ * NULL; under FIFO order *tail = cut) when cut is not NULL. */
+static DMM_COLD void list_fault(dmm_heap *h, const void *at, blk *cut, blk **tail, const char *msg)
+{
+    (void)msg; /* unused when reports carry no text (DMM_HEAP_ERROR_TEXT=0) */
+    dmm__heap_report(h, DMM_ERR_FREE_LIST, at, msg);
+    if (cut) {
+        set_next(h, cut, NULL);
+        if (tail)
+            *tail = cut;
+    }
+}
+
+/* nx, c's decoded successor, failed the fast range check: the full check
+ * (full: a block of the list's kind, node_ok; else only safe to read,
+ * node_in_heap).  Returns nx, or NULL after a report and a cut at c. */
+static DMM_COLD blk *follow_slow(dmm_heap *h, blk *c, blk *nx, size_t want, blk **tail, bool full)
+{
+    if (full ? node_ok(h, nx, want) : node_in_heap(h, nx))
+        return nx;
+    list_fault(h, c, c, tail, "a free-list link was overwritten (use after free?)");
+    return NULL;
+}
+
 /* The list successor of c, checked before anyone follows it when the heap
  * is hardened.  A bad link is reported and the list is cut at c (the
  * blocks behind it are lost to the lists, none is handed out).
  *   follow_scan: nx must lie where a block can (node_in_heap): enough to
  *       read it while a search walks on; the block a search finally takes
  *       gets the full check in take_block.
- *   follow: nx must also be a block of the list's kind (node_ok).  Used
- *       where nx becomes a list head, so that a head is always trusted. */
-static DMM_ALWAYS_INLINE blk *follow_check(dmm_heap *h, blk *c, size_t want, blk **tail, bool full)
+ *   follow: nx must also be a block of the list's kind (node_ok). */
+static DMM_ALWAYS_INLINE blk *follow_check(dmm_heap *h, const lkeys *k, blk *c, size_t want, blk **tail, bool full)
 {
-    blk *nx = get_next(h, c);
-    if (HARDENED(h) && nx && DMM_UNLIKELY(full ? !node_ok(h, nx, want) : !node_in_heap(h, nx))) {
-        dmm__heap_report(h, DMM_ERR_FREE_LIST, c, "a free-list link was overwritten (use after free?)");
-        set_next(h, c, NULL);
-        if (tail)
-            *tail = c;
-        nx = NULL;
+    blk *nx = k_next(h, k, c);
+    if (HARDENED(h) && nx) {
+        bool ok = k_in(k, nx);
+        if (full && ok) {
+            size_t hd = nx->head;
+            ok = (hd & F_STATE) == want && (hd & ~F_MASK) >= MINB &&
+                 (hd & ~F_MASK) <= (size_t)(k->lo + k->span_g * GRAN - (uintptr_t)nx);
+        }
+        if (DMM_UNLIKELY(!ok))
+            nx = follow_slow(h, c, nx, want, tail, full);
     }
     return nx;
 }
 static DMM_ALWAYS_INLINE blk *follow(dmm_heap *h, blk *c, size_t want, blk **tail)
 {
-    return follow_check(h, c, want, tail, true);
+    lkeys k = keys_of(h);
+    return follow_check(h, &k, c, want, tail, true);
 }
-static DMM_ALWAYS_INLINE blk *follow_scan(dmm_heap *h, blk *c, blk **tail)
+static DMM_ALWAYS_INLINE blk *follow_scan(dmm_heap *h, const lkeys *k, blk *c, blk **tail)
 {
-    return follow_check(h, c, 0, tail, false);
+    return follow_check(h, k, c, 0, tail, false);
 }
 
 /* Most free blocks the heap's regions could hold: no list is longer. */
@@ -225,14 +317,11 @@ static inline size_t max_nodes(const dmm_heap *h) { return h->st.footprint / MIN
 /* A walk that has visited more nodes than the heap can hold free blocks is
  * going round a forged cycle: report it and cut the list at c (hardened
  * heaps only; returns true when it cut). */
-static inline bool walk_too_long(dmm_heap *h, uint64_t steps, uint64_t lim, blk *c, blk **tail)
+static DMM_ALWAYS_INLINE bool walk_too_long(dmm_heap *h, uint64_t steps, uint64_t lim, blk *c, blk **tail)
 {
     if (!HARDENED(h) || DMM_LIKELY(steps <= lim))
         return false;
-    dmm__heap_report(h, DMM_ERR_FREE_LIST, c, "a free list runs in a cycle (link overwritten)");
-    set_next(h, c, NULL);
-    if (tail)
-        *tail = c;
+    list_fault(h, c, c, tail, "a free list runs in a cycle (link overwritten)");
     return true;
 }
 
@@ -241,38 +330,63 @@ static inline blk **tail_of(dmm_heap *h, unsigned n)
     return P_ORDER(h) == DMM_ORDER_FIFO ? &h->tails[n] : NULL;
 }
 
+/* nx (in a doubly linked list, the successor of pred, NULL: the head)
+ * failed the fast back-link check (k_in(nx) and nx's back link naming
+ * pred).  The full check: a successor outside every region is the forward
+ * link's fault (reported at pred, cut there); a readable successor whose
+ * back link disagrees is the back link's (reported at nx).  Returns NULL:
+ * the caller follows neither link. */
+static DMM_COLD blk *back_fault(dmm_heap *h, blk *pred, blk *nx, blk **tail)
+{
+    if (pred && !node_ok(h, nx, 0)) {
+        list_fault(h, pred, pred, tail, "a free-list link was overwritten (use after free?)");
+        return NULL;
+    }
+    if (get_prev(h, nx) == pred)
+        return nx; /* a block in another region: no fault */
+    list_fault(h, nx, NULL, NULL, "a free list's back link was overwritten (use after free?)");
+    return NULL;
+}
+
 /* ---- lists ---- */
 
 /* Link b after pred (NULL: at the head) in bin n. */
-static inline void list_insert_after(dmm_heap *h, unsigned n, blk *pred, blk *b)
+static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, unsigned n, blk *pred, blk *b)
 {
     DMM_ASSERT(blisted(b) && n < h->nbins);
     DMM_ASSERT_LOCAL(bnext(b)->foot == bsize(b) && !bpused(bnext(b)));
-    blk *nx = pred ? follow(h, pred, 0, tail_of(h, n)) : h->heads[n];
-    if (DOUBLY(h) && HARDENED(h) && nx && DMM_UNLIKELY(get_prev(h, nx) != pred)) {
-        dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a free list's back link was overwritten (use after free?)");
-        nx = NULL; /* cut: nothing is written through the bad link */
+    blk *nx;
+    if (DOUBLY(h) && HARDENED(h)) {
+        /* pred -> nx and nx <- pred agree, and nx is in range: enough to
+         * write nx's back link (nx's header is checked when it is taken) */
+        nx = pred ? k_next(h, k, pred) : h->heads[n];
+        if (nx && DMM_UNLIKELY(!k_in(k, nx) || k_prev(h, k, nx) != pred))
+            nx = back_fault(h, pred, nx, tail_of(h, n)); /* cut: nothing is written through the bad link */
+    } else {
+        nx = pred ? follow_check(h, k, pred, 0, tail_of(h, n), true) : h->heads[n];
     }
-    set_next(h, b, nx);
+    k_set_next(h, k, b, nx);
     if (DOUBLY(h)) {
-        set_prev(h, b, pred);
+        k_set_prev(h, k, b, pred);
         if (nx)
-            set_prev(h, nx, b);
+            k_set_prev(h, k, nx, b);
     }
     if (pred)
-        set_next(h, pred, b);
+        k_set_next(h, k, pred, b);
     else
         h->heads[n] = b;
     if (P_ORDER(h) == DMM_ORDER_FIFO && !nx)
         h->tails[n] = b;
-    bm_set(h, n);
+    if (!pred && !nx)
+        bm_set(h, n); /* the list was empty (or was cut: the bit may be set already) */
 }
 
 /* Insert free block b into its bin, honouring the ordering policy. */
-static inline void bin_insert(dmm_heap *h, blk *b)
+static DMM_ALWAYS_INLINE void bin_insert_k(dmm_heap *h, const lkeys *kp, blk *b)
 {
     unsigned n = bin_of(h, bsize(b));
     blk *pred = NULL, *c;
+    const lkeys k = *kp;
     switch (P_ORDER(h)) {
     case DMM_ORDER_LIFO:
         break;
@@ -280,43 +394,54 @@ static inline void bin_insert(dmm_heap *h, blk *b)
         pred = h->tails[n];
         break;
     case DMM_ORDER_ADDRESS: {
-        uint64_t k = 0;
+        uint64_t i = 0;
         const uint64_t lim = max_nodes(h);
-        for (c = h->heads[n]; c && c < b && !walk_too_long(h, ++k, lim, c, tail_of(h, n));
-             c = follow_scan(h, c, tail_of(h, n)))
+        for (c = h->heads[n]; c && c < b && !walk_too_long(h, ++i, lim, c, tail_of(h, n));
+             c = follow_scan(h, &k, c, tail_of(h, n)))
             pred = c;
         break;
     }
     case DMM_ORDER_SIZE: {
         size_t s = bsize(b);
-        uint64_t k = 0;
+        uint64_t i = 0;
         const uint64_t lim = max_nodes(h);
-        for (c = h->heads[n]; c && bsize(c) <= s && !walk_too_long(h, ++k, lim, c, tail_of(h, n));
-             c = follow_scan(h, c, tail_of(h, n)))
+        for (c = h->heads[n]; c && bsize(c) <= s && !walk_too_long(h, ++i, lim, c, tail_of(h, n));
+             c = follow_scan(h, &k, c, tail_of(h, n)))
             pred = c;
         break;
     }
     }
-    list_insert_after(h, n, pred, b);
+    list_insert_after(h, &k, n, pred, b);
+}
+static DMM_ALWAYS_INLINE void bin_insert(dmm_heap *h, blk *b)
+{
+    lkeys k = keys_of(h);
+    bin_insert_k(h, &k, b);
 }
 
 /* Unlink b from bin n given its list predecessor (NULL: b is the head). */
-static inline void list_remove(dmm_heap *h, unsigned n, blk *pred, blk *b)
+static DMM_ALWAYS_INLINE void list_remove_k(dmm_heap *h, const lkeys *k, unsigned n, blk *pred, blk *b)
 {
     DMM_ASSERT(pred ? get_next(h, pred) == b : h->heads[n] == b);
-    blk *nx = follow(h, b, 0, tail_of(h, n));
-    if (DOUBLY(h) && HARDENED(h) && nx && get_prev(h, nx) != b) {
-        dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a free list's back link was overwritten (use after free?)");
-        nx = NULL; /* cut: the rest of the list is dropped, not followed */
-        if (P_ORDER(h) == DMM_ORDER_FIFO)
-            h->tails[n] = b;
+    blk *nx;
+    if (DOUBLY(h) && HARDENED(h)) {
+        /* b -> nx and nx <- b agree and nx is in range: the unlink is safe
+         * (nx's header is checked when nx is taken) */
+        nx = k_next(h, k, b);
+        if (nx && DMM_UNLIKELY(!k_in(k, nx) || k_prev(h, k, nx) != b)) {
+            nx = back_fault(h, b, nx, tail_of(h, n));
+            if (!nx && P_ORDER(h) == DMM_ORDER_FIFO)
+                h->tails[n] = b; /* cut: the rest of the list is dropped, not followed */
+        }
+    } else {
+        nx = follow_check(h, k, b, 0, tail_of(h, n), true);
     }
     if (pred)
-        set_next(h, pred, nx);
+        k_set_next(h, k, pred, nx);
     else
         h->heads[n] = nx;
     if (DOUBLY(h) && nx)
-        set_prev(h, nx, pred);
+        k_set_prev(h, k, nx, pred);
     if (P_ORDER(h) == DMM_ORDER_FIFO && h->tails[n] == b)
         h->tails[n] = pred;
     if (!h->heads[n])
@@ -324,20 +449,44 @@ static inline void list_remove(dmm_heap *h, unsigned n, blk *pred, blk *b)
     if (P_FIT(h) == DMM_FIT_NEXT && h->rover == b)
         h->rover = nx;
 }
+static DMM_ALWAYS_INLINE void list_remove(dmm_heap *h, unsigned n, blk *pred, blk *b)
+{
+    lkeys k = keys_of(h);
+    list_remove_k(h, &k, n, pred, b);
+}
+
+/* b's back link failed the fast check in bin_remove (doubly linked). */
+static DMM_COLD bool unlink_fault(dmm_heap *h, blk *b, blk *pred, unsigned n)
+{
+    if (pred ? node_ok(h, pred, 0) && get_next(h, pred) == b : h->heads[n] == b)
+        return true; /* a predecessor in another region: no fault */
+    dmm__heap_report(h, DMM_ERR_FREE_LIST, b, "a free block's list links were overwritten (use after free?)");
+    return false;
+}
+
+/* The walk of a singly linked bin did not find b (or went round a cycle). */
+static DMM_COLD bool missing_fault(dmm_heap *h, blk *b)
+{
+    dmm__heap_report(h, DMM_ERR_FREE_LIST, b, "a free block is missing from its list (link overwritten?)");
+    return false;
+}
 
 /* Unlink an arbitrary free block: O(1) doubly, a walk of its bin singly.
  * Returns false (after a report) when the lists around b do not agree with
  * it; b then stays where it is and the caller must leave it alone. */
-static inline bool bin_remove(dmm_heap *h, blk *b)
+static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
 {
     unsigned n = bin_of(h, bsize(b));
     blk *pred;
+    const lkeys k = *kp;
     if (DOUBLY(h)) {
-        pred = get_prev(h, b);
-        if (HARDENED(h) && (pred ? !node_ok(h, pred, 0) || get_next(h, pred) != b : h->heads[n] != b)) {
-            dmm__heap_report(h, DMM_ERR_FREE_LIST, b, "a free block's list links were overwritten (use after free?)");
+        pred = k_prev(h, &k, b);
+        /* pred <- b and pred -> b agree, pred in range (or b is the head):
+         * b's links are its own, the unlink writes only into list nodes */
+        if (HARDENED(h) &&
+            DMM_UNLIKELY(pred ? !k_in(&k, pred) || k_next(h, &k, pred) != b : h->heads[n] != b) &&
+            !unlink_fault(h, b, pred, n))
             return false;
-        }
     } else {
         uint64_t steps = 0;
         const uint64_t lim = max_nodes(h);
@@ -345,21 +494,25 @@ static inline bool bin_remove(dmm_heap *h, blk *b)
         pred = NULL;
         while (c != b) {
             if (!c) {
-                dmm__heap_report(h, DMM_ERR_FREE_LIST, b, "a free block is missing from its list (link overwritten?)");
                 st_steps(h, steps);
-                return false;
+                return missing_fault(h, b);
             }
             pred = c;
             if (walk_too_long(h, ++steps, lim, c, tail_of(h, n))) {
                 st_steps(h, steps);
                 return false;
             }
-            c = follow_scan(h, c, tail_of(h, n));
+            c = follow_scan(h, &k, c, tail_of(h, n));
         }
         st_steps(h, steps);
     }
-    list_remove(h, n, pred, b);
+    list_remove_k(h, &k, n, pred, b);
     return true;
+}
+static DMM_ALWAYS_INLINE bool bin_remove(dmm_heap *h, blk *b)
+{
+    lkeys k = keys_of(h);
+    return bin_remove_k(h, &k, b);
 }
 
 #endif

@@ -13,14 +13,20 @@ typedef struct found {
     unsigned bin;
 } found;
 
-/* Scan bin n for a block of at least s bytes under fit policy fit. */
+/* Scan bin n for a block of at least s bytes under fit policy fit; the
+ * nodes visited are added to *steps.  The cycle guard counts this walk
+ * alone: one list holds at most max_nodes blocks, but a search may walk
+ * more than one list (or one list twice, next fit's wrap). */
 static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit, found *f, uint64_t *steps)
 {
     blk *pred = NULL, *best = NULL, *best_pred = NULL;
+    size_t best_s = SIZE_MAX; /* bsize(best), kept in a register */
     const uint64_t lim = max_nodes(h);
-    for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, c, tail_of(h, n))) {
+    uint64_t k = 0;
+    lkeys ks = keys_of(h);
+    for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, &ks, c, tail_of(h, n))) {
         size_t cs = bsize(c);
-        if (++*steps > lim && walk_too_long(h, *steps, lim, c, tail_of(h, n)))
+        if (++k > lim && walk_too_long(h, k, lim, c, tail_of(h, n)))
             break;
         if (cs < s)
             continue;
@@ -37,11 +43,13 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
             }
             continue;
         }
-        if (!best || cs < bsize(best)) { /* best fit */
+        if (cs < best_s) { /* best fit */
             best = c;
+            best_s = cs;
             best_pred = pred;
         }
     }
+    *steps += k;
     if (!best)
         return false;
     f->b = best;
@@ -51,23 +59,30 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
 }
 
 /* Next fit over the single list: from the rover to the end, then from the
- * head (first fit over the whole list). */
+ * head (first fit over the whole list).  The two walks are bounded apart:
+ * a failing search visits up to twice the list, which is no cycle (issue
+ * 25: one counter across the wrap read a list of more than max_nodes / 2
+ * blocks as a cycle and cut it). */
 static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *steps)
 {
     blk *c = h->rover;
     const uint64_t lim = max_nodes(h);
+    uint64_t k = 0;
+    lkeys ks = keys_of(h);
     if (c && !blisted(c))
         c = NULL; /* defensive: a rover always names a listed block */
-    for (; c; c = follow_scan(h, c, tail_of(h, 0))) {
-        if (++*steps > lim && walk_too_long(h, *steps, lim, c, tail_of(h, 0)))
+    for (; c; c = follow_scan(h, &ks, c, tail_of(h, 0))) {
+        if (++k > lim && walk_too_long(h, k, lim, c, tail_of(h, 0)))
             break;
         if (bsize(c) >= s) {
+            *steps += k;
             f->b = c;
             f->pred = NULL;
             f->bin = UINT32_MAX; /* predecessor unknown */
             return true;
         }
     }
+    *steps += k;
     return scan_bin(h, 0, s, DMM_FIT_FIRST, f, steps);
 }
 
@@ -79,6 +94,40 @@ static inline bool head_of(const dmm_heap *h, unsigned j, found *f)
     f->pred = NULL;
     f->bin = j;
     return true;
+}
+
+/* Is b, a block a search is about to take for s bytes, a listed block of
+ * at least s bytes that fits in its region?  The fast form in the region
+ * of the last look-up; node_ok (any region) when that fails. */
+static DMM_ALWAYS_INLINE bool taken_ok(dmm_heap *h, const blk *b, size_t s)
+{
+    size_t hd = b->head, bs = hd & ~F_MASK, off = (size_t)((uintptr_t)b - h->hint_lo);
+    if (DMM_LIKELY(rotr_w(off, GRAN_LOG2) < h->hint_span / GRAN) && (hd & F_STATE) == 0 && bs >= s &&
+        bs <= h->hint_span - off)
+        return true;
+    return node_ok(h, b, 0) && bs >= s;
+}
+
+/* The block a search would take failed taken_ok: a link overwritten with
+ * an address inside the heap.  Reported and nothing is handed out: the
+ * list is cut before the block (next fit, whose predecessor may be
+ * unknown, restarts its rover instead). */
+static DMM_COLD blk *take_fault(dmm_heap *h, found *f)
+{
+    dmm__heap_report(h, DMM_ERR_FREE_LIST, f->b, "a free-list link names something that is not a free block");
+    if (P_FIT(h) == DMM_FIT_NEXT) {
+        h->rover = h->heads[0];
+        return NULL;
+    }
+    if (f->pred)
+        set_next(h, f->pred, NULL);
+    else
+        h->heads[f->bin] = NULL;
+    if (P_ORDER(h) == DMM_ORDER_FIFO)
+        h->tails[f->bin] = f->pred;
+    if (!h->heads[f->bin])
+        bm_clear(h, f->bin);
+    return NULL;
 }
 
 /* Finds a free block of at least s bytes and unlinks it; NULL if none. */
@@ -109,7 +158,10 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
             int j = bm_find(h, n + 1u);
             steps++;
             if (j >= 0) {
-                if (fit == DMM_FIT_BEST && P_ORDER(h) != DMM_ORDER_SIZE) {
+                /* A bin of one size (below lin_max, not the clamped last
+                 * bin) holds only equal blocks: its head is the best fit. */
+                if (fit == DMM_FIT_BEST && P_ORDER(h) != DMM_ORDER_SIZE &&
+                    ((unsigned)j >= B_LIN_BINS(h) || (unsigned)j == h->nbins - 1u)) {
                     ok = scan_bin(h, (unsigned)j, s, fit, &f, &steps);
                 } else {
                     ok = head_of(h, (unsigned)j, &f);
@@ -120,27 +172,11 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
     st_steps(h, steps);
     if (!ok)
         return NULL;
-    /* A bin head is always trusted; a block a scan reached through a link
-     * (or the rover) gets the full check.  A link overwritten with an
-     * address inside the heap is reported and nothing is handed out: the
-     * list is cut before the block (next fit, whose predecessor may be
-     * unknown, restarts its rover instead). */
-    if (HARDENED(h) && DMM_UNLIKELY(((f.pred || fit == DMM_FIT_NEXT) && !node_ok(h, f.b, 0)) || bsize(f.b) < s)) {
-        dmm__heap_report(h, DMM_ERR_FREE_LIST, f.b, "a free-list link names something that is not a free block");
-        if (fit == DMM_FIT_NEXT) {
-            h->rover = h->heads[0];
-            return NULL;
-        }
-        if (f.pred)
-            set_next(h, f.pred, NULL);
-        else
-            h->heads[f.bin] = NULL;
-        if (P_ORDER(h) == DMM_ORDER_FIFO)
-            h->tails[f.bin] = f.pred;
-        if (!h->heads[f.bin])
-            bm_clear(h, f.bin);
-        return NULL;
-    }
+    /* The block taken gets the full check, and only it: every link that
+     * led here was range-checked when it was followed, and (doubly linked)
+     * back-link-checked when its list last changed around it. */
+    if (HARDENED(h) && DMM_UNLIKELY(!taken_ok(h, f.b, s)))
+        return take_fault(h, &f);
     if (fit == DMM_FIT_NEXT) {
         /* list_remove moves the rover on to the (validated) successor */
         h->rover = f.b;

@@ -10,14 +10,14 @@
 
 /* The used block whose payload ptr is, or NULL after a report.  From
  * CHECKED up: O(1) (region_of) and nothing is written before the pointer
- * is known good.  PARANOID adds a walk of the region up to the block. */
-static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr)
+ * is known good.  PARANOID adds a walk of the region up to the block.
+ * The full form: validate() runs it when its fast checks fail, and it
+ * makes the report. */
+static DMM_COLD blk *validate_slow(dmm_heap *h, const void *ptr)
 {
     region *r;
     blk *b, *nx, *sen, *first;
     size_t hd, s;
-    if (!HARDENED(h))
-        return bfrom(ptr);
     b = bfrom(ptr);
     if (in_hint(h, b)) {
         first = (blk *)h->hint_lo;
@@ -83,6 +83,38 @@ static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr)
             dmm__heap_report(h, DMM_ERR_INVALID_POINTER, ptr, "pointer is not the start of any block of its region");
             return NULL;
         }
+    }
+    return b;
+}
+
+/* The O(1) essentials in the region of the last look-up: the block is in
+ * range and aligned, its head says used and a size that stays inside the
+ * region, the next block knows it as used, the canary (CANARY), and a
+ * free previous block's size tag names a listed block of that size (one
+ * header word, read where coalescing reads it anyway).  Each is a stricter
+ * form of a check of validate_slow, which runs (and reports) when any
+ * fails, and always under PARANOID. */
+static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr)
+{
+    blk *b = bfrom(ptr);
+    uintptr_t lo;
+    size_t hd, s, off;
+    if (!HARDENED(h))
+        return b;
+    lo = h->hint_lo;
+    off = (size_t)((uintptr_t)b - lo);
+    if (P_HARDEN(h) >= DMM_HARDEN_PARANOID || DMM_UNLIKELY(rotr_w(off, GRAN_LOG2) >= h->hint_span / GRAN))
+        return validate_slow(h, ptr);
+    hd = b->head;
+    s = hd & ~F_MASK;
+    if (DMM_UNLIKELY((hd & F_STATE) != F_USED || s < MINB || s > h->hint_span - off || !bpused(bat(b, s))))
+        return validate_slow(h, ptr);
+    if (P_HARDEN(h) >= DMM_HARDEN_CANARY && DMM_UNLIKELY(*canary_slot(b) != canary_of(h, b)))
+        return validate_slow(h, ptr);
+    if (!(hd & F_PUSED)) {
+        size_t pf = b->foot;
+        if (DMM_UNLIKELY(pf < MINB || pf > off || (bprev(b)->head & ~F_PUSED) != pf))
+            return validate_slow(h, ptr);
     }
     return b;
 }

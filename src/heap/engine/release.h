@@ -30,6 +30,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     char *fill_from = fresh;
     bool top = false;
     size_t old_top = 0;
+    const lkeys k = keys_of(h); /* one load of the keys for every list touched */
     if (P_COALESCE(h) == DMM_COALESCE_IMMEDIATE) {
         blk *nx = bat(b, s);
         if (btop(nx)) {
@@ -37,7 +38,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
             s += old_top;
             top = true;
             end = (char *)nx + HDR + LINKS; /* the rest of nx is poisoned already */
-        } else if (blisted(nx) && can_merge(h, s, bsize(nx)) && bin_remove(h, nx)) {
+        } else if (blisted(nx) && can_merge(h, s, bsize(nx)) && bin_remove_k(h, &k, nx)) {
             s += bsize(nx);
             end = (char *)nx + HDR + LINKS;
         }
@@ -45,7 +46,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
          * every free block before it, so none is ever left beside it */
         while (!bpused(b)) {
             blk *pv = bprev(b);
-            if (!blisted(pv) || !(top || can_merge(h, s, bsize(pv))) || !bin_remove(h, pv))
+            if (!blisted(pv) || !(top || can_merge(h, s, bsize(pv))) || !bin_remove_k(h, &k, pv))
                 break;
             s += bsize(pv);
             fill_from = (char *)b;
@@ -66,7 +67,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     }
     if ((P_GROW(h) && h->cfg.release_empty && bpused(b) && dmm__region_release_if_empty(h, b)) || top)
         return;
-    bin_insert(h, b);
+    bin_insert_k(h, &k, b);
 }
 
 /* The tail split off a block that malloc took: it becomes a listed free
@@ -126,7 +127,26 @@ static inline void quick_push(dmm_heap *h, blk *b)
     h->quick_len[q]++;
 }
 
-static inline blk *quick_pop(dmm_heap *h, size_t s)
+/* nx, the successor of popped block b in its quick list, failed the fast
+ * check: the full one (a block in another region is no fault), else a
+ * report.  Returns nx or NULL (the list ends at b). */
+static DMM_COLD blk *quick_fault(dmm_heap *h, blk *b, blk *nx, size_t s)
+{
+    if (!node_ok(h, nx, F_STATE)) {
+        list_fault(h, b, b, NULL, "a free-list link was overwritten (use after free?)");
+        return NULL;
+    }
+    if (bsize(nx) == s)
+        return nx;
+    dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a quick-list link names a block of another size");
+    return NULL;
+}
+
+/* Pops a block of s bytes from its quick list.  The head is trusted: it
+ * was checked when it became the head, as the successor of the block
+ * popped before (in range, parked, of the list's size: one compare and
+ * one header word). */
+static DMM_ALWAYS_INLINE blk *quick_pop(dmm_heap *h, size_t s)
 {
     unsigned q;
     blk *b, *nx;
@@ -136,10 +156,14 @@ static inline blk *quick_pop(dmm_heap *h, size_t s)
     b = h->quick[q];
     if (!b)
         return NULL;
-    nx = follow(h, b, F_STATE, NULL); /* fully checked: the next pop trusts it */
-    if (HARDENED(h) && nx && DMM_UNLIKELY(bsize(nx) != s)) {
-        dmm__heap_report(h, DMM_ERR_FREE_LIST, nx, "a quick-list link names a block of another size");
-        nx = NULL;
+    if (HARDENED(h)) {
+        lkeys k = keys_of(h);
+        nx = k_next(h, &k, b);
+        if (nx && DMM_UNLIKELY(!k_in(&k, nx) || (nx->head & ~F_PUSED) != (s | F_STATE) ||
+                               (uintptr_t)nx - k.lo > k.span_g * GRAN - s))
+            nx = quick_fault(h, b, nx, s);
+    } else {
+        nx = get_next(h, b);
     }
     h->quick[q] = nx;
     h->quick_len[q] = nx ? h->quick_len[q] - 1u : 0u; /* 0 also after a cut */
