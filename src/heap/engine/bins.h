@@ -241,6 +241,9 @@ static inline blk **tail_of(dmm_heap *h, unsigned n)
     return P_ORDER(h) == DMM_ORDER_FIFO ? &h->tails[n] : NULL;
 }
 
+/* org=addrtree: the free blocks live in two address trees, not in lists */
+#include "addrtree.h"
+
 /* ---- lists ---- */
 
 /* Link b after pred (NULL: at the head) in bin n. */
@@ -271,6 +274,10 @@ static inline void list_insert_after(dmm_heap *h, unsigned n, blk *pred, blk *b)
 /* Insert free block b into its bin, honouring the ordering policy. */
 static inline void bin_insert(dmm_heap *h, blk *b)
 {
+    if (P_ORG(h) == DMM_ORG_ADDRTREE) {
+        at_insert(h, b);
+        return;
+    }
     unsigned n = bin_of(h, bsize(b));
     blk *pred = NULL, *c;
     switch (P_ORDER(h)) {
@@ -330,6 +337,8 @@ static inline void list_remove(dmm_heap *h, unsigned n, blk *pred, blk *b)
  * it; b then stays where it is and the caller must leave it alone. */
 static inline bool bin_remove(dmm_heap *h, blk *b)
 {
+    if (P_ORG(h) == DMM_ORG_ADDRTREE)
+        return at_remove(h, b);
     unsigned n = bin_of(h, bsize(b));
     blk *pred;
     if (DOUBLY(h)) {

@@ -89,6 +89,8 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
     bool ok = false;
     dmm_heap_fit fit = P_FIT(h);
 
+    if (P_ORG(h) == DMM_ORG_ADDRTREE)
+        return at_take(h, s);
     if (fit == DMM_FIT_NEXT) {
         ok = scan_next_fit(h, s, &f, &steps);
     } else if (fit == DMM_FIT_GOOD) {
