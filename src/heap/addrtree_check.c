@@ -35,7 +35,7 @@ static int check_sub(at_chk *k, const blk *c, uintptr_t lo, uintptr_t hi, bool b
 {
     const region *r;
     uintptr_t lw, rw;
-    size_t s, ml = 0, mr = 0;
+    size_t s = 0, ml = 0, mr = 0;
     int hl, hr;
     *max = 0;
     if (!c)
@@ -44,9 +44,8 @@ static int check_sub(at_chk *k, const blk *c, uintptr_t lo, uintptr_t hi, bool b
         return at_fail(k, DMM_INV_LIST_LINK, c, "more free-tree nodes than free blocks (cycle or stale node)");
     if (depth > AT_DEPTH)
         return at_fail(k, DMM_INV_LIST_LINK, c, "a free tree is deeper than its balance allows");
-    r = dmm__region_lookup(k->h, c);
-    s = bsize(c);
-    if (((uintptr_t)c & (GRAN - 1u)) || !r || c < rfirst(r) || c >= rsentinel(r) || s < MINB ||
+    r = dmm__region_lookup(k->h, c); /* the header is read only inside a region */
+    if (((uintptr_t)c & (GRAN - 1u)) || !r || c < rfirst(r) || c >= rsentinel(r) || (s = bsize(c)) < MINB ||
         s > (size_t)((const char *)rsentinel(r) - (const char *)c) || !blisted(c) || bnext(c)->foot != s)
         return at_fail(k, DMM_INV_LIST_LINK, c, "free-tree node is not a free block of this heap");
     if ((s > MINB) != big)

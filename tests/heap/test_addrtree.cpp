@@ -333,8 +333,8 @@ struct Three {
         (void)dmm_heap_check(h, &r);
         return r;
     }
-    bool guards_intact() {
-        for (int i = 0; i < 4; ++i)
+    bool guards_intact(int n = 4) {
+        for (int i = 0; i < n; ++i)
             if (find_pattern_mismatch(g[i], 0, req, 100 + i) != SIZE_MAX)
                 return false;
         return true;
@@ -438,6 +438,6 @@ TEST(AddrTreeDamage, GarbageLinkIsRefused) {
         dmm_heap_free(x.h, x.g[3]); // c's neighbour: c is behind the bad link
         EXPECT_TRUE(x.only_free_list_reports()) << req;
         EXPECT_TRUE(p && q && s);
-        EXPECT_TRUE(x.guards_intact());
+        EXPECT_TRUE(x.guards_intact(3)); // g3 was freed
     }
 }
