@@ -338,6 +338,100 @@ static inline bool at_remove(dmm_heap *h, blk *b)
 
 static inline void at_insert(dmm_heap *h, blk *b) { at_insert_in(h, b, bsize(b) > MINB); }
 
+/* Node c of tree heads[1] (big) with its path in p (c is not in it), or
+ * false after a report when c is not where its address says. */
+static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_path *p, blk *c0, bool big)
+{
+    blk *c = h->heads[big];
+    uintptr_t lo = 0, hi = UINTPTR_MAX;
+    p->k = 0;
+    if (c && HARDENED(h))
+        c = at_ok(h, c0, c, big, lo, hi);
+    while (c != c0) {
+        unsigned dir = c0 > c;
+        if (!c) {
+            at_bad(h, c0, "a free block is missing from its free tree (link overwritten?)");
+            return false;
+        }
+        if (!at_push(h, p, c, dir))
+            return false;
+        if (dir)
+            lo = (uintptr_t)c;
+        else
+            hi = (uintptr_t)c;
+        c = at_child(h, c, dir, big, lo, hi);
+    }
+    return true;
+}
+
+/* The subtree maxima on path p after a block of its subtree grew to s. */
+static DMM_ALWAYS_INLINE void at_raise(at_path *p, size_t s)
+{
+    for (unsigned i = p->k; i-- > 0 && *at_maxp(p->n[i]) < s;)
+        *at_maxp(p->n[i]) = s;
+}
+
+/* The subtree maxima on path p after a block of size `was` there shrank or
+ * left: an ancestor whose maximum is above `was` keeps it (and so do all
+ * above it); the others are recomputed from their children. */
+static DMM_ALWAYS_INLINE void at_lower(dmm_heap *h, at_path *p, size_t was)
+{
+    for (unsigned i = p->k; i-- > 0 && *at_maxp(p->n[i]) == was;) {
+        at_node A = at_read(h, p->n[i], true);
+        at_fix(p->n[i], &A);
+    }
+}
+
+/* nb takes node c's place (same neighbours in address order: no block lies
+ * between them), reached by path p; tree heads[1] only. */
+static DMM_ALWAYS_INLINE void at_replace(dmm_heap *h, at_path *p, blk *c, blk *nb)
+{
+    at_node C = at_read(h, c, true);
+    at_write(h, nb, C.c[0], C.c[1], C.bal);
+    at_relink(h, p, p->k, nb, true);
+    at_fix(nb, &C);
+}
+
+/* Immediate coalescing (coalesce_max 0, no poisoning, no release of empty
+ * regions): frees b (state bits clear) merging it with its free neighbours
+ * without restructuring the tree where the merged block keeps a
+ * neighbour's place: b absorbing the next block takes its node, the
+ * previous block absorbing b (and the next) grows in place.  Returns false,
+ * having changed nothing, where release_block must do it: a neighbour is
+ * the top or a minimum block (the merge moves it to the other tree), or
+ * neither neighbour is free. */
+static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
+{
+    at_path p;
+    size_t s = bsize(b), ns;
+    blk *nx = bat(b, s), *pv;
+    if (!bpused(b)) {
+        pv = bprev(b);
+        if (!blisted(pv) || bsize(pv) == MINB || btop(nx))
+            return false;
+        if (blisted(nx) && at_remove(h, nx))
+            s += bsize(nx);
+        if (!at_find(h, &p, pv, true)) {
+            mark_free(b, s, 0);
+            at_insert(h, b);
+            return true;
+        }
+        s += bsize(pv);
+        mark_free(pv, s, 0);
+        if (*at_maxp(pv) < s)
+            *at_maxp(pv) = s;
+        at_raise(&p, s);
+        return true;
+    }
+    if (!blisted(nx) || (ns = bsize(nx)) == MINB || !at_find(h, &p, nx, true))
+        return false;
+    at_replace(h, &p, nx, b);
+    mark_free(b, s + ns, 0);
+    *at_maxp(b) = *at_maxp(b) > s + ns ? *at_maxp(b) : s + ns;
+    at_raise(&p, s + ns);
+    return true;
+}
+
 /* The leftmost node of tree `big` with its path in p, or NULL. */
 static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_path *p, bool big, uint64_t *steps)
 {
@@ -355,8 +449,10 @@ static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_path *p, bool big, uin
 }
 
 /* First fit: unlinks and returns the lowest-addressed free block of at
- * least s bytes, or NULL. */
-static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s)
+ * least s bytes, or NULL.  With `split` (a plain request: finish_alloc
+ * splits what it gets at s), a tail that stays in heads[1] is split off
+ * here and takes the block's node, which saves the delete and the insert. */
+static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
 {
     at_path p;
     uint64_t steps = 1;
@@ -413,6 +509,18 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s)
         return NULL;
     if (HARDENED(h) && DMM_UNLIKELY(bsize(f) < s))
         return at_bad(h, f, "a free-tree link names a block too small for the request");
+    if (split && big && P_SPLIT(h) && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE && h->cfg.coalesce_max == 0 && !P_POISON(h) &&
+        bsize(f) - s >= h->split_min && bsize(f) - s > MINB) {
+        /* what finish_alloc would split off and release_split insert */
+        size_t bs = bsize(f);
+        blk *rem = bat(f, s);
+        rem->head = (bs - s) | F_PUSED; /* f is about to be used */
+        at_replace(h, &p, f, rem);
+        mark_free(rem, bs - s, 0);
+        f->head = s | (f->head & F_PUSED);
+        at_lower(h, &p, bs);
+        return f;
+    }
     at_delete_at(h, &p, f, big);
     return f;
 }

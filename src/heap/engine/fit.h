@@ -81,8 +81,10 @@ static inline bool head_of(const dmm_heap *h, unsigned j, found *f)
     return true;
 }
 
-/* Finds a free block of at least s bytes and unlinks it; NULL if none. */
-static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
+/* Finds a free block of at least s bytes and unlinks it; NULL if none.
+ * `plain`: the block goes to finish_alloc as it is (not an aligned request,
+ * which carves it first), so org=addrtree may split it here. */
+static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s, bool plain)
 {
     uint64_t steps = 0;
     found f;
@@ -90,7 +92,7 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
     dmm_heap_fit fit = P_FIT(h);
 
     if (P_ORG(h) == DMM_ORG_ADDRTREE)
-        return at_take(h, s);
+        return at_take(h, s, plain);
     if (fit == DMM_FIT_NEXT) {
         ok = scan_next_fit(h, s, &f, &steps);
     } else if (fit == DMM_FIT_GOOD) {
