@@ -74,8 +74,9 @@ blk *dmm__addrtree_bad(dmm_heap *h, const void *where, const char *msg);
  * lying strictly inside (lo, hi): c itself, or NULL after a report. */
 static DMM_ALWAYS_INLINE blk *at_ok(dmm_heap *h, const blk *b, blk *c, bool big, uintptr_t lo, uintptr_t hi)
 {
-    if (HARDENED(h) && DMM_UNLIKELY((uintptr_t)c <= lo || (uintptr_t)c >= hi || !node_ok(h, c, 0) ||
-                                    (bsize(c) > MINB) != big))
+    if (HARDENED(h) && DMM_UNLIKELY((uintptr_t)c <= lo || (uintptr_t)c >= hi || !node_in_heap(h, c) ||
+                                    (c->head & F_STATE) ||
+                                    (big ? bsize(c) <= MINB : bsize(c) != MINB)))
         return at_bad(h, b, "a free-tree link was overwritten (use after free?)");
     return c;
 }
@@ -95,6 +96,18 @@ static DMM_ALWAYS_INLINE at_node at_read(dmm_heap *h, const blk *b, bool big)
     n.c[1] = (r & ~AT_HEAVY) ? at_ok(h, b, (blk *)(r & ~AT_HEAVY), big, (uintptr_t)b, UINTPTR_MAX) : NULL;
     n.bal = (int)(r & AT_HEAVY) - (int)(l & AT_HEAVY);
     return n;
+}
+
+/* b's balance from its two link words (no child is followed). */
+static DMM_ALWAYS_INLINE int at_bal(const dmm_heap *h, const blk *b)
+{
+    return (int)(at_word(h, b, 1) & AT_HEAVY) - (int)(at_word(h, b, 0) & AT_HEAVY);
+}
+
+/* Toggles the balance bit of b's link dir, keeping its child. */
+static DMM_ALWAYS_INLINE void at_flip(const dmm_heap *h, blk *b, unsigned dir)
+{
+    *at_slot(b, dir) = lencode(h, b, (blk *)(at_word(h, b, dir) ^ AT_HEAVY));
 }
 
 static DMM_ALWAYS_INLINE void at_write(const dmm_heap *h, blk *b, blk *l, blk *r, int bal)
@@ -231,14 +244,14 @@ static inline void at_insert_in(dmm_heap *h, blk *b, bool big)
     for (unsigned i = p.k; i-- > 0;) { /* the side d[i] of n[i] grew */
         blk *a = p.n[i], *r;
         const int sd = p.d[i] ? 1 : -1;
-        at_node A = at_read(h, a, big);
+        const int bal = at_bal(h, a);
         bool shorter;
-        if (A.bal == -sd) {
-            at_write(h, a, A.c[0], A.c[1], 0);
+        if (bal == -sd) {
+            at_flip(h, a, !p.d[i]); /* balanced, as high as before */
             return;
         }
-        if (A.bal == 0) {
-            at_write(h, a, A.c[0], A.c[1], sd);
+        if (bal == 0) {
+            at_flip(h, a, p.d[i]); /* taller on the side that grew */
             continue;
         }
         if ((r = at_rotate(h, a, p.d[i], big, &shorter)) != NULL)
@@ -251,10 +264,10 @@ static inline void at_insert_in(dmm_heap *h, blk *b, bool big)
 static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
 {
     at_node B = at_read(h, b, big);
-    unsigned j = p->k, top = p->k; /* maxima below level `top` are all recomputed */
-    size_t bmax = big ? *at_maxp(b) : 0;
-    bool balancing = true;
-    if (!B.c[0] || !B.c[1]) {
+    const unsigned j = p->k;
+    size_t gone = bsize(b), ys = 0; /* the sizes that left the subtrees on the path */
+    bool balancing = true, two = B.c[0] && B.c[1];
+    if (!two) {
         at_relink(h, p, j, B.c[0] ? B.c[0] : B.c[1], big);
     } else {
         /* b's successor y (leftmost of its right subtree) takes its place */
@@ -268,6 +281,7 @@ static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
             y = yl;
         }
         Y = at_read(h, y, big);
+        ys = bsize(y);
         if (p->k - 1u == j) {
             at_write(h, y, B.c[0], Y.c[1], B.bal);
         } else {
@@ -276,21 +290,19 @@ static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
         }
         p->n[j] = y;
         at_relink(h, p, j, y, big);
-        top = j + 1u; /* y's maximum is stale: the loop reaches it */
     }
     for (unsigned i = p->k; i-- > 0;) { /* the side d[i] of n[i] got lower */
         blk *a = p->n[i];
-        at_node A = at_read(h, a, big);
         if (balancing) {
-            const int sd = p->d[i] ? 1 : -1;
-            if (A.bal == 0) {
-                A.bal = -sd;
-                at_write(h, a, A.c[0], A.c[1], A.bal);
+            const unsigned dir = p->d[i];
+            const int sd = dir ? 1 : -1, bal = at_bal(h, a);
+            if (bal == 0) {
+                at_flip(h, a, !dir); /* now taller on the other side, as high as before */
                 balancing = false;
-            } else if (A.bal == sd) {
-                at_write(h, a, A.c[0], A.c[1], 0);
+            } else if (bal == sd) {
+                at_flip(h, a, dir); /* balanced, one lower */
             } else {
-                blk *r = at_rotate(h, a, !p->d[i], big, &balancing);
+                blk *r = at_rotate(h, a, !dir, big, &balancing);
                 if (!r)
                     return;
                 at_relink(h, p, i, r, big);
@@ -298,9 +310,14 @@ static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
             }
         }
         if (big) {
-            size_t old = i + 1u == top && top != j ? bmax : *at_maxp(a);
-            if (at_fix(a, &A) == old && !balancing && i < top)
-                return;
+            /* below level j the subtrees lost y, from j up they lost b; y's
+             * own maximum (at j) is stale */
+            if ((two && i == j) || *at_maxp(a) <= (i > j ? ys : gone)) {
+                at_node A = at_read(h, a, true);
+                at_fix(a, &A);
+            } else if (!balancing && i < j) {
+                return; /* nothing above changes */
+            }
         } else if (!balancing) {
             return;
         }
@@ -507,7 +524,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     st_steps(h, steps);
     if (!f)
         return NULL;
-    if (HARDENED(h) && DMM_UNLIKELY(bsize(f) < s))
+    if (HARDENED(h) && DMM_UNLIKELY(bsize(f) < s || !node_ok(h, f, 0)))
         return at_bad(h, f, "a free-tree link names a block too small for the request");
     if (split && big && P_SPLIT(h) && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE && h->cfg.coalesce_max == 0 && !P_POISON(h) &&
         bsize(f) - s >= h->split_min && bsize(f) - s > MINB) {
