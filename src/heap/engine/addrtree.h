@@ -27,7 +27,8 @@
  * 1.45 log2(n + 2) high, and no heap holds more than 2^(bits - 4) blocks.
  *
  * Hardening (CHECKED up), the lists' level: every decoded child must be a
- * listed free block of its tree's size class inside a region (node_ok), and
+ * listed free block of its tree's size class where its node words lie
+ * inside a region (at_in and the header's state and size), and
  * on a descent it must lie strictly between the addresses of the ancestors
  * that bound it (so a forged link can neither form a cycle nor make a node
  * reachable twice); a bad link is reported and read as an empty subtree
@@ -70,11 +71,24 @@ blk *dmm__addrtree_bad(dmm_heap *h, const void *where, const char *msg);
 #define at_bad(h, where, msg) dmm__addrtree_bad((h), (where), "")
 #endif
 
+/* Can c's node words (up to the subtree maximum) be read: granule-aligned,
+ * inside a region, a minimum block before its sentinel?  One compare in the
+ * region of the last look-up. */
+static DMM_ALWAYS_INLINE bool at_in(dmm_heap *h, const blk *c)
+{
+    const blk *sen;
+    if (DMM_LIKELY((uintptr_t)c - h->hint_lo < h->hint_span - MINB && !((uintptr_t)c & (GRAN - 1u))))
+        return true;
+    sen = block_room_slow(h, c);
+    return sen && (const char *)c + MINB <= (const char *)sen;
+}
+
 /* c (decoded from a link of b, non-NULL) checked as a node of tree `big`
- * lying strictly inside (lo, hi): c itself, or NULL after a report. */
+ * lying strictly inside (lo, hi) where its words can be read: c itself, or
+ * NULL after a report. */
 static DMM_ALWAYS_INLINE blk *at_ok(dmm_heap *h, const blk *b, blk *c, bool big, uintptr_t lo, uintptr_t hi)
 {
-    if (HARDENED(h) && DMM_UNLIKELY((uintptr_t)c <= lo || (uintptr_t)c >= hi || !node_in_heap(h, c) ||
+    if (HARDENED(h) && DMM_UNLIKELY((uintptr_t)c <= lo || (uintptr_t)c >= hi || !at_in(h, c) ||
                                     (c->head & F_STATE) ||
                                     (big ? bsize(c) <= MINB : bsize(c) != MINB)))
         return at_bad(h, b, "a free-tree link was overwritten (use after free?)");
