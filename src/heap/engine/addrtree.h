@@ -338,39 +338,8 @@ static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
     }
 }
 
-/* Unlinks free block b from its tree; false (after a report) when b is not
- * where its address says it must be. */
-static inline bool at_remove(dmm_heap *h, blk *b)
-{
-    bool big = bsize(b) > MINB;
-    at_path p;
-    blk *c = h->heads[big];
-    uintptr_t lo = 0, hi = UINTPTR_MAX;
-    p.k = 0;
-    if (c && HARDENED(h))
-        c = at_ok(h, b, c, big, lo, hi);
-    while (c != b) {
-        unsigned dir = b > c;
-        if (!c) {
-            at_bad(h, b, "a free block is missing from its free tree (link overwritten?)");
-            return false;
-        }
-        if (!at_push(h, &p, c, dir))
-            return false;
-        if (dir)
-            lo = (uintptr_t)c;
-        else
-            hi = (uintptr_t)c;
-        c = at_child(h, c, dir, big, lo, hi);
-    }
-    at_delete_at(h, &p, b, big);
-    return true;
-}
-
-static inline void at_insert(dmm_heap *h, blk *b) { at_insert_in(h, b, bsize(b) > MINB); }
-
-/* Node c of tree heads[1] (big) with its path in p (c is not in it), or
- * false after a report when c is not where its address says. */
+/* Node c0 of tree `big` with its path in p (c0 is not in it), or false
+ * after a report when c0 is not where its address says. */
 static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_path *p, blk *c0, bool big)
 {
     blk *c = h->heads[big];
@@ -394,6 +363,20 @@ static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_path *p, blk *c0, bool big
     }
     return true;
 }
+
+/* Unlinks free block b from its tree; false (after a report) when b is not
+ * where its address says it must be. */
+static inline bool at_remove(dmm_heap *h, blk *b)
+{
+    bool big = bsize(b) > MINB;
+    at_path p;
+    if (!at_find(h, &p, b, big))
+        return false;
+    at_delete_at(h, &p, b, big);
+    return true;
+}
+
+static inline void at_insert(dmm_heap *h, blk *b) { at_insert_in(h, b, bsize(b) > MINB); }
 
 /* The subtree maxima on path p after a block of its subtree grew to s. */
 static DMM_ALWAYS_INLINE void at_raise(at_path *p, size_t s)
