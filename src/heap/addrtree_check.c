@@ -2,7 +2,7 @@
  * src/heap/addrtree_check.c - dmm_heap_check's part for org=addrtree
  * (engine/addrtree.h): every free block is in its tree exactly once, and
  * each tree is in address order, AVL-balanced with balance bits that match
- * its heights, and (heads[1]) every node holds its subtree's largest size.
+ * its heights, and (big tree) every node holds its subtree's largest size.
  * Nothing here writes to the heap.
  */
 #include "engine/bins.h"
@@ -74,14 +74,14 @@ dmm_status dmm__addrtree_check(dmm_heap *h, size_t free_blocks, dmm_heap_check_r
     at_chk k = {h, rep, 0, free_blocks};
     size_t max;
     for (unsigned t = 0; t < 2; t++)
-        if (check_sub(&k, h->heads[t], 0, UINTPTR_MAX, t == 1, 1, &max) < 0)
+        if (check_sub(&k, *at_root(h, t == 1), 0, UINTPTR_MAX, t == 1, 1, &max) < 0)
             return DMM_E_CORRUPT;
     for (unsigned w = 0; w < h->nwords; w++)
         if (h->bitmap[w])
             return at_fail(&k, DMM_INV_BITMAP, &h->bitmap[w], "org=addrtree keeps no bitmap, but a bit is set"),
                    DMM_E_CORRUPT;
-    if (h->summary || h->rover)
-        return at_fail(&k, DMM_INV_CONTROL, h, "org=addrtree keeps no summary or rover, but one is set"), DMM_E_CORRUPT;
+    if (h->summary)
+        return at_fail(&k, DMM_INV_CONTROL, h, "org=addrtree keeps no bitmap summary, but it is set"), DMM_E_CORRUPT;
     if (k.nodes != free_blocks)
         return at_fail(&k, DMM_INV_FREE_COUNT, h, "free blocks in regions differ from nodes in the free trees"),
                DMM_E_CORRUPT;

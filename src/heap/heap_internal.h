@@ -153,7 +153,8 @@ struct dmm_heap {
     blk **quick;
     unsigned *quick_len;
     region *regions;
-    blk *rover;          /* next fit: where the last search stopped */
+    blk *rover;          /* next fit: where the last search stopped;
+                            org=addrtree: the small tree's root */
     uintptr_t cookie;
     size_t ctrl_size;    /* bytes from the buffer start to the first region */
     void *buf;           /* the caller's first buffer, as given */

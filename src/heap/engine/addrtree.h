@@ -5,20 +5,23 @@
  *
  * The free blocks (not the top) live in two AVL trees keyed by address,
  * their nodes inside the free blocks themselves:
- *   heads[1]  blocks larger than MINB.  Node words: left, right, and the
- *             largest block size in the node's subtree (the augmentation).
- *   heads[0]  blocks of exactly MINB, which have room for two words only:
- *             left and right, no augmentation (every one fits any request
- *             a MINB block can serve, so none is needed).
+ *   big tree    blocks larger than MINB (root: heads[0]).  Node words:
+ *               left, right, and the largest block size in the node's
+ *               subtree (the augmentation).
+ *   small tree  blocks of exactly MINB (root: the rover's word, unused
+ *               since next fit is refused), which have room for two words
+ *               only: left and right, no augmentation (every one fits any
+ *               request a MINB block can serve).
+ * So the control block is org=single's (one list head).
  * The left and right words are links like the lists' (encoded with the
  * same lencode/ldecode from hardening CHECKED up); bit 0 of the value
  * before encoding is the AVL balance: set in the left word when the left
  * subtree is one taller, in the right word when the right one is.
  *
- * malloc(s): the leftmost block of heads[1] whose size is >= s (descend
+ * malloc(s): the leftmost block of the big tree whose size is >= s (descend
  * left while the left subtree's maximum is >= s, else take the node if it
  * fits, else go right); for s == MINB the lower of that and the leftmost
- * block of heads[0].  That is exactly the block an address-ordered list
+ * block of the small tree.  That is exactly the block an address-ordered list
  * scanned from its head would take (tests/heap/test_addrtree.cpp replays
  * traces on both and compares every offset).  free: coalesce as before
  * (each neighbour leaves its tree by address), insert the result.  Every
@@ -52,6 +55,9 @@ typedef struct at_node {
     blk *c[2];
     int bal; /* -1 left taller, 0, +1 right taller */
 } at_node;
+
+/* The root of the big tree (big) or of the small tree. */
+static inline blk **at_root(dmm_heap *h, bool big) { return big ? &h->heads[0] : &h->rover; }
 
 /* The checker (addrtree_check.c). */
 dmm_status dmm__addrtree_check(dmm_heap *h, size_t free_blocks, dmm_heap_check_report *rep);
@@ -146,7 +152,7 @@ static DMM_ALWAYS_INLINE void at_set_child(const dmm_heap *h, blk *b, unsigned d
 }
 
 /* Recomputes b's subtree maximum from its size and its children's (tree
- * heads[1] only). */
+ * the big tree only). */
 static DMM_ALWAYS_INLINE size_t at_fix(blk *b, const at_node *n)
 {
     size_t m = bsize(b);
@@ -162,7 +168,7 @@ static DMM_ALWAYS_INLINE size_t at_fix(blk *b, const at_node *n)
 static DMM_ALWAYS_INLINE void at_relink(dmm_heap *h, const at_path *p, unsigned i, blk *c, bool big)
 {
     if (i == 0)
-        h->heads[big] = c;
+        *at_root(h, big) = c;
     else
         at_set_child(h, p->n[i - 1], p->d[i - 1], c);
 }
@@ -231,7 +237,7 @@ static inline void at_insert_in(dmm_heap *h, blk *b, bool big)
     at_path p;
     size_t s = bsize(b);
     uintptr_t lo = 0, hi = UINTPTR_MAX;
-    blk *c = h->heads[big];
+    blk *c = *at_root(h, big);
     p.k = 0;
     if (c && HARDENED(h))
         c = at_ok(h, b, c, big, lo, hi);
@@ -342,7 +348,7 @@ static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
  * after a report when c0 is not where its address says. */
 static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_path *p, blk *c0, bool big)
 {
-    blk *c = h->heads[big];
+    blk *c = *at_root(h, big);
     uintptr_t lo = 0, hi = UINTPTR_MAX;
     p->k = 0;
     if (c && HARDENED(h))
@@ -397,7 +403,7 @@ static DMM_ALWAYS_INLINE void at_lower(dmm_heap *h, at_path *p, size_t was)
 }
 
 /* nb takes node c's place (same neighbours in address order: no block lies
- * between them), reached by path p; tree heads[1] only. */
+ * between them), reached by path p; the big tree only. */
 static DMM_ALWAYS_INLINE void at_replace(dmm_heap *h, at_path *p, blk *c, blk *nb)
 {
     at_node C = at_read(h, c, true);
@@ -449,7 +455,7 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
 /* The leftmost node of tree `big` with its path in p, or NULL. */
 static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_path *p, bool big, uint64_t *steps)
 {
-    blk *c = h->heads[big], *l;
+    blk *c = *at_root(h, big), *l;
     p->k = 0;
     if (c && HARDENED(h))
         c = at_ok(h, c, c, big, 0, UINTPTR_MAX);
@@ -464,7 +470,7 @@ static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_path *p, bool big, uin
 
 /* First fit: unlinks and returns the lowest-addressed free block of at
  * least s bytes, or NULL.  With `split` (a plain request: finish_alloc
- * splits what it gets at s), a tail that stays in heads[1] is split off
+ * splits what it gets at s), a tail that stays in the big tree is split off
  * here and takes the block's node, which saves the delete and the insert. */
 static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
 {
@@ -475,7 +481,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     if (s <= MINB) {
         /* any block fits: the lower of the two trees' leftmost blocks */
         blk *a = at_leftmost(h, &p, false, &steps);
-        c = h->heads[1];
+        c = *at_root(h, true);
         if (c && HARDENED(h))
             c = at_ok(h, c, c, true, 0, UINTPTR_MAX);
         for (blk *l; c && (l = at_child(h, c, 0, true, 0, (uintptr_t)c)) != NULL; c = l)
@@ -488,7 +494,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
         }
     } else {
         uintptr_t lo = 0, hi = UINTPTR_MAX;
-        c = h->heads[1];
+        c = *at_root(h, true);
         p.k = 0;
         if (c && HARDENED(h))
             c = at_ok(h, c, c, true, lo, hi);
