@@ -51,8 +51,12 @@ typedef enum dmm_heap_org {
     DMM_ORG_SEG_EXACT,     /* one bin per granule up to exact_max, then
                               sl_bits sub-bins per power of two */
     DMM_ORG_SEG_GEOMETRIC, /* one bin per power of two (sl_bits sub-bins) */
-    DMM_ORG_TLSF           /* two-level segregated fit: 2^sl_bits sub-bins per
+    DMM_ORG_TLSF,          /* two-level segregated fit: 2^sl_bits sub-bins per
                               power of two, bitmaps on both levels */
+    DMM_ORG_ADDRTREE       /* address-ordered first fit through balanced trees
+                              keyed by address, each node holding its subtree's
+                              largest block: O(log n) (needs fit=first and
+                              order=address; links does not apply) */
 } dmm_heap_org;
 
 typedef enum dmm_heap_links {

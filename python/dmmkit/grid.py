@@ -11,7 +11,7 @@ duplicates the C rules.
   dlmalloc (18 more points).  It asks "which single change to a classic
   design pays off on this trace?" and keeps the main job within minutes.
 * `full`: the presets plus the full factorial of org x fit x links x
-  order x split x coalesce x quick lists (1920 combinations before
+  order x split x coalesce x quick lists (2400 combinations before
   validation).
 
 With `--pools`, a second dimension: the same heap behind size-class pools
@@ -40,6 +40,7 @@ ORGS = {  # org -> the bin parameters used with it in the full grid
     "exact": "org=exact,exact_max=256,sl_bits=1",
     "geometric": "org=geometric,sl_bits=0",
     "tlsf": "org=tlsf,sl_bits=4",
+    "addrtree": "org=addrtree",
 }
 FITS = ("first", "next", "best", "exact", "good")
 LINKS = ("singly", "doubly")
@@ -99,7 +100,7 @@ def pool_point(p: Point, front: str = POOL_FRONT) -> Point:
 def pool_points(points: list[Point], grid: str, user: list[Point]) -> list[Point]:
     """The pool dimension: every heap of the presets / default grids and
     of --config; only the presets (and --config) of the full grid, whose
-    1920 heaps would double an already long sweep."""
+    2400 heaps would double an already long sweep."""
     base = [p for p in points if grid != "full" or p.preset or p in user]
     return [pool_point(p) for p in base if not p.front]
 

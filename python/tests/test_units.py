@@ -62,7 +62,7 @@ def test_grids():
     d = default_points()
     assert len(d) == 23 and d[0].preset
     f = full_points()
-    assert len(f) == 5 + 4 * 5 * 2 * 4 * 2 * 3 * 2
+    assert len(f) == 5 + 5 * 5 * 2 * 4 * 2 * 3 * 2
     assert short_config(P2012).startswith("org=single")
 
 

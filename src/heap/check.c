@@ -233,7 +233,8 @@ dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
         return fail(rep, DMM_INV_CONTROL, h, "control block damaged");
     if ((st = check_regions(h, &t, rep)) != DMM_OK)
         return st;
-    if ((st = check_bins(h, &t, rep)) != DMM_OK)
+    if ((st = P_ORG(h) == DMM_ORG_ADDRTREE ? dmm__addrtree_check(h, t.free_blocks, rep) : check_bins(h, &t, rep)) !=
+        DMM_OK)
         return st;
     if ((st = check_quick(h, &t, rep)) != DMM_OK)
         return st;

@@ -131,7 +131,8 @@ dmm_heap_config dmm_heap_preset_config(dmm_heap_preset p)
         c.fit = DMM_FIT_GOOD;
         break;
     case DMM_PRESET_FIRSTFIT:
-        c.org = DMM_ORG_SINGLE;
+        /* address-ordered first fit in O(log n); org=single is the list form */
+        c.org = DMM_ORG_ADDRTREE;
         c.order = DMM_ORDER_ADDRESS;
         c.fit = DMM_FIT_FIRST;
         break;
@@ -182,6 +183,7 @@ enum verdict {
     V_EXACT_MAX,
     V_NEXT_FIT,
     V_GOOD_FIT,
+    V_ADDRTREE,
     V_QUICK_LIMIT,
     V_COALESCE_MAX_OFF,
     V_COALESCE_MAX_SMALL,
@@ -203,6 +205,7 @@ static const char *const verdict_text[V_COUNT] = {
     [V_EXACT_MAX] = "exact_max must be a power of two between 4*DMM_HEAP_ALIGN and 65536",
     [V_NEXT_FIT] = "next fit needs a single free list (org=single)",
     [V_GOOD_FIT] = "good fit needs segregated bins (org exact, geometric or tlsf)",
+    [V_ADDRTREE] = "org=addrtree is address-ordered first fit: it needs fit=first and order=address",
     [V_QUICK_LIMIT] = "quick_limit set without quick lists (quick_max=0)",
     [V_COALESCE_MAX_OFF] = "coalesce_max set while coalescing is off",
     [V_COALESCE_MAX_SMALL] = "coalesce_max is smaller than two minimum blocks",
@@ -254,6 +257,8 @@ static unsigned verdict_of(const dmm_heap_config *c)
         return V_NEXT_FIT;
     if (c->fit == DMM_FIT_GOOD && c->org == DMM_ORG_SINGLE)
         return V_GOOD_FIT;
+    if (c->org == DMM_ORG_ADDRTREE && (c->fit != DMM_FIT_FIRST || c->order != DMM_ORDER_ADDRESS))
+        return V_ADDRTREE;
     if (c->quick_max == 0 && c->quick_limit != 0)
         return V_QUICK_LIMIT;
     if (c->coalesce == DMM_COALESCE_OFF && c->coalesce_max != 0)

@@ -61,7 +61,8 @@
     V(ORG, single, DMM_ORG_SINGLE)                                                                           \
     V(ORG, exact, DMM_ORG_SEG_EXACT)                                                                         \
     V(ORG, geometric, DMM_ORG_SEG_GEOMETRIC)                                                                 \
-    V(ORG, tlsf, DMM_ORG_TLSF)
+    V(ORG, tlsf, DMM_ORG_TLSF)                                                                               \
+    V(ORG, addrtree, DMM_ORG_ADDRTREE)
 #define DMM_HEAP_LINKS_VALUES(V) V(LINKS, singly, DMM_LINKS_SINGLY) V(LINKS, doubly, DMM_LINKS_DOUBLY)
 #define DMM_HEAP_ORDER_VALUES(V)                                                                             \
     V(ORDER, lifo, DMM_ORDER_LIFO)                                                                           \
@@ -98,7 +99,7 @@
 
 #define DMM_HEAP_CONFIG_FIELDS(E, B, N, R, H)                                                                \
     E(org, org, dmm_heap_org, ORG, DMM_ORG_TLSF, FIXED, ORG,                                                 \
-      "free-list organisation: one list, exact bins, geometric bins or TLSF")                                \
+      "free-list organisation: one list, exact bins, geometric bins, TLSF or an address tree")                                \
     R(sl_bits, sl_bits, UNSIGNED, 4, 64, 5, "sl_bits must be 0..5", VALUE, SL_BITS,                           \
       "sub-bins per power of two = 2^sl_bits (exact, geometric, tlsf)")                                      \
     N(exact_max, exact_max, SIZE, 256, SIZE_MAX, VALUE, EXACT_MAX,                                            \

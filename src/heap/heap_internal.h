@@ -78,7 +78,11 @@
 #define WORD (sizeof(size_t))
 #define HDR (2u * WORD)           /* block start to payload: foot + head */
 #define MINB (2u * GRAN)          /* smallest block: head + two links + foot */
-#define LINKS (2u * WORD)         /* link words at the start of a free payload */
+/* Bytes of node words at the start of a free payload (poisoning starts
+ * after them): two links, plus the subtree maximum under org=addrtree.
+ * LINKS reads the policy of the heap `h` in scope. */
+#define LINKS_OF(org) ((org) == DMM_ORG_ADDRTREE ? 3u * WORD : 2u * WORD)
+#define LINKS LINKS_OF(P_ORG(h))
 #define F_USED ((size_t)1)
 #define F_PUSED ((size_t)2)       /* the previous block is used: no foot */
 #define F_AUX ((size_t)4)         /* used: quick-listed; free: the top */
@@ -150,7 +154,8 @@ struct dmm_heap {
     blk **quick;
     unsigned *quick_len;
     region *regions;
-    blk *rover;          /* next fit: where the last search stopped */
+    blk *rover;          /* next fit: where the last search stopped;
+                            org=addrtree: the small tree's root */
     uintptr_t cookie;
     size_t ctrl_size;    /* bytes from the buffer start to the first region */
     void *buf;           /* the caller's first buffer, as given */

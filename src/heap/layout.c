@@ -28,8 +28,8 @@ static unsigned bins_for(const dmm_heap_config *c, unsigned range)
 {
     size_t lin_max = LIN_MAX_OF(L_ORG(c), c->sl_bits, c->exact_max);
     unsigned lin_log2 = dmm_log2_floor(lin_max);
-    if (L_ORG(c) == DMM_ORG_SINGLE)
-        return 1;
+    if (L_ORG(c) == DMM_ORG_SINGLE || L_ORG(c) == DMM_ORG_ADDRTREE)
+        return 1; /* addrtree: one root here, the other in `rover` (engine/addrtree.h) */
     if (range <= lin_log2)
         return (unsigned)(((size_t)1 << range) / GRAN);
     return (unsigned)(lin_max / GRAN) + ((range - lin_log2) << c->sl_bits);

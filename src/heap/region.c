@@ -4,7 +4,7 @@
  * regions back.  Compiled once (no policy is fixed here).
  */
 #include "../port/annotate.h"
-#include "heap_internal.h"
+#include "policy.h" /* LINKS reads the organisation */
 
 const region *dmm__region_lookup(const dmm_heap *h, const void *p)
 {

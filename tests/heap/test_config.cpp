@@ -302,7 +302,7 @@ TEST(Presets, FollowTheirAlgorithms) {
     EXPECT_EQ(c.sl_bits, 0u) << "half-fit: one bin per power of two";
 
     c = dmm_heap_preset_config(DMM_PRESET_FIRSTFIT);
-    EXPECT_EQ(c.org, DMM_ORG_SINGLE);
+    EXPECT_EQ(c.org, DMM_ORG_ADDRTREE) << "first fit in O(log n)";
     EXPECT_EQ(c.links, DMM_LINKS_DOUBLY);
     EXPECT_EQ(c.order, DMM_ORDER_ADDRESS);
     EXPECT_EQ(c.fit, DMM_FIT_FIRST);
@@ -400,6 +400,10 @@ TEST(Variants, InitPicksThePresetsFastPaths) {
         EXPECT_EQ(variant_of(shape), name + "/shape") << name;
         dmm_heap_config other = c;
         other.fit = c.fit == DMM_FIT_FIRST ? DMM_FIT_BEST : DMM_FIT_FIRST;
+        if (c.org == DMM_ORG_ADDRTREE) { // first fit only: the list form instead
+            other.fit = c.fit;
+            other.org = DMM_ORG_SINGLE;
+        }
         ASSERT_EQ(dmm_heap_config_check(&other, nullptr), DMM_OK) << name;
         EXPECT_EQ(variant_of(other), "any") << name;
     }
@@ -557,7 +561,7 @@ TEST(ConfigFields, EveryFieldAndEveryValueRoundTrips) {
             EXPECT_TRUE(cfg_equal(c, back, &diff)) << key << "=" << v << ": field " << diff << " differs";
         }
     }
-    EXPECT_EQ(enum_values, 4u + 2 + 4 + 5 + 3 + 4 + 3 + 4 + 2 + 3 * 2) << "a value was added: extend the tests";
+    EXPECT_EQ(enum_values, 5u + 2 + 4 + 5 + 3 + 4 + 3 + 4 + 2 + 3 * 2) << "a value was added: extend the tests";
 }
 
 TEST(ConfigFields, EnumValueNamesMatchTheConstants) {
@@ -570,6 +574,7 @@ TEST(ConfigFields, EnumValueNamesMatchTheConstants) {
         {"org=exact", [](dmm_heap_config &c) { c.org = DMM_ORG_SEG_EXACT; }},
         {"org=geometric", [](dmm_heap_config &c) { c.org = DMM_ORG_SEG_GEOMETRIC; }},
         {"org=tlsf", [](dmm_heap_config &c) { c.org = DMM_ORG_TLSF; }},
+        {"org=addrtree", [](dmm_heap_config &c) { c.org = DMM_ORG_ADDRTREE; }},
         {"links=singly", [](dmm_heap_config &c) { c.links = DMM_LINKS_SINGLY; }},
         {"links=doubly", [](dmm_heap_config &c) { c.links = DMM_LINKS_DOUBLY; }},
         {"order=lifo", [](dmm_heap_config &c) { c.order = DMM_ORDER_LIFO; }},
@@ -638,6 +643,8 @@ TEST(ConfigFields, OutOfRangeNumbersKeepTheirMessages) {
         {"org=exact,exact_max=100", "exact_max must be a power of two between 4*DMM_HEAP_ALIGN and 65536"},
         {"org=tlsf,fit=next", "next fit needs a single free list (org=single)"},
         {"org=single,fit=good", "good fit needs segregated bins (org exact, geometric or tlsf)"},
+        {"org=addrtree,fit=best,order=address", "org=addrtree is address-ordered first fit: it needs fit=first and order=address"},
+        {"org=addrtree,fit=first,order=lifo", "org=addrtree is address-ordered first fit: it needs fit=first and order=address"},
     };
     for (auto &k : refused) {
         dmm_heap_config c = dmm_heap_default_config();
@@ -648,7 +655,7 @@ TEST(ConfigFields, OutOfRangeNumbersKeepTheirMessages) {
     }
     dmm_heap_config c = dmm_heap_default_config();
     const char *reason = nullptr;
-    c.org = (dmm_heap_org)4;
+    c.org = (dmm_heap_org)5;
     EXPECT_EQ(dmm_heap_config_check(&c, &reason), DMM_E_CONFIG);
     EXPECT_STREQ(reason, "org out of range");
     c = dmm_heap_default_config();

@@ -1453,6 +1453,10 @@ void *list_head_of(Heap &x, void *b1, void *b2) {
         return b1;
     if (next_link(b2) == enc_link(x.h, b2, b1) && next_link(b1) == enc_link(x.h, b1, nullptr))
         return b2;
+    // org=addrtree: b2 (freed first) is the root and b1 its left child; the
+    // root's left link carries the AVL bit "left subtree taller" (bit 0)
+    if (next_link(b2) == enc_link(x.h, b2, (char *)b1 + 1) && next_link(b1) == enc_link(x.h, b1, nullptr))
+        return b2;
     return nullptr;
 }
 
@@ -1609,6 +1613,9 @@ namespace {
     x.errs.errors.clear();
     (void)dmm_heap_malloc(x.h, req + 100); // fits neither b1 nor b2
     (void)dmm_heap_malloc(x.h, 2000);
+    // fits b1: firstfit's address tree (org=addrtree) skips the two above
+    // by the subtree maxima and meets the forged link only on this search
+    (void)dmm_heap_malloc(x.h, req);
     for (const dmm_error &e : x.errs.errors)
         if (e.kind != DMM_ERR_FREE_LIST)
             std::_Exit(5);

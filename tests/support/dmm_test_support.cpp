@@ -86,6 +86,7 @@ const char *org_name(dmm_heap_org o) {
     case DMM_ORG_SEG_EXACT: return "SegExact";
     case DMM_ORG_SEG_GEOMETRIC: return "SegGeo";
     case DMM_ORG_TLSF: return "Tlsf";
+    case DMM_ORG_ADDRTREE: return "AddrTree";
     }
     return "Org?";
 }
@@ -169,7 +170,7 @@ std::string Combo::name() const {
 std::vector<Combo> all_combos() {
     std::vector<Combo> v;
     unsigned idx = 0;
-    for (int o = DMM_ORG_SINGLE; o <= DMM_ORG_TLSF; ++o)
+    for (int o = DMM_ORG_SINGLE; o <= DMM_ORG_ADDRTREE; ++o)
         for (int l = DMM_LINKS_SINGLY; l <= DMM_LINKS_DOUBLY; ++l)
             for (int ord = DMM_ORDER_LIFO; ord <= DMM_ORDER_SIZE; ++ord)
                 for (int f = DMM_FIT_FIRST; f <= DMM_FIT_GOOD; ++f)

@@ -3,11 +3,11 @@
  * Policy fields become constants, sizes stay run-time values, and a heap
  * built with this header refuses configs whose policies differ; see
  * docs/heap.md, "Freezing a configuration".
- * config: org=single,sl_bits=4,exact_max=256,links=doubly,order=address,
+ * config: org=addrtree,sl_bits=4,exact_max=256,links=doubly,order=address,
  *   fit=first,split=on,split_min=0,coalesce=immediate,coalesce_max=0,
  *   quick_max=0,quick_limit=0,lock=none,stats=off,harden=off,poison=off,
  *   on_error=report,grow=0,release_empty=off,max_block_log2=0,cookie=0 */
-#define DMM_FROZEN_ORG DMM_ORG_SINGLE
+#define DMM_FROZEN_ORG DMM_ORG_ADDRTREE
 #define DMM_FROZEN_SL_BITS 4
 #define DMM_FROZEN_EXACT_MAX 256
 #define DMM_FROZEN_LINKS DMM_LINKS_DOUBLY

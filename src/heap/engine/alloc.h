@@ -65,14 +65,15 @@ static inline bool poison_intact(dmm_heap *h, blk *b, size_t req)
 }
 
 /* The usual sources of a block of s bytes: an exact quick list, the bins,
- * the top.  NULL if none has one. */
+ * the top.  NULL if none has one.  quick_ok is false for an aligned request
+ * only (it carves its block before finish_alloc). */
 static DMM_ALWAYS_INLINE blk *obtain_fast(dmm_heap *h, size_t s, bool quick_ok)
 {
     blk *b = NULL;
     if (P_QUICK(h) && quick_ok)
         b = quick_pop(h, s);
     if (!b)
-        b = take_block(h, s);
+        b = take_block(h, s, quick_ok);
     if (!b)
         b = carve_top(h, s);
     return b;
@@ -89,10 +90,10 @@ static DMM_NOINLINE blk *obtain_slow(dmm_heap *h, blk *b, size_t s, size_t req, 
                 sweep(h);
                 retry = true;
             }
-            if (retry && !(b = take_block(h, s)))
+            if (retry && !(b = take_block(h, s, quick_ok)))
                 b = carve_top(h, s);
         }
-        if (!b && P_GROW(h) && dmm__region_grow(h, s) && !(b = take_block(h, s)))
+        if (!b && P_GROW(h) && dmm__region_grow(h, s) && !(b = take_block(h, s, quick_ok)))
             b = carve_top(h, s);
         if (!b || !P_POISON(h) || poison_intact(h, b, req))
             return b;

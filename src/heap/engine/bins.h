@@ -348,6 +348,9 @@ static DMM_COLD blk *back_fault(dmm_heap *h, blk *pred, blk *nx, blk **tail)
     return NULL;
 }
 
+/* org=addrtree: the free blocks live in two address trees, not in lists */
+#include "addrtree.h"
+
 /* ---- lists ---- */
 
 /* Link b after pred (NULL: at the head) in bin n. */
@@ -384,6 +387,10 @@ static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, uns
 /* Insert free block b into its bin, honouring the ordering policy. */
 static DMM_ALWAYS_INLINE void bin_insert_k(dmm_heap *h, const lkeys *kp, blk *b)
 {
+    if (P_ORG(h) == DMM_ORG_ADDRTREE) {
+        at_insert(h, b);
+        return;
+    }
     unsigned n = bin_of(h, bsize(b));
     blk *pred = NULL, *c;
     const lkeys k = *kp;
@@ -476,6 +483,8 @@ static DMM_COLD bool missing_fault(dmm_heap *h, blk *b)
  * it; b then stays where it is and the caller must leave it alone. */
 static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
 {
+    if (P_ORG(h) == DMM_ORG_ADDRTREE)
+        return at_remove(h, b);
     unsigned n = bin_of(h, bsize(b));
     blk *pred;
     const lkeys k = *kp;

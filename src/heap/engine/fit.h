@@ -130,14 +130,18 @@ static DMM_COLD blk *take_fault(dmm_heap *h, found *f)
     return NULL;
 }
 
-/* Finds a free block of at least s bytes and unlinks it; NULL if none. */
-static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s)
+/* Finds a free block of at least s bytes and unlinks it; NULL if none.
+ * `plain`: the block goes to finish_alloc as it is (not an aligned request,
+ * which carves it first), so org=addrtree may split it here. */
+static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s, bool plain)
 {
     uint64_t steps = 0;
     found f;
     bool ok = false;
     dmm_heap_fit fit = P_FIT(h);
 
+    if (P_ORG(h) == DMM_ORG_ADDRTREE)
+        return at_take(h, s, plain);
     if (fit == DMM_FIT_NEXT) {
         ok = scan_next_fit(h, s, &f, &steps);
     } else if (fit == DMM_FIT_GOOD) {

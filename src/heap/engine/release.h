@@ -30,6 +30,9 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     char *fill_from = fresh;
     bool top = false;
     size_t old_top = 0;
+    if (P_ORG(h) == DMM_ORG_ADDRTREE && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE && h->cfg.coalesce_max == 0 &&
+        !P_POISON(h) && !(P_GROW(h) && h->cfg.release_empty) && at_release(h, b))
+        return; /* merged without restructuring the tree (engine/addrtree.h) */
     const lkeys k = keys_of(h); /* one load of the keys for every list touched */
     if (P_COALESCE(h) == DMM_COALESCE_IMMEDIATE) {
         blk *nx = bat(b, s);

@@ -1,0 +1,443 @@
+// tests/heap/test_addrtree.cpp - org=addrtree (src/heap/engine/addrtree.h),
+// the firstfit preset's organisation.
+//
+//   Placement  the address tree puts every block exactly where the
+//              address-ordered list (org=single,order=address,fit=first)
+//              does: both forms replay every bundled trace (bench/traces)
+//              and seeded random malloc/free/realloc/aligned sequences side
+//              by side, every result is compared as an offset from the
+//              heap's first region, and dmm_heap_check runs on both after
+//              every operation.
+//   Damage     a tree node's link, balance bit or subtree maximum
+//              overwritten is found by the checker, and malloc/free report a
+//              forged link (FREE_LIST) without handing out a used block or a
+//              block twice.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <string>
+#include <vector>
+
+#include "dmm/heap.h"
+#include "dmm/trace.h"
+#include "dmm_test_support.h"
+
+extern "C" uintptr_t dmm__heap_link_encode(dmm_heap *h, const void *slot_payload, const void *target_payload);
+
+using namespace dmmt;
+
+namespace {
+
+constexpr size_t W = sizeof(size_t);
+
+dmm_heap_config tree_cfg() { return dmm_heap_preset_config(DMM_PRESET_FIRSTFIT); }
+dmm_heap_config list_of(dmm_heap_config c) {
+    c.org = DMM_ORG_SINGLE;
+    c.links = DMM_LINKS_DOUBLY;
+    return c;
+}
+
+// One heap of a pair: its buffer sized and placed so that its first region
+// has exactly `region` bytes and starts on a 4 KiB boundary whatever its
+// control block takes (aligned allocations depend on the address).
+struct Side {
+    dmm_heap_config cfg;
+    ErrorLog errs;
+    std::vector<unsigned char> raw;
+    dmm_heap *h = nullptr;
+    char *base = nullptr; // the first region
+    Side(const dmm_heap_config &c, size_t region) : cfg(c) {
+        errs.attach(&cfg);
+        std::vector<unsigned char> probe(64 * 1024 + 64);
+        dmm_heap *ph = nullptr;
+        unsigned char *pa = probe.data() + ((64 - (uintptr_t)probe.data() % 64) % 64);
+        EXPECT_EQ(dmm_heap_init(&ph, pa, 64 * 1024, &cfg), DMM_OK) << cfg_str(cfg);
+        size_t ctrl = ph ? dmm_heap_control_overhead(ph) : 0;
+        if (ph)
+            dmm_heap_destroy(ph);
+        raw.assign(ctrl + region + 8192, 0);
+        unsigned char *a = raw.data() + ((8192 - ((uintptr_t)raw.data() + ctrl) % 4096) % 4096);
+        EXPECT_EQ(dmm_heap_init(&h, a, ctrl + region, &cfg), DMM_OK);
+        base = h ? (char *)h + dmm_heap_control_overhead(h) : nullptr;
+    }
+    ~Side() {
+        if (h)
+            dmm_heap_destroy(h);
+    }
+    long long off(const void *p) const { return p ? (long long)((const char *)p - base) : -1; }
+};
+
+// The list form and the tree form side by side.
+struct Twin {
+    Side list, tree;
+    std::vector<void *> lp, tp; // live objects by slot
+    size_t ops = 0, failed = 0;
+    Twin(const dmm_heap_config &tcfg, size_t region, size_t slots)
+        : list(list_of(tcfg), region), tree(tcfg, region), lp(slots), tp(slots) {}
+
+    bool ready() const { return list.h && tree.h; }
+
+    // After each operation: same offset (or both NULL), both heaps intact,
+    // nothing reported.
+    ::testing::AssertionResult same(const char *what, void *a, void *b) {
+        ++ops;
+        if (!a)
+            ++failed;
+        if (list.off(a) != tree.off(b))
+            return ::testing::AssertionFailure() << "op #" << ops << " (" << what << "): list form at offset "
+                                                 << list.off(a) << ", tree form at " << tree.off(b);
+        return checked();
+    }
+    ::testing::AssertionResult checked() {
+        dmm_heap_check_report r{};
+        if (dmm_heap_check(list.h, &r) != DMM_OK)
+            return ::testing::AssertionFailure() << "op #" << ops << ": list form: " << report_str(r);
+        if (dmm_heap_check(tree.h, &r) != DMM_OK)
+            return ::testing::AssertionFailure() << "op #" << ops << ": tree form: " << report_str(r);
+        if (!list.errs.errors.empty() || !tree.errs.errors.empty())
+            return ::testing::AssertionFailure() << "op #" << ops << ": an error was reported";
+        return ::testing::AssertionSuccess();
+    }
+
+    ::testing::AssertionResult malloc_(size_t slot, size_t n) {
+        lp[slot] = dmm_heap_malloc(list.h, n);
+        tp[slot] = dmm_heap_malloc(tree.h, n);
+        return same("malloc", lp[slot], tp[slot]);
+    }
+    ::testing::AssertionResult calloc_(size_t slot, size_t k, size_t n) {
+        lp[slot] = dmm_heap_calloc(list.h, k, n);
+        tp[slot] = dmm_heap_calloc(tree.h, k, n);
+        return same("calloc", lp[slot], tp[slot]);
+    }
+    ::testing::AssertionResult aligned_(size_t slot, size_t align, size_t n) {
+        lp[slot] = dmm_heap_aligned_alloc(list.h, align, n);
+        tp[slot] = dmm_heap_aligned_alloc(tree.h, align, n);
+        return same("aligned", lp[slot], tp[slot]);
+    }
+    ::testing::AssertionResult realloc_(size_t slot, size_t n) {
+        void *a = dmm_heap_realloc(list.h, lp[slot], n), *b = dmm_heap_realloc(tree.h, tp[slot], n);
+        if (a || n == 0) {
+            lp[slot] = n ? a : nullptr;
+        }
+        if (b || n == 0) {
+            tp[slot] = n ? b : nullptr;
+        }
+        if (n == 0) {
+            ++ops;
+            return checked();
+        }
+        return same("realloc", a, b);
+    }
+    ::testing::AssertionResult free_(size_t slot) {
+        dmm_heap_free(list.h, lp[slot]);
+        dmm_heap_free(tree.h, tp[slot]);
+        lp[slot] = tp[slot] = nullptr;
+        ++ops;
+        return checked();
+    }
+};
+
+std::vector<std::string> bundled_traces() {
+    std::vector<std::string> v;
+    if (DIR *d = opendir(DMMT_TRACES_DIR)) {
+        while (struct dirent *e = readdir(d)) {
+            std::string n = e->d_name;
+            if (n.size() > 6 && n.compare(n.size() - 6, 6, ".trace") == 0)
+                v.push_back(std::string(DMMT_TRACES_DIR) + "/" + n);
+        }
+        closedir(d);
+    }
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+} // namespace
+
+// ---- placement equivalence --------------------------------------------------
+
+TEST(AddrTreePlacement, TheTracesAreThere) {
+    EXPECT_GE(bundled_traces().size(), 10u) << "bench/traces not found at " << DMMT_TRACES_DIR;
+}
+
+class Traces : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Traces, LandWhereTheListPutsThem) {
+    {
+        const std::string path = GetParam();
+        dmm_trace t;
+        dmm_trace_error err{};
+        dmm_trace_init(&t);
+        ASSERT_EQ(dmm_trace_load(&t, path.c_str(), &err), 0) << err.reason;
+        dmm_trace_summary s{};
+        std::vector<uint64_t> slot(t.n);
+        ASSERT_EQ(dmm_trace_summarize(&t, &s, slot.data(), &err), 0) << err.reason;
+        // slots are object incarnations (dmm_trace_summarize); the region
+        // holds the trace's peak with room to fragment (32 MiB at most)
+        const size_t region = (size_t)std::min<uint64_t>(2 * s.peak_live + (64u << 10), 32u << 20);
+        Twin x(tree_cfg(), region, (size_t)s.objects + 1);
+        ASSERT_TRUE(x.ready());
+        for (size_t i = 0; i < t.n; ++i) {
+            const dmm_trace_op &op = t.ops[i];
+            const size_t k = (size_t)slot[i];
+            switch (op.kind) {
+            case DMM_T_MALLOC:
+                ASSERT_TRUE(x.malloc_(k, (size_t)op.size));
+                break;
+            case DMM_T_CALLOC:
+                ASSERT_TRUE(op.arg ? x.calloc_(k, (size_t)op.arg, (size_t)(op.size / op.arg)) : x.malloc_(k, 0));
+                break;
+            case DMM_T_REALLOC:
+                ASSERT_TRUE(x.realloc_(k, (size_t)op.size));
+                break;
+            case DMM_T_ALIGNED:
+                ASSERT_TRUE(x.aligned_(k, op.arg >= 16 ? (size_t)op.arg : 16, (size_t)op.size));
+                break;
+            case DMM_T_FREE:
+                ASSERT_TRUE(x.free_(k));
+                break;
+            default:
+                break;
+            }
+        }
+        std::printf("[ note     ] %s: %zu operations, %zu found no block in either form\n",
+                    path.substr(path.rfind('/') + 1).c_str(), x.ops, x.failed);
+        dmm_trace_free(&t);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AddrTreePlacement, Traces, ::testing::ValuesIn(bundled_traces()),
+                         [](const ::testing::TestParamInfo<std::string> &i) {
+                             std::string n = i.param.substr(i.param.rfind('/') + 1);
+                             n = n.substr(0, n.size() - 6);
+                             for (char &ch : n)
+                                 if (!isalnum((unsigned char)ch))
+                                     ch = '_';
+                             return n;
+                         });
+
+// Seeded random sequences under every policy the tree form takes besides its
+// organisation: coalescing, splitting, quick lists, hardening, statistics.
+TEST(AddrTreePlacement, RandomSequencesLandWhereTheListPutsThem) {
+    struct Knob {
+        dmm_heap_coalesce coalesce;
+        bool split;
+        size_t quick_max;
+        dmm_heap_harden harden;
+        dmm_heap_stats_level stats;
+        bool poison;
+    } knobs[] = {
+        {DMM_COALESCE_IMMEDIATE, true, 0, DMM_HARDEN_CHECKED, DMM_STATS_COUNTERS, false}, // the preset
+        {DMM_COALESCE_IMMEDIATE, true, 0, DMM_HARDEN_OFF, DMM_STATS_OFF, false},          // lean
+        {DMM_COALESCE_IMMEDIATE, true, 64, DMM_HARDEN_PARANOID, DMM_STATS_FULL, true},
+        {DMM_COALESCE_DEFERRED, true, 0, DMM_HARDEN_CHECKED, DMM_STATS_COUNTERS, false},
+        {DMM_COALESCE_OFF, true, 0, DMM_HARDEN_CANARY, DMM_STATS_COUNTERS, true},
+        {DMM_COALESCE_IMMEDIATE, false, 0, DMM_HARDEN_CHECKED, DMM_STATS_FULL, false},
+        {DMM_COALESCE_DEFERRED, false, 128, DMM_HARDEN_OFF, DMM_STATS_COUNTERS, true},
+    };
+    const size_t nops = scaled_ops(12000);
+    for (const Knob &k : knobs) {
+        for (uint64_t run = 0; run < 3; ++run) {
+            dmm_heap_config c = tree_cfg();
+            c.coalesce = k.coalesce;
+            c.split = k.split;
+            c.quick_max = k.quick_max;
+            c.harden = k.harden;
+            c.stats = k.stats;
+            c.poison = k.poison;
+            const uint64_t seed = mix64(base_seed(), 0xADD7 + run);
+            SCOPED_TRACE(cfg_str(c) + " seed " + std::to_string(seed));
+            const size_t slots = 200;
+            Twin x(c, 96 * 1024, slots);
+            ASSERT_TRUE(x.ready());
+            Rng r(seed);
+            for (size_t i = 0; i < nops; ++i) {
+                size_t s = (size_t)r.below(slots);
+                size_t n;
+                unsigned kind = (unsigned)r.below(100);
+                if (kind < 45)
+                    n = (size_t)r.range(1, 40); // many minimum blocks: the second tree
+                else if (kind < 90)
+                    n = (size_t)1 << r.range(3, 11), n += (size_t)r.below(n);
+                else
+                    n = (size_t)r.range(2048, 12000);
+                if (x.lp[s] == nullptr && x.tp[s] == nullptr) {
+                    if (r.chance(5))
+                        ASSERT_TRUE(x.aligned_(s, (size_t)32 << r.below(4), n));
+                    else
+                        ASSERT_TRUE(x.malloc_(s, n));
+                } else if (r.chance(25)) {
+                    ASSERT_TRUE(x.realloc_(s, r.chance(3) ? 0 : n));
+                } else {
+                    ASSERT_TRUE(x.free_(s));
+                }
+            }
+            for (size_t s = 0; s < slots; ++s)
+                ASSERT_TRUE(x.free_(s));
+            // everything free: with coalescing one block again (the top)
+            ASSERT_TRUE(x.malloc_(0, 80 * 1024));
+            if (k.coalesce != DMM_COALESCE_OFF) {
+                EXPECT_NE(x.lp[0], nullptr);
+            }
+            EXPECT_GT(x.ops - x.failed, x.ops / 3) << "the heap should not be full most of the time";
+        }
+    }
+}
+
+// ---- damage to the tree -------------------------------------------------------
+
+namespace {
+
+uintptr_t &word(void *payload, size_t i) { return ((uintptr_t *)payload)[i]; }
+
+// A firstfit heap (checked) with three free blocks a < b < c of one size
+// class, kept apart by used guards, freed a, b, c: AVL makes b the root
+// with a and c as its children.
+struct Three {
+    dmm_heap_config cfg = tree_cfg();
+    ErrorLog errs;
+    Buffer buf{64 * 1024, 0};
+    dmm_heap *h = nullptr;
+    size_t req;
+    void *g[4] = {}, *a = nullptr, *b = nullptr, *c = nullptr;
+    explicit Three(size_t request) : req(request) {
+        errs.attach(&cfg);
+        EXPECT_EQ(dmm_heap_init(&h, buf.data(), buf.size(), &cfg), DMM_OK);
+        g[0] = dmm_heap_malloc(h, req);
+        a = dmm_heap_malloc(h, req);
+        g[1] = dmm_heap_malloc(h, req);
+        b = dmm_heap_malloc(h, req);
+        g[2] = dmm_heap_malloc(h, req);
+        c = dmm_heap_malloc(h, req);
+        g[3] = dmm_heap_malloc(h, req);
+        for (int i = 0; i < 4; ++i)
+            fill_pattern(g[i], 0, req, 100 + i);
+        dmm_heap_free(h, a);
+        dmm_heap_free(h, b);
+        dmm_heap_free(h, c);
+    }
+    ~Three() {
+        if (h)
+            dmm_heap_destroy(h);
+    }
+    uintptr_t enc(void *slot, const void *target) { return dmm__heap_link_encode(h, slot, target); }
+    // b is the root, a its left and c its right child, all balanced
+    bool shape_ok() {
+        return word(b, 0) == enc(b, a) && word(b, 1) == enc(b, c) && word(a, 0) == enc(a, nullptr) &&
+               word(a, 1) == enc(a, nullptr) && word(c, 0) == enc(c, nullptr) && word(c, 1) == enc(c, nullptr);
+    }
+    dmm_heap_check_report check() {
+        dmm_heap_check_report r{};
+        (void)dmm_heap_check(h, &r);
+        return r;
+    }
+    bool guards_intact(int n = 4) {
+        for (int i = 0; i < n; ++i)
+            if (find_pattern_mismatch(g[i], 0, req, 100 + i) != SIZE_MAX)
+                return false;
+        return true;
+    }
+    bool only_free_list_reports() {
+        for (const dmm_error &e : errs.errors)
+            if (e.kind != DMM_ERR_FREE_LIST)
+                return false;
+        return !errs.errors.empty();
+    }
+};
+
+// the requests of the two trees: a 256-byte block, and a minimum block
+const size_t kBig = 200, kMin = 8;
+
+} // namespace
+
+TEST(AddrTreeDamage, SubtreeMaximumOverwrittenIsFound) {
+    Three x(kBig);
+    ASSERT_TRUE(x.shape_ok());
+    ASSERT_EQ(x.check().invariant, DMM_INV_NONE);
+    word(x.b, 2) = 2 * W * 2; // the root claims its subtree holds nothing above 32 bytes
+    dmm_heap_check_report r = x.check();
+    EXPECT_EQ(r.invariant, DMM_INV_LIST_LINK) << report_str(r);
+    EXPECT_NE(std::string(r.detail).find("maximum"), std::string::npos) << report_str(r);
+    EXPECT_EQ(r.where, (const void *)((char *)x.b - 2 * W));
+}
+
+TEST(AddrTreeDamage, BalanceBitOverwrittenIsFound) {
+    for (size_t req : {kBig, kMin}) {
+        Three x(req);
+        ASSERT_TRUE(x.shape_ok()) << req;
+        // a's empty left link now says "left subtree taller" (bit 0)
+        word(x.a, 0) = x.enc(x.a, (const char *)nullptr + 2 * W + 1);
+        dmm_heap_check_report r = x.check();
+        EXPECT_EQ(r.invariant, DMM_INV_LIST_LINK) << report_str(r);
+        EXPECT_NE(std::string(r.detail).find("balance"), std::string::npos) << report_str(r);
+    }
+}
+
+TEST(AddrTreeDamage, LostSubtreeIsFoundByCheckAndFree) {
+    for (size_t req : {kBig, kMin}) {
+        Three x(req);
+        ASSERT_TRUE(x.shape_ok()) << req;
+        word(x.b, 0) = x.enc(x.b, nullptr); // a valid encoding of "no left child": a is lost
+        dmm_heap_check_report r = x.check();
+        EXPECT_TRUE(r.invariant == DMM_INV_LIST_LINK || r.invariant == DMM_INV_FREE_COUNT) << report_str(r);
+        // freeing a's neighbour must not merge with a block the tree does not hold
+        dmm_heap_free(x.h, x.g[0]);
+        EXPECT_TRUE(x.only_free_list_reports());
+    }
+}
+
+TEST(AddrTreeDamage, ForgedLinkToAUsedBlockIsRefused) {
+    for (size_t req : {kBig, kMin}) {
+        Three x(req);
+        ASSERT_TRUE(x.shape_ok()) << req;
+        // a's left link names guard g0 (used, below a: in address order),
+        // encoded with the heap's own keys
+        word(x.a, 0) = x.enc(x.a, x.g[0]);
+        EXPECT_NE(x.check().invariant, DMM_INV_NONE);
+        void *p = dmm_heap_malloc(x.h, req), *q = dmm_heap_malloc(x.h, req);
+        EXPECT_TRUE(x.only_free_list_reports()) << req;
+        for (void *v : {p, q})
+            for (void *gi : x.g)
+                EXPECT_NE(v, gi) << "a used block was handed out";
+        EXPECT_NE(p, q);
+        EXPECT_TRUE(x.guards_intact());
+    }
+}
+
+TEST(AddrTreeDamage, ForgedLinkOutOfAddressOrderIsRefused) {
+    for (size_t req : {kBig, kMin}) {
+        Three x(req);
+        ASSERT_TRUE(x.shape_ok()) << req;
+        // a's left link names c, a real free node of the same tree, but above a:
+        // following it would make c reachable twice
+        word(x.a, 0) = x.enc(x.a, x.c);
+        dmm_heap_check_report r = x.check();
+        EXPECT_TRUE(r.invariant == DMM_INV_LIST_ORDER || r.invariant == DMM_INV_LIST_LINK) << report_str(r);
+        std::vector<void *> got;
+        for (int i = 0; i < 6; ++i)
+            got.push_back(dmm_heap_malloc(x.h, req));
+        EXPECT_TRUE(x.only_free_list_reports()) << req;
+        for (size_t i = 0; i < got.size(); ++i)
+            for (size_t j = i + 1; j < got.size(); ++j)
+                if (got[i]) {
+                    EXPECT_NE(got[i], got[j]) << "a block was handed out twice";
+                }
+        EXPECT_TRUE(x.guards_intact());
+    }
+}
+
+TEST(AddrTreeDamage, GarbageLinkIsRefused) {
+    for (size_t req : {kBig, kMin}) {
+        Three x(req);
+        ASSERT_TRUE(x.shape_ok()) << req;
+        word(x.b, 1) = (uintptr_t)0x4141414141414141ull; // a write after free over the root's right link
+        EXPECT_NE(x.check().invariant, DMM_INV_NONE);
+        void *p = dmm_heap_malloc(x.h, req), *q = dmm_heap_malloc(x.h, req), *s = dmm_heap_malloc(x.h, req);
+        dmm_heap_free(x.h, x.g[3]); // c's neighbour: c is behind the bad link
+        EXPECT_TRUE(x.only_free_list_reports()) << req;
+        EXPECT_TRUE(p && q && s);
+        EXPECT_TRUE(x.guards_intact(3)); // g3 was freed
+    }
+}
