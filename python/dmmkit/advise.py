@@ -29,11 +29,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .answer import make_answer, print_answer
 from .procs import PY_HINT, python_hint, python_interpreter  # noqa: F401 (python_hint: part of advise's API)
 from .cache import write_json_atomic
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
-from .stats import MIN_SEPARABLE_PAIRS
 from .tools import Tools, validate_trace
 from .ui import console
 
@@ -68,6 +66,7 @@ def plan_budget(left_s: float, probe_s: float, ops: int | None, n_compare: int, 
     e2e, report), the explore window's operations and the least the plan
     needs.  Pure (tested).  Raises DmmkitError naming the budget that would
     hold one round of every step when left_s cannot."""
+    from .stats import MIN_SEPARABLE_PAIRS
     def least_of(e2e_rounds: int, cands: int) -> dict:
         return {"explore": 0.0 if "explore" in skip else EXPLORE_MIN_S,
                 "compare": COMPARE_MIN_ROUNDS * n_compare * probe_s * COMPARE_MARGIN,
@@ -432,6 +431,7 @@ def _advise(tools: Tools, r: _Run) -> dict:
 
     # ---- answer + report ----------------------------------------------------------
     r.step("report", "the answer and the report")
+    from .answer import make_answer, print_answer
     answer = make_answer(compare_doc, explore_doc, e2e, current=opts.current, program=program or None)
     for n in r.answer_notes:
         answer["caveats"] = sorted(set(answer["caveats"]) | {n})
@@ -639,6 +639,7 @@ def _generate_one(tools: Tools, r: _Run, a: dict) -> dict | None:
 
 def _e2e(r: _Run, compare_doc: dict, gen: dict | None, t_run: float | None) -> dict:
     from .e2e import Candidate, print_e2e, ranking_check, run_e2e, skipped
+    from .stats import MIN_SEPARABLE_PAIRS
     program = r.opts.program
     cur = r.opts.current
     if "e2e" in r.opts.skip:
@@ -764,6 +765,7 @@ def advise_from(opts: AdviseOptions) -> dict:
                 explore = {**explore, "budget": b0}
     if compare is None:
         raise DmmkitError("--from needs compare results (dmmkit compare --results FILE) or an advise.json")
+    from .answer import make_answer, print_answer
     answer = make_answer(compare, explore, e2e, current=opts.current, program=program)
     print_answer(answer)
     doc = {"schema": SCHEMA, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
