@@ -128,7 +128,7 @@ def test_cli_check_format_and_errors(tools):
 
 def test_cli_header_compiles_into_a_frozen_heap(tools, tmp_path):
     """A header for a config no preset has, compiled into the heap."""
-    p = _cfg("header", "preset=firstfit,order=size,stats=full,harden=canary,poison=on,quick_max=48",
+    p = _cfg("header", "preset=firstfit,org=single,order=size,stats=full,harden=canary,poison=on,quick_max=48",
              "--name", "custom.h")
     assert p.returncode == 0, p.stderr
     hdr = tmp_path / "custom.h"
@@ -138,7 +138,7 @@ def test_cli_header_compiles_into_a_frozen_heap(tools, tmp_path):
     src = tmp_path / "probe.c"
     src.write_text('#include "dmm/heap.h"\nint main(void) {\n  dmm_heap_config c = dmm_heap_preset_config('
                    'DMM_PRESET_FIRSTFIT);\n  static unsigned char buf[65536];\n  dmm_heap *h;\n'
-                   '  c.order = DMM_ORDER_SIZE; c.stats = DMM_STATS_FULL; c.harden = DMM_HARDEN_CANARY;\n'
+                   '  c.org = DMM_ORG_SINGLE; c.order = DMM_ORDER_SIZE; c.stats = DMM_STATS_FULL; c.harden = DMM_HARDEN_CANARY;\n'
                    '  c.poison = 1; c.quick_max = 48;\n'
                    '  if (!dmm_heap_is_frozen() || dmm_heap_init(&h, buf, sizeof buf, &c) != DMM_OK) return 1;\n'
                    '  void *p = dmm_heap_malloc(h, 40); dmm_heap_free(h, p);\n'

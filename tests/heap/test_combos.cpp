@@ -230,7 +230,7 @@ void malloc_free_run(dmm_heap_config cfg, uint64_t seed, size_t heap_bytes, unsi
 TEST(FitCoalesce, NextFitWithoutCoalescingReportsNoFalseCycle) {
     const char *texts[] = {
         "org=single,links=singly,order=lifo,fit=next,coalesce=off",
-        "preset=firstfit,fit=next,coalesce=off",
+        "preset=firstfit,org=single,fit=next,coalesce=off", // the list form (the tree refuses next fit)
     };
     for (const char *t : texts) {
         for (dmm_heap_harden hd : {DMM_HARDEN_CHECKED, DMM_HARDEN_CANARY, DMM_HARDEN_PARANOID}) {

@@ -77,7 +77,7 @@ def common_checks(d, peak_live, peak_objects, ops):
 # ---------------------------------------------------------------------------
 
 def t_dmm_presets(c):
-    for p in PRESETS + ["preset=firstfit,fit=best,harden=canary,stats=full"]:
+    for p in PRESETS + ["preset=firstfit,org=single,fit=best,harden=canary,stats=full"]:
         d, _ = c.replay_json(c.data("simple.txt"), ["--alloc", "dmm:" + p, "--verify", "--reps", "2"])
         common_checks(d, 900, 3, 10)
         check(d["verify"] == "pass", "verify")
