@@ -15,10 +15,23 @@
  * writes the tail words.  `fresh` says b came from obtain as it is (a
  * listed block, the top or a quick list), so that the tail cannot merge
  * with anything unless coalesce_max left a free neighbour beside b. */
+/* The last step of every allocation: used block b of bs bytes goes out
+ * for req bytes (request slot, canary, counters, annotation). */
+static DMM_ALWAYS_INLINE void *finish_used(dmm_heap *h, blk *b, size_t bs, size_t req)
+{
+    void *p = bpayload(b);
+    if (P_STATS(h) == DMM_STATS_FULL)
+        *req_slot(h, b) = req;
+    if (P_HARDEN(h) >= DMM_HARDEN_CANARY)
+        *canary_slot(b) = canary_of(h, b);
+    st_add_live(h, bs, req);
+    dmm_ann_alloc(p, req, (char *)bnext(b) + WORD);
+    return p;
+}
+
 static DMM_ALWAYS_INLINE void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_t req, bool fresh)
 {
     size_t bs = bsize(b);
-    void *p = bpayload(b);
     if (P_SPLIT(h) && bs - s >= h->split_min) {
         b->head = s | F_USED | (b->head & F_PUSED); /* before the remainder is released: no merge back */
         if (fresh && (P_COALESCE(h) != DMM_COALESCE_IMMEDIATE || h->cfg.coalesce_max == 0)) {
@@ -32,13 +45,7 @@ static DMM_ALWAYS_INLINE void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_
     } else {
         mark_used(b);
     }
-    if (P_STATS(h) == DMM_STATS_FULL)
-        *req_slot(h, b) = req;
-    if (P_HARDEN(h) >= DMM_HARDEN_CANARY)
-        *canary_slot(b) = canary_of(h, b);
-    st_add_live(h, bs, req);
-    dmm_ann_alloc(p, req, (char *)bnext(b) + WORD);
-    return p;
+    return finish_used(h, b, bs, req);
 }
 
 /* With poisoning: is the part of b's payload a request of req bytes will
@@ -110,11 +117,12 @@ static DMM_ALWAYS_INLINE blk *obtain(dmm_heap *h, size_t s, size_t req, bool qui
     return b;
 }
 
-static DMM_ALWAYS_INLINE void *alloc_locked(dmm_heap *h, size_t req)
+/* quick_ok false: the request's quick list is known to be empty. */
+static DMM_ALWAYS_INLINE void *alloc_locked(dmm_heap *h, size_t req, bool quick_ok)
 {
     size_t s = req2size(h, req);
     blk *b;
-    if (DMM_UNLIKELY(!s) || DMM_UNLIKELY(!(b = obtain(h, s, req, true)))) {
+    if (DMM_UNLIKELY(!s) || DMM_UNLIKELY(!(b = obtain(h, s, req, quick_ok)))) {
         st_failed(h);
         return NULL;
     }
@@ -132,7 +140,7 @@ static inline void *aligned_locked(dmm_heap *h, size_t align, size_t req)
         return NULL;
     }
     if (align <= GRAN) {
-        void *p0 = alloc_locked(h, req);
+        void *p0 = alloc_locked(h, req, true);
         if (p0)
             COUNT_OP(h, aligned_count);
         return p0;

@@ -35,13 +35,54 @@ static inline void leave(dmm_heap *h)
     DMM_ANN_LEAVE();
 }
 
-static void *e_malloc(dmm_heap *h, size_t size)
+/* The fast paths of malloc and free with quick lists (issue 25, item 3):
+ * a pop from, or a push onto, an exact quick list is done in a leaf that
+ * only reads until every check has passed; anything else (another size, a
+ * check that fails, poisoning) goes to the full path out of line, which
+ * starts over and reports.  The leaf saves no callee-saved registers. */
+#define E_QUICK_LEAF(h) (P_QUICK(h) && !P_POISON(h))
+
+static DMM_ALWAYS_INLINE void *e_malloc_body(dmm_heap *h, size_t size, bool quick_ok)
 {
     void *p;
     enter(h, DMM_OP_MALLOC);
-    p = alloc_locked(h, size);
+    p = alloc_locked(h, size, quick_ok);
     leave(h);
     return p;
+}
+static DMM_NOINLINE void *e_malloc_full(dmm_heap *h, size_t size, bool quick_ok)
+{
+    return e_malloc_body(h, size, quick_ok);
+}
+
+static void *e_malloc(dmm_heap *h, size_t size)
+{
+    if (!E_QUICK_LEAF(h))
+        return e_malloc_body(h, size, true);
+    size_t s = req2size(h, size);
+    if (s && s <= h->quick_bmax) {
+        blk *b;
+        if (!h->quick[quick_index(s)])
+            return e_malloc_full(h, size, false); /* its quick list is empty: not looked at again */
+        enter(h, DMM_OP_MALLOC);
+        if ((b = quick_pop_x(h, s, true)) != NULL) {
+            void *p;
+            COUNT_OP(h, malloc_count);
+            p = finish_used(h, b, s, size); /* a quick block is used and of size s: nothing to split */
+            leave(h);
+            return p;
+        }
+        leave(h); /* a check failed: the full path pops again and reports */
+    }
+    return e_malloc_full(h, size, true);
+}
+
+/* free after enter(): b, if not NULL, passed validate() already. */
+static DMM_NOINLINE void e_free_full(dmm_heap *h, void *ptr, blk *b)
+{
+    if (b || (b = validate(h, ptr)) != NULL)
+        free_block(h, b);
+    leave(h);
 }
 
 static void e_free(dmm_heap *h, void *ptr)
@@ -50,6 +91,19 @@ static void e_free(dmm_heap *h, void *ptr)
     if (!ptr)
         return;
     enter(h, DMM_OP_FREE);
+    if (E_QUICK_LEAF(h)) {
+        size_t s;
+        if ((b = validate_x(h, ptr, true)) != NULL && quick_takes(h, s = bsize(b))) {
+            st_sub_live(h, s, requested_of(h, b));
+            COUNT_OP(h, free_count);
+            dmm_ann_free(bpayload(b), (char *)bnext(b) + WORD);
+            quick_push(h, b);
+            leave(h);
+            return;
+        }
+        e_free_full(h, ptr, b);
+        return;
+    }
     if ((b = validate(h, ptr)) != NULL)
         free_block(h, b);
     leave(h);
@@ -70,7 +124,7 @@ static void *e_calloc(dmm_heap *h, size_t n, size_t size)
     enter(h, DMM_OP_CALLOC);
     if (size && n > SIZE_MAX / size) {
         st_failed(h);
-    } else if ((p = alloc_locked(h, n * size)) != NULL) {
+    } else if ((p = alloc_locked(h, n * size, true)) != NULL) {
         COUNT_OP(h, calloc_count);
         dmm_port_memset(p, 0, n * size);
     }

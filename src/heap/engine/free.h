@@ -94,7 +94,7 @@ static DMM_COLD blk *validate_slow(dmm_heap *h, const void *ptr)
  * header word, read where coalescing reads it anyway).  Each is a stricter
  * form of a check of validate_slow, which runs (and reports) when any
  * fails, and always under PARANOID. */
-static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr)
+static DMM_ALWAYS_INLINE blk *validate_x(dmm_heap *h, const void *ptr, bool leaf)
 {
     blk *b = bfrom(ptr);
     uintptr_t lo;
@@ -104,20 +104,23 @@ static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr)
     lo = h->hint_lo;
     off = (size_t)((uintptr_t)b - lo);
     if (P_HARDEN(h) >= DMM_HARDEN_PARANOID || DMM_UNLIKELY(rotr_w(off, GRAN_LOG2) >= h->hint_span / GRAN))
-        return validate_slow(h, ptr);
+        return leaf ? NULL : validate_slow(h, ptr);
     hd = b->head;
     s = hd & ~F_MASK;
     if (DMM_UNLIKELY((hd & F_STATE) != F_USED || s < MINB || s > h->hint_span - off || !bpused(bat(b, s))))
-        return validate_slow(h, ptr);
+        return leaf ? NULL : validate_slow(h, ptr);
     if (P_HARDEN(h) >= DMM_HARDEN_CANARY && DMM_UNLIKELY(*canary_slot(b) != canary_of(h, b)))
-        return validate_slow(h, ptr);
+        return leaf ? NULL : validate_slow(h, ptr);
     if (!(hd & F_PUSED)) {
         size_t pf = b->foot;
         if (DMM_UNLIKELY(pf < MINB || pf > off || (bprev(b)->head & ~F_PUSED) != pf))
-            return validate_slow(h, ptr);
+            return leaf ? NULL : validate_slow(h, ptr);
     }
     return b;
 }
+/* validate() reports and runs validate_slow when a fast check fails; the
+ * leaf form (the entry's fast path) returns NULL then, having read only. */
+static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr) { return validate_x(h, ptr, false); }
 
 /* Frees validated used block b. */
 static DMM_ALWAYS_INLINE void free_block(dmm_heap *h, blk *b)
@@ -128,8 +131,7 @@ static DMM_ALWAYS_INLINE void free_block(dmm_heap *h, blk *b)
     if (P_POISON(h))
         poison_fill(h, (char *)bpayload(b) + LINKS, bnext(b));
     dmm_ann_free(bpayload(b), (char *)bnext(b) + WORD);
-    if (P_QUICK(h) && s <= h->quick_bmax &&
-        (h->cfg.quick_limit == 0 || h->quick_len[quick_index(s)] < h->cfg.quick_limit)) {
+    if (quick_takes(h, s)) {
         quick_push(h, b);
         return;
     }

@@ -64,7 +64,7 @@ static inline void *realloc_locked(dmm_heap *h, void *ptr, size_t align, size_t 
         return NULL;
     }
     if (!ptr)
-        return align > GRAN ? aligned_locked(h, align, req) : alloc_locked(h, req);
+        return align > GRAN ? aligned_locked(h, align, req) : alloc_locked(h, req, true);
     if (!(b = validate(h, ptr)))
         return NULL;
     COUNT_OP(h, realloc_count);
@@ -91,7 +91,7 @@ static inline void *realloc_locked(dmm_heap *h, void *ptr, size_t align, size_t 
         dmm_ann_resize(ptr, req, old_usable, (char *)bnext(b) + WORD);
         return ptr;
     }
-    q = align > GRAN ? aligned_locked(h, align, req) : alloc_locked(h, req);
+    q = align > GRAN ? aligned_locked(h, align, req) : alloc_locked(h, req, true);
     if (!q)
         return NULL;
     if (COUNTING(h))

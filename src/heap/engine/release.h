@@ -149,7 +149,7 @@ static DMM_COLD blk *quick_fault(dmm_heap *h, blk *b, blk *nx, size_t s)
  * was checked when it became the head, as the successor of the block
  * popped before (in range, parked, of the list's size: one compare and
  * one header word). */
-static DMM_ALWAYS_INLINE blk *quick_pop(dmm_heap *h, size_t s)
+static DMM_ALWAYS_INLINE blk *quick_pop_x(dmm_heap *h, size_t s, bool leaf)
 {
     unsigned q;
     blk *b, *nx;
@@ -163,8 +163,11 @@ static DMM_ALWAYS_INLINE blk *quick_pop(dmm_heap *h, size_t s)
         lkeys k = keys_of(h);
         nx = k_next(h, &k, b);
         if (nx && DMM_UNLIKELY(!k_in(&k, nx) || (nx->head & ~F_PUSED) != (s | F_STATE) ||
-                               (uintptr_t)nx - k.lo > k.span_g * GRAN - s))
+                               (uintptr_t)nx - k.lo > k.span_g * GRAN - s)) {
+            if (leaf)
+                return NULL; /* nothing changed: the full path pops again and reports */
             nx = quick_fault(h, b, nx, s);
+        }
     } else {
         nx = get_next(h, b);
     }
@@ -173,6 +176,14 @@ static DMM_ALWAYS_INLINE blk *quick_pop(dmm_heap *h, size_t s)
     st_steps(h, 1);
     b->head &= ~F_AUX; /* used, as a quick block already is */
     return b;
+}
+static DMM_ALWAYS_INLINE blk *quick_pop(dmm_heap *h, size_t s) { return quick_pop_x(h, s, false); }
+
+/* May a freed block of s bytes go to its quick list? */
+static DMM_ALWAYS_INLINE bool quick_takes(const dmm_heap *h, size_t s)
+{
+    return P_QUICK(h) && s <= h->quick_bmax &&
+           (h->cfg.quick_limit == 0 || h->quick_len[quick_index(s)] < h->cfg.quick_limit);
 }
 
 /* Gives every quick-list block back to the bins.  Returns true if any. */
