@@ -1662,6 +1662,17 @@ void dmm_free(void *p)
                 return;
             }
         }
+    } else if ((void *)s != p && G.fast == FAST_PLAIN && s->kind == SEG_SMALL) { /* unhardened: no checks */
+        mpage *pg = &s->page[page_index(s, p)];
+        if (pg->heap == h) {
+            mblock *b = p;
+            book_on(h, -(int64_t)pg->block_size);
+            b->next = pg->free;
+            pg->free = b;
+            if (--pg->used == 0 && pg->prev)
+                page_retire(h, pg);
+            return;
+        }
     }
     free_slow(p);
 }
