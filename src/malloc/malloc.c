@@ -1478,15 +1478,22 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b, bool checked
     }
 }
 
+/* A small block of page pg, which h (the calling thread's heap) owns, onto
+ * the page's local list. */
+static inline void owner_push(theap *h, mpage *pg, mblock *b)
+{
+    b->next = pg->free;
+    pg->free = b;
+    if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
+        page_retire(h, pg);
+}
+
 /* Puts a small block of page pg back, h being the calling thread's heap
  * (NULL when it has none): on the page's local list when h owns it. */
 static inline void small_release(theap *h, mpage *pg, mblock *b)
 {
     if (pg->heap == h) {
-        b->next = pg->free;
-        pg->free = b;
-        if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
-            page_retire(pg->heap, pg);
+        owner_push(h, pg, b);
         return;
     }
     small_release_remote(pg, b, false);
@@ -1651,26 +1658,18 @@ void dmm_free(void *p)
             uint64_t bit;
             _Atomic uint64_t *w = bit_word(s, pi, p, &bit);
             uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-            mblock *b = p;
             if ((v & bit) && *rtag_slot(p) != rtag(p)) {
                 atomic_store_explicit(w, v & ~bit, memory_order_relaxed);
                 book_on(h, -(int64_t)pg->block_size);
-                b->next = pg->free;
-                pg->free = b;
-                if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
-                    page_retire(h, pg);
+                owner_push(h, pg, p);
                 return;
             }
         }
     } else if ((void *)s != p && G.fast == FAST_PLAIN && s->kind == SEG_SMALL) { /* unhardened: no checks */
         mpage *pg = &s->page[page_index(s, p)];
         if (pg->heap == h) {
-            mblock *b = p;
             book_on(h, -(int64_t)pg->block_size);
-            b->next = pg->free;
-            pg->free = b;
-            if (--pg->used == 0 && pg->prev)
-                page_retire(h, pg);
+            owner_push(h, pg, p);
             return;
         }
     }
