@@ -64,6 +64,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -689,11 +690,15 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
  * secure mode: every thread sets and clears bits with atomic
  *   read-modify-writes when the block is freed (the quarantine keeps blocks
  *   away from their owner's lists for a while), as mark() does. */
+/* The bitmap is one run of words, BITS_WORDS per page from page 0, so the
+ * block's offset in its segment indexes it directly (bits[pi][w] is word
+ * pi * BITS_WORDS + w of the run). */
 static inline _Atomic uint64_t *bit_word(segment *s, size_t pi, const void *p, uint64_t *bit)
 {
-    size_t slot = ((uintptr_t)p & (PAGE_SIZE - 1u)) / MIN_BLOCK;
+    size_t slot = ((uintptr_t)p & (SEG_SIZE - 1u)) / MIN_BLOCK;
+    (void)pi;
     *bit = (uint64_t)1 << (slot % 64u);
-    return &s->bits[pi][slot / 64u];
+    return (_Atomic uint64_t *)((unsigned char *)s + offsetof(segment, bits)) + slot / 64u;
 }
 
 static inline bool bit_is_set(segment *s, size_t pi, const void *p)
