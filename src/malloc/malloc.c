@@ -64,6 +64,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -243,21 +244,26 @@ static struct {
     _Atomic int state; /* 0 none, 1 initialising, 2 ready */
     int harden;
     int secure;      /* DMM_SECURE=1: canaries, quarantine, guard pages */
+    int fast;        /* the inline paths: FAST_CHECKED (harden, not secure),
+                        FAST_PLAIN (unhardened) or FAST_NONE (secure) */
     uint64_t secret; /* secure mode: canary key */
+    uint64_t rkey;   /* the remote-free tag's key (rtag) */
     _Atomic int abort_on_error; /* 1 (default): a detected misuse aborts */
     int verbose;
     dmm_port_tkey key;
     bool have_key;
     olock parked_lock;
     theap *parked;
-    olock map_lock; /* registry second levels */
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
     _Atomic uint64_t retired;     /* pages retired (malloc_trim's answer) */
     _Atomic uint64_t large_count_max, large_bytes_max; /* high-water marks */
     _Atomic(struct theap *) all;  /* every heap, newest first */
     _Atomic int64_t live_orphan;  /* bytes freed by threads without a heap */
-} G = {.harden = 1, .abort_on_error = 1};
+} G = {.harden = 1, .fast = 1, .abort_on_error = 1};
+
+enum { FAST_NONE = 0, FAST_CHECKED = 1, FAST_PLAIN = 2 };
+static void fast_update(void) { G.fast = G.secure ? FAST_NONE : G.harden ? FAST_CHECKED : FAST_PLAIN; }
 
 static _Thread_local theap *tl_heap;
 
@@ -292,50 +298,30 @@ static inline void book_on(theap *h, int64_t delta)
 
 static inline void book(int64_t delta) { book_on(tl_heap, delta); }
 
-/* ---- the segment registry: which SEG_SIZE units are dmm's ---- */
-#define REG_TOP_SHIFT 36u /* 48-bit addresses: 4096 top entries of 2^14 units */
-#define REG_TOP (1u << (48u - REG_TOP_SHIFT))
-#define REG_LEAF_BITS (1u << (REG_TOP_SHIFT - SEG_SHIFT))
-static _Atomic(_Atomic uint64_t *) reg_top[REG_TOP];
-
-static _Atomic uint64_t *reg_leaf(uintptr_t a, bool create)
-{
-    size_t t = (size_t)((uint64_t)a >> REG_TOP_SHIFT); /* 0 on 32-bit targets */
-    _Atomic uint64_t *leaf;
-    if (t >= REG_TOP)
-        return NULL;
-    leaf = atomic_load_explicit(&reg_top[t], memory_order_acquire);
-    if (leaf || !create)
-        return leaf;
-    olock_lock(&G.map_lock);
-    leaf = atomic_load_explicit(&reg_top[t], memory_order_acquire);
-    if (!leaf) {
-        leaf = dmm_port_pages_map(REG_LEAF_BITS / 8u);
-        if (leaf)
-            atomic_store_explicit(&reg_top[t], leaf, memory_order_release);
-    }
-    olock_unlock(&G.map_lock);
-    return leaf;
-}
+/* ---- the segment registry: which SEG_SIZE units are dmm's ----
+ * One bit per SEG_SIZE unit of a 48-bit address space: 2^26 bits, 8 MiB of
+ * zero-filled static memory of which only the words covering mapped
+ * segments are ever touched (a few pages resident).  A lookup is a shift,
+ * a load and a bit test: it is on every free. */
+#define REG_UNITS ((uint64_t)1 << (48u - SEG_SHIFT))
+static _Atomic uint64_t reg_bits[REG_UNITS / 64u];
 
 static bool reg_set(uintptr_t seg, bool on)
 {
-    _Atomic uint64_t *leaf = reg_leaf(seg, on);
-    size_t u = (size_t)((seg >> SEG_SHIFT) & (REG_LEAF_BITS - 1u));
-    if (!leaf)
+    uint64_t u = (uint64_t)seg >> SEG_SHIFT;
+    if (u >= REG_UNITS)
         return !on;
     if (on)
-        atomic_fetch_or_explicit(&leaf[u / 64u], (uint64_t)1 << (u % 64u), memory_order_release);
+        atomic_fetch_or_explicit(&reg_bits[u / 64u], (uint64_t)1 << (u % 64u), memory_order_release);
     else
-        atomic_fetch_and_explicit(&leaf[u / 64u], ~((uint64_t)1 << (u % 64u)), memory_order_release);
+        atomic_fetch_and_explicit(&reg_bits[u / 64u], ~((uint64_t)1 << (u % 64u)), memory_order_release);
     return true;
 }
 
 static inline bool reg_has(uintptr_t seg)
 {
-    size_t t = (size_t)((uint64_t)seg >> REG_TOP_SHIFT), u = (size_t)((seg >> SEG_SHIFT) & (REG_LEAF_BITS - 1u));
-    _Atomic uint64_t *leaf = t < REG_TOP ? atomic_load_explicit(&reg_top[t], memory_order_acquire) : NULL;
-    return leaf && (atomic_load_explicit(&leaf[u / 64u], memory_order_acquire) >> (u % 64u) & 1u);
+    uint64_t u = (uint64_t)seg >> SEG_SHIFT;
+    return u < REG_UNITS && (atomic_load_explicit(&reg_bits[u / 64u], memory_order_acquire) >> (u % 64u) & 1u);
 }
 
 /* ---- errors ---- */
@@ -381,7 +367,7 @@ static void medium_drain(struct theap *h);
 
 /* The locks a fork takes (olock above).  A fork from a signal handler can
  * nest inside another fork's handlers on the same thread: each level
- * pushes three bits (which of the three locks it took) on a per-thread stack,
+ * pushes two bits (which of the two locks it took) on a per-thread stack,
  * and its parent/child handler pops them. */
 static _Thread_local uint64_t tl_fork_taken;
 
@@ -392,34 +378,28 @@ static void fork_prepare(void)
         olock_lock(&G.parked_lock);
         took |= 1u;
     }
-    if (!olock_mine(&G.map_lock)) {
-        olock_lock(&G.map_lock);
-        took |= 2u;
-    }
     if (!olock_mine(&LC.lock)) {
         olock_lock(&LC.lock);
-        took |= 4u;
+        took |= 2u;
     }
-    tl_fork_taken = tl_fork_taken << 3 | took;
+    tl_fork_taken = tl_fork_taken << 2 | took;
 }
 static void fork_parent(void)
 {
-    unsigned took = (unsigned)(tl_fork_taken & 7u);
-    tl_fork_taken >>= 3;
-    if (took & 4u)
+    unsigned took = (unsigned)(tl_fork_taken & 3u);
+    tl_fork_taken >>= 2;
+    if (took & 2u) { /* not when an interrupted caller on this thread holds it */
         atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
-    olock_unlock(&LC.lock);
-    if (took & 2u)
-        olock_unlock(&G.map_lock);
+        olock_unlock(&LC.lock);
+    }
     if (took & 1u)
         olock_unlock(&G.parked_lock);
 }
 static void heaps_after_fork(void);
 static void fork_child(void)
 {
-    tl_fork_taken >>= 3;
+    tl_fork_taken >>= 2;
     atomic_store_explicit(&LC.lock.holder, 0, memory_order_relaxed);
-    atomic_store_explicit(&G.map_lock.holder, 0, memory_order_relaxed);
     atomic_store_explicit(&G.parked_lock.holder, 0, memory_order_relaxed);
     heaps_after_fork();
 }
@@ -544,6 +524,8 @@ static void global_init(void)
             G.harden = 1;
             G.secret = canary_seed();
         }
+        G.rkey = canary_seed() * 0x9e3779b97f4a7c15ull;
+        fast_update();
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
         G.abort_on_error = !(e && e[0] == '0'); /* abort unless asked to report and continue */
         e = dmm_port_getenv("DMM_VERBOSE");
@@ -569,7 +551,11 @@ static void global_init(void)
  * threaded) can meet a state other than 2. */
 __attribute__((constructor)) static void global_init_at_load(void) { global_init(); }
 
-void dmm_malloc_set_harden(int on) { G.harden = on != 0; }
+void dmm_malloc_set_harden(int on)
+{
+    G.harden = on != 0;
+    fast_update();
+}
 
 int dmm_malloc_set_abort_on_error(int on)
 {
@@ -668,7 +654,7 @@ static inline size_t page_index(segment *s, const void *p) { return ((uintptr_t)
 
 /* Gives an empty page back to its segment (and the segment to the OS when
  * it has no page left).  The page's memory is discarded. */
-static void page_retire(theap *h, mpage *pg)
+static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
 {
     segment *s = seg_of(pg);
     size_t i = (size_t)(pg - s->page);
@@ -689,13 +675,65 @@ static void page_retire(theap *h, mpage *pg)
         dmm_port_pages_discard(page_start(s, i), PAGE_SIZE);
 }
 
+/* The block's "allocated" bit.  Who writes it depends on the mode:
+ *
+ * default (FAST_CHECKED): only the page's owner (or the thread holding its
+ *   parked heap BUSY) writes a page's bits, with a plain load and store: no
+ *   locked read-modify-write on the owner's path.  A thread that frees a
+ *   block of a page it does not own leaves the bit set, checks it, checks
+ *   that the block does not carry the remote-free tag (rtag: its second
+ *   word, keyed per process), writes the tag and pushes the block on the
+ *   page's remote list; the owner clears bit and tag when it takes the list
+ *   in (page_collect).  A free of a block that is on a remote list finds
+ *   the tag (a double free), a free of one already taken in finds the bit
+ *   clear.
+ * secure mode: every thread sets and clears bits with atomic
+ *   read-modify-writes when the block is freed (the quarantine keeps blocks
+ *   away from their owner's lists for a while), as mark() does. */
+/* The bitmap is one run of words, BITS_WORDS per page from page 0, so the
+ * block's offset in its segment indexes it directly (bits[pi][w] is word
+ * pi * BITS_WORDS + w of the run). */
+static inline _Atomic uint64_t *bit_word(segment *s, size_t pi, const void *p, uint64_t *bit)
+{
+    size_t slot = ((uintptr_t)p & (SEG_SIZE - 1u)) / MIN_BLOCK;
+    (void)pi;
+    *bit = (uint64_t)1 << (slot % 64u);
+    return (_Atomic uint64_t *)((unsigned char *)s + offsetof(segment, bits)) + slot / 64u;
+}
+
+static inline bool bit_is_set(segment *s, size_t pi, const void *p)
+{
+    uint64_t bit;
+    return (atomic_load_explicit(bit_word(s, pi, p, &bit), memory_order_relaxed) & bit) != 0;
+}
+
+/* Owner only (default mode): sets or clears the bit, no read-modify-write. */
+static inline void owner_mark(segment *s, size_t pi, const void *p, bool on)
+{
+    uint64_t bit;
+    _Atomic uint64_t *w = bit_word(s, pi, p, &bit);
+    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+    atomic_store_explicit(w, on ? v | bit : v & ~bit, memory_order_relaxed);
+}
+
+/* The remote-free tag of block b, in its second word (blocks are at least
+ * 16 bytes) while b waits on a page's remote list. */
+static inline uint64_t rtag(const void *b) { return ((uint64_t)(uintptr_t)b * 0xff51afd7ed558ccdull) ^ G.rkey; }
+static inline uint64_t *rtag_slot(void *b) { return (uint64_t *)b + 1; }
+
 /* Takes the page's remote frees into its local list.  Returns how many. */
 static uint32_t page_collect(mpage *pg)
 {
     mblock *x = atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire);
     uint32_t n = 0;
+    bool owner_bits = G.fast == FAST_CHECKED;
+    segment *s = seg_of(pg);
+    size_t pi = (size_t)(pg - s->page);
     while (x) {
         mblock *nx = x->next;
+        if (owner_bits)
+            owner_mark(s, pi, x, false);
+        *rtag_slot(x) = 0;
         x->next = pg->free;
         pg->free = x;
         x = nx;
@@ -725,7 +763,8 @@ static bool page_extend(mpage *pg)
     return k != 0;
 }
 
-/* Sets or clears the block's "allocated" bit; returns whether it was set. */
+/* Secure mode: sets or clears the block's "allocated" bit atomically;
+ * returns whether it was set. */
 static inline bool mark(segment *s, size_t pi, const void *p, bool on)
 {
     size_t slot = ((uintptr_t)p & (PAGE_SIZE - 1u)) / MIN_BLOCK;
@@ -914,7 +953,10 @@ static inline void *page_pop(theap *h, mpage *pg)
     book_on(h, pg->block_size);
     if (G.harden) {
         segment *s = seg_of(b);
-        (void)mark(s, page_index(s, b), b, true);
+        if (G.fast == FAST_CHECKED)
+            owner_mark(s, page_index(s, b), b, true);
+        else
+            (void)mark(s, page_index(s, b), b, true);
     }
     return b;
 }
@@ -1339,8 +1381,18 @@ void *dmm_malloc(size_t n)
 {
     theap *h = tl_heap;
     mpage *pg;
-    if (small_size(n) && h && !G.secure && (pg = h->pages[class_of(n)]) && pg->free) /* the fast path */
-        return page_pop(h, pg);
+    mblock *b;
+    int fast = G.fast;
+    if (small_size(n) && h && fast && (pg = h->pages[class_of(n)]) && (b = pg->free)) { /* the fast path */
+        pg->free = b->next;
+        pg->used++;
+        book_on(h, pg->block_size);
+        if (fast == FAST_CHECKED) {
+            segment *s = seg_of(b);
+            owner_mark(s, page_index(s, b), b, true);
+        }
+        return b;
+    }
     return alloc_aligned(n, DMM_MALLOC_ALIGN);
 }
 
@@ -1387,7 +1439,8 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
         }
         slot = off / MIN_BLOCK;
         if (check_live &&
-            !(atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u)) {
+            (!(atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u) ||
+             (G.fast == FAST_CHECKED && *rtag_slot((void *)(uintptr_t)p) == rtag(p)))) {
             report("use of a freed block:", p);
             return NULL;
         }
@@ -1396,14 +1449,20 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
 }
 
 /* A small block of page pg freed by a thread that does not own the page:
- * straight into a parked owner, else on the page's remote list. */
-static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
+ * straight into a parked owner, else on the page's remote list.  checked
+ * (default mode): the block's allocated bit is still set (see bit_word):
+ * cleared here when the heap is parked, else the block is tagged. */
+static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b, bool checked)
 {
     {
         theap *o = pg->heap;
         mblock *head;
         if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
             /* its thread exited: free straight into the page */
+            if (checked) {
+                segment *s = seg_of(pg);
+                owner_mark(s, (size_t)(pg - s->page), b, false);
+            }
             b->next = pg->free;
             pg->free = b;
             pg->used--;
@@ -1413,6 +1472,8 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
             heap_put_parked(o);
             return;
         }
+        if (checked)
+            *rtag_slot(b) = rtag(b);
         head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
         do
             b->next = head;
@@ -1422,18 +1483,25 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
     }
 }
 
+/* A small block of page pg, which h (the calling thread's heap) owns, onto
+ * the page's local list. */
+static inline void owner_push(theap *h, mpage *pg, mblock *b)
+{
+    b->next = pg->free;
+    pg->free = b;
+    if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
+        page_retire(h, pg);
+}
+
 /* Puts a small block of page pg back, h being the calling thread's heap
  * (NULL when it has none): on the page's local list when h owns it. */
 static inline void small_release(theap *h, mpage *pg, mblock *b)
 {
     if (pg->heap == h) {
-        b->next = pg->free;
-        pg->free = b;
-        if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
-            page_retire(pg->heap, pg);
+        owner_push(h, pg, b);
         return;
     }
-    small_release_remote(pg, b);
+    small_release_remote(pg, b, false);
 }
 
 /* ---- secure mode (DMM_SECURE=1, docs/malloc.md) ----
@@ -1518,7 +1586,10 @@ static void quarantine_flush(theap *h)
     }
 }
 
-void dmm_free(void *p)
+/* Everything free does but the fast path (dmm_free): null, foreign and
+ * misused pointers (reported), large and medium blocks, blocks of pages
+ * another thread owns, secure and unhardened modes. */
+static DMM_NOINLINE void free_slow(void *p)
 {
     segment *s;
     mpage *pg;
@@ -1543,7 +1614,23 @@ void dmm_free(void *p)
     {
         size_t pi = page_index(s, p);
         pg = &s->page[pi];
-        /* clearing the bit is the test: of two racing frees only one wins */
+        if (G.fast == FAST_CHECKED) {
+            /* a block still allocated and not waiting on a remote list */
+            if (!bit_is_set(s, pi, p) || *rtag_slot(p) == rtag(p)) {
+                report("double free of", p);
+                return;
+            }
+            book_on(h, -(int64_t)pg->block_size);
+            if (pg->heap == h) {
+                owner_mark(s, pi, p, false);
+                small_release(h, pg, b);
+            } else {
+                small_release_remote(pg, b, true);
+            }
+            return;
+        }
+        /* secure mode: clearing the bit is the test: of two racing frees
+         * only one wins */
         if (G.harden && !mark(s, pi, p, false)) {
             report("double free of", p);
             return;
@@ -1555,6 +1642,43 @@ void dmm_free(void *p)
         return;
     }
     small_release(h, pg, b);
+}
+
+/* The fast path, default mode: a small block of a page the calling thread
+ * owns, validated on one path, cheapest checks first: not a segment's first
+ * byte (NULL included), a registered segment, of small pages, a page this
+ * thread owns (so in use: page 0 and unused pages have no owner), a block
+ * boundary, the allocated bit set and no remote-free tag.  Any check that
+ * fails goes to free_slow, which checks again and reports. */
+void dmm_free(void *p)
+{
+    segment *s = seg_of(p);
+    theap *h = tl_heap;
+    if ((void *)s != p && G.fast == FAST_CHECKED && reg_has((uintptr_t)s) && s->kind == SEG_SMALL) {
+        size_t pi = page_index(s, p);
+        mpage *pg = &s->page[pi];
+        uint32_t off = (uint32_t)((uintptr_t)p & (PAGE_SIZE - 1u));
+        uint32_t slot = (uint32_t)(((uint64_t)off * pg->recip) >> 32);
+        if (pg->heap == h && h && off == slot * pg->block_size && slot < pg->capacity) {
+            uint64_t bit;
+            _Atomic uint64_t *w = bit_word(s, pi, p, &bit);
+            uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+            if ((v & bit) && *rtag_slot(p) != rtag(p)) {
+                atomic_store_explicit(w, v & ~bit, memory_order_relaxed);
+                book_on(h, -(int64_t)pg->block_size);
+                owner_push(h, pg, p);
+                return;
+            }
+        }
+    } else if ((void *)s != p && G.fast == FAST_PLAIN && s->kind == SEG_SMALL) { /* unhardened: no checks */
+        mpage *pg = &s->page[page_index(s, p)];
+        if (pg->heap == h) {
+            book_on(h, -(int64_t)pg->block_size);
+            owner_push(h, pg, p);
+            return;
+        }
+    }
+    free_slow(p);
 }
 
 size_t dmm_malloc_usable_size(const void *p)

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -383,6 +384,42 @@ TEST(MallocThreads, CrossThreadFreesAndAdoption)
     dmm_malloc_stats st = dmm_malloc_get_stats();
     EXPECT_GT(st.heaps_adopted, 0u);
     EXPECT_EQ(st.errors, errors0) << "every free in this test is a good one";
+}
+
+// The owner's path writes a page's allocated bits without atomic
+// read-modify-writes, so a thread freeing a block of a page it does not own
+// leaves the bit set and tags the block (malloc.c, bit_word): misuse of a
+// block waiting on a remote list must still be caught, by any thread, and
+// the block handed out once afterwards.
+TEST(MallocThreads, MisuseOfABlockOnARemoteListIsCaught)
+{
+    int was = dmm_malloc_set_abort_on_error(0);
+    void *x = dmm_malloc(48), *y = dmm_malloc(48);
+    ASSERT_NE(x, nullptr);
+    fill(y, 48, 5);
+    std::thread([x] { dmm_free(x); }).join(); // on the page's remote list now
+    uint64_t errors = dmm_malloc_get_stats().errors;
+    std::thread([x] { dmm_free(x); }).join(); // a second remote free
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 1);
+    dmm_free(x); // the owner frees it too
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 2);
+    errno = 0;
+    EXPECT_EQ(dmm_realloc(x, 100), nullptr); // realloc of the freed block
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 3);
+    // the owner takes the remote list in: every block handed out once
+    std::vector<void *> v;
+    for (int i = 0; i < 4000; i++)
+        v.push_back(dmm_malloc(48));
+    std::vector<void *> sorted(v);
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a block handed out twice";
+    EXPECT_TRUE(intact(y, 48, 5));
+    for (void *p : v)
+        dmm_free(p);
+    dmm_free(y);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 3) << "false reports";
+    dmm_malloc_set_abort_on_error(was);
 }
 
 TEST(MallocThreads, MemoryGoesBackWhenThreadsExit)
