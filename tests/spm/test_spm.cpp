@@ -297,7 +297,8 @@ const SpmSetup kSetups[] = {
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=1,unit=256,segment=2048"},
     {DMM_SPM_STATIC, 4096, "table=256,frames=2,gran=4,unit=256,segment=2048"},
     {DMM_SPM_DYNAMIC, 4096, "table=256,frames=1,gran=4,unit=128,segment=4096"},
-    {DMM_SPM_DYNAMIC, 3072, "table=256,frames=2,gran=1,unit=256,segment=1024"},
+    // 3 KiB + the control block's 512-byte p2s translation cache
+    {DMM_SPM_DYNAMIC, 3584, "table=256,frames=2,gran=1,unit=256,segment=1024"},
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048,harden=paranoid"},
     // a heap region large enough for a translation cache of 16 entries
     {DMM_SPM_DYNAMIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"},
@@ -340,7 +341,8 @@ void expect_untouched(Rig &r, const std::vector<Fixed> &objs)
 TEST(SpmErrors, BadAddressesReportedAndHarmless)
 {
     for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
-        Rig r({mode, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048"});
+        // 4 KiB + the control block's 512-byte p2s translation cache
+        Rig r({mode, 4608, "table=256,frames=1,gran=4,unit=256,segment=2048"});
         ASSERT_NE(r.s, nullptr);
         std::vector<Fixed> objs;
         for (unsigned i = 0; i < 12; i++) {
