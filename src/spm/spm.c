@@ -1216,15 +1216,36 @@ const void *dmm_spm_p2s_ro(dmm_spm *s, dmm_gaddr a)
     return p2s_miss(s, a, false);
 }
 
+/* pin and unpin of an object the hit path's cache holds (its entry of a
+ * covers a): pin is a p2s hit plus a pin (counted as a p2s hit: the entry's
+ * write count marks the unit dirty when folded); unpin of a pinned unit only
+ * drops a pin.  Anything else takes the general path, as under paranoid and
+ * timing, which never fill the cache. */
 void *dmm_spm_pin(dmm_spm *s, dmm_gaddr a)
 {
-    return s ? p2s_slow(s, a, true, 1) : NULL;
+    if (!s)
+        return NULL;
+    spm_tc *e = tc_slot(s, a);
+    dmm_gaddr off = a - e->g;
+    if (off < e->n) {
+        e->w++;
+        e->u->pins++;
+        return e->l + off;
+    }
+    return p2s_slow(s, a, true, 1);
 }
 
 void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
 {
     if (!s)
         return;
+    spm_tc *e = tc_slot(s, a);
+    if (a - e->g < e->n && e->u->pins) {
+        e->u->pins--;
+        s->st.calls[DMM_SPM_FN_S2P]++;
+        s->last = DMM_OK;
+        return;
+    }
     spm_clock c = t_begin(s);
     spm_ref r;
     if (lookup(s, a, DMM_OP_S2P, false, &r)) {
