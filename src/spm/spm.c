@@ -720,6 +720,11 @@ void dmm_spm_destroy(dmm_spm *s)
         charge(s, w);
         seg = next;
     }
+    while (s->nkept) {
+        unsigned w = 0;
+        dmm_spm_global_free(s->g, s->core, s->kept[--s->nkept], &w);
+        charge(s, w);
+    }
     dmm_heap_destroy(s->heap);
     dmm_spm_global_detach_(s->g, s->core);
     s->magic = 0;
@@ -779,9 +784,14 @@ static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t s
                               unsigned slots, dmm_gaddr *seg_out)
 {
     unsigned w = 0;
-    dmm_gaddr seg = dmm_spm_global_alloc(s->g, s->core, bytes, s->cfg.segment, &w);
-    charge(s, w);
-    s->st.segment_requests++;
+    dmm_gaddr seg;
+    if (bytes == s->cfg.segment && s->nkept) {
+        seg = s->kept[--s->nkept]; /* an empty one kept: no request */
+    } else {
+        seg = dmm_spm_global_alloc(s->g, s->core, bytes, s->cfg.segment, &w);
+        charge(s, w);
+        s->st.segment_requests++;
+    }
     if (!seg || (seg & (s->cfg.segment - 1)) || seg + bytes > s->gsize) {
         if (seg) {
             dmm_spm_global_free(s->g, s->core, seg, &w);
@@ -828,6 +838,10 @@ static void segment_release(dmm_spm *s, spm_frame *f)
      * address must not find a page that still looks like ours. */
     dmm_port_memset(s->scratch, 0, 16);
     dma_put(s, seg, s->scratch, 16);
+    if (h->kind == SPM_KIND_SMALL && s->nkept < SPM_KEEP) {
+        s->kept[s->nkept++] = seg; /* kept for the next segment_new */
+        return;
+    }
     unsigned w = 0;
     dmm_spm_global_free(s->g, s->core, seg, &w);
     charge(s, w);

@@ -26,6 +26,7 @@
 #define SPM_RECENT 4u              /* objects resolved last, searched by range */
 #define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
 #define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
+#define SPM_KEEP 4u                /* empty segments kept for reuse, at most */
 #define SPM_TC 8u                  /* hit-path translation cache: entries (a power of two) */
 
 enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
@@ -163,6 +164,11 @@ struct dmm_spm {
     spm_open open[SPM_OPEN];
     unsigned open_next;
     dmm_gaddr seg_head;
+    /* Empty small segments kept for the next segment_new instead of being
+     * handed back to the main core at once (at most SPM_KEEP; their header
+     * line is cleared, so stale addresses into them are still reported). */
+    dmm_gaddr kept[SPM_KEEP];
+    unsigned nkept;
     uint64_t tick;
     size_t local_in_use;
     dmm_spm_stats st;

@@ -289,7 +289,53 @@ void random_run(const SpmSetup &su, unsigned seed, int ops)
     }
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
-    // every segment went back to the main core
+    // every segment went back to the main core but the (at most 4) empty ones
+    // kept for reuse; destroy gives those back too
+    EXPECT_LE(dmm_spm_global_get_stats(r.g).bytes_in_use, 4u * (r.cfg.segment + 64u));
+    dmm_spm_destroy(r.s);
+    r.s = nullptr;
+    EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
+}
+
+// Empty segments are kept for reuse (at most 4): freeing everything and
+// allocating as much again asks the main core for no new segment.
+TEST(SpmSegments, EmptySegmentsKeptForReuseWithABound)
+{
+    Rig r({DMM_SPM_DYNAMIC, 4096, "table=256,frames=1,gran=1,unit=256,segment=1024"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 40; i++) { // 40 objects of 208 bytes, 3 per 1 KiB segment
+        dmm_gaddr a = dmm_spm_malloc(r.s, 200);
+        ASSERT_NE(a, DMM_GNULL);
+        objs.push_back(a);
+    }
+    uint64_t req = dmm_spm_get_stats(r.s).segment_requests;
+    ASSERT_GE(req, 6u);
+    for (dmm_gaddr a : objs) {
+        dmm_spm_free(r.s, a);
+    }
+    // the bound: all but 4 went back
+    EXPECT_LE(dmm_spm_global_get_stats(r.g).bytes_in_use, 4u * (1024u + 64u));
+    EXPECT_GT(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
+    uint64_t frees = dmm_spm_global_get_stats(r.g).frees;
+    EXPECT_EQ(frees, req - 4u);
+    // freed and allocated again: the kept ones serve the first 4 segments
+    for (int i = 0; i < 12; i++) {
+        dmm_gaddr a = dmm_spm_malloc(r.s, 200);
+        ASSERT_NE(a, DMM_GNULL);
+        objs[static_cast<size_t>(i)] = a;
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).segment_requests, req);
+    ASSERT_TRUE(r.ok());
+    // a stale address into a kept segment is still reported
+    for (int i = 0; i < 12; i++) {
+        dmm_spm_free(r.s, objs[static_cast<size_t>(i)]);
+    }
+    uint64_t errors = dmm_spm_get_stats(r.s).errors;
+    EXPECT_EQ(dmm_spm_p2s(r.s, objs[0]), nullptr);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).errors, errors + 1);
+    dmm_spm_destroy(r.s);
+    r.s = nullptr;
     EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
 }
 
