@@ -1517,9 +1517,18 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
         goto out;
     }
     /* translations: each names a live object at its place in a resident unit */
-    for (unsigned i = 0; i < (1u << s->xc_bits) + SPM_RECENT; i++) {
-        spm_xlate y, *x = &s->recent[i < (1u << s->xc_bits) ? 0 : i - (1u << s->xc_bits)];
-        if (i < (1u << s->xc_bits)) {
+    /* (the translation cache, the recent ones, the hit path's cache) */
+    for (unsigned i = 0; i < (1u << s->xc_bits) + SPM_RECENT + SPM_TC; i++) {
+        unsigned j = i - (1u << s->xc_bits);
+        spm_xlate y, *x = &s->recent[i < (1u << s->xc_bits) || j >= SPM_RECENT ? 0 : j];
+        if (j >= SPM_RECENT && i >= (1u << s->xc_bits)) {
+            const spm_tc *c = &s->tc[j - SPM_RECENT];
+            y.g = c->g;
+            y.n = (size_t)c->n;
+            y.u = c->u;
+            y.l = c->l;
+            x = &y;
+        } else if (i < (1u << s->xc_bits)) {
             const spm_xc *c = &s->xc[i];
             y.g = (dmm_gaddr)c->g4 << 4;
             y.n = (size_t)c->n4 << 4;
