@@ -1206,7 +1206,7 @@ static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
 /* The hit path (docs/spm.md): the entry of a's 16-byte line holds a live
  * resident object containing a: count the hit in the entry (folded into the
  * unit's dirty flag and clock bit and into the stats later) and answer.
- * Ten instructions on x86-64 (callgrind; scripts in docs/spm.md).  s must
+ * Ten instructions on x86-64 (callgrind: scripts/spm_hitpath.sh).  s must
  * not be NULL (it is read first). */
 void *dmm_spm_p2s(dmm_spm *s, dmm_gaddr a)
 {
