@@ -6,7 +6,7 @@
  *
  * Which copy is authoritative: a table page is current in its frame while
  * resident and in global memory otherwise; a resident unit's local header
- * (LRU links, pins, dirty) is authoritative for residency, the entry's
+ * (resident list, clock bit, pins, dirty) is authoritative for residency, the entry's
  * RESIDENT/DIRTY flags and local offset mirror it.  When an entry has to
  * change while its page is not resident (a unit evicted or flushed) the
  * 16-byte entry line is read, patched and written back with one get and one
@@ -394,7 +394,7 @@ static void paranoid_sweep(dmm_spm *s)
     }
 }
 
-/* Local space for a unit of `bytes`, evicting LRU unpinned units until the
+/* Local space for a unit of `bytes`, evicting unpinned units (clock) until the
  * dmm heap can serve it.  NULL (status set) when only pinned units remain. */
 static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr unit, dmm_gaddr entry)
 {
@@ -403,7 +403,7 @@ static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr
     bool failed = false;
     for (;;) {
         /* Local memory full (in steady state it always is): when the unit
-         * LRU order would evict next has the size wanted, its block is
+         * the clock would evict next has the size wanted, its block is
          * taken over as it is, which saves the local heap a failing search,
          * a free and an allocation per fetch.  Not under paranoid, whose
          * evicted blocks go to the quarantine.  "Full" means the last unit
@@ -1063,7 +1063,7 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
 
 /* The hit path: a live resident object found among the translations
  * (recent ones by range, then the cache by start address); NULL when it is
- * not there.  Marks the unit dirty (p2s, pin), moves it to the LRU head. */
+ * not there.  Marks the unit dirty (p2s, pin), sets its clock bit. */
 static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
     const spm_xlate *r = NULL;

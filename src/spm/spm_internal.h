@@ -63,7 +63,7 @@ typedef struct spm_entry {
 typedef struct spm_unit {
     uint64_t gaddr; /* the unit's global address */
     uint64_t entry; /* global address of its table entry */
-    struct spm_unit *prev, *next; /* LRU list, head = most recently used */
+    struct spm_unit *prev, *next; /* resident list, oldest at the tail (clock order) */
     uint32_t bytes; /* unit bytes (the stride) */
     uint32_t pins;
     uint32_t magic;
