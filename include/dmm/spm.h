@@ -262,7 +262,9 @@ size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a);
  * address of the byte a (a may point inside an object).  The unit is
  * written back when evicted.  p2s_ro: the same, but the caller promises not
  * to write, so the unit stays clean unless it already was dirty.  NULL for
- * a bad address (reported) or when local memory is full of pinned units. */
+ * a bad address (reported) or when local memory is full of pinned units.
+ * s must not be NULL: a hit is answered from a small translation cache in
+ * s in about ten instructions (docs/spm.md, "The hit path"). */
 void *dmm_spm_p2s(dmm_spm *s, dmm_gaddr a);
 const void *dmm_spm_p2s_ro(dmm_spm *s, dmm_gaddr a);
 /* The global address of a resident local byte; 0 (reported) otherwise. */

@@ -6,7 +6,7 @@
  *
  * Which copy is authoritative: a table page is current in its frame while
  * resident and in global memory otherwise; a resident unit's local header
- * (LRU links, pins, dirty) is authoritative for residency, the entry's
+ * (resident list, clock bit, pins, dirty) is authoritative for residency, the entry's
  * RESIDENT/DIRTY flags and local offset mirror it.  When an entry has to
  * change while its page is not resident (a unit evicted or flushed) the
  * 16-byte entry line is read, patched and written back with one get and one
@@ -225,8 +225,83 @@ static void xc_drop_object(dmm_spm *s, dmm_gaddr a)
         x->n4 = 0;
 }
 
+/* ---- the hit path's translation cache (spm_tc) ---------------------------- */
+
+/* Folds what entry e counted into its unit (written: dirty; used: clock
+ * bit) and into the stats, and zeroes the counts. */
+static void tc_fold(dmm_spm *s, spm_tc *e)
+{
+    if (e->w)
+        e->u->dirty = 1;
+    if (e->w | e->r) {
+        e->u->ref = 1;
+        s->st.p2s_hits += e->w + e->r;
+        s->st.calls[DMM_SPM_FN_P2S] += e->w + e->r;
+    }
+    e->w = e->r = 0;
+}
+
+static void tc_retire(dmm_spm *s, spm_tc *e)
+{
+    if (e->n) {
+        tc_fold(s, e);
+        e->n = 0;
+    }
+}
+
+/* Folds every entry (before a victim search or a flush reads the units'
+ * clock bits and dirty flags). */
+static void tc_sweep(dmm_spm *s)
+{
+    for (unsigned i = 0; i < SPM_TC; i++)
+        if (s->tc[i].n)
+            tc_fold(s, &s->tc[i]);
+}
+
+static void tc_clear(dmm_spm *s)
+{
+    for (unsigned i = 0; i < SPM_TC; i++)
+        tc_retire(s, &s->tc[i]);
+}
+
+static void tc_drop_unit(dmm_spm *s, spm_unit *u)
+{
+    for (unsigned i = 0; i < SPM_TC; i++)
+        if (s->tc[i].n && s->tc[i].u == u)
+            tc_retire(s, &s->tc[i]);
+}
+
+static void tc_drop_object(dmm_spm *s, dmm_gaddr a)
+{
+    for (unsigned i = 0; i < SPM_TC; i++)
+        if (s->tc[i].n && s->tc[i].g == a)
+            tc_retire(s, &s->tc[i]);
+}
+
+/* The entry address a maps to: its 16-byte line modulo SPM_TC, scaled by 64
+ * (one shift and one mask). */
+static inline spm_tc *tc_slot(dmm_spm *s, dmm_gaddr a)
+{
+    return (spm_tc *)(void *)((uint8_t *)s->tc + ((size_t)(a << 2) & ((SPM_TC - 1u) << 6)));
+}
+
+/* Remembers that the live object [g, g + n) is resident at l in unit u, in
+ * the entry of address a (the one the next p2s of a looks at). */
+static void tc_fill(dmm_spm *s, dmm_gaddr a, dmm_gaddr g, size_t n, uint8_t *l, spm_unit *u)
+{
+    if (!s->tc_on)
+        return;
+    spm_tc *e = tc_slot(s, a);
+    tc_retire(s, e);
+    e->g = g;
+    e->l = l;
+    e->u = u;
+    e->n = n;
+}
+
 static void local_release(dmm_spm *s, spm_unit *u)
 {
+    tc_drop_unit(s, u);
     xc_drop_unit(s, u);
     s->local_in_use -= SPM_UHDR + u->bytes;
     u->magic = 0;
@@ -248,6 +323,7 @@ static void quarantine_release(dmm_spm *s)
  * address reads the poison pattern instead of a newer unit. */
 static void evict_core(dmm_spm *s, spm_unit *u, bool drop)
 {
+    tc_drop_unit(s, u); /* folds its last writes into u->dirty first */
     xc_drop_unit(s, u);
     if (u->dirty && !drop) {
         dma_put(s, u->gaddr, udata(u), u->bytes);
@@ -278,11 +354,29 @@ static void evict(dmm_spm *s, spm_unit *u, bool drop)
     }
 }
 
+/* The unit to evict: second chance (clock) over the resident list, oldest
+ * first.  A hit sets only the unit's clock bit (the hit path moves no list
+ * entry); here an unpinned unit whose bit is set loses it and goes to the
+ * head, and the first unpinned unit without it is the victim. */
 static spm_unit *lru_victim(dmm_spm *s)
 {
-    for (spm_unit *u = s->lru_tail; u; u = u->prev)
-        if (!u->pins)
-            return u;
+    tc_sweep(s);
+    for (unsigned pass = 0; pass < 2; pass++) {
+        spm_unit *u = s->lru_tail;
+        while (u) {
+            spm_unit *p = u->prev;
+            if (!u->pins) {
+                if (!u->ref)
+                    return u;
+                u->ref = 0;
+                if (u != s->lru_head) {
+                    lru_unlink(s, u);
+                    lru_front(s, u);
+                }
+            }
+            u = p;
+        }
+    }
     return NULL;
 }
 
@@ -300,7 +394,7 @@ static void paranoid_sweep(dmm_spm *s)
     }
 }
 
-/* Local space for a unit of `bytes`, evicting LRU unpinned units until the
+/* Local space for a unit of `bytes`, evicting unpinned units (clock) until the
  * dmm heap can serve it.  NULL (status set) when only pinned units remain. */
 static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr unit, dmm_gaddr entry)
 {
@@ -309,7 +403,7 @@ static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr
     bool failed = false;
     for (;;) {
         /* Local memory full (in steady state it always is): when the unit
-         * LRU order would evict next has the size wanted, its block is
+         * the clock would evict next has the size wanted, its block is
          * taken over as it is, which saves the local heap a failing search,
          * a free and an allocation per fetch.  Not under paranoid, whose
          * evicted blocks go to the quarantine.  "Full" means the last unit
@@ -469,10 +563,7 @@ static spm_unit *make_resident(dmm_spm *s, spm_ref *r, bool dirty)
     if (e->flags & SPM_E_RESIDENT) {
         u = unit_at(s, e);
         s->st.p2s_hits++;
-        if (u != s->lru_head) {
-            lru_unlink(s, u);
-            lru_front(s, u);
-        }
+        u->ref = 1;
     } else {
         size_t bytes = stride_of(hdr_of(r->f));
         u = local_alloc(s, bytes, hdr_of(r->f)->slots, r->unit,
@@ -508,6 +599,10 @@ static spm_clock t_begin(dmm_spm *s)
 
 static void t_end(dmm_spm *s, dmm_spm_fn fn, spm_clock c)
 {
+    /* The hit path leaves the status alone: after a failure the cache is
+     * emptied, so the next p2s takes the general path and says DMM_OK. */
+    if (s->last != DMM_OK)
+        tc_clear(s);
     s->st.calls[fn]++;
     s->st.sim_cycles[fn] += s->cyc;
     if (s->cfg.timing)
@@ -542,6 +637,7 @@ dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm
     dmm_spm *s = (dmm_spm *)local;
     dmm_port_memset(s, 0, sizeof *s);
     s->cfg = c;
+    s->tc_on = c.harden != DMM_HARDEN_PARANOID && !c.timing;
     s->g = g;
     s->core = core;
     s->port = *port;
@@ -624,6 +720,11 @@ void dmm_spm_destroy(dmm_spm *s)
         charge(s, w);
         seg = next;
     }
+    while (s->nkept) {
+        unsigned w = 0;
+        dmm_spm_global_free(s->g, s->core, s->kept[--s->nkept], &w);
+        charge(s, w);
+    }
     dmm_heap_destroy(s->heap);
     dmm_spm_global_detach_(s->g, s->core);
     s->magic = 0;
@@ -683,9 +784,14 @@ static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t s
                               unsigned slots, dmm_gaddr *seg_out)
 {
     unsigned w = 0;
-    dmm_gaddr seg = dmm_spm_global_alloc(s->g, s->core, bytes, s->cfg.segment, &w);
-    charge(s, w);
-    s->st.segment_requests++;
+    dmm_gaddr seg;
+    if (bytes == s->cfg.segment && s->nkept) {
+        seg = s->kept[--s->nkept]; /* an empty one kept: no request */
+    } else {
+        seg = dmm_spm_global_alloc(s->g, s->core, bytes, s->cfg.segment, &w);
+        charge(s, w);
+        s->st.segment_requests++;
+    }
     if (!seg || (seg & (s->cfg.segment - 1)) || seg + bytes > s->gsize) {
         if (seg) {
             dmm_spm_global_free(s->g, s->core, seg, &w);
@@ -732,6 +838,10 @@ static void segment_release(dmm_spm *s, spm_frame *f)
      * address must not find a page that still looks like ours. */
     dmm_port_memset(s->scratch, 0, 16);
     dma_put(s, seg, s->scratch, 16);
+    if (h->kind == SPM_KIND_SMALL && s->nkept < SPM_KEEP) {
+        s->kept[s->nkept++] = seg; /* kept for the next segment_new */
+        return;
+    }
     unsigned w = 0;
     dmm_spm_global_free(s->g, s->core, seg, &w);
     charge(s, w);
@@ -857,6 +967,7 @@ static void do_free(dmm_spm *s, dmm_gaddr a)
     spm_ref r;
     if (!lookup(s, a, DMM_OP_FREE, true, &r))
         return;
+    tc_drop_object(s, a);
     xc_drop_object(s, a);
     spm_seghdr *h = hdr_of(r.f);
     spm_entry *e = entry_of(r.f, r.idx);
@@ -952,7 +1063,7 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
 
 /* The hit path: a live resident object found among the translations
  * (recent ones by range, then the cache by start address); NULL when it is
- * not there.  Marks the unit dirty (p2s, pin), moves it to the LRU head. */
+ * not there.  Marks the unit dirty (p2s, pin), sets its clock bit. */
 static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
     const spm_xlate *r = NULL;
@@ -979,11 +1090,9 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
     if (dirty)
         u->dirty = 1;
     s->st.p2s_hits++;
-    if (u != s->lru_head) {
-        lru_unlink(s, u);
-        lru_front(s, u);
-    }
+    u->ref = 1;
     u->pins += pin;
+    tc_fill(s, a, r->g, r->n, r->l, u);
     return r->l + (a - r->g);
 }
 
@@ -1001,6 +1110,8 @@ static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
         return NULL;
     u->pins += pin;
     tlb_fill(s, &r, u);
+    const spm_xlate *x = &s->recent[s->recent_last];
+    tc_fill(s, a, x->g, x->n, x->l, u);
     return udata(u) + (a - r.unit);
 }
 
@@ -1085,31 +1196,70 @@ static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned
     return p;
 }
 
+/* p2s and p2s_ro that the translation cache cannot answer. */
+static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
+{
+    void *hit = fast_p2s(s, a, dirty, 0);
+    return hit ? hit : p2s_slow(s, a, dirty, 0);
+}
+
+/* The hit path (docs/spm.md): the entry of a's 16-byte line holds a live
+ * resident object containing a: count the hit in the entry (folded into the
+ * unit's dirty flag and clock bit and into the stats later) and answer.
+ * Ten instructions on x86-64 (callgrind: scripts/spm_hitpath.sh).  s must
+ * not be NULL (it is read first). */
 void *dmm_spm_p2s(dmm_spm *s, dmm_gaddr a)
 {
-    if (!s)
-        return NULL;
-    void *hit = fast_p2s(s, a, true, 0);
-    return hit ? hit : p2s_slow(s, a, true, 0);
+    spm_tc *e = tc_slot(s, a);
+    dmm_gaddr off = a - e->g;
+    if (DMM_LIKELY(off < e->n)) {
+        e->w++;
+        return e->l + off;
+    }
+    return p2s_miss(s, a, true);
 }
 
 const void *dmm_spm_p2s_ro(dmm_spm *s, dmm_gaddr a)
 {
-    if (!s)
-        return NULL;
-    const void *hit = fast_p2s(s, a, false, 0);
-    return hit ? hit : p2s_slow(s, a, false, 0);
+    spm_tc *e = tc_slot(s, a);
+    dmm_gaddr off = a - e->g;
+    if (DMM_LIKELY(off < e->n)) {
+        e->r++;
+        return e->l + off;
+    }
+    return p2s_miss(s, a, false);
 }
 
+/* pin and unpin of an object the hit path's cache holds (its entry of a
+ * covers a): pin is a p2s hit plus a pin (counted as a p2s hit: the entry's
+ * write count marks the unit dirty when folded); unpin of a pinned unit only
+ * drops a pin.  Anything else takes the general path, as under paranoid and
+ * timing, which never fill the cache. */
 void *dmm_spm_pin(dmm_spm *s, dmm_gaddr a)
 {
-    return s ? p2s_slow(s, a, true, 1) : NULL;
+    if (!s)
+        return NULL;
+    spm_tc *e = tc_slot(s, a);
+    dmm_gaddr off = a - e->g;
+    if (off < e->n) {
+        e->w++;
+        e->u->pins++;
+        return e->l + off;
+    }
+    return p2s_slow(s, a, true, 1);
 }
 
 void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
 {
     if (!s)
         return;
+    spm_tc *e = tc_slot(s, a);
+    if (a - e->g < e->n && e->u->pins) {
+        e->u->pins--;
+        s->st.calls[DMM_SPM_FN_S2P]++;
+        s->last = DMM_OK;
+        return;
+    }
     spm_clock c = t_begin(s);
     spm_ref r;
     if (lookup(s, a, DMM_OP_S2P, false, &r)) {
@@ -1136,6 +1286,15 @@ dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local)
         s->last = DMM_OK;
         return x->g + (dmm_gaddr)(q - x->l);
     }
+    if (!s->cfg.timing) /* an object the p2s hit path answered for */
+        for (unsigned i = 0; i < SPM_TC; i++) {
+            const spm_tc *e = &s->tc[i];
+            if (e->n && q >= e->l && (size_t)(q - e->l) < e->n) {
+                s->st.calls[DMM_SPM_FN_S2P]++;
+                s->last = DMM_OK;
+                return e->g + (dmm_gaddr)(q - e->l);
+            }
+        }
     return s2p_slow(s, local);
 }
 
@@ -1175,6 +1334,7 @@ dmm_status dmm_spm_flush(dmm_spm *s)
 {
     if (!s)
         return DMM_E_NULL;
+    tc_sweep(s);
     for (spm_unit *u = s->lru_head; u; u = u->next) {
         if (!u->dirty)
             continue;
@@ -1193,8 +1353,15 @@ dmm_status dmm_spm_last_status(const dmm_spm *s) { return s ? s->last : DMM_E_NU
 dmm_spm_stats dmm_spm_get_stats(const dmm_spm *s)
 {
     dmm_spm_stats st;
-    if (s)
-        return s->st;
+    if (s) {
+        st = s->st;
+        for (unsigned i = 0; i < SPM_TC; i++) /* hits the cache has not folded yet */
+            if (s->tc[i].n) {
+                st.p2s_hits += s->tc[i].w + s->tc[i].r;
+                st.calls[DMM_SPM_FN_P2S] += s->tc[i].w + s->tc[i].r;
+            }
+        return st;
+    }
     dmm_port_memset(&st, 0, sizeof st);
     return st;
 }
@@ -1350,9 +1517,18 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
         goto out;
     }
     /* translations: each names a live object at its place in a resident unit */
-    for (unsigned i = 0; i < (1u << s->xc_bits) + SPM_RECENT; i++) {
-        spm_xlate y, *x = &s->recent[i < (1u << s->xc_bits) ? 0 : i - (1u << s->xc_bits)];
-        if (i < (1u << s->xc_bits)) {
+    /* (the translation cache, the recent ones, the hit path's cache) */
+    for (unsigned i = 0; i < (1u << s->xc_bits) + SPM_RECENT + SPM_TC; i++) {
+        unsigned j = i - (1u << s->xc_bits);
+        spm_xlate y, *x = &s->recent[i < (1u << s->xc_bits) || j >= SPM_RECENT ? 0 : j];
+        if (j >= SPM_RECENT && i >= (1u << s->xc_bits)) {
+            const spm_tc *c = &s->tc[j - SPM_RECENT];
+            y.g = c->g;
+            y.n = (size_t)c->n;
+            y.u = c->u;
+            y.l = c->l;
+            x = &y;
+        } else if (i < (1u << s->xc_bits)) {
             const spm_xc *c = &s->xc[i];
             y.g = (dmm_gaddr)c->g4 << 4;
             y.n = (size_t)c->n4 << 4;

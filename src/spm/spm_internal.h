@@ -26,6 +26,8 @@
 #define SPM_RECENT 4u              /* objects resolved last, searched by range */
 #define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
 #define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
+#define SPM_KEEP 4u                /* empty segments kept for reuse, at most */
+#define SPM_TC 8u                  /* hit-path translation cache: entries (a power of two) */
 
 enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
 /* SPM_E_DIRTY is reserved and always clear: whether a resident unit was
@@ -61,12 +63,13 @@ typedef struct spm_entry {
 typedef struct spm_unit {
     uint64_t gaddr; /* the unit's global address */
     uint64_t entry; /* global address of its table entry */
-    struct spm_unit *prev, *next; /* LRU list, head = most recently used */
+    struct spm_unit *prev, *next; /* resident list, oldest at the tail (clock order) */
     uint32_t bytes; /* unit bytes (the stride) */
     uint32_t pins;
     uint32_t magic;
     uint8_t dirty;
     uint8_t slots; /* objects per unit (bytes / slots = the slot size) */
+    uint8_t ref;   /* clock bit: used since the victim search last passed it */
 } spm_unit;
 
 _Static_assert(sizeof(spm_unit) <= SPM_UHDR, "a resident unit's local header outgrew SPM_UHDR");
@@ -88,6 +91,23 @@ typedef struct spm_xc {
     uint16_t n4;
 } spm_xc;
 
+/* One entry of the hit-path translation cache (dmm_spm_p2s / p2s_ro answer
+ * from it without a call): the live resident object [g, g + n) is at local
+ * l in unit u; w and r count the p2s and p2s_ro hits answered from it since
+ * they were last folded into u (dirty, clock bit) and the stats.  Indexed by
+ * the 16-byte line of the address asked for; 64 bytes, so that the index
+ * is one shift and one mask.  n == 0: empty. */
+typedef struct spm_tc {
+    dmm_gaddr g;
+    uint64_t n;
+    uint8_t *l;
+    uint64_t w, r;
+    spm_unit *u;
+    uint64_t pad[2];
+} spm_tc;
+
+_Static_assert(sizeof(spm_tc) == 64, "spm_tc must stay 64 bytes (the hit path's index scale)");
+
 typedef struct spm_frame {
     dmm_gaddr seg; /* the segment whose page is here (0 = free frame) */
     uint64_t stamp;
@@ -103,6 +123,8 @@ typedef struct spm_open {
 struct dmm_spm {
     _Alignas(16) uint8_t scratch[16];     /* a 16-byte DMA line */
     _Alignas(16) uint8_t bounce[SPM_BOUNCE];
+    spm_tc tc[SPM_TC]; /* see spm_tc; filled only without paranoid and timing */
+    bool tc_on;
     uint32_t magic;
     dmm_spm_config cfg;
     dmm_spm_global *g;
@@ -142,6 +164,11 @@ struct dmm_spm {
     spm_open open[SPM_OPEN];
     unsigned open_next;
     dmm_gaddr seg_head;
+    /* Empty small segments kept for the next segment_new instead of being
+     * handed back to the main core at once (at most SPM_KEEP; their header
+     * line is cleared, so stale addresses into them are still reported). */
+    dmm_gaddr kept[SPM_KEEP];
+    unsigned nkept;
     uint64_t tick;
     size_t local_in_use;
     dmm_spm_stats st;

@@ -289,7 +289,53 @@ void random_run(const SpmSetup &su, unsigned seed, int ops)
     }
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
-    // every segment went back to the main core
+    // every segment went back to the main core but the (at most 4) empty ones
+    // kept for reuse; destroy gives those back too
+    EXPECT_LE(dmm_spm_global_get_stats(r.g).bytes_in_use, 4u * (r.cfg.segment + 64u));
+    dmm_spm_destroy(r.s);
+    r.s = nullptr;
+    EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
+}
+
+// Empty segments are kept for reuse (at most 4): freeing everything and
+// allocating as much again asks the main core for no new segment.
+TEST(SpmSegments, EmptySegmentsKeptForReuseWithABound)
+{
+    Rig r({DMM_SPM_DYNAMIC, 4096, "table=256,frames=1,gran=1,unit=256,segment=1024"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 40; i++) { // 40 objects of 208 bytes, 3 per 1 KiB segment
+        dmm_gaddr a = dmm_spm_malloc(r.s, 200);
+        ASSERT_NE(a, DMM_GNULL);
+        objs.push_back(a);
+    }
+    uint64_t req = dmm_spm_get_stats(r.s).segment_requests;
+    ASSERT_GE(req, 6u);
+    for (dmm_gaddr a : objs) {
+        dmm_spm_free(r.s, a);
+    }
+    // the bound: all but 4 went back
+    EXPECT_LE(dmm_spm_global_get_stats(r.g).bytes_in_use, 4u * (1024u + 64u));
+    EXPECT_GT(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
+    uint64_t frees = dmm_spm_global_get_stats(r.g).frees;
+    EXPECT_EQ(frees, req - 4u);
+    // freed and allocated again: the kept ones serve the first 4 segments
+    for (int i = 0; i < 12; i++) {
+        dmm_gaddr a = dmm_spm_malloc(r.s, 200);
+        ASSERT_NE(a, DMM_GNULL);
+        objs[static_cast<size_t>(i)] = a;
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).segment_requests, req);
+    ASSERT_TRUE(r.ok());
+    // a stale address into a kept segment is still reported
+    for (int i = 0; i < 12; i++) {
+        dmm_spm_free(r.s, objs[static_cast<size_t>(i)]);
+    }
+    uint64_t errors = dmm_spm_get_stats(r.s).errors;
+    EXPECT_EQ(dmm_spm_p2s(r.s, objs[0]), nullptr);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).errors, errors + 1);
+    dmm_spm_destroy(r.s);
+    r.s = nullptr;
     EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
 }
 
@@ -297,7 +343,8 @@ const SpmSetup kSetups[] = {
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=1,unit=256,segment=2048"},
     {DMM_SPM_STATIC, 4096, "table=256,frames=2,gran=4,unit=256,segment=2048"},
     {DMM_SPM_DYNAMIC, 4096, "table=256,frames=1,gran=4,unit=128,segment=4096"},
-    {DMM_SPM_DYNAMIC, 3072, "table=256,frames=2,gran=1,unit=256,segment=1024"},
+    // 3 KiB + the control block's 512-byte p2s translation cache
+    {DMM_SPM_DYNAMIC, 3584, "table=256,frames=2,gran=1,unit=256,segment=1024"},
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048,harden=paranoid"},
     // a heap region large enough for a translation cache of 16 entries
     {DMM_SPM_DYNAMIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"},
@@ -340,7 +387,8 @@ void expect_untouched(Rig &r, const std::vector<Fixed> &objs)
 TEST(SpmErrors, BadAddressesReportedAndHarmless)
 {
     for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
-        Rig r({mode, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048"});
+        // 4 KiB + the control block's 512-byte p2s translation cache
+        Rig r({mode, 4608, "table=256,frames=1,gran=4,unit=256,segment=2048"});
         ASSERT_NE(r.s, nullptr);
         std::vector<Fixed> objs;
         for (unsigned i = 0; i < 12; i++) {
@@ -774,3 +822,67 @@ TEST(SpmConfig, RoundTripAndRefusals)
 }
 
 } // namespace
+
+// The hit path's cache (docs/spm.md, "The hit path"): hits are counted in its
+// entries and folded later, so a write through a p2s hit on an entry a p2s_ro
+// filled must still reach global memory, a pin taken on a hit must hold
+// through evictions, an unpin on a hit must leave the next unpin reported,
+// and a failing call must leave the next hit saying DMM_OK.
+TEST(SpmHitPath, CountsFoldIntoDirtyPinsStatsAndStatus)
+{
+    Rig r({DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=1,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(r.s, 64);
+    ASSERT_NE(a, DMM_GNULL);
+    std::vector<dmm_gaddr> others;
+    auto push_out = [&]() { // fills H with other units, so a's unit is evicted
+        for (int i = 0; i < 60; i++) {
+            dmm_gaddr b = dmm_spm_malloc(r.s, 64);
+            ASSERT_NE(b, DMM_GNULL);
+            auto *q = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b));
+            ASSERT_NE(q, nullptr);
+            std::memset(q, static_cast<int>(others.size()), 64);
+            others.push_back(b);
+        }
+    };
+    push_out();
+    uint64_t fetches = dmm_spm_get_stats(r.s).unit_fetches;
+    // fetched again, clean, and its cache entry filled by a read-only p2s
+    const auto *ro = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a));
+    ASSERT_EQ(dmm_spm_get_stats(r.s).unit_fetches, fetches + 1);
+    ASSERT_NE(ro, nullptr);
+    uint64_t hits = dmm_spm_get_stats(r.s).p2s_hits;
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a)); // a hit on that entry
+    ASSERT_EQ(p, ro);
+    for (int i = 0; i < 9; i++) {
+        ASSERT_EQ(dmm_spm_p2s_ro(r.s, a + 8), ro + 8);
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).p2s_hits, hits + 10);
+    std::memset(p, 0x5a, 64);
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+    const auto *h = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, a, 64));
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h[0], 0x5a); // the hit's write count made the unit dirty
+    EXPECT_EQ(h[63], 0x5a);
+    // a pin taken on a hit holds while other objects push units out
+    ASSERT_EQ(dmm_spm_pin(r.s, a), p);
+    uint64_t ev = dmm_spm_get_stats(r.s).unit_evictions;
+    push_out();
+    EXPECT_GT(dmm_spm_get_stats(r.s).unit_evictions, ev);
+    ASSERT_EQ(dmm_spm_p2s_ro(r.s, a), p); // still at its local address
+    EXPECT_EQ(p[0], 0x5a);
+    for (size_t i = 0; i < others.size(); i++) {
+        const auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, others[i]));
+        ASSERT_NE(q, nullptr);
+        ASSERT_EQ(q[10], static_cast<unsigned char>(i));
+    }
+    ASSERT_EQ(dmm_spm_p2s_ro(r.s, a), p); // back in the cache: unpin on the hit path
+    dmm_spm_unpin(r.s, a);
+    EXPECT_EQ(r.err.count, 0u);
+    dmm_spm_unpin(r.s, a); // not pinned any more
+    EXPECT_EQ(r.err.count, 1u);
+    EXPECT_NE(dmm_spm_last_status(r.s), DMM_OK);
+    ASSERT_NE(dmm_spm_p2s_ro(r.s, a), nullptr);
+    EXPECT_EQ(dmm_spm_last_status(r.s), DMM_OK);
+    ASSERT_TRUE(r.ok());
+}
