@@ -83,7 +83,8 @@ def test_generate_files_and_check(generated, explore_results):
     assert "DMM_MALLOC_SMALL_MAX" not in mh
     # the malloc family and dmmgen_config are exported, nothing else of libdmm or the heap
     so = out / "build" / "libdmmgen_malloc.so"
-    assert _exports(so) == FAMILY | {"mallinfo2", "malloc_stats", "dmmgen_config"}
+    assert _exports(so) == FAMILY | {"mallinfo", "mallinfo2", "malloc_info", "mallopt", "malloc_stats", "malloc_trim",
+                                     "dmmgen_config"}
     readme = (out / "README.md").read_text()
     assert best["config"] in readme and "LD_PRELOAD" in readme
 
@@ -141,7 +142,7 @@ def test_whole_mode(generated_whole, work):
     and the policy frozen into the heap is the chosen one."""
     out = generated_whole
     mh = (out / "dmm_config_malloc.h").read_text()
-    assert "#define DMM_MALLOC_SMALL_MAX 0" in mh and "#define DMM_FROZEN_ORG DMM_ORG_SINGLE" in mh
+    assert "#define DMM_MALLOC_SMALL_MAX 0" in mh and "#define DMM_FROZEN_ORG DMM_ORG_ADDRTREE" in mh
     # harden=off in the config is raised to checked: libdmm's medium heaps check frees
     assert "#define DMM_FROZEN_HARDEN DMM_HARDEN_CHECKED" in mh
     so = out / "build" / "libdmmgen_malloc.so"
