@@ -62,9 +62,11 @@ static void *e_malloc(dmm_heap *h, size_t size)
     size_t s = req2size(h, size);
     if (s && s <= h->quick_bmax) {
         blk *b;
-        if (!h->quick[quick_index(s)])
+        enter(h, DMM_OP_MALLOC); /* the quick list is read under the heap's lock */
+        if (!h->quick[quick_index(s)]) {
+            leave(h);
             return e_malloc_full(h, size, false); /* its quick list is empty: not looked at again */
-        enter(h, DMM_OP_MALLOC);
+        }
         if ((b = quick_pop_x(h, s, true)) != NULL) {
             void *p;
             COUNT_OP(h, malloc_count);
