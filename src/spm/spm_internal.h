@@ -97,13 +97,15 @@ typedef struct spm_xc {
  * they were last folded into u (dirty, clock bit) and the stats.  Indexed by
  * the 16-byte line of the address asked for; 64 bytes, so that the index
  * is one shift and one mask.  n == 0: empty. */
-typedef struct spm_tc {
-    dmm_gaddr g;
-    uint64_t n;
-    uint8_t *l;
-    uint64_t w, r;
-    spm_unit *u;
-    uint64_t pad[2];
+typedef union spm_tc {
+    struct {
+        dmm_gaddr g;
+        uint64_t n;
+        uint8_t *l;
+        uint64_t w, r;
+        spm_unit *u;
+    };
+    unsigned char line[64]; /* 64 bytes whatever the pointer size (32-bit targets too) */
 } spm_tc;
 
 _Static_assert(sizeof(spm_tc) == 64, "spm_tc must stay 64 bytes (the hit path's index scale)");
