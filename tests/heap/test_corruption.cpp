@@ -1227,6 +1227,37 @@ TEST_P(Hardening, GarbageLinkIsReported) {
     }
 }
 
+TEST_P(Hardening, BadHeadBackLinkIsReportedOnPush) {
+    // A bin head's back link overwritten with garbage, then a free that
+    // pushes a block of the same size on that bin without merging (both
+    // its neighbours used): the push would write the head's back link, so
+    // the back link is checked first (the tlsf and halffit presets do this
+    // in the free leaf, engine/entry.h; the others in list_insert_after).
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    const size_t req = req256(x.cfg);
+    if (x.cfg.links != DMM_LINKS_DOUBLY || x.cfg.order != DMM_ORDER_LIFO || x.cfg.org == DMM_ORG_ADDRTREE ||
+        x.cfg.quick_max >= req)
+        GTEST_SKIP() << "no LIFO bin list with back links for this size (a push writes no head's back link)";
+    void *a = x.alloc(req, 1), *b = x.alloc(req, 2), *g = x.alloc(req, 3), *d = x.alloc(req, 4),
+         *e = x.alloc(req, 5);
+    ASSERT_TRUE(a && b && g && d && e);
+    dmm_heap_free(x.h, b); // the head of its bin, neighbours a and g used
+    ASSERT_TRUE(x.check_ok());
+    x.errs.errors.clear();
+    prev_link(b) = (uintptr_t)0x4141414141414141ull;
+    dmm_heap_free(x.h, d); // neighbours g and e used: pushed on b's bin
+    ASSERT_FALSE(x.errs.errors.empty()) << "bad back link of the head not reported; " << cfg_str(x.cfg);
+    EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST);
+    EXPECT_EQ(x.errs.errors[0].op, DMM_OP_FREE);
+    survive_and_exhaust(x, req, nullptr, 0);
+    EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+    EXPECT_EQ(find_pattern_mismatch(a, 0, req, 1), SIZE_MAX);
+    EXPECT_EQ(find_pattern_mismatch(g, 0, req, 3), SIZE_MAX);
+    EXPECT_EQ(find_pattern_mismatch(e, 0, req, 5), SIZE_MAX);
+}
+
 TEST_P(Hardening, DoubleFreeAfterMergeIsADoubleFree) {
     // free(a); free(b) with a, b adjacent is valid (b's neighbour is free: it
     // must succeed and, with coalescing, merge); a further free(b) - b now

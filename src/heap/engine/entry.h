@@ -41,6 +41,19 @@ static inline void leave(dmm_heap *h)
  * check that fails, poisoning) goes to the full path out of line, which
  * starts over and reports.  The leaf saves no callee-saved registers. */
 #define E_QUICK_LEAF(h) (P_QUICK(h) && !P_POISON(h))
+/* The bin leaves: see e_malloc_bin_leaf.  Not in builds optimised for size
+ * (-Os): the leaves repeat part of the full path, and a firmware wants one
+ * copy (as DMM_ALWAYS_INLINE, src/core/bits.h). */
+#if defined(DMM_V_ORG) && defined(DMM_V_QUICK) && defined(DMM_V_POISON) && defined(DMM_V_LINKS) &&            \
+    defined(DMM_V_ORDER) && defined(DMM_V_FIT) && defined(DMM_V_SPLIT) && defined(DMM_V_COALESCE) &&          \
+    !defined(__OPTIMIZE_SIZE__)
+#define E_BIN_LEAF(h)                                                                                         \
+    (!P_QUICK(h) && !P_POISON(h) && DOUBLY(h) && P_ORDER(h) == DMM_ORDER_LIFO && P_FIT(h) == DMM_FIT_GOOD &&   \
+     P_SPLIT(h) && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE &&                                                 \
+     (P_ORG(h) == DMM_ORG_SEG_EXACT || P_ORG(h) == DMM_ORG_SEG_GEOMETRIC || P_ORG(h) == DMM_ORG_TLSF))
+#else
+#define E_BIN_LEAF(h) ((void)(h), 0)
+#endif
 
 static DMM_ALWAYS_INLINE void *e_malloc_body(dmm_heap *h, size_t size, bool quick_ok)
 {
@@ -55,8 +68,13 @@ static DMM_NOINLINE void *e_malloc_full(dmm_heap *h, size_t size, bool quick_ok)
     return e_malloc_body(h, size, quick_ok);
 }
 
+static void *e_malloc_bin_leaf(dmm_heap *h, size_t size);
+static void e_free_bin_leaf(dmm_heap *h, void *ptr);
+
 static void *e_malloc(dmm_heap *h, size_t size)
 {
+    if (E_BIN_LEAF(h))
+        return e_malloc_bin_leaf(h, size);
     if (!E_QUICK_LEAF(h))
         return e_malloc_body(h, size, true);
     size_t s = req2size(h, size);
@@ -87,11 +105,177 @@ static DMM_NOINLINE void e_free_full(dmm_heap *h, void *ptr, blk *b)
     leave(h);
 }
 
+/* The bin leaves (issue 25, item 3): the segregated-fit presets without
+ * quick lists (tlsf, halffit: bins, doubly linked, LIFO, good fit, split,
+ * immediate coalescing, no poisoning) run malloc and free as leaves that
+ * handle the common case and hand everything else to the full path:
+ *   malloc: the head of the first non-empty bin the bitmap names (not the
+ *       last bin, which may need a scan), its tail split off and pushed on
+ *       its own bin (coalesce_max 0: nothing can merge with it, see
+ *       release_split);
+ *   free: a block with no free neighbour, pushed on its bin (merges, the
+ *       top and growth's region release go to the full path).
+ * Like the quick leaf, each only reads until every check the full path
+ * makes on the same blocks has passed (the fast forms: a block outside the
+ * region of the last look-up goes to the full path too), then writes;
+ * a failed check goes to the full path, which starts over and reports.
+ * Policies that are not fixed at compile time never take the leaves. */
+
+/* The checks of the leaves read the keys and the region bounds from the
+ * heap where they use them (nothing is written before the last check, so
+ * no store forces a reload) and so keep fewer registers live; the writes
+ * after them take the keys once (lkeys). */
+static DMM_ALWAYS_INLINE bool h_in(const dmm_heap *h, const void *x)
+{
+    return rotr_w((uintptr_t)x - h->hint_lo, GRAN_LOG2) < h->hint_span / GRAN;
+}
+
+/* The fast form of taken_ok: b, with head word hd, is a listed block of
+ * at least s bytes inside the region of the last look-up. */
+static DMM_ALWAYS_INLINE bool h_taken_ok(const dmm_heap *h, const blk *b, size_t hd, size_t s)
+{
+    size_t bs = hd & ~F_MASK;
+    return h_in(h, b) && (hd & F_STATE) == 0 && bs >= s && bs <= h->hint_span - ((uintptr_t)b - h->hint_lo);
+}
+
+/* Would a push of a block onto a bin (LIFO) whose head is hd pass
+ * list_insert_after's check?  (hd in range, its back link naming no
+ * predecessor.) */
+static DMM_ALWAYS_INLINE bool h_head_ok(const dmm_heap *h, const blk *hd)
+{
+    return !HARDENED(h) || !hd || (h_in(h, hd) && get_prev(h, hd) == NULL);
+}
+
+/* Pushes free block b (links not yet written) on bin n whose head is hd. */
+static DMM_ALWAYS_INLINE void k_push(dmm_heap *h, const lkeys *k, unsigned n, blk *b, blk *hd)
+{
+    k_set_next(h, k, b, hd);
+    k_set_prev(h, k, b, NULL);
+    if (hd)
+        k_set_prev(h, k, hd, b);
+    else
+        bm_set(h, n);
+    h->heads[n] = b;
+}
+
+static void *e_malloc_bin_leaf(dmm_heap *h, size_t size)
+{
+    size_t s = req2size(h, size), hd, bs, rs;
+    blk *b, *nx, *rh = NULL;
+    unsigned r = 0;
+    int j;
+    lkeys k;
+    void *p;
+    if (DMM_UNLIKELY(!s))
+        return e_malloc_full(h, size, true);
+    enter(h, DMM_OP_MALLOC); /* the bins are read under the heap's lock */
+    j = bm_find(h, bin_of_roundup(h, s));
+    if (j < 0) {
+        /* no bin has a block: the top of the region of the last carve */
+        blk *t = rtop(h->top_r);
+        if (!t || bsize(t) < s)
+            goto full;
+        st_steps(h, 1); /* the bitmap look-up, as take_block counts it */
+        b = carve_from(h, t, s);
+        mark_used(b);
+        goto out;
+    }
+    if ((unsigned)j == h->nbins - 1u || h->cfg.coalesce_max != 0)
+        goto full;
+    b = h->heads[j];
+    hd = b->head;
+    bs = hd & ~F_MASK;
+    if (HARDENED(h) && DMM_UNLIKELY(!h_taken_ok(h, b, hd, s)))
+        goto full;
+    nx = get_next(h, b);
+    if (HARDENED(h) && nx && DMM_UNLIKELY(!h_in(h, nx) || get_prev(h, nx) != b))
+        goto full;
+    rs = bs - s;
+    if (rs >= h->split_min) {
+        r = bin_of(h, rs);
+        rh = r == (unsigned)j ? nx : h->heads[r];
+        if (r != (unsigned)j && DMM_UNLIKELY(!h_head_ok(h, rh)))
+            goto full;
+    }
+    /* every check passed: unlink b, split, push the tail */
+    k = keys_of(h);
+    st_steps(h, 1);
+    h->heads[j] = nx;
+    if (nx)
+        k_set_prev(h, &k, nx, NULL);
+    else
+        bm_clear(h, (unsigned)j);
+    if (rs >= h->split_min) {
+        blk *rem = bat(b, s);
+        b->head = s | F_USED | (hd & F_PUSED);
+        rem->head = rs | F_PUSED;
+        mark_free(rem, rs, 0);
+        k_push(h, &k, r, rem, rh);
+    } else {
+        mark_used(b);
+    }
+out:
+    COUNT_OP(h, malloc_count);
+    p = finish_used(h, b, bsize(b), size);
+    leave(h);
+    return p;
+full:
+    leave(h);
+    return e_malloc_full(h, size, true);
+}
+
+static void e_free_bin_leaf(dmm_heap *h, void *ptr)
+{
+    blk *b, *nb, *hd;
+    size_t s;
+    unsigned n;
+    lkeys k;
+    enter(h, DMM_OP_FREE);
+    if (DMM_UNLIKELY((b = validate_x(h, ptr, true)) == NULL)) {
+        e_free_full(h, ptr, NULL); /* validates again and reports */
+        return;
+    }
+    s = bsize(b);
+    nb = bat(b, s);
+    if (!bpused(b) || P_GROW(h))
+        goto full; /* a free block before b to merge with (or a region to give back) */
+    if (btop(nb)) {
+        /* b joins the top after it (release_block's merge into the top) */
+        st_sub_live(h, s, requested_of(h, b));
+        COUNT_OP(h, free_count);
+        dmm_ann_free(bpayload(b), (char *)nb + WORD);
+        mark_free(b, s + bsize(nb), F_AUX);
+        h->st.top_bytes += s;
+        leave(h);
+        return;
+    }
+    if (!bused(nb))
+        goto full; /* a free block after b to merge with */
+    n = bin_of(h, s);
+    hd = h->heads[n];
+    if (DMM_UNLIKELY(!h_head_ok(h, hd)))
+        goto full;
+    k = keys_of(h);
+    st_sub_live(h, s, requested_of(h, b));
+    COUNT_OP(h, free_count);
+    dmm_ann_free(bpayload(b), (char *)nb + WORD);
+    mark_free(b, s, 0);
+    k_push(h, &k, n, b, hd);
+    leave(h);
+    return;
+full:
+    e_free_full(h, ptr, b);
+}
+
 static void e_free(dmm_heap *h, void *ptr)
 {
     blk *b;
     if (!ptr)
         return;
+    if (E_BIN_LEAF(h)) {
+        e_free_bin_leaf(h, ptr);
+        return;
+    }
     enter(h, DMM_OP_FREE);
     if (E_QUICK_LEAF(h)) {
         size_t s;

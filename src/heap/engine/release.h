@@ -92,17 +92,23 @@ static DMM_ALWAYS_INLINE void release_split(dmm_heap *h, blk *rem, size_t rs)
  * region's, else the first region whose top is large enough.  The
  * remainder stays the top unless it is below a minimum block, in which case
  * the whole top is taken. */
+static DMM_ALWAYS_INLINE blk *carve_from(dmm_heap *h, blk *t, size_t s);
 static DMM_ALWAYS_INLINE blk *carve_top(dmm_heap *h, size_t s)
 {
     blk *t = rtop(h->top_r);
-    size_t ts;
     if (!t || bsize(t) < s) {
         region *r = dmm__region_with_top(h, s);
         if (!r)
             return NULL;
         t = rtop(r);
     }
-    ts = bsize(t);
+    return carve_from(h, t, s);
+}
+
+/* Carves s bytes from the start of top block t (of at least s bytes). */
+static DMM_ALWAYS_INLINE blk *carve_from(dmm_heap *h, blk *t, size_t s)
+{
+    size_t ts = bsize(t);
     if (ts - s >= MINB) {
         blk *nt = bat(t, s);
         nt->head = (ts - s) | F_PUSED; /* t is about to become used */
