@@ -1233,6 +1233,8 @@ TEST_P(Hardening, BadHeadBackLinkIsReportedOnPush) {
     // its neighbours used): the push would write the head's back link, so
     // the back link is checked first (the tlsf and halffit presets do this
     // in the free leaf, engine/entry.h; the others in list_insert_after).
+    // With the leaf's check removed, tlsf_checked and halffit_checked fail
+    // here (their ship variants run the leaf).
     const HParam hp = GetParam();
     Heap x(make_cfg(hp));
     ASSERT_EQ(x.status, DMM_OK);
@@ -1256,6 +1258,43 @@ TEST_P(Hardening, BadHeadBackLinkIsReportedOnPush) {
     EXPECT_EQ(find_pattern_mismatch(a, 0, req, 1), SIZE_MAX);
     EXPECT_EQ(find_pattern_mismatch(g, 0, req, 3), SIZE_MAX);
     EXPECT_EQ(find_pattern_mismatch(e, 0, req, 5), SIZE_MAX);
+}
+
+TEST_P(Hardening, BadHeadBackLinkIsReportedOnSplit) {
+    // The same damage met by a malloc: it takes a larger free block and
+    // pushes the split-off tail on a bin whose head's back link was
+    // overwritten (the tlsf and halffit presets do this in the malloc leaf,
+    // engine/entry.h; list_insert_after otherwise).  Block sizes: big 2048
+    // bytes, taken for a 1200-byte block, tail 848 bytes, in the bin of the
+    // damaged head (also 848 bytes, too small for the request).
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    if (x.cfg.links != DMM_LINKS_DOUBLY || x.cfg.order != DMM_ORDER_LIFO || x.cfg.fit != DMM_FIT_GOOD ||
+        !(x.cfg.org == DMM_ORG_TLSF || x.cfg.org == DMM_ORG_SEG_GEOMETRIC) || x.cfg.quick_max != 0)
+        GTEST_SKIP() << "a good-fit LIFO bin layout only";
+    const size_t W = sizeof(size_t), tail = x.cfg.harden >= DMM_HARDEN_CANARY ? W : 0;
+    auto req = [&](size_t block) { return block - W - tail; }; // the request that needs exactly `block`
+    void *a1 = x.alloc(64, 1), *big = x.alloc(req(2048), 2), *a2 = x.alloc(64, 3), *hd = x.alloc(req(848), 4),
+         *a3 = x.alloc(64, 5);
+    ASSERT_TRUE(a1 && big && a2 && hd && a3);
+    if (dmm_heap_usable_size(x.h, big) != req(2048) || dmm_heap_usable_size(x.h, hd) != req(848))
+        GTEST_SKIP() << "another block layout on this target";
+    dmm_heap_free(x.h, hd);  // head of the 848-byte bin, neighbours used
+    dmm_heap_free(x.h, big); // head of its bin, neighbours used
+    ASSERT_TRUE(x.check_ok());
+    x.errs.errors.clear();
+    prev_link(hd) = (uintptr_t)0x4141414141414141ull;
+    void *p = dmm_heap_malloc(x.h, req(1200)); // takes big, pushes an 848-byte tail on hd's bin
+    ASSERT_FALSE(x.errs.errors.empty()) << "bad back link of the head not reported; " << cfg_str(x.cfg);
+    EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST);
+    EXPECT_EQ(x.errs.errors[0].op, DMM_OP_MALLOC);
+    EXPECT_TRUE(p == nullptr || x.buf.contains(p, req(1200)));
+    survive_and_exhaust(x, 64, nullptr, 0);
+    EXPECT_TRUE(only_reports(x.errs, {DMM_ERR_FREE_LIST}));
+    EXPECT_EQ(find_pattern_mismatch(a1, 0, 64, 1), SIZE_MAX);
+    EXPECT_EQ(find_pattern_mismatch(a2, 0, 64, 3), SIZE_MAX);
+    EXPECT_EQ(find_pattern_mismatch(a3, 0, 64, 5), SIZE_MAX);
 }
 
 TEST_P(Hardening, DoubleFreeAfterMergeIsADoubleFree) {
