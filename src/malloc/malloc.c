@@ -111,7 +111,8 @@ typedef struct mpage {
     uint32_t capacity;         /* blocks in the page */
     uint32_t recip;            /* ceil(2^32 / block_size): offset / block_size
                                   as a multiply (exact for offsets < 2^16) */
-    uint32_t bump;             /* blocks never handed out start here */
+    _Atomic uint32_t bump;     /* blocks never threaded start here (written by
+                                  the owner, read by any freeing thread) */
     uint32_t used;             /* blocks out (owner's count) */
     uint8_t cls;
 } mpage;
@@ -175,6 +176,10 @@ static void class_table_init(void)
 static inline unsigned class_of(size_t n) { return class_by16[(n + 15u) >> 4]; }
 
 typedef struct theap {
+    mpage *fast[NCLASS];       /* per class: the head of pages[] or, when the
+                                  class has no page, &empty_page (never NULL:
+                                  the fast path tests no pointer but the
+                                  block) */
     mpage *pages[NCLASS];      /* per class: list of pages, head first */
     segment *segs;             /* small segments owned */
     dmm_heap *mheap;           /* medium requests; NULL until the first */
@@ -244,10 +249,8 @@ static struct {
     _Atomic int state; /* 0 none, 1 initialising, 2 ready */
     int harden;
     int secure;      /* DMM_SECURE=1: canaries, quarantine, guard pages */
-    int fast;        /* the inline paths: FAST_CHECKED (harden, not secure),
-                        FAST_PLAIN (unhardened) or FAST_NONE (secure) */
     uint64_t secret; /* secure mode: canary key */
-    uint64_t rkey;   /* the remote-free tag's key (rtag) */
+    uint64_t rkey;   /* the free tag's key (ftag) */
     _Atomic int abort_on_error; /* 1 (default): a detected misuse aborts */
     int verbose;
     dmm_port_tkey key;
@@ -260,12 +263,32 @@ static struct {
     _Atomic uint64_t large_count_max, large_bytes_max; /* high-water marks */
     _Atomic(struct theap *) all;  /* every heap, newest first */
     _Atomic int64_t live_orphan;  /* bytes freed by threads without a heap */
-} G = {.harden = 1, .fast = 1, .abort_on_error = 1};
+} G = {.harden = 1, .abort_on_error = 1};
 
-enum { FAST_NONE = 0, FAST_CHECKED = 1, FAST_PLAIN = 2 };
-static void fast_update(void) { G.fast = G.secure ? FAST_NONE : G.harden ? FAST_CHECKED : FAST_PLAIN; }
 
 static _Thread_local theap *tl_heap;
+
+/* The fast paths' view of the calling thread's heap (dmm_malloc, dmm_free):
+ * its heap in the default and unhardened modes; empty_heap before the
+ * thread has one, after it exited, and always in secure mode, whose every
+ * call takes the slow paths.  empty_heap's classes all point at
+ * empty_page, which has no free block and no owner, so the fast paths
+ * test neither the heap nor the page for NULL: malloc finds no block and
+ * free finds the page not owned by empty_heap, and both fall through to
+ * the slow paths. */
+static mpage empty_page;
+#define EMPTY4 &empty_page, &empty_page, &empty_page, &empty_page
+static theap empty_heap = {.fast = {EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4}};
+#undef EMPTY4
+_Static_assert(NCLASS == 32u, "empty_heap's initialiser lists NCLASS pages");
+static _Thread_local theap *tl_fast = &empty_heap;
+
+/* Sets the head of h's page list of class cls (NULL: none). */
+static inline void heap_set_head(theap *h, unsigned cls, mpage *pg)
+{
+    h->pages[cls] = pg;
+    h->fast[cls] = pg ? pg : &empty_page;
+}
 
 /* Freed large mappings kept for reuse (large_free, large_alloc): at most
  * LCACHE of them and LCACHE_BYTES in all, each at most LCACHE_BYTES / 2;
@@ -298,31 +321,37 @@ static inline void book_on(theap *h, int64_t delta)
 
 static inline void book(int64_t delta) { book_on(tl_heap, delta); }
 
-/* ---- the segment registry: which SEG_SIZE units are dmm's ----
- * One bit per SEG_SIZE unit of a 48-bit address space: 2^26 bits, 8 MiB of
- * zero-filled static memory of which only the words covering mapped
- * segments are ever touched (a few pages resident).  A lookup is a shift,
- * a load and a bit test: it is on every free. */
-#define REG_UNITS ((uint64_t)1 << (48u - SEG_SHIFT))
-static _Atomic uint64_t reg_bits[REG_UNITS / 64u];
+/* ---- the segment registry: which SEG_SIZE units are dmm's, and of what kind ----
+ * One byte per SEG_SIZE unit of the address space (48 bits on 64-bit
+ * targets: 2^26 bytes of zero-filled static memory of which only the pages
+ * covering mapped segments are ever touched; 1 KiB on 32-bit ones): 0, or
+ * the kind of the segment whose header starts the unit.  A lookup is a
+ * shift, a bound test and one byte compare: on every free it tells at once
+ * that the pointer is in a segment of small pages, before its header is
+ * read. */
+#define REG_ADDR_BITS (UINTPTR_MAX > 0xffffffffu ? 48u : 32u)
+#define REG_UNITS ((uint64_t)1 << (REG_ADDR_BITS - SEG_SHIFT))
+static _Atomic uint8_t reg_kind[REG_UNITS];
 
-static bool reg_set(uintptr_t seg, bool on)
+/* Registers seg as a segment of kind (0: unregisters it); false when seg is
+ * outside the registry's range. */
+static bool reg_set(uintptr_t seg, uint32_t kind)
 {
     uint64_t u = (uint64_t)seg >> SEG_SHIFT;
     if (u >= REG_UNITS)
-        return !on;
-    if (on)
-        atomic_fetch_or_explicit(&reg_bits[u / 64u], (uint64_t)1 << (u % 64u), memory_order_release);
-    else
-        atomic_fetch_and_explicit(&reg_bits[u / 64u], ~((uint64_t)1 << (u % 64u)), memory_order_release);
+        return kind == 0;
+    atomic_store_explicit(&reg_kind[u], (uint8_t)kind, memory_order_release);
     return true;
 }
 
-static inline bool reg_has(uintptr_t seg)
+/* The registered kind of the unit holding address a (0: not dmm's). */
+static inline unsigned reg_kind_of(uintptr_t a)
 {
-    uint64_t u = (uint64_t)seg >> SEG_SHIFT;
-    return u < REG_UNITS && (atomic_load_explicit(&reg_bits[u / 64u], memory_order_acquire) >> (u % 64u) & 1u);
+    uint64_t u = (uint64_t)a >> SEG_SHIFT;
+    return u < REG_UNITS ? atomic_load_explicit(&reg_kind[u], memory_order_acquire) : 0u;
 }
+
+static inline bool reg_has(uintptr_t seg) { return reg_kind_of(seg) != 0; }
 
 /* ---- errors ---- */
 /* Error and statistics lines go through the core's text builder
@@ -525,7 +554,6 @@ static void global_init(void)
             G.secret = canary_seed();
         }
         G.rkey = canary_seed() * 0x9e3779b97f4a7c15ull;
-        fast_update();
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
         G.abort_on_error = !(e && e[0] == '0'); /* abort unless asked to report and continue */
         e = dmm_port_getenv("DMM_VERBOSE");
@@ -554,7 +582,6 @@ __attribute__((constructor)) static void global_init_at_load(void) { global_init
 void dmm_malloc_set_harden(int on)
 {
     G.harden = on != 0;
-    fast_update();
 }
 
 int dmm_malloc_set_abort_on_error(int on)
@@ -571,7 +598,7 @@ static segment *segment_map(theap *h, uint32_t kind, segment **list)
     segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
     if (!s)
         return NULL;
-    if (!reg_set((uintptr_t)s, true)) {
+    if (!reg_set((uintptr_t)s, kind)) {
         dmm_port_pages_unmap(s, SEG_SIZE);
         return NULL;
     }
@@ -588,7 +615,7 @@ static segment *segment_map(theap *h, uint32_t kind, segment **list)
 /* Unregisters and unmaps a segment already unlinked from its list. */
 static void segment_unmap(segment *s)
 {
-    reg_set((uintptr_t)s, false);
+    reg_set((uintptr_t)s, 0);
     s->magic = 0;
     dmm_port_pages_unmap(s, SEG_SIZE);
     atomic_fetch_sub_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
@@ -625,7 +652,7 @@ static mpage *page_new(theap *h, unsigned cls)
         pg->block_size = class_size[cls];
         pg->capacity = (uint32_t)(PAGE_SIZE / class_size[cls]);
         pg->recip = (uint32_t)((((uint64_t)1 << 32) + class_size[cls] - 1u) / class_size[cls]);
-        pg->bump = 0;
+        atomic_store_explicit(&pg->bump, 0, memory_order_relaxed);
         pg->used = 0;
         pg->cls = (uint8_t)cls;
         pg->free = NULL;
@@ -634,7 +661,7 @@ static mpage *page_new(theap *h, unsigned cls)
         pg->next = h->pages[cls];
         if (pg->next)
             pg->next->prev = pg;
-        h->pages[cls] = pg;
+        heap_set_head(h, cls, pg);
         s->pages_used++;
         return pg;
     }
@@ -661,13 +688,13 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     if (pg->prev)
         pg->prev->next = pg->next;
     else
-        h->pages[pg->cls] = pg->next;
+        heap_set_head(h, pg->cls, pg->next);
     if (pg->next)
         pg->next->prev = pg->prev;
     pg->heap = NULL;
     pg->block_size = 0;
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
-    if (G.harden)
+    if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
     if (--s->pages_used == 0)
         segment_free(h, s);
@@ -675,65 +702,39 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
         dmm_port_pages_discard(page_start(s, i), PAGE_SIZE);
 }
 
-/* The block's "allocated" bit.  Who writes it depends on the mode:
+/* How a free knows that the block is allocated.  It depends on the mode:
  *
- * default (FAST_CHECKED): only the page's owner (or the thread holding its
- *   parked heap BUSY) writes a page's bits, with a plain load and store: no
- *   locked read-modify-write on the owner's path.  A thread that frees a
- *   block of a page it does not own leaves the bit set, checks it, checks
- *   that the block does not carry the remote-free tag (rtag: its second
- *   word, keyed per process), writes the tag and pushes the block on the
- *   page's remote list; the owner clears bit and tag when it takes the list
- *   in (page_collect).  A free of a block that is on a remote list finds
- *   the tag (a double free), a free of one already taken in finds the bit
- *   clear.
- * secure mode: every thread sets and clears bits with atomic
- *   read-modify-writes when the block is freed (the quarantine keeps blocks
- *   away from their owner's lists for a while), as mark() does. */
-/* The bitmap is one run of words, BITS_WORDS per page from page 0, so the
- * block's offset in its segment indexes it directly (bits[pi][w] is word
- * pi * BITS_WORDS + w of the run). */
-static inline _Atomic uint64_t *bit_word(segment *s, size_t pi, const void *p, uint64_t *bit)
-{
-    size_t slot = ((uintptr_t)p & (SEG_SIZE - 1u)) / MIN_BLOCK;
-    (void)pi;
-    *bit = (uint64_t)1 << (slot % 64u);
-    return (_Atomic uint64_t *)((unsigned char *)s + offsetof(segment, bits)) + slot / 64u;
-}
+ * default and unhardened: a free block carries the free tag (ftag: its
+ *   address mixed with a per-process key) in its second word (blocks are at
+ *   least 16 bytes), written by every free, local or remote, and by
+ *   page_extend on blocks it threads; malloc clears it when it hands the
+ *   block out.  A free that finds the tag is a double free (of a block on a
+ *   local or a remote list alike); one past the page's threaded blocks
+ *   (bump) is of a block never handed out.  One load and one store on each
+ *   path, no bitmap, no read-modify-write.  A program that stores the tag's
+ *   exact 64-bit value in the second word of a live block would see its free
+ *   reported (the key is random per process).
+ * secure mode: a bitmap in the segment header, one bit per 16-byte slot,
+ *   set and cleared with atomic read-modify-writes (mark), so that of two
+ *   racing frees only one wins; the quarantine keeps blocks away from
+ *   their owner's lists for a while. */
+static inline uint64_t ftag(const void *b) { return (uint64_t)(uintptr_t)b ^ G.rkey; }
+static inline uint64_t *tag_slot(void *b) { return (uint64_t *)b + 1; }
+static inline bool tagged_free(const void *b) { return *tag_slot((void *)(uintptr_t)b) == ftag(b); }
 
 static inline bool bit_is_set(segment *s, size_t pi, const void *p)
 {
-    uint64_t bit;
-    return (atomic_load_explicit(bit_word(s, pi, p, &bit), memory_order_relaxed) & bit) != 0;
+    size_t slot = ((uintptr_t)p & (PAGE_SIZE - 1u)) / MIN_BLOCK;
+    return (atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u) != 0;
 }
-
-/* Owner only (default mode): sets or clears the bit, no read-modify-write. */
-static inline void owner_mark(segment *s, size_t pi, const void *p, bool on)
-{
-    uint64_t bit;
-    _Atomic uint64_t *w = bit_word(s, pi, p, &bit);
-    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-    atomic_store_explicit(w, on ? v | bit : v & ~bit, memory_order_relaxed);
-}
-
-/* The remote-free tag of block b, in its second word (blocks are at least
- * 16 bytes) while b waits on a page's remote list. */
-static inline uint64_t rtag(const void *b) { return ((uint64_t)(uintptr_t)b * 0xff51afd7ed558ccdull) ^ G.rkey; }
-static inline uint64_t *rtag_slot(void *b) { return (uint64_t *)b + 1; }
 
 /* Takes the page's remote frees into its local list.  Returns how many. */
 static uint32_t page_collect(mpage *pg)
 {
     mblock *x = atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire);
     uint32_t n = 0;
-    bool owner_bits = G.fast == FAST_CHECKED;
-    segment *s = seg_of(pg);
-    size_t pi = (size_t)(pg - s->page);
-    while (x) {
+    while (x) { /* the blocks keep their free tags */
         mblock *nx = x->next;
-        if (owner_bits)
-            owner_mark(s, pi, x, false);
-        *rtag_slot(x) = 0;
         x->next = pg->free;
         pg->free = x;
         x = nx;
@@ -753,13 +754,16 @@ static bool page_extend(mpage *pg)
     segment *s = seg_of(pg);
     unsigned char *base = page_start(s, (size_t)(pg - s->page));
     uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    while (pg->bump < pg->capacity && k < batch) {
-        mblock *b = (mblock *)(base + (size_t)pg->bump * pg->block_size);
+    uint32_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed);
+    while (bump < pg->capacity && k < batch) {
+        mblock *b = (mblock *)(base + (size_t)bump * pg->block_size);
         b->next = pg->free;
+        *tag_slot(b) = ftag(b);
         pg->free = b;
-        pg->bump++;
+        bump++;
         k++;
     }
+    atomic_store_explicit(&pg->bump, bump, memory_order_relaxed);
     return k != 0;
 }
 
@@ -835,6 +839,8 @@ static theap *heap_get(void)
         if (!(h = dmm_port_pages_map(bytes)))
             return NULL;
         atomic_fetch_add_explicit(&G.heaps, 1, memory_order_relaxed);
+        for (unsigned c = 0; c < NCLASS; c++)
+            h->fast[c] = &empty_page;
         h->next_all = atomic_load_explicit(&G.all, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(&G.all, &h->next_all, h, memory_order_release,
                                                       memory_order_relaxed))
@@ -842,6 +848,7 @@ static theap *heap_get(void)
     }
     h->next_parked = NULL;
     tl_heap = h;
+    tl_fast = G.secure ? &empty_heap : h;
     if (G.have_key)
         dmm_port_tkey_set(G.key, h);
     return h;
@@ -877,8 +884,10 @@ static void heap_abandon(void *arg)
         return;
     atomic_store_explicit(&h->pstate, HEAP_BUSY, memory_order_seq_cst);
     heap_tidy(h);
-    if (tl_heap == h)
+    if (tl_heap == h) {
         tl_heap = NULL;
+        tl_fast = &empty_heap;
+    }
     heap_put_parked(h);
     olock_lock(&G.parked_lock);
     h->next_parked = G.parked;
@@ -932,7 +941,7 @@ static void *small_slow(theap *h, unsigned cls)
                 q->prev = NULL;
                 q->next = h->pages[cls];
                 h->pages[cls]->prev = q;
-                h->pages[cls] = q;
+                heap_set_head(h, cls, q);
             }
             return q;
         }
@@ -951,12 +960,11 @@ static inline void *page_pop(theap *h, mpage *pg)
     pg->free = b->next;
     pg->used++;
     book_on(h, pg->block_size);
-    if (G.harden) {
+    if (G.secure) {
         segment *s = seg_of(b);
-        if (G.fast == FAST_CHECKED)
-            owner_mark(s, page_index(s, b), b, true);
-        else
-            (void)mark(s, page_index(s, b), b, true);
+        (void)mark(s, page_index(s, b), b, true);
+    } else {
+        *tag_slot(b) = 0; /* allocated: no free tag */
     }
     return b;
 }
@@ -1015,7 +1023,7 @@ static void large_free(segment *s)
     size_t bytes = s->map_bytes;
     segment *out[LCACHE + 1u];
     unsigned k = 0;
-    reg_set((uintptr_t)s, false);
+    reg_set((uintptr_t)s, 0);
     s->magic = 0;
     atomic_fetch_sub_explicit(&G.large_bytes, bytes, memory_order_relaxed);
     atomic_fetch_sub_explicit(&G.large_count, 1, memory_order_relaxed);
@@ -1123,7 +1131,7 @@ static void *large_alloc(size_t n, size_t align)
             s->large_guard = guard;
         }
     }
-    if (!reg_set((uintptr_t)s, true)) {
+    if (!reg_set((uintptr_t)s, SEG_LARGE)) {
         dmm_port_pages_unmap(s, bytes);
         errno = ENOMEM;
         return NULL;
@@ -1153,14 +1161,14 @@ static void *large_grow(segment *s, void *p, size_t n)
     old = s->map_bytes;
     if (!(t = dmm_port_pages_map_aligned(bytes, SEG_SIZE)))
         return NULL;
-    if (!reg_set((uintptr_t)t, true)) {
+    if (!reg_set((uintptr_t)t, SEG_LARGE)) {
         dmm_port_pages_unmap(t, bytes);
         return NULL;
     }
-    reg_set((uintptr_t)s, false);
+    reg_set((uintptr_t)s, 0);
     if (!dmm_port_pages_move(s, old, t, bytes)) {
-        reg_set((uintptr_t)s, true);
-        reg_set((uintptr_t)t, false);
+        reg_set((uintptr_t)s, SEG_LARGE);
+        reg_set((uintptr_t)t, 0);
         dmm_port_pages_unmap(t, bytes);
         return NULL;
     }
@@ -1377,21 +1385,22 @@ static void *alloc_aligned(size_t n, size_t align)
     return large_alloc(n, align);
 }
 
+/* The fast path: the first block of the class's current page, its free
+ * tag cleared (tl_fast: empty_heap when this thread has no heap or in
+ * secure mode, whose page never has a block). */
 void *dmm_malloc(size_t n)
 {
-    theap *h = tl_heap;
-    mpage *pg;
-    mblock *b;
-    int fast = G.fast;
-    if (small_size(n) && h && fast && (pg = h->pages[class_of(n)]) && (b = pg->free)) { /* the fast path */
-        pg->free = b->next;
-        pg->used++;
-        book_on(h, pg->block_size);
-        if (fast == FAST_CHECKED) {
-            segment *s = seg_of(b);
-            owner_mark(s, page_index(s, b), b, true);
+    if (small_size(n)) {
+        theap *h = tl_fast;
+        mpage *pg = h->fast[class_of(n)];
+        mblock *b = pg->free;
+        if (b) {
+            pg->free = b->next;
+            pg->used++;
+            book_on(h, pg->block_size);
+            *tag_slot(b) = 0;
+            return b;
         }
-        return b;
     }
     return alloc_aligned(n, DMM_MALLOC_ALIGN);
 }
@@ -1433,14 +1442,11 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
         }
         off = (uintptr_t)p & (PAGE_SIZE - 1u);
         slot = (size_t)(((uint64_t)off * pg->recip) >> 32); /* block index */
-        if (off != slot * pg->block_size || slot >= pg->capacity) {
+        if (off != slot * pg->block_size || slot >= atomic_load_explicit(&pg->bump, memory_order_relaxed)) {
             report(what, p);
             return NULL;
         }
-        slot = off / MIN_BLOCK;
-        if (check_live &&
-            (!(atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u) ||
-             (G.fast == FAST_CHECKED && *rtag_slot((void *)(uintptr_t)p) == rtag(p)))) {
+        if (check_live && (G.secure ? !bit_is_set(s, pi, p) : tagged_free(p))) {
             report("use of a freed block:", p);
             return NULL;
         }
@@ -1448,21 +1454,16 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     return s;
 }
 
-/* A small block of page pg freed by a thread that does not own the page:
- * straight into a parked owner, else on the page's remote list.  checked
- * (default mode): the block's allocated bit is still set (see bit_word):
- * cleared here when the heap is parked, else the block is tagged. */
-static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b, bool checked)
+/* A small block of page pg freed by a thread that does not own the page
+ * (in default mode, already tagged free): straight into a parked owner,
+ * else on the page's remote list. */
+static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
 {
     {
         theap *o = pg->heap;
         mblock *head;
         if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
             /* its thread exited: free straight into the page */
-            if (checked) {
-                segment *s = seg_of(pg);
-                owner_mark(s, (size_t)(pg - s->page), b, false);
-            }
             b->next = pg->free;
             pg->free = b;
             pg->used--;
@@ -1472,8 +1473,6 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b, bool checked
             heap_put_parked(o);
             return;
         }
-        if (checked)
-            *rtag_slot(b) = rtag(b);
         head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
         do
             b->next = head;
@@ -1501,7 +1500,7 @@ static inline void small_release(theap *h, mpage *pg, mblock *b)
         owner_push(h, pg, b);
         return;
     }
-    small_release_remote(pg, b, false);
+    small_release_remote(pg, b);
 }
 
 /* ---- secure mode (DMM_SECURE=1, docs/malloc.md) ----
@@ -1614,19 +1613,15 @@ static DMM_NOINLINE void free_slow(void *p)
     {
         size_t pi = page_index(s, p);
         pg = &s->page[pi];
-        if (G.fast == FAST_CHECKED) {
-            /* a block still allocated and not waiting on a remote list */
-            if (!bit_is_set(s, pi, p) || *rtag_slot(p) == rtag(p)) {
+        if (!G.secure) {
+            /* a block not tagged free (see ftag) */
+            if (G.harden && tagged_free(p)) {
                 report("double free of", p);
                 return;
             }
+            *tag_slot(p) = ftag(p);
             book_on(h, -(int64_t)pg->block_size);
-            if (pg->heap == h) {
-                owner_mark(s, pi, p, false);
-                small_release(h, pg, b);
-            } else {
-                small_release_remote(pg, b, true);
-            }
+            small_release(h, pg, b);
             return;
         }
         /* secure mode: clearing the bit is the test: of two racing frees
@@ -1644,38 +1639,32 @@ static DMM_NOINLINE void free_slow(void *p)
     small_release(h, pg, b);
 }
 
-/* The fast path, default mode: a small block of a page the calling thread
- * owns, validated on one path, cheapest checks first: not a segment's first
- * byte (NULL included), a registered segment, of small pages, a page this
- * thread owns (so in use: page 0 and unused pages have no owner), a block
- * boundary, the allocated bit set and no remote-free tag.  Any check that
- * fails goes to free_slow, which checks again and reports. */
+/* The fast path, default and unhardened modes: a small block of a page the
+ * calling thread owns, validated on one path, cheapest checks first: the
+ * registry says the pointer's unit starts a segment of small pages (NULL and
+ * foreign pointers: no), the page is owned by this thread (page 0, the
+ * header, and unused pages have no owner; in secure mode tl_fast is
+ * empty_heap, which owns nothing), the pointer is a block boundary (off is
+ * a multiple of the block size iff the low half of off * recip is below
+ * recip: exact for off < 2^16 and block sizes up to 8 KiB, whose recip is at
+ * least 2^19) among the blocks threaded so far (bump), and the block does
+ * not carry the free tag.  Any check that fails goes to free_slow, which
+ * checks again and reports. */
 void dmm_free(void *p)
 {
-    segment *s = seg_of(p);
-    theap *h = tl_heap;
-    if ((void *)s != p && G.fast == FAST_CHECKED && reg_has((uintptr_t)s) && s->kind == SEG_SMALL) {
-        size_t pi = page_index(s, p);
-        mpage *pg = &s->page[pi];
-        uint32_t off = (uint32_t)((uintptr_t)p & (PAGE_SIZE - 1u));
-        uint32_t slot = (uint32_t)(((uint64_t)off * pg->recip) >> 32);
-        if (pg->heap == h && h && off == slot * pg->block_size && slot < pg->capacity) {
-            uint64_t bit;
-            _Atomic uint64_t *w = bit_word(s, pi, p, &bit);
-            uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-            if ((v & bit) && *rtag_slot(p) != rtag(p)) {
-                atomic_store_explicit(w, v & ~bit, memory_order_relaxed);
+    uintptr_t u = (uintptr_t)p;
+    if (reg_kind_of(u) == SEG_SMALL) {
+        theap *h = tl_fast;
+        mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
+        if (pg->heap == h) {
+            uint64_t m = (uint64_t)(u & (PAGE_SIZE - 1u)) * pg->recip;
+            if ((uint32_t)m < pg->recip && (uint32_t)(m >> 32) < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
+                !tagged_free(p)) {
+                *tag_slot(p) = ftag(p);
                 book_on(h, -(int64_t)pg->block_size);
                 owner_push(h, pg, p);
                 return;
             }
-        }
-    } else if ((void *)s != p && G.fast == FAST_PLAIN && s->kind == SEG_SMALL) { /* unhardened: no checks */
-        mpage *pg = &s->page[page_index(s, p)];
-        if (pg->heap == h) {
-            book_on(h, -(int64_t)pg->block_size);
-            owner_push(h, pg, p);
-            return;
         }
     }
     free_slow(p);
