@@ -187,9 +187,11 @@ typedef struct theap {
     _Atomic(mblock *) mxfree;  /* medium blocks freed by other threads */
     struct theap *next_parked; /* abandoned list */
     struct theap *next_all;    /* every heap ever made (statistics) */
-    _Atomic int64_t live;      /* small + medium block bytes allocated minus
-                                  freed by the thread bound to this heap;
-                                  written by that thread only */
+    _Atomic int64_t live;      /* medium block bytes allocated minus freed by
+                                  the thread bound to this heap, and the small
+                                  blocks' corrections (see small_live);
+                                  written by that thread (or the holder of
+                                  the parked heap) only */
     _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
     size_t mfreed;             /* parked: medium bytes freed since the last
                                   discard walk */
@@ -256,6 +258,8 @@ static struct {
     dmm_port_tkey key;
     bool have_key;
     olock parked_lock;
+    olock seg_lock;  /* every heap's list of small segments (segs): changed
+                        by the owner under it, walked by the statistics */
     theap *parked;
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
@@ -307,9 +311,10 @@ static struct {
     uint64_t tick;
 } LC;
 
-/* Books block bytes on h, the calling thread's heap (owner-only counter:
- * a relaxed load and store, no read-modify-write), or globally when the
- * thread has none (h NULL). */
+/* Books block bytes on h, the calling thread's heap or one it holds (an
+ * owner-only counter: a relaxed load and store, no read-modify-write), or
+ * globally when the thread has none (h NULL).  The fast paths book
+ * nothing: small blocks in use are counted by their pages (small_live). */
 static inline void book_on(theap *h, int64_t delta)
 {
     if (h)
@@ -396,7 +401,7 @@ static void medium_drain(struct theap *h);
 
 /* The locks a fork takes (olock above).  A fork from a signal handler can
  * nest inside another fork's handlers on the same thread: each level
- * pushes two bits (which of the two locks it took) on a per-thread stack,
+ * pushes three bits (which of the three locks it took) on a per-thread stack,
  * and its parent/child handler pops them. */
 static _Thread_local uint64_t tl_fork_taken;
 
@@ -411,12 +416,18 @@ static void fork_prepare(void)
         olock_lock(&LC.lock);
         took |= 2u;
     }
-    tl_fork_taken = tl_fork_taken << 2 | took;
+    if (!olock_mine(&G.seg_lock)) {
+        olock_lock(&G.seg_lock);
+        took |= 4u;
+    }
+    tl_fork_taken = tl_fork_taken << 3 | took;
 }
 static void fork_parent(void)
 {
-    unsigned took = (unsigned)(tl_fork_taken & 3u);
-    tl_fork_taken >>= 2;
+    unsigned took = (unsigned)(tl_fork_taken & 7u);
+    tl_fork_taken >>= 3;
+    if (took & 4u)
+        olock_unlock(&G.seg_lock);
     if (took & 2u) { /* not when an interrupted caller on this thread holds it */
         atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
         olock_unlock(&LC.lock);
@@ -427,7 +438,8 @@ static void fork_parent(void)
 static void heaps_after_fork(void);
 static void fork_child(void)
 {
-    tl_fork_taken >>= 2;
+    tl_fork_taken >>= 3;
+    atomic_store_explicit(&G.seg_lock.holder, 0, memory_order_relaxed);
     atomic_store_explicit(&LC.lock.holder, 0, memory_order_relaxed);
     atomic_store_explicit(&G.parked_lock.holder, 0, memory_order_relaxed);
     heaps_after_fork();
@@ -622,16 +634,25 @@ static void segment_unmap(segment *s)
     atomic_fetch_sub_explicit(&G.segments, 1, memory_order_relaxed);
 }
 
-static segment *segment_new(theap *h) { return segment_map(h, SEG_SMALL, &h->segs); }
+static segment *segment_new(theap *h)
+{
+    segment *s;
+    olock_lock(&G.seg_lock);
+    s = segment_map(h, SEG_SMALL, &h->segs);
+    olock_unlock(&G.seg_lock);
+    return s;
+}
 
 static void segment_free(theap *h, segment *s)
 {
     segment **pp = &h->segs;
+    olock_lock(&G.seg_lock);
     while (*pp && *pp != s)
         pp = &(*pp)->next;
     if (*pp)
         *pp = s->next;
     segment_unmap(s);
+    olock_unlock(&G.seg_lock);
 }
 
 static inline unsigned char *page_start(segment *s, size_t i) { return (unsigned char *)s + i * PAGE_SIZE; }
@@ -741,6 +762,8 @@ static uint32_t page_collect(mpage *pg)
         n++;
     }
     pg->used -= n;
+    if (n) /* out of the page's count, no longer booked as pending (see small_live) */
+        book_on(pg->heap, (int64_t)n * pg->block_size);
     return n;
 }
 
@@ -959,7 +982,7 @@ static inline void *page_pop(theap *h, mpage *pg)
     mblock *b = pg->free;
     pg->free = b->next;
     pg->used++;
-    book_on(h, pg->block_size);
+    (void)h;
     if (G.secure) {
         segment *s = seg_of(b);
         (void)mark(s, page_index(s, b), b, true);
@@ -1397,7 +1420,6 @@ void *dmm_malloc(size_t n)
         if (b) {
             pg->free = b->next;
             pg->used++;
-            book_on(h, pg->block_size);
             *tag_slot(b) = 0;
             return b;
         }
@@ -1473,6 +1495,7 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
             heap_put_parked(o);
             return;
         }
+        book(-(int64_t)pg->block_size); /* still in the page's count until collected */
         head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
         do
             b->next = head;
@@ -1544,6 +1567,7 @@ static void quarantine_release(theap *h, mblock *b)
         report("write after free to", b);
         return; /* withheld: never handed out again */
     }
+    book((int64_t)pg->block_size); /* unbooked when it came in (free_slow) */
     small_release(h, pg, b);
 }
 
@@ -1620,7 +1644,6 @@ static DMM_NOINLINE void free_slow(void *p)
                 return;
             }
             *tag_slot(p) = ftag(p);
-            book_on(h, -(int64_t)pg->block_size);
             small_release(h, pg, b);
             return;
         }
@@ -1661,7 +1684,6 @@ void dmm_free(void *p)
             if ((uint32_t)m < pg->recip && (uint32_t)(m >> 32) < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
                 !tagged_free(p)) {
                 *tag_slot(p) = ftag(p);
-                book_on(h, -(int64_t)pg->block_size);
                 owner_push(h, pg, p);
                 return;
             }
@@ -1820,6 +1842,32 @@ int dmm_malloc_trim(void)
            atomic_load_explicit(&G.retired, memory_order_relaxed) != retired;
 }
 
+/* The bytes of the small blocks out, as the pages count them: every page's
+ * used blocks (a block freed by another thread stays in the count until
+ * the owner collects it; the freeing thread books it out at once, and the
+ * collection books it back: page_collect, small_release_remote).  So the
+ * fast paths keep no statistics counter: they update the page's count,
+ * which they need anyway.  The segment lists are walked under seg_lock, so
+ * no segment is unmapped meanwhile; the counts are read while their owners
+ * may be changing them (a snapshot, exact when the other threads are not
+ * allocating), hence no instrumentation by ThreadSanitizer. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+__attribute__((no_sanitize("thread")))
+#endif
+#endif
+static int64_t small_live(void)
+{
+    int64_t live = 0;
+    olock_lock(&G.seg_lock);
+    for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all)
+        for (segment *s = h->segs; s; s = s->next)
+            for (size_t i = 1; i < PAGES; i++)
+                live += (int64_t)s->page[i].used * s->page[i].block_size;
+    olock_unlock(&G.seg_lock);
+    return live;
+}
+
 dmm_malloc_stats dmm_malloc_get_stats(void)
 {
     dmm_malloc_stats st;
@@ -1833,7 +1881,7 @@ dmm_malloc_stats dmm_malloc_get_stats(void)
     st.large_count_max = atomic_load_explicit(&G.large_count_max, memory_order_relaxed);
     st.large_bytes_max = atomic_load_explicit(&G.large_bytes_max, memory_order_relaxed);
     {
-        int64_t live = atomic_load_explicit(&G.live_orphan, memory_order_relaxed);
+        int64_t live = atomic_load_explicit(&G.live_orphan, memory_order_relaxed) + small_live();
         for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all)
             live += atomic_load_explicit(&h->live, memory_order_relaxed);
         st.live_bytes = live > 0 ? (uint64_t)live : 0;
