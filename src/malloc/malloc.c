@@ -111,7 +111,8 @@ typedef struct mpage {
     uint32_t capacity;         /* blocks in the page */
     uint32_t recip;            /* ceil(2^32 / block_size): offset / block_size
                                   as a multiply (exact for offsets < 2^16) */
-    _Atomic uint32_t bump;     /* blocks never threaded start here (written by
+    _Atomic uint32_t bump;     /* the offset in the page where the blocks never
+                                  threaded start (written by
                                   the owner, read by any freeing thread) */
     uint32_t used;             /* blocks out (owner's count) */
     uint8_t cls;
@@ -777,13 +778,13 @@ static bool page_extend(mpage *pg)
     segment *s = seg_of(pg);
     unsigned char *base = page_start(s, (size_t)(pg - s->page));
     uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    uint32_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed);
-    while (bump < pg->capacity && k < batch) {
-        mblock *b = (mblock *)(base + (size_t)bump * pg->block_size);
+    uint32_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed), end = pg->capacity * pg->block_size;
+    while (bump < end && k < batch) {
+        mblock *b = (mblock *)(base + bump);
         b->next = pg->free;
         *tag_slot(b) = ftag(b);
         pg->free = b;
-        bump++;
+        bump += pg->block_size;
         k++;
     }
     atomic_store_explicit(&pg->bump, bump, memory_order_relaxed);
@@ -1464,7 +1465,7 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
         }
         off = (uintptr_t)p & (PAGE_SIZE - 1u);
         slot = (size_t)(((uint64_t)off * pg->recip) >> 32); /* block index */
-        if (off != slot * pg->block_size || slot >= atomic_load_explicit(&pg->bump, memory_order_relaxed)) {
+        if (off != slot * pg->block_size || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed)) {
             report(what, p);
             return NULL;
         }
@@ -1670,7 +1671,7 @@ static DMM_NOINLINE void free_slow(void *p)
  * empty_heap, which owns nothing), the pointer is a block boundary (off is
  * a multiple of the block size iff the low half of off * recip is below
  * recip: exact for off < 2^16 and block sizes up to 8 KiB, whose recip is at
- * least 2^19) among the blocks threaded so far (bump), and the block does
+ * least 2^19) among the blocks threaded so far (below bump), and the block does
  * not carry the free tag.  Any check that fails goes to free_slow, which
  * checks again and reports. */
 void dmm_free(void *p)
@@ -1680,9 +1681,9 @@ void dmm_free(void *p)
         theap *h = tl_fast;
         mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
         if (pg->heap == h) {
-            uint64_t m = (uint64_t)(u & (PAGE_SIZE - 1u)) * pg->recip;
-            if ((uint32_t)m < pg->recip && (uint32_t)(m >> 32) < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
-                !tagged_free(p)) {
+            uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
+            if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
+                (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
                 *tag_slot(p) = ftag(p);
                 owner_push(h, pg, p);
                 return;
@@ -1691,6 +1692,15 @@ void dmm_free(void *p)
     }
     free_slow(p);
 }
+
+/* DMM_MALLOC_LIBC_NAMES (libdmm.so, src/malloc/CMakeLists.txt): the C
+ * library's malloc and free are dmm_malloc and dmm_free themselves, other
+ * names for the same code, not wrappers that jump to it; preload.c then
+ * leaves these two out.  (A generated library keeps preload.c's.) */
+#ifdef DMM_MALLOC_LIBC_NAMES
+void *malloc(size_t n) __attribute__((alias("dmm_malloc"), visibility("default")));
+void free(void *p) __attribute__((alias("dmm_free"), visibility("default")));
+#endif
 
 size_t dmm_malloc_usable_size(const void *p)
 {
