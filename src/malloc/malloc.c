@@ -103,20 +103,24 @@ typedef struct mblock {
 struct theap;
 
 typedef struct mpage {
-    mblock *free;              /* owner only */
+    mblock *free;              /* owner only: what malloc takes from */
+    mblock *local_free;        /* owner only: what the owner's frees give
+                                  back, made the free list when that runs
+                                  dry (page_collect): a block just freed is
+                                  not the next one handed out */
     _Atomic(mblock *) xfree;   /* frees from other threads */
     struct theap *heap;        /* owner heap; NULL = page unused */
     struct mpage *next, *prev; /* the owner's list for this class */
     uint32_t block_size;
-    uint32_t capacity;         /* blocks in the page */
     uint32_t recip;            /* ceil(2^32 / block_size): offset / block_size
                                   as a multiply (exact for offsets < 2^16) */
     _Atomic uint32_t bump;     /* the offset in the page where the blocks never
                                   threaded start (written by
                                   the owner, read by any freeing thread) */
     uint32_t used;             /* blocks out (owner's count) */
-    uint8_t cls;
 } mpage;
+
+_Static_assert(sizeof(mpage) == 64u || sizeof(void *) != 8u, "a page descriptor is 64 bytes: free indexes them with a shift");
 
 typedef struct segment {
     uint64_t magic;
@@ -131,7 +135,7 @@ typedef struct segment {
     uint64_t large_stamp;      /* large, cached: the cache tick it came in at */
     struct theap *heap;        /* small, medium: owner */
     struct segment *next;      /* small, medium: the owner's segments */
-    mpage page[PAGES];
+    _Alignas(64) mpage page[PAGES]; /* one cache line each */
     _Atomic uint64_t bits[PAGES][BITS_WORDS]; /* hardening: slot allocated */
 } segment;
 
@@ -672,12 +676,11 @@ static mpage *page_new(theap *h, unsigned cls)
             continue;
         pg->heap = h;
         pg->block_size = class_size[cls];
-        pg->capacity = (uint32_t)(PAGE_SIZE / class_size[cls]);
         pg->recip = (uint32_t)((((uint64_t)1 << 32) + class_size[cls] - 1u) / class_size[cls]);
         atomic_store_explicit(&pg->bump, 0, memory_order_relaxed);
         pg->used = 0;
-        pg->cls = (uint8_t)cls;
         pg->free = NULL;
+        pg->local_free = NULL;
         atomic_store_explicit(&pg->xfree, NULL, memory_order_relaxed);
         pg->prev = NULL;
         pg->next = h->pages[cls];
@@ -710,7 +713,7 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     if (pg->prev)
         pg->prev->next = pg->next;
     else
-        heap_set_head(h, pg->cls, pg->next);
+        heap_set_head(h, class_of(pg->block_size), pg->next);
     if (pg->next)
         pg->next->prev = pg->prev;
     pg->heap = NULL;
@@ -750,11 +753,17 @@ static inline bool bit_is_set(segment *s, size_t pi, const void *p)
     return (atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u) != 0;
 }
 
-/* Takes the page's remote frees into its local list.  Returns how many. */
+/* Takes the page's remote frees into its free list, and the owner's frees
+ * (local_free) too when the free list is empty.  Returns how many remote
+ * frees it took. */
 static uint32_t page_collect(mpage *pg)
 {
     mblock *x = atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire);
     uint32_t n = 0;
+    if (!pg->free) { /* the owner's own frees become the free list */
+        pg->free = pg->local_free;
+        pg->local_free = NULL;
+    }
     while (x) { /* the blocks keep their free tags */
         mblock *nx = x->next;
         x->next = pg->free;
@@ -778,7 +787,7 @@ static bool page_extend(mpage *pg)
     segment *s = seg_of(pg);
     unsigned char *base = page_start(s, (size_t)(pg - s->page));
     uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    uint32_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed), end = pg->capacity * pg->block_size;
+    uint32_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed), end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
     while (bump < end && k < batch) {
         mblock *b = (mblock *)(base + bump);
         b->next = pg->free;
@@ -1409,8 +1418,10 @@ static void *alloc_aligned(size_t n, size_t align)
     return large_alloc(n, align);
 }
 
-/* The fast path: the first block of the class's current page, its free
- * tag cleared (tl_fast: empty_heap when this thread has no heap or in
+/* The fast path: the first block of the class's current page (when its
+ * free list is empty, the blocks this thread freed into it become the free
+ * list: page_collect does the same, with the remote frees, on the slow
+ * path), its free tag cleared (tl_fast: empty_heap when this thread has no heap or in
  * secure mode, whose page never has a block). */
 void *dmm_malloc(size_t n)
 {
@@ -1418,6 +1429,8 @@ void *dmm_malloc(size_t n)
         theap *h = tl_fast;
         mpage *pg = h->fast[class_of(n)];
         mblock *b = pg->free;
+        if (!b && (b = pg->local_free)) /* the owner's frees become the free list */
+            pg->local_free = NULL;
         if (b) {
             pg->free = b->next;
             pg->used++;
@@ -1510,8 +1523,8 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
  * the page's local list. */
 static inline void owner_push(theap *h, mpage *pg, mblock *b)
 {
-    b->next = pg->free;
-    pg->free = b;
+    b->next = pg->local_free;
+    pg->local_free = b;
     if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
         page_retire(h, pg);
 }

@@ -840,6 +840,32 @@ TEST(MallocThreads, TrimReturnsEmptyPages)
     run_child_test("Trim", nullptr, 60);
 }
 
+// A block just freed is not the next one handed out (mimalloc-bench's
+// security/malloc_reuse): the owner's frees go to the page's local_free list
+// and malloc takes from its free list until that is empty.  In a fresh
+// process, so the page of each class has fresh blocks left.
+TEST(MallocThreads, FreedSmallBlockIsNotReusedAtOnce)
+{
+    run_child_test("NoImmediateReuse", nullptr, 60);
+}
+
+TEST(MallocChild, NoImmediateReuse)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.FreedSmallBlockIsNotReusedAtOnce";
+    for (size_t n : {8u, 48u, 100u, 1000u}) {
+        void *p = dmm_malloc(n);
+        ASSERT_NE(p, nullptr);
+        dmm_free(p);
+        void *q = dmm_malloc(n);
+        EXPECT_NE(q, p) << n << " B: the block just freed was handed out again";
+        void *r = dmm_malloc(n / 2 + 1); // the same class or a smaller one (malloc_reuse_downsize)
+        EXPECT_NE(r, p) << n << " B";
+        dmm_free(q);
+        dmm_free(r);
+    }
+}
+
 TEST(MallocChild, Trim)
 {
     if (child_only())
