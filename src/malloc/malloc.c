@@ -90,11 +90,17 @@
 #define DMM_MALLOC_MEDIUM_DEFAULT "tlsf"
 #endif
 #define MEDIUM_MAX ((size_t)1 << 20)
+#define medium_max() (G.secure ? SECURE_MEDIUM_MAX : MEDIUM_MAX)
 #define LARGE_HDR 64u
 #define SEG_MAGIC 0x444d4d5345474d31ull /* "DMMSEGM1" */
 #define FRESH_BYTES 4096u /* fresh blocks threaded per refill: about one OS page */
 
-enum { SEG_SMALL = 1, SEG_LARGE = 2, SEG_MEDIUM = 3 };
+enum { SEG_SMALL = 1, SEG_LARGE = 2, SEG_MEDIUM = 3, SEG_ZERO = 4 };
+/* Secure mode: requests above this are large blocks (their own mapping,
+ * a guard page after, made inaccessible when freed), as glibc maps blocks
+ * above its default mmap threshold; the default mode keeps medium blocks
+ * up to MEDIUM_MAX. */
+#define SECURE_MEDIUM_MAX ((size_t)128 << 10)
 
 typedef struct mblock {
     struct mblock *next;
@@ -1051,6 +1057,112 @@ static int lcache_flush(void)
     return k != 0;
 }
 
+/* Secure mode: malloc(0) returns a distinct pointer into an inaccessible
+ * range, so any read or write through it faults.  Such pointers are cut
+ * ZERO_STEP apart from segments of kind SEG_ZERO whose pages after the
+ * header are guarded; free accepts them and never hands them out again. */
+#define ZERO_STEP 16u
+static struct {
+    unsigned char *seg; /* the current zero segment */
+    size_t next;        /* its next offset */
+} ZS; /* under LC.lock */
+
+static void *zero_alloc(void)
+{
+    void *p = NULL;
+    olock_lock(&LC.lock);
+    if (!ZS.seg || ZS.next >= SEG_SIZE) {
+        segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
+        if (s && (!dmm_port_pages_guard((unsigned char *)s + PAGE_SIZE, SEG_SIZE - PAGE_SIZE) ||
+                  !reg_set((uintptr_t)s, SEG_ZERO))) {
+            dmm_port_pages_unmap(s, SEG_SIZE);
+            s = NULL;
+        }
+        if (s) {
+            s->magic = SEG_MAGIC;
+            s->kind = SEG_ZERO;
+            ZS.seg = (unsigned char *)s;
+            ZS.next = PAGE_SIZE;
+            atomic_fetch_add_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
+        }
+    }
+    if (ZS.seg && ZS.next < SEG_SIZE) {
+        p = ZS.seg + ZS.next;
+        ZS.next += ZERO_STEP;
+    }
+    olock_unlock(&LC.lock);
+    if (!p)
+        errno = ENOMEM;
+    return p;
+}
+
+/* Secure mode: a freed large block's mapping is discarded and made
+ * inaccessible, and kept so for the next LQUAR large frees before it is
+ * unmapped: a stale pointer's read or write faults, and the next large
+ * blocks get other addresses (an unmapped range is what the kernel hands
+ * out next). */
+#define LQUAR 64u
+static struct {
+    segment *e[LQUAR];
+    size_t bytes[LQUAR]; /* (their headers are inaccessible) */
+    unsigned head;
+} LQ; /* under LC.lock */
+
+static inline uint64_t canary_of(const void *b);
+
+static void large_retire_secure(segment *s)
+{
+    segment *old;
+    size_t bytes = s->map_bytes, old_bytes;
+    dmm_port_pages_discard(s, bytes);
+    if (!dmm_port_pages_guard(s, bytes)) {
+        large_unmap(s);
+        return;
+    }
+    olock_lock(&LC.lock);
+    old = LQ.e[LQ.head];
+    old_bytes = LQ.bytes[LQ.head];
+    LQ.e[LQ.head] = s;
+    LQ.bytes[LQ.head] = bytes;
+    LQ.head = (LQ.head + 1u) % LQUAR;
+    olock_unlock(&LC.lock);
+    if (old) {
+        atomic_fetch_sub_explicit(&G.mapped, old_bytes, memory_order_relaxed);
+        dmm_port_pages_unmap(old, old_bytes);
+    }
+}
+
+/* Secure mode: the bytes just before a large block (between its header and
+ * the block, which ends at the guard page) are filled with a keyed pattern
+ * when it is handed out and checked when it is freed: an underflow that
+ * stays inside the mapping is caught. */
+#define LARGE_FRONT 64u
+static inline size_t large_front_start(const segment *s)
+{
+    return s->large_off >= LARGE_HDR + LARGE_FRONT ? s->large_off - LARGE_FRONT : LARGE_HDR;
+}
+
+static void large_front_fill(segment *s)
+{
+    unsigned char *b = (unsigned char *)s;
+    for (size_t i = large_front_start(s); i + 8u <= s->large_off; i += 8u) {
+        uint64_t w = canary_of(b + i);
+        memcpy(b + i, &w, 8u);
+    }
+}
+
+static bool large_front_intact(segment *s)
+{
+    unsigned char *b = (unsigned char *)s;
+    for (size_t i = large_front_start(s); i + 8u <= s->large_off; i += 8u) {
+        uint64_t w;
+        memcpy(&w, b + i, 8u);
+        if (w != canary_of(b + i))
+            return false;
+    }
+    return true;
+}
+
 static void large_free(segment *s)
 {
     size_t bytes = s->map_bytes;
@@ -1060,6 +1172,10 @@ static void large_free(segment *s)
     s->magic = 0;
     atomic_fetch_sub_explicit(&G.large_bytes, bytes, memory_order_relaxed);
     atomic_fetch_sub_explicit(&G.large_count, 1, memory_order_relaxed);
+    if (G.secure && s->large_off < SEG_SIZE) {
+        large_retire_secure(s);
+        return;
+    }
     if (G.secure || s->large_guard || s->large_off >= SEG_SIZE || bytes > LCACHE_BYTES / 2u) {
         large_unmap(s); /* secure mode never reuses a freed block's memory */
         return;
@@ -1163,6 +1279,9 @@ static void *large_alloc(size_t n, size_t align)
             off = (bytes - guard - n) & ~(a - 1u);
             s->large_guard = guard;
         }
+        s->large_off = off;
+        if (s->large_guard)
+            large_front_fill(s);
     }
     if (!reg_set((uintptr_t)s, SEG_LARGE)) {
         dmm_port_pages_unmap(s, bytes);
@@ -1393,7 +1512,11 @@ static void *alloc_aligned(size_t n, size_t align)
 {
     theap *h;
     void *p = NULL;
-    if (n <= MEDIUM_MAX && align <= PAGE_SIZE) {
+    if (G.secure && n == 0 && align <= DMM_MALLOC_ALIGN) {
+        global_init();
+        return zero_alloc();
+    }
+    if (n <= medium_max() && align <= PAGE_SIZE) {
         unsigned c = NCLASS;
         size_t need;
         if (!(h = heap_get())) { /* first: it runs global_init (the class table, G.secure) */
@@ -1461,6 +1584,13 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     }
     if (s->kind == SEG_MEDIUM)
         return s; /* the medium heap validates its own blocks */
+    if (s->kind == SEG_ZERO) {
+        if ((uintptr_t)p - (uintptr_t)s < PAGE_SIZE || (uintptr_t)p % ZERO_STEP) {
+            report(what, p);
+            return NULL;
+        }
+        return s;
+    }
     if (s->kind == SEG_LARGE) {
         if ((uintptr_t)p - (uintptr_t)s != s->large_off) {
             report(what, p);
@@ -1641,6 +1771,11 @@ static DMM_NOINLINE void free_slow(void *p)
         s = block_seg(p);
     }
     if (s->kind == SEG_LARGE) {
+        if (s->large_guard && !large_front_intact(s)) {
+            report("write before the start of", p);
+            if (G.abort_on_error)
+                return;
+        }
         large_free(s);
         return;
     }
@@ -1648,6 +1783,8 @@ static DMM_NOINLINE void free_slow(void *p)
         medium_free(s, p);
         return;
     }
+    if (s->kind == SEG_ZERO)
+        return; /* never reused: every zero-size block stays inaccessible */
     {
         size_t pi = page_index(s, p);
         pg = &s->page[pi];
@@ -1727,6 +1864,8 @@ size_t dmm_malloc_usable_size(const void *p)
         return s->map_bytes - s->large_guard - (size_t)((uintptr_t)p - (uintptr_t)s);
     if (s->kind == SEG_MEDIUM)
         return dmm_heap_usable_size(s->heap->mheap, p);
+    if (s->kind == SEG_ZERO)
+        return 0;
     return s->page[page_index(s, p)].block_size - (G.secure ? CANARY : 0u);
 }
 
@@ -1739,7 +1878,7 @@ void *dmm_calloc(size_t nmemb, size_t size)
         return NULL;
     }
     p = dmm_malloc(n);
-    if (p && (n <= MEDIUM_MAX || block_seg(p)->large_dirty))
+    if (p && (n <= medium_max() || block_seg(p)->large_dirty))
         memset(p, 0, n); /* large blocks are fresh mappings, zero already, unless reused */
     return p;
 }
@@ -1759,13 +1898,13 @@ void *dmm_realloc(void *p, size_t n)
         return NULL;
     }
     have = dmm_malloc_usable_size(p);
-    if (n <= have && (n > MEDIUM_MAX || n >= have / 2))
+    if (n <= have && (n > medium_max() || n >= have / 2))
         return p; /* fits, and not wastefully */
     {
         segment *s = block_seg(p);
-        if (s->kind == SEG_LARGE && n > MEDIUM_MAX && !s->large_guard && (q = large_grow(s, p, n)))
+        if (s->kind == SEG_LARGE && n > medium_max() && !s->large_guard && (q = large_grow(s, p, n)))
             return q;
-        if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= MEDIUM_MAX) {
+        if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= medium_max()) {
             int64_t before;
             medium_drain(s->heap);
             before = mlive(s->heap);

@@ -950,7 +950,35 @@ TEST(MallocChild, Secure)
             for (size_t i = 0;; i++)
                 g[(size_t)(3 << 20) - 8 + i] = 1;
         },
-        "");
+        "");    // malloc(0): a distinct pointer that any access faults on; free takes it
+    void *z1 = dmm_malloc(0), *z2 = dmm_malloc(0);
+    ASSERT_NE(z1, nullptr);
+    ASSERT_NE(z2, nullptr);
+    EXPECT_NE(z1, z2);
+    EXPECT_EQ(dmm_malloc_usable_size(z1), 0u);
+    EXPECT_DEATH({ *static_cast<volatile char *>(z1) = 'A'; }, "");
+    EXPECT_DEATH({ (void)*static_cast<volatile char *>(z2); }, "");
+    void *z3 = dmm_realloc(z2, 10); // grows like any block
+    ASSERT_NE(z3, nullptr);
+    std::memset(z3, 1, 10);
+    dmm_free(z1);
+    dmm_free(z3);
+    // blocks above 128 KiB are mapped: a read after free faults, and the next
+    // one is elsewhere
+    was = dmm_malloc_set_abort_on_error(0);
+    e0 = dmm_malloc_get_stats().errors;
+    auto *big = static_cast<char *>(dmm_malloc((size_t)256 << 10));
+    ASSERT_NE(big, nullptr);
+    std::memset(big, 7, (size_t)256 << 10);
+    dmm_free(big);
+    EXPECT_DEATH({ (void)*static_cast<volatile char *>(big + 100); }, "");
+    auto *big2 = static_cast<char *>(dmm_malloc((size_t)256 << 10));
+    EXPECT_NE(big2, big);
+    // a write just before a mapped block: the keyed fill there is checked at free
+    big2[-1] ^= 'A';
+    dmm_free(big2);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 1);
+    dmm_malloc_set_abort_on_error(was);
 }
 
 // Large blocks (issue 27): a freed mapping is kept for reuse (bounded), so
