@@ -170,7 +170,7 @@ static unsigned size_class(size_t n)
 
 #define QUAR 256u   /* secure mode: freed small blocks held back per thread */
 #define CANARY 8u   /* secure mode: canary bytes at a small block's end */
-#define POISON_BYTE 0xDBu
+#define POISON_BYTE 0x00u /* secure mode: freed small blocks are zero-filled */
 
 /* The size class of every request up to the largest class, by 16-byte
  * step (class boundaries are multiples of 16): one load on the fast path
@@ -797,7 +797,8 @@ static bool page_extend(mpage *pg)
     while (bump < end && k < batch) {
         mblock *b = (mblock *)(base + bump);
         b->next = pg->free;
-        *tag_slot(b) = ftag(b);
+        if (!G.secure) /* (secure mode keeps the canary in the last word) */
+            *tag_slot(b) = ftag(b);
         pg->free = b;
         bump += pg->block_size;
         k++;
@@ -999,11 +1000,11 @@ static inline void *page_pop(theap *h, mpage *pg)
     pg->free = b->next;
     pg->used++;
     (void)h;
+    *tag_slot(b) = 0; /* allocated: no free tag */
     if (G.secure) {
         segment *s = seg_of(b);
+        b->next = NULL; /* handed out zero-filled, but for the canary */
         (void)mark(s, page_index(s, b), b, true);
-    } else {
-        *tag_slot(b) = 0; /* allocated: no free tag */
     }
     return b;
 }
@@ -1674,11 +1675,13 @@ static inline void small_release(theap *h, mpage *pg, mblock *b)
  * Small blocks carry a canary in their last CANARY bytes (the address mixed
  * with a per-process secret), checked when the block is freed: a write past
  * the end of the request reaches it.  A freed small block is filled with
- * POISON_BYTE and waits in the freeing thread's quarantine (a ring of QUAR
- * blocks) before it can be reused; when it leaves, the fill and the canary
- * are checked, so a write after free is caught.  A double free during the
- * quarantine is caught by the allocated bit as always.  Large blocks end at
- * a guard page, medium heaps run with canaries and poison. */
+ * POISON_BYTE (zero) and waits in the freeing thread's quarantine (a ring
+ * of QUAR blocks) before it can be reused; when it leaves, the fill and the
+ * canary are checked, so a write after free is caught.  A double free
+ * during the quarantine is caught by the allocated bit as always.  When the
+ * freeing thread owns the page, the 64 bytes on each side of the block are
+ * checked too (neighbours_intact).  Large blocks end at a guard page,
+ * medium heaps run with canaries and poison. */
 /* The bytes of a quarantined block that are poisoned and checked: its
  * first POISON_MAX (where stale pointers mostly write: headers, links,
  * counts), not all of it, which cost secure mode half again the
@@ -1715,12 +1718,42 @@ static void quarantine_release(theap *h, mblock *b)
     small_release(h, pg, b);
 }
 
+/* Secure mode, a block of a page the calling thread owns being freed: the
+ * NEIGHBOURHOOD bytes before and after it hold only what they may.  Blocks
+ * past the page's threaded end were never written: zero.  Every threaded
+ * block's canary slot (its last word) is written only when the owner hands
+ * it out: zero or its canary.  (Other words of the neighbours belong to
+ * their users, or to free lists that other threads may be pushing on.)  So
+ * an overflow or underflow that misses the block's own canary but lands in
+ * untouched memory or on a neighbour's canary is caught at this free. */
+#define NEIGHBOURHOOD 64u
+static bool neighbours_intact(segment *s, mpage *pg, const unsigned char *b)
+{
+    const unsigned char *base = page_start(s, (size_t)(pg - s->page));
+    size_t bs = pg->block_size, off = (size_t)(b - base);
+    size_t end = PAGE_SIZE / bs * bs, bump = atomic_load_explicit(&pg->bump, memory_order_relaxed);
+    size_t lo = off >= NEIGHBOURHOOD ? off - NEIGHBOURHOOD : 0u;
+    size_t hi = off + bs + NEIGHBOURHOOD < end ? off + bs + NEIGHBOURHOOD : end;
+    for (size_t a = lo; a < hi; a += 8u) {
+        size_t q = a / bs * bs;
+        uint64_t w;
+        if (q == off)
+            continue; /* the block itself: its canary is checked apart */
+        memcpy(&w, base + a, 8u);
+        if (q >= bump ? w != 0 : (a == q + bs - CANARY && w != 0 && w != canary_of(base + q)))
+            return false;
+    }
+    return true;
+}
+
 static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
 {
     if (*canary_slot(pg, b) != canary_of(b)) {
         report("write past the end of", b);
         return; /* withheld */
     }
+    if (pg->heap == tl_heap && !neighbours_intact(seg_of(b), pg, (const unsigned char *)b))
+        report("write out of the bounds of a block next to", b); /* (reported; freed as usual) */
     {
         const uint64_t pat = 0x0101010101010101ull * POISON_BYTE;
         unsigned char *q = (unsigned char *)b;

@@ -978,6 +978,21 @@ TEST(MallocChild, Secure)
     big2[-1] ^= 'A';
     dmm_free(big2);
     EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 1);
+    // freed small blocks are zero-filled (but for the canary)
+    auto *zf = static_cast<char *>(dmm_malloc(24));
+    std::memset(zf, 'A', 24);
+    dmm_free(zf);
+    for (int i = 0; i < 24; i++)
+        EXPECT_EQ(zf[i], 0) << i;
+    // one byte before a small block lands on its neighbour's canary slot,
+    // 32 bytes past it in memory the page never threaded or on a canary:
+    // both caught when the block is freed
+    auto *u = static_cast<char *>(dmm_malloc(40));
+    if (((uintptr_t)u & 0xffff) != 0) {
+        u[-1] ^= 'A';
+        dmm_free(u);
+        EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 2);
+    }
     dmm_malloc_set_abort_on_error(was);
 }
 
