@@ -169,6 +169,7 @@ static unsigned size_class(size_t n)
 }
 
 #define QUAR 256u   /* secure mode: freed small blocks held back per thread */
+#define MQUAR 16u   /* secure mode: freed medium blocks held back per thread */
 #define CANARY 8u   /* secure mode: canary bytes at a small block's end */
 #define POISON_BYTE 0x00u /* secure mode: freed small blocks are zero-filled */
 
@@ -208,6 +209,8 @@ typedef struct theap {
                                   discard walk */
     uint32_t qhead, qcount;    /* secure mode: the quarantine ring */
     struct mblock *quar[QUAR];
+    uint32_t mqhead, mqcount;  /* secure mode: the medium blocks' ring */
+    void *mquar[MQUAR];
 } theap;
 
 /* Who may touch a heap's owner-only state.  OWNED: the thread bound to it.
@@ -1775,9 +1778,57 @@ static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
     h->qcount++;
 }
 
+/* Secure mode: a freed medium block is zero-filled and waits in the
+ * freeing thread's ring of MQUAR before the medium heap gets it (which
+ * then poisons it, and checks its canaries): it is not handed out again at
+ * once, and a write after free to its first bytes is caught when it leaves.
+ * While it waits it counts as in use. */
+static void mquarantine_release(void *p)
+{
+    if (!poison_intact((const unsigned char *)p, POISON_MAX)) {
+        report("write after free to", p);
+        return; /* withheld */
+    }
+    medium_free(seg_of(p), p);
+}
+
+static DMM_NOINLINE void secure_free_medium(theap *h, segment *s, void *p)
+{
+    size_t n = dmm_heap_usable_size(s->heap->mheap, p);
+    if (!h && !(h = heap_get())) {
+        medium_free(s, p);
+        return;
+    }
+    for (uint32_t i = 0; i < h->mqcount; i++)
+        if (h->mquar[(h->mqhead + i) % MQUAR] == p) {
+            report("double free of", p);
+            return;
+        }
+    if (n < POISON_MAX) { /* medium blocks are far larger; a damaged header is the heap's to report */
+        medium_free(s, p);
+        return;
+    }
+    memset(p, POISON_BYTE, n);
+    if (h->mqcount == MQUAR) {
+        void *old = h->mquar[h->mqhead];
+        h->mquar[h->mqhead] = p;
+        h->mqhead = (h->mqhead + 1u) % MQUAR;
+        mquarantine_release(old);
+        return;
+    }
+    h->mquar[(h->mqhead + h->mqcount) % MQUAR] = p;
+    h->mqcount++;
+}
+
 /* Thread exit, malloc_trim: the quarantine is emptied (checked). */
 static void quarantine_flush(theap *h)
 {
+    while (h->mqcount) {
+        void *p = h->mquar[h->mqhead];
+        h->mqhead = (h->mqhead + 1u) % MQUAR;
+        h->mqcount--;
+        mquarantine_release(p);
+    }
     while (h->qcount) {
         mblock *b = h->quar[h->qhead];
         h->qhead = (h->qhead + 1u) % QUAR;
@@ -1813,7 +1864,10 @@ static DMM_NOINLINE void free_slow(void *p)
         return;
     }
     if (s->kind == SEG_MEDIUM) {
-        medium_free(s, p);
+        if (G.secure)
+            secure_free_medium(h, s, p);
+        else
+            medium_free(s, p);
         return;
     }
     if (s->kind == SEG_ZERO)
