@@ -132,6 +132,9 @@ typedef struct segment {
     uint64_t magic;
     uint32_t kind;
     uint32_t pages_used;       /* small: pages in use (owner only) */
+    uint32_t pages_open;       /* small: pages [0, pages_open) are accessible,
+                                  the rest guarded until first used (owner
+                                  only) */
     size_t map_bytes;          /* large: whole mapping */
     size_t large_off;          /* large: where the block starts (from the
                                   header; SEG_SIZE for an alignment of a
@@ -648,12 +651,19 @@ static void segment_unmap(segment *s)
     atomic_fetch_sub_explicit(&G.segments, 1, memory_order_relaxed);
 }
 
+/* A new small segment's pages after the header are inaccessible until
+ * page_new first gives them out (in order, lowest first), so a stray access
+ * far past the blocks in use (a 1 MiB overflow of a small block, in a
+ * program that uses a few pages) faults instead of landing in mapped,
+ * unused memory.  An mprotect per page on its first use only. */
 static segment *segment_new(theap *h)
 {
     segment *s;
     olock_lock(&G.seg_lock);
     s = segment_map(h, SEG_SMALL, &h->segs);
     olock_unlock(&G.seg_lock);
+    if (s)
+        s->pages_open = dmm_port_pages_guard((unsigned char *)s + PAGE_SIZE, SEG_SIZE - PAGE_SIZE) ? 1u : (uint32_t)PAGES;
     return s;
 }
 
@@ -683,6 +693,11 @@ static mpage *page_new(theap *h, unsigned cls)
         mpage *pg = &s->page[i];
         if (pg->heap)
             continue;
+        if (i >= s->pages_open) { /* first use: accessible from now on */
+            if (!dmm_port_pages_unguard(page_start(s, s->pages_open), (i + 1u - s->pages_open) * PAGE_SIZE))
+                return NULL;
+            s->pages_open = (uint32_t)i + 1u;
+        }
         pg->heap = h;
         pg->block_size = class_size[cls];
         pg->recip = (uint32_t)((((uint64_t)1 << 32) + class_size[cls] - 1u) / class_size[cls]);

@@ -866,6 +866,33 @@ TEST(MallocChild, NoImmediateReuse)
     }
 }
 
+// A small segment's pages are inaccessible until first used: in a program
+// that uses a few pages, a write 1 MiB past a small block faults (mimalloc-
+// bench's security/one_mbyte_overflow).  In a fresh process.
+TEST(MallocThreads, FarOverflowOfASmallBlockFaults)
+{
+    run_child_test("FarOverflow", nullptr, 60);
+}
+
+TEST(MallocChild, FarOverflow)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.FarOverflowOfASmallBlockFaults";
+    auto *p = static_cast<volatile char *>(dmm_malloc(8));
+    ASSERT_NE(p, nullptr);
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH({ p[(size_t)1 << 20] ^= 'A'; }, "");
+    // pages given out later are accessible, whatever their index
+    std::vector<void *> v;
+    for (int i = 0; i < 40; i++) {
+        v.push_back(dmm_malloc(2048 - 64 * (size_t)(i % 20)));
+        std::memset(v.back(), 1, 2048 - 64 * (size_t)(i % 20));
+    }
+    for (void *q : v)
+        dmm_free(q);
+    dmm_free((void *)p);
+}
+
 TEST(MallocChild, Trim)
 {
     if (child_only())
