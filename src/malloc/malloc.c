@@ -1697,7 +1697,7 @@ static inline void small_release(theap *h, mpage *pg, mblock *b)
  * of QUAR blocks) before it can be reused; when it leaves, the fill and the
  * canary are checked, so a write after free is caught.  A double free
  * during the quarantine is caught by the allocated bit as always.  When the
- * freeing thread owns the page, the 64 bytes on each side of the block are
+ * freeing thread owns the page, the 32 bytes on each side of the block are
  * checked too (neighbours_intact).  Large blocks end at a guard page,
  * medium heaps run with canaries and poison. */
 /* The bytes of a quarantined block that are poisoned and checked: its
@@ -1744,22 +1744,36 @@ static void quarantine_release(theap *h, mblock *b)
  * their users, or to free lists that other threads may be pushing on.)  So
  * an overflow or underflow that misses the block's own canary but lands in
  * untouched memory or on a neighbour's canary is caught at this free. */
-#define NEIGHBOURHOOD 64u
+#define NEIGHBOURHOOD 32u
 static bool neighbours_intact(segment *s, mpage *pg, const unsigned char *b)
 {
     const unsigned char *base = page_start(s, (size_t)(pg - s->page));
     size_t bs = pg->block_size, off = (size_t)(b - base);
     size_t end = PAGE_SIZE / bs * bs, bump = atomic_load_explicit(&pg->bump, memory_order_relaxed);
-    size_t lo = off >= NEIGHBOURHOOD ? off - NEIGHBOURHOOD : 0u;
-    size_t hi = off + bs + NEIGHBOURHOOD < end ? off + bs + NEIGHBOURHOOD : end;
-    for (size_t a = lo; a < hi; a += 8u) {
-        size_t q = a / bs * bs;
-        uint64_t w;
-        if (q == off)
-            continue; /* the block itself: its canary is checked apart */
-        memcpy(&w, base + a, 8u);
-        if (q >= bump ? w != 0 : (a == q + bs - CANARY && w != 0 && w != canary_of(base + q)))
+    size_t lo = off >= NEIGHBOURHOOD ? off - NEIGHBOURHOOD : 0u, hi = off + bs + NEIGHBOURHOOD;
+    uint64_t w;
+    /* the blocks before: threaded (b is), so only their canary slots */
+    for (size_t q = off; q >= bs && q - CANARY > lo;) {
+        q -= bs;
+        memcpy(&w, base + q + bs - CANARY, 8u);
+        if (w && w != canary_of(base + q))
             return false;
+    }
+    /* the blocks after: canary slots below the threaded end, every word past it */
+    for (size_t q = off + bs; q < end && q < hi; q += bs) {
+        if (q >= bump) {
+            for (size_t a = q; a < hi && a < end; a += 8u) {
+                memcpy(&w, base + a, 8u);
+                if (w)
+                    return false;
+            }
+            break;
+        }
+        if (q + bs - CANARY < hi) {
+            memcpy(&w, base + q + bs - CANARY, 8u);
+            if (w && w != canary_of(base + q))
+                return false;
+        }
     }
     return true;
 }
