@@ -90,11 +90,17 @@
 #define DMM_MALLOC_MEDIUM_DEFAULT "tlsf"
 #endif
 #define MEDIUM_MAX ((size_t)1 << 20)
+#define medium_max() (G.secure ? SECURE_MEDIUM_MAX : MEDIUM_MAX)
 #define LARGE_HDR 64u
 #define SEG_MAGIC 0x444d4d5345474d31ull /* "DMMSEGM1" */
 #define FRESH_BYTES 4096u /* fresh blocks threaded per refill: about one OS page */
 
-enum { SEG_SMALL = 1, SEG_LARGE = 2, SEG_MEDIUM = 3 };
+enum { SEG_SMALL = 1, SEG_LARGE = 2, SEG_MEDIUM = 3, SEG_ZERO = 4 };
+/* Secure mode: requests above this are large blocks (their own mapping,
+ * a guard page after, made inaccessible when freed), as glibc maps blocks
+ * above its default mmap threshold; the default mode keeps medium blocks
+ * up to MEDIUM_MAX. */
+#define SECURE_MEDIUM_MAX ((size_t)128 << 10)
 
 typedef struct mblock {
     struct mblock *next;
@@ -103,23 +109,32 @@ typedef struct mblock {
 struct theap;
 
 typedef struct mpage {
-    mblock *free;              /* owner only */
+    mblock *free;              /* owner only: what malloc takes from */
+    mblock *local_free;        /* owner only: what the owner's frees give
+                                  back, made the free list when that runs
+                                  dry (page_collect): a block just freed is
+                                  not the next one handed out */
     _Atomic(mblock *) xfree;   /* frees from other threads */
     struct theap *heap;        /* owner heap; NULL = page unused */
     struct mpage *next, *prev; /* the owner's list for this class */
     uint32_t block_size;
-    uint32_t capacity;         /* blocks in the page */
     uint32_t recip;            /* ceil(2^32 / block_size): offset / block_size
                                   as a multiply (exact for offsets < 2^16) */
-    uint32_t bump;             /* blocks never handed out start here */
+    _Atomic uint32_t bump;     /* the offset in the page where the blocks never
+                                  threaded start (written by
+                                  the owner, read by any freeing thread) */
     uint32_t used;             /* blocks out (owner's count) */
-    uint8_t cls;
 } mpage;
+
+_Static_assert(sizeof(mpage) == 64u || sizeof(void *) != 8u, "a page descriptor is 64 bytes: free indexes them with a shift");
 
 typedef struct segment {
     uint64_t magic;
     uint32_t kind;
     uint32_t pages_used;       /* small: pages in use (owner only) */
+    uint32_t pages_open;       /* small: pages [0, pages_open) are accessible,
+                                  the rest guarded until first used (owner
+                                  only) */
     size_t map_bytes;          /* large: whole mapping */
     size_t large_off;          /* large: where the block starts (from the
                                   header; SEG_SIZE for an alignment of a
@@ -129,7 +144,7 @@ typedef struct segment {
     uint64_t large_stamp;      /* large, cached: the cache tick it came in at */
     struct theap *heap;        /* small, medium: owner */
     struct segment *next;      /* small, medium: the owner's segments */
-    mpage page[PAGES];
+    _Alignas(64) mpage page[PAGES]; /* one cache line each */
     _Atomic uint64_t bits[PAGES][BITS_WORDS]; /* hardening: slot allocated */
 } segment;
 
@@ -157,8 +172,9 @@ static unsigned size_class(size_t n)
 }
 
 #define QUAR 256u   /* secure mode: freed small blocks held back per thread */
+#define MQUAR 16u   /* secure mode: freed medium blocks held back per thread */
 #define CANARY 8u   /* secure mode: canary bytes at a small block's end */
-#define POISON_BYTE 0xDBu
+#define POISON_BYTE 0x00u /* secure mode: freed small blocks are zero-filled */
 
 /* The size class of every request up to the largest class, by 16-byte
  * step (class boundaries are multiples of 16): one load on the fast path
@@ -175,6 +191,10 @@ static void class_table_init(void)
 static inline unsigned class_of(size_t n) { return class_by16[(n + 15u) >> 4]; }
 
 typedef struct theap {
+    mpage *fast[NCLASS];       /* per class: the head of pages[] or, when the
+                                  class has no page, &empty_page (never NULL:
+                                  the fast path tests no pointer but the
+                                  block) */
     mpage *pages[NCLASS];      /* per class: list of pages, head first */
     segment *segs;             /* small segments owned */
     dmm_heap *mheap;           /* medium requests; NULL until the first */
@@ -182,14 +202,18 @@ typedef struct theap {
     _Atomic(mblock *) mxfree;  /* medium blocks freed by other threads */
     struct theap *next_parked; /* abandoned list */
     struct theap *next_all;    /* every heap ever made (statistics) */
-    _Atomic int64_t live;      /* small + medium block bytes allocated minus
-                                  freed by the thread bound to this heap;
-                                  written by that thread only */
+    _Atomic int64_t live;      /* medium block bytes allocated minus freed by
+                                  the thread bound to this heap, and the small
+                                  blocks' corrections (see small_live);
+                                  written by that thread (or the holder of
+                                  the parked heap) only */
     _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
     size_t mfreed;             /* parked: medium bytes freed since the last
                                   discard walk */
     uint32_t qhead, qcount;    /* secure mode: the quarantine ring */
     struct mblock *quar[QUAR];
+    uint32_t mqhead, mqcount;  /* secure mode: the medium blocks' ring */
+    void *mquar[MQUAR];
 } theap;
 
 /* Who may touch a heap's owner-only state.  OWNED: the thread bound to it.
@@ -244,15 +268,15 @@ static struct {
     _Atomic int state; /* 0 none, 1 initialising, 2 ready */
     int harden;
     int secure;      /* DMM_SECURE=1: canaries, quarantine, guard pages */
-    int fast;        /* the inline paths: FAST_CHECKED (harden, not secure),
-                        FAST_PLAIN (unhardened) or FAST_NONE (secure) */
     uint64_t secret; /* secure mode: canary key */
-    uint64_t rkey;   /* the remote-free tag's key (rtag) */
+    uint64_t rkey;   /* the free tag's key (ftag) */
     _Atomic int abort_on_error; /* 1 (default): a detected misuse aborts */
     int verbose;
     dmm_port_tkey key;
     bool have_key;
     olock parked_lock;
+    olock seg_lock;  /* every heap's list of small segments (segs): changed
+                        by the owner under it, walked by the statistics */
     theap *parked;
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
@@ -260,12 +284,32 @@ static struct {
     _Atomic uint64_t large_count_max, large_bytes_max; /* high-water marks */
     _Atomic(struct theap *) all;  /* every heap, newest first */
     _Atomic int64_t live_orphan;  /* bytes freed by threads without a heap */
-} G = {.harden = 1, .fast = 1, .abort_on_error = 1};
+} G = {.harden = 1, .abort_on_error = 1};
 
-enum { FAST_NONE = 0, FAST_CHECKED = 1, FAST_PLAIN = 2 };
-static void fast_update(void) { G.fast = G.secure ? FAST_NONE : G.harden ? FAST_CHECKED : FAST_PLAIN; }
 
 static _Thread_local theap *tl_heap;
+
+/* The fast paths' view of the calling thread's heap (dmm_malloc, dmm_free):
+ * its heap in the default and unhardened modes; empty_heap before the
+ * thread has one, after it exited, and always in secure mode, whose every
+ * call takes the slow paths.  empty_heap's classes all point at
+ * empty_page, which has no free block and no owner, so the fast paths
+ * test neither the heap nor the page for NULL: malloc finds no block and
+ * free finds the page not owned by empty_heap, and both fall through to
+ * the slow paths. */
+static mpage empty_page;
+#define EMPTY4 &empty_page, &empty_page, &empty_page, &empty_page
+static theap empty_heap = {.fast = {EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4}};
+#undef EMPTY4
+_Static_assert(NCLASS == 32u, "empty_heap's initialiser lists NCLASS pages");
+static _Thread_local theap *tl_fast = &empty_heap;
+
+/* Sets the head of h's page list of class cls (NULL: none). */
+static inline void heap_set_head(theap *h, unsigned cls, mpage *pg)
+{
+    h->pages[cls] = pg;
+    h->fast[cls] = pg ? pg : &empty_page;
+}
 
 /* Freed large mappings kept for reuse (large_free, large_alloc): at most
  * LCACHE of them and LCACHE_BYTES in all, each at most LCACHE_BYTES / 2;
@@ -284,9 +328,10 @@ static struct {
     uint64_t tick;
 } LC;
 
-/* Books block bytes on h, the calling thread's heap (owner-only counter:
- * a relaxed load and store, no read-modify-write), or globally when the
- * thread has none (h NULL). */
+/* Books block bytes on h, the calling thread's heap or one it holds (an
+ * owner-only counter: a relaxed load and store, no read-modify-write), or
+ * globally when the thread has none (h NULL).  The fast paths book
+ * nothing: small blocks in use are counted by their pages (small_live). */
 static inline void book_on(theap *h, int64_t delta)
 {
     if (h)
@@ -298,31 +343,37 @@ static inline void book_on(theap *h, int64_t delta)
 
 static inline void book(int64_t delta) { book_on(tl_heap, delta); }
 
-/* ---- the segment registry: which SEG_SIZE units are dmm's ----
- * One bit per SEG_SIZE unit of a 48-bit address space: 2^26 bits, 8 MiB of
- * zero-filled static memory of which only the words covering mapped
- * segments are ever touched (a few pages resident).  A lookup is a shift,
- * a load and a bit test: it is on every free. */
-#define REG_UNITS ((uint64_t)1 << (48u - SEG_SHIFT))
-static _Atomic uint64_t reg_bits[REG_UNITS / 64u];
+/* ---- the segment registry: which SEG_SIZE units are dmm's, and of what kind ----
+ * One byte per SEG_SIZE unit of the address space (48 bits on 64-bit
+ * targets: 2^26 bytes of zero-filled static memory of which only the pages
+ * covering mapped segments are ever touched; 1 KiB on 32-bit ones): 0, or
+ * the kind of the segment whose header starts the unit.  A lookup is a
+ * shift, a bound test and one byte compare: on every free it tells at once
+ * that the pointer is in a segment of small pages, before its header is
+ * read. */
+#define REG_ADDR_BITS (UINTPTR_MAX > 0xffffffffu ? 48u : 32u)
+#define REG_UNITS ((uint64_t)1 << (REG_ADDR_BITS - SEG_SHIFT))
+static _Atomic uint8_t reg_kind[REG_UNITS];
 
-static bool reg_set(uintptr_t seg, bool on)
+/* Registers seg as a segment of kind (0: unregisters it); false when seg is
+ * outside the registry's range. */
+static bool reg_set(uintptr_t seg, uint32_t kind)
 {
     uint64_t u = (uint64_t)seg >> SEG_SHIFT;
     if (u >= REG_UNITS)
-        return !on;
-    if (on)
-        atomic_fetch_or_explicit(&reg_bits[u / 64u], (uint64_t)1 << (u % 64u), memory_order_release);
-    else
-        atomic_fetch_and_explicit(&reg_bits[u / 64u], ~((uint64_t)1 << (u % 64u)), memory_order_release);
+        return kind == 0;
+    atomic_store_explicit(&reg_kind[u], (uint8_t)kind, memory_order_release);
     return true;
 }
 
-static inline bool reg_has(uintptr_t seg)
+/* The registered kind of the unit holding address a (0: not dmm's). */
+static inline unsigned reg_kind_of(uintptr_t a)
 {
-    uint64_t u = (uint64_t)seg >> SEG_SHIFT;
-    return u < REG_UNITS && (atomic_load_explicit(&reg_bits[u / 64u], memory_order_acquire) >> (u % 64u) & 1u);
+    uint64_t u = (uint64_t)a >> SEG_SHIFT;
+    return u < REG_UNITS ? atomic_load_explicit(&reg_kind[u], memory_order_acquire) : 0u;
 }
+
+static inline bool reg_has(uintptr_t seg) { return reg_kind_of(seg) != 0; }
 
 /* ---- errors ---- */
 /* Error and statistics lines go through the core's text builder
@@ -367,7 +418,7 @@ static void medium_drain(struct theap *h);
 
 /* The locks a fork takes (olock above).  A fork from a signal handler can
  * nest inside another fork's handlers on the same thread: each level
- * pushes two bits (which of the two locks it took) on a per-thread stack,
+ * pushes three bits (which of the three locks it took) on a per-thread stack,
  * and its parent/child handler pops them. */
 static _Thread_local uint64_t tl_fork_taken;
 
@@ -382,12 +433,18 @@ static void fork_prepare(void)
         olock_lock(&LC.lock);
         took |= 2u;
     }
-    tl_fork_taken = tl_fork_taken << 2 | took;
+    if (!olock_mine(&G.seg_lock)) {
+        olock_lock(&G.seg_lock);
+        took |= 4u;
+    }
+    tl_fork_taken = tl_fork_taken << 3 | took;
 }
 static void fork_parent(void)
 {
-    unsigned took = (unsigned)(tl_fork_taken & 3u);
-    tl_fork_taken >>= 2;
+    unsigned took = (unsigned)(tl_fork_taken & 7u);
+    tl_fork_taken >>= 3;
+    if (took & 4u)
+        olock_unlock(&G.seg_lock);
     if (took & 2u) { /* not when an interrupted caller on this thread holds it */
         atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
         olock_unlock(&LC.lock);
@@ -398,7 +455,8 @@ static void fork_parent(void)
 static void heaps_after_fork(void);
 static void fork_child(void)
 {
-    tl_fork_taken >>= 2;
+    tl_fork_taken >>= 3;
+    atomic_store_explicit(&G.seg_lock.holder, 0, memory_order_relaxed);
     atomic_store_explicit(&LC.lock.holder, 0, memory_order_relaxed);
     atomic_store_explicit(&G.parked_lock.holder, 0, memory_order_relaxed);
     heaps_after_fork();
@@ -525,7 +583,6 @@ static void global_init(void)
             G.secret = canary_seed();
         }
         G.rkey = canary_seed() * 0x9e3779b97f4a7c15ull;
-        fast_update();
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
         G.abort_on_error = !(e && e[0] == '0'); /* abort unless asked to report and continue */
         e = dmm_port_getenv("DMM_VERBOSE");
@@ -554,7 +611,6 @@ __attribute__((constructor)) static void global_init_at_load(void) { global_init
 void dmm_malloc_set_harden(int on)
 {
     G.harden = on != 0;
-    fast_update();
 }
 
 int dmm_malloc_set_abort_on_error(int on)
@@ -571,7 +627,7 @@ static segment *segment_map(theap *h, uint32_t kind, segment **list)
     segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
     if (!s)
         return NULL;
-    if (!reg_set((uintptr_t)s, true)) {
+    if (!reg_set((uintptr_t)s, kind)) {
         dmm_port_pages_unmap(s, SEG_SIZE);
         return NULL;
     }
@@ -588,23 +644,39 @@ static segment *segment_map(theap *h, uint32_t kind, segment **list)
 /* Unregisters and unmaps a segment already unlinked from its list. */
 static void segment_unmap(segment *s)
 {
-    reg_set((uintptr_t)s, false);
+    reg_set((uintptr_t)s, 0);
     s->magic = 0;
     dmm_port_pages_unmap(s, SEG_SIZE);
     atomic_fetch_sub_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
     atomic_fetch_sub_explicit(&G.segments, 1, memory_order_relaxed);
 }
 
-static segment *segment_new(theap *h) { return segment_map(h, SEG_SMALL, &h->segs); }
+/* A new small segment's pages after the header are inaccessible until
+ * page_new first gives them out (in order, lowest first), so a stray access
+ * far past the blocks in use (a 1 MiB overflow of a small block, in a
+ * program that uses a few pages) faults instead of landing in mapped,
+ * unused memory.  An mprotect per page on its first use only. */
+static segment *segment_new(theap *h)
+{
+    segment *s;
+    olock_lock(&G.seg_lock);
+    s = segment_map(h, SEG_SMALL, &h->segs);
+    olock_unlock(&G.seg_lock);
+    if (s)
+        s->pages_open = dmm_port_pages_guard((unsigned char *)s + PAGE_SIZE, SEG_SIZE - PAGE_SIZE) ? 1u : (uint32_t)PAGES;
+    return s;
+}
 
 static void segment_free(theap *h, segment *s)
 {
     segment **pp = &h->segs;
+    olock_lock(&G.seg_lock);
     while (*pp && *pp != s)
         pp = &(*pp)->next;
     if (*pp)
         *pp = s->next;
     segment_unmap(s);
+    olock_unlock(&G.seg_lock);
 }
 
 static inline unsigned char *page_start(segment *s, size_t i) { return (unsigned char *)s + i * PAGE_SIZE; }
@@ -621,20 +693,24 @@ static mpage *page_new(theap *h, unsigned cls)
         mpage *pg = &s->page[i];
         if (pg->heap)
             continue;
+        if (i >= s->pages_open) { /* first use: accessible from now on */
+            if (!dmm_port_pages_unguard(page_start(s, s->pages_open), (i + 1u - s->pages_open) * PAGE_SIZE))
+                return NULL;
+            s->pages_open = (uint32_t)i + 1u;
+        }
         pg->heap = h;
         pg->block_size = class_size[cls];
-        pg->capacity = (uint32_t)(PAGE_SIZE / class_size[cls]);
         pg->recip = (uint32_t)((((uint64_t)1 << 32) + class_size[cls] - 1u) / class_size[cls]);
-        pg->bump = 0;
+        atomic_store_explicit(&pg->bump, 0, memory_order_relaxed);
         pg->used = 0;
-        pg->cls = (uint8_t)cls;
         pg->free = NULL;
+        pg->local_free = NULL;
         atomic_store_explicit(&pg->xfree, NULL, memory_order_relaxed);
         pg->prev = NULL;
         pg->next = h->pages[cls];
         if (pg->next)
             pg->next->prev = pg;
-        h->pages[cls] = pg;
+        heap_set_head(h, cls, pg);
         s->pages_used++;
         return pg;
     }
@@ -661,13 +737,13 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     if (pg->prev)
         pg->prev->next = pg->next;
     else
-        h->pages[pg->cls] = pg->next;
+        heap_set_head(h, class_of(pg->block_size), pg->next);
     if (pg->next)
         pg->next->prev = pg->prev;
     pg->heap = NULL;
     pg->block_size = 0;
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
-    if (G.harden)
+    if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
     if (--s->pages_used == 0)
         segment_free(h, s);
@@ -675,71 +751,53 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
         dmm_port_pages_discard(page_start(s, i), PAGE_SIZE);
 }
 
-/* The block's "allocated" bit.  Who writes it depends on the mode:
+/* How a free knows that the block is allocated.  It depends on the mode:
  *
- * default (FAST_CHECKED): only the page's owner (or the thread holding its
- *   parked heap BUSY) writes a page's bits, with a plain load and store: no
- *   locked read-modify-write on the owner's path.  A thread that frees a
- *   block of a page it does not own leaves the bit set, checks it, checks
- *   that the block does not carry the remote-free tag (rtag: its second
- *   word, keyed per process), writes the tag and pushes the block on the
- *   page's remote list; the owner clears bit and tag when it takes the list
- *   in (page_collect).  A free of a block that is on a remote list finds
- *   the tag (a double free), a free of one already taken in finds the bit
- *   clear.
- * secure mode: every thread sets and clears bits with atomic
- *   read-modify-writes when the block is freed (the quarantine keeps blocks
- *   away from their owner's lists for a while), as mark() does. */
-/* The bitmap is one run of words, BITS_WORDS per page from page 0, so the
- * block's offset in its segment indexes it directly (bits[pi][w] is word
- * pi * BITS_WORDS + w of the run). */
-static inline _Atomic uint64_t *bit_word(segment *s, size_t pi, const void *p, uint64_t *bit)
-{
-    size_t slot = ((uintptr_t)p & (SEG_SIZE - 1u)) / MIN_BLOCK;
-    (void)pi;
-    *bit = (uint64_t)1 << (slot % 64u);
-    return (_Atomic uint64_t *)((unsigned char *)s + offsetof(segment, bits)) + slot / 64u;
-}
+ * default and unhardened: a free block carries the free tag (ftag: its
+ *   address mixed with a per-process key) in its second word (blocks are at
+ *   least 16 bytes), written by every free, local or remote, and by
+ *   page_extend on blocks it threads; malloc clears it when it hands the
+ *   block out.  A free that finds the tag is a double free (of a block on a
+ *   local or a remote list alike); one past the page's threaded blocks
+ *   (bump) is of a block never handed out.  One load and one store on each
+ *   path, no bitmap, no read-modify-write.  A program that stores the tag's
+ *   exact 64-bit value in the second word of a live block would see its free
+ *   reported (the key is random per process).
+ * secure mode: a bitmap in the segment header, one bit per 16-byte slot,
+ *   set and cleared with atomic read-modify-writes (mark), so that of two
+ *   racing frees only one wins; the quarantine keeps blocks away from
+ *   their owner's lists for a while. */
+static inline uint64_t ftag(const void *b) { return (uint64_t)(uintptr_t)b ^ G.rkey; }
+static inline uint64_t *tag_slot(void *b) { return (uint64_t *)b + 1; }
+static inline bool tagged_free(const void *b) { return *tag_slot((void *)(uintptr_t)b) == ftag(b); }
 
 static inline bool bit_is_set(segment *s, size_t pi, const void *p)
 {
-    uint64_t bit;
-    return (atomic_load_explicit(bit_word(s, pi, p, &bit), memory_order_relaxed) & bit) != 0;
+    size_t slot = ((uintptr_t)p & (PAGE_SIZE - 1u)) / MIN_BLOCK;
+    return (atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u) != 0;
 }
 
-/* Owner only (default mode): sets or clears the bit, no read-modify-write. */
-static inline void owner_mark(segment *s, size_t pi, const void *p, bool on)
-{
-    uint64_t bit;
-    _Atomic uint64_t *w = bit_word(s, pi, p, &bit);
-    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-    atomic_store_explicit(w, on ? v | bit : v & ~bit, memory_order_relaxed);
-}
-
-/* The remote-free tag of block b, in its second word (blocks are at least
- * 16 bytes) while b waits on a page's remote list. */
-static inline uint64_t rtag(const void *b) { return ((uint64_t)(uintptr_t)b * 0xff51afd7ed558ccdull) ^ G.rkey; }
-static inline uint64_t *rtag_slot(void *b) { return (uint64_t *)b + 1; }
-
-/* Takes the page's remote frees into its local list.  Returns how many. */
+/* Takes the page's remote frees into its free list, and the owner's frees
+ * (local_free) too when the free list is empty.  Returns how many remote
+ * frees it took. */
 static uint32_t page_collect(mpage *pg)
 {
     mblock *x = atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire);
     uint32_t n = 0;
-    bool owner_bits = G.fast == FAST_CHECKED;
-    segment *s = seg_of(pg);
-    size_t pi = (size_t)(pg - s->page);
-    while (x) {
+    if (!pg->free) { /* the owner's own frees become the free list */
+        pg->free = pg->local_free;
+        pg->local_free = NULL;
+    }
+    while (x) { /* the blocks keep their free tags */
         mblock *nx = x->next;
-        if (owner_bits)
-            owner_mark(s, pi, x, false);
-        *rtag_slot(x) = 0;
         x->next = pg->free;
         pg->free = x;
         x = nx;
         n++;
     }
     pg->used -= n;
+    if (n) /* out of the page's count, no longer booked as pending (see small_live) */
+        book_on(pg->heap, (int64_t)n * pg->block_size);
     return n;
 }
 
@@ -753,13 +811,17 @@ static bool page_extend(mpage *pg)
     segment *s = seg_of(pg);
     unsigned char *base = page_start(s, (size_t)(pg - s->page));
     uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    while (pg->bump < pg->capacity && k < batch) {
-        mblock *b = (mblock *)(base + (size_t)pg->bump * pg->block_size);
+    uint32_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed), end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
+    while (bump < end && k < batch) {
+        mblock *b = (mblock *)(base + bump);
         b->next = pg->free;
+        if (!G.secure) /* (secure mode keeps the canary in the last word) */
+            *tag_slot(b) = ftag(b);
         pg->free = b;
-        pg->bump++;
+        bump += pg->block_size;
         k++;
     }
+    atomic_store_explicit(&pg->bump, bump, memory_order_relaxed);
     return k != 0;
 }
 
@@ -835,6 +897,8 @@ static theap *heap_get(void)
         if (!(h = dmm_port_pages_map(bytes)))
             return NULL;
         atomic_fetch_add_explicit(&G.heaps, 1, memory_order_relaxed);
+        for (unsigned c = 0; c < NCLASS; c++)
+            h->fast[c] = &empty_page;
         h->next_all = atomic_load_explicit(&G.all, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(&G.all, &h->next_all, h, memory_order_release,
                                                       memory_order_relaxed))
@@ -842,6 +906,7 @@ static theap *heap_get(void)
     }
     h->next_parked = NULL;
     tl_heap = h;
+    tl_fast = G.secure ? &empty_heap : h;
     if (G.have_key)
         dmm_port_tkey_set(G.key, h);
     return h;
@@ -877,8 +942,10 @@ static void heap_abandon(void *arg)
         return;
     atomic_store_explicit(&h->pstate, HEAP_BUSY, memory_order_seq_cst);
     heap_tidy(h);
-    if (tl_heap == h)
+    if (tl_heap == h) {
         tl_heap = NULL;
+        tl_fast = &empty_heap;
+    }
     heap_put_parked(h);
     olock_lock(&G.parked_lock);
     h->next_parked = G.parked;
@@ -932,7 +999,7 @@ static void *small_slow(theap *h, unsigned cls)
                 q->prev = NULL;
                 q->next = h->pages[cls];
                 h->pages[cls]->prev = q;
-                h->pages[cls] = q;
+                heap_set_head(h, cls, q);
             }
             return q;
         }
@@ -950,13 +1017,12 @@ static inline void *page_pop(theap *h, mpage *pg)
     mblock *b = pg->free;
     pg->free = b->next;
     pg->used++;
-    book_on(h, pg->block_size);
-    if (G.harden) {
+    (void)h;
+    *tag_slot(b) = 0; /* allocated: no free tag */
+    if (G.secure) {
         segment *s = seg_of(b);
-        if (G.fast == FAST_CHECKED)
-            owner_mark(s, page_index(s, b), b, true);
-        else
-            (void)mark(s, page_index(s, b), b, true);
+        b->next = NULL; /* handed out zero-filled, but for the canary */
+        (void)mark(s, page_index(s, b), b, true);
     }
     return b;
 }
@@ -1010,15 +1076,125 @@ static int lcache_flush(void)
     return k != 0;
 }
 
+/* Secure mode: malloc(0) returns a distinct pointer into an inaccessible
+ * range, so any read or write through it faults.  Such pointers are cut
+ * ZERO_STEP apart from segments of kind SEG_ZERO whose pages after the
+ * header are guarded; free accepts them and never hands them out again. */
+#define ZERO_STEP 16u
+static struct {
+    unsigned char *seg; /* the current zero segment */
+    size_t next;        /* its next offset */
+} ZS; /* under LC.lock */
+
+static void *zero_alloc(void)
+{
+    void *p = NULL;
+    olock_lock(&LC.lock);
+    if (!ZS.seg || ZS.next >= SEG_SIZE) {
+        segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
+        if (s && (!dmm_port_pages_guard((unsigned char *)s + PAGE_SIZE, SEG_SIZE - PAGE_SIZE) ||
+                  !reg_set((uintptr_t)s, SEG_ZERO))) {
+            dmm_port_pages_unmap(s, SEG_SIZE);
+            s = NULL;
+        }
+        if (s) {
+            s->magic = SEG_MAGIC;
+            s->kind = SEG_ZERO;
+            ZS.seg = (unsigned char *)s;
+            ZS.next = PAGE_SIZE;
+            atomic_fetch_add_explicit(&G.mapped, SEG_SIZE, memory_order_relaxed);
+        }
+    }
+    if (ZS.seg && ZS.next < SEG_SIZE) {
+        p = ZS.seg + ZS.next;
+        ZS.next += ZERO_STEP;
+    }
+    olock_unlock(&LC.lock);
+    if (!p)
+        errno = ENOMEM;
+    return p;
+}
+
+/* Secure mode: a freed large block's mapping is discarded and made
+ * inaccessible, and kept so for the next LQUAR large frees before it is
+ * unmapped: a stale pointer's read or write faults, and the next large
+ * blocks get other addresses (an unmapped range is what the kernel hands
+ * out next). */
+#define LQUAR 64u
+static struct {
+    segment *e[LQUAR];
+    size_t bytes[LQUAR]; /* (their headers are inaccessible) */
+    unsigned head;
+} LQ; /* under LC.lock */
+
+static inline uint64_t canary_of(const void *b);
+
+static void large_retire_secure(segment *s)
+{
+    segment *old;
+    size_t bytes = s->map_bytes, old_bytes;
+    dmm_port_pages_discard(s, bytes);
+    if (!dmm_port_pages_guard(s, bytes)) {
+        large_unmap(s);
+        return;
+    }
+    olock_lock(&LC.lock);
+    old = LQ.e[LQ.head];
+    old_bytes = LQ.bytes[LQ.head];
+    LQ.e[LQ.head] = s;
+    LQ.bytes[LQ.head] = bytes;
+    LQ.head = (LQ.head + 1u) % LQUAR;
+    olock_unlock(&LC.lock);
+    if (old) {
+        atomic_fetch_sub_explicit(&G.mapped, old_bytes, memory_order_relaxed);
+        dmm_port_pages_unmap(old, old_bytes);
+    }
+}
+
+/* Secure mode: the bytes just before a large block (between its header and
+ * the block, which ends at the guard page) are filled with a keyed pattern
+ * when it is handed out and checked when it is freed: an underflow that
+ * stays inside the mapping is caught. */
+#define LARGE_FRONT 64u
+static inline size_t large_front_start(const segment *s)
+{
+    return s->large_off >= LARGE_HDR + LARGE_FRONT ? s->large_off - LARGE_FRONT : LARGE_HDR;
+}
+
+static void large_front_fill(segment *s)
+{
+    unsigned char *b = (unsigned char *)s;
+    for (size_t i = large_front_start(s); i + 8u <= s->large_off; i += 8u) {
+        uint64_t w = canary_of(b + i);
+        memcpy(b + i, &w, 8u);
+    }
+}
+
+static bool large_front_intact(segment *s)
+{
+    unsigned char *b = (unsigned char *)s;
+    for (size_t i = large_front_start(s); i + 8u <= s->large_off; i += 8u) {
+        uint64_t w;
+        memcpy(&w, b + i, 8u);
+        if (w != canary_of(b + i))
+            return false;
+    }
+    return true;
+}
+
 static void large_free(segment *s)
 {
     size_t bytes = s->map_bytes;
     segment *out[LCACHE + 1u];
     unsigned k = 0;
-    reg_set((uintptr_t)s, false);
+    reg_set((uintptr_t)s, 0);
     s->magic = 0;
     atomic_fetch_sub_explicit(&G.large_bytes, bytes, memory_order_relaxed);
     atomic_fetch_sub_explicit(&G.large_count, 1, memory_order_relaxed);
+    if (G.secure && s->large_off < SEG_SIZE) {
+        large_retire_secure(s);
+        return;
+    }
     if (G.secure || s->large_guard || s->large_off >= SEG_SIZE || bytes > LCACHE_BYTES / 2u) {
         large_unmap(s); /* secure mode never reuses a freed block's memory */
         return;
@@ -1122,8 +1298,11 @@ static void *large_alloc(size_t n, size_t align)
             off = (bytes - guard - n) & ~(a - 1u);
             s->large_guard = guard;
         }
+        s->large_off = off;
+        if (s->large_guard)
+            large_front_fill(s);
     }
-    if (!reg_set((uintptr_t)s, true)) {
+    if (!reg_set((uintptr_t)s, SEG_LARGE)) {
         dmm_port_pages_unmap(s, bytes);
         errno = ENOMEM;
         return NULL;
@@ -1153,14 +1332,14 @@ static void *large_grow(segment *s, void *p, size_t n)
     old = s->map_bytes;
     if (!(t = dmm_port_pages_map_aligned(bytes, SEG_SIZE)))
         return NULL;
-    if (!reg_set((uintptr_t)t, true)) {
+    if (!reg_set((uintptr_t)t, SEG_LARGE)) {
         dmm_port_pages_unmap(t, bytes);
         return NULL;
     }
-    reg_set((uintptr_t)s, false);
+    reg_set((uintptr_t)s, 0);
     if (!dmm_port_pages_move(s, old, t, bytes)) {
-        reg_set((uintptr_t)s, true);
-        reg_set((uintptr_t)t, false);
+        reg_set((uintptr_t)s, SEG_LARGE);
+        reg_set((uintptr_t)t, 0);
         dmm_port_pages_unmap(t, bytes);
         return NULL;
     }
@@ -1352,7 +1531,11 @@ static void *alloc_aligned(size_t n, size_t align)
 {
     theap *h;
     void *p = NULL;
-    if (n <= MEDIUM_MAX && align <= PAGE_SIZE) {
+    if (G.secure && n == 0 && align <= DMM_MALLOC_ALIGN) {
+        global_init();
+        return zero_alloc();
+    }
+    if (n <= medium_max() && align <= PAGE_SIZE) {
         unsigned c = NCLASS;
         size_t need;
         if (!(h = heap_get())) { /* first: it runs global_init (the class table, G.secure) */
@@ -1377,21 +1560,25 @@ static void *alloc_aligned(size_t n, size_t align)
     return large_alloc(n, align);
 }
 
+/* The fast path: the first block of the class's current page (when its
+ * free list is empty, the blocks this thread freed into it become the free
+ * list: page_collect does the same, with the remote frees, on the slow
+ * path), its free tag cleared (tl_fast: empty_heap when this thread has no heap or in
+ * secure mode, whose page never has a block). */
 void *dmm_malloc(size_t n)
 {
-    theap *h = tl_heap;
-    mpage *pg;
-    mblock *b;
-    int fast = G.fast;
-    if (small_size(n) && h && fast && (pg = h->pages[class_of(n)]) && (b = pg->free)) { /* the fast path */
-        pg->free = b->next;
-        pg->used++;
-        book_on(h, pg->block_size);
-        if (fast == FAST_CHECKED) {
-            segment *s = seg_of(b);
-            owner_mark(s, page_index(s, b), b, true);
+    if (small_size(n)) {
+        theap *h = tl_fast;
+        mpage *pg = h->fast[class_of(n)];
+        mblock *b = pg->free;
+        if (!b && (b = pg->local_free)) /* the owner's frees become the free list */
+            pg->local_free = NULL;
+        if (b) {
+            pg->free = b->next;
+            pg->used++;
+            *tag_slot(b) = 0;
+            return b;
         }
-        return b;
     }
     return alloc_aligned(n, DMM_MALLOC_ALIGN);
 }
@@ -1416,6 +1603,13 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     }
     if (s->kind == SEG_MEDIUM)
         return s; /* the medium heap validates its own blocks */
+    if (s->kind == SEG_ZERO) {
+        if ((uintptr_t)p - (uintptr_t)s < PAGE_SIZE || (uintptr_t)p % ZERO_STEP) {
+            report(what, p);
+            return NULL;
+        }
+        return s;
+    }
     if (s->kind == SEG_LARGE) {
         if ((uintptr_t)p - (uintptr_t)s != s->large_off) {
             report(what, p);
@@ -1433,14 +1627,11 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
         }
         off = (uintptr_t)p & (PAGE_SIZE - 1u);
         slot = (size_t)(((uint64_t)off * pg->recip) >> 32); /* block index */
-        if (off != slot * pg->block_size || slot >= pg->capacity) {
+        if (off != slot * pg->block_size || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed)) {
             report(what, p);
             return NULL;
         }
-        slot = off / MIN_BLOCK;
-        if (check_live &&
-            (!(atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u) ||
-             (G.fast == FAST_CHECKED && *rtag_slot((void *)(uintptr_t)p) == rtag(p)))) {
+        if (check_live && (G.secure ? !bit_is_set(s, pi, p) : tagged_free(p))) {
             report("use of a freed block:", p);
             return NULL;
         }
@@ -1448,21 +1639,16 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     return s;
 }
 
-/* A small block of page pg freed by a thread that does not own the page:
- * straight into a parked owner, else on the page's remote list.  checked
- * (default mode): the block's allocated bit is still set (see bit_word):
- * cleared here when the heap is parked, else the block is tagged. */
-static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b, bool checked)
+/* A small block of page pg freed by a thread that does not own the page
+ * (in default mode, already tagged free): straight into a parked owner,
+ * else on the page's remote list. */
+static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
 {
     {
         theap *o = pg->heap;
         mblock *head;
         if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
             /* its thread exited: free straight into the page */
-            if (checked) {
-                segment *s = seg_of(pg);
-                owner_mark(s, (size_t)(pg - s->page), b, false);
-            }
             b->next = pg->free;
             pg->free = b;
             pg->used--;
@@ -1472,8 +1658,7 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b, bool checked
             heap_put_parked(o);
             return;
         }
-        if (checked)
-            *rtag_slot(b) = rtag(b);
+        book(-(int64_t)pg->block_size); /* still in the page's count until collected */
         head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
         do
             b->next = head;
@@ -1487,8 +1672,8 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b, bool checked
  * the page's local list. */
 static inline void owner_push(theap *h, mpage *pg, mblock *b)
 {
-    b->next = pg->free;
-    pg->free = b;
+    b->next = pg->local_free;
+    pg->local_free = b;
     if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
         page_retire(h, pg);
 }
@@ -1501,18 +1686,20 @@ static inline void small_release(theap *h, mpage *pg, mblock *b)
         owner_push(h, pg, b);
         return;
     }
-    small_release_remote(pg, b, false);
+    small_release_remote(pg, b);
 }
 
 /* ---- secure mode (DMM_SECURE=1, docs/malloc.md) ----
  * Small blocks carry a canary in their last CANARY bytes (the address mixed
  * with a per-process secret), checked when the block is freed: a write past
  * the end of the request reaches it.  A freed small block is filled with
- * POISON_BYTE and waits in the freeing thread's quarantine (a ring of QUAR
- * blocks) before it can be reused; when it leaves, the fill and the canary
- * are checked, so a write after free is caught.  A double free during the
- * quarantine is caught by the allocated bit as always.  Large blocks end at
- * a guard page, medium heaps run with canaries and poison. */
+ * POISON_BYTE (zero) and waits in the freeing thread's quarantine (a ring
+ * of QUAR blocks) before it can be reused; when it leaves, the fill and the
+ * canary are checked, so a write after free is caught.  A double free
+ * during the quarantine is caught by the allocated bit as always.  When the
+ * freeing thread owns the page, the 32 bytes on each side of the block are
+ * checked too (neighbours_intact).  Large blocks end at a guard page,
+ * medium heaps run with canaries and poison. */
 /* The bytes of a quarantined block that are poisoned and checked: its
  * first POISON_MAX (where stale pointers mostly write: headers, links,
  * counts), not all of it, which cost secure mode half again the
@@ -1545,7 +1732,50 @@ static void quarantine_release(theap *h, mblock *b)
         report("write after free to", b);
         return; /* withheld: never handed out again */
     }
+    book((int64_t)pg->block_size); /* unbooked when it came in (free_slow) */
     small_release(h, pg, b);
+}
+
+/* Secure mode, a block of a page the calling thread owns being freed: the
+ * NEIGHBOURHOOD bytes before and after it hold only what they may.  Blocks
+ * past the page's threaded end were never written: zero.  Every threaded
+ * block's canary slot (its last word) is written only when the owner hands
+ * it out: zero or its canary.  (Other words of the neighbours belong to
+ * their users, or to free lists that other threads may be pushing on.)  So
+ * an overflow or underflow that misses the block's own canary but lands in
+ * untouched memory or on a neighbour's canary is caught at this free. */
+#define NEIGHBOURHOOD 32u
+static bool neighbours_intact(segment *s, mpage *pg, const unsigned char *b)
+{
+    const unsigned char *base = page_start(s, (size_t)(pg - s->page));
+    size_t bs = pg->block_size, off = (size_t)(b - base);
+    size_t end = PAGE_SIZE / bs * bs, bump = atomic_load_explicit(&pg->bump, memory_order_relaxed);
+    size_t lo = off >= NEIGHBOURHOOD ? off - NEIGHBOURHOOD : 0u, hi = off + bs + NEIGHBOURHOOD;
+    uint64_t w;
+    /* the blocks before: threaded (b is), so only their canary slots */
+    for (size_t q = off; q >= bs && q - CANARY > lo;) {
+        q -= bs;
+        memcpy(&w, base + q + bs - CANARY, 8u);
+        if (w && w != canary_of(base + q))
+            return false;
+    }
+    /* the blocks after: canary slots below the threaded end, every word past it */
+    for (size_t q = off + bs; q < end && q < hi; q += bs) {
+        if (q >= bump) {
+            for (size_t a = q; a < hi && a < end; a += 8u) {
+                memcpy(&w, base + a, 8u);
+                if (w)
+                    return false;
+            }
+            break;
+        }
+        if (q + bs - CANARY < hi) {
+            memcpy(&w, base + q + bs - CANARY, 8u);
+            if (w && w != canary_of(base + q))
+                return false;
+        }
+    }
+    return true;
 }
 
 static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
@@ -1554,6 +1784,8 @@ static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
         report("write past the end of", b);
         return; /* withheld */
     }
+    if (pg->heap == tl_heap && !neighbours_intact(seg_of(b), pg, (const unsigned char *)b))
+        report("write out of the bounds of a block next to", b); /* (reported; freed as usual) */
     {
         const uint64_t pat = 0x0101010101010101ull * POISON_BYTE;
         unsigned char *q = (unsigned char *)b;
@@ -1575,9 +1807,57 @@ static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
     h->qcount++;
 }
 
+/* Secure mode: a freed medium block is zero-filled and waits in the
+ * freeing thread's ring of MQUAR before the medium heap gets it (which
+ * then poisons it, and checks its canaries): it is not handed out again at
+ * once, and a write after free to its first bytes is caught when it leaves.
+ * While it waits it counts as in use. */
+static void mquarantine_release(void *p)
+{
+    if (!poison_intact((const unsigned char *)p, POISON_MAX)) {
+        report("write after free to", p);
+        return; /* withheld */
+    }
+    medium_free(seg_of(p), p);
+}
+
+static DMM_NOINLINE void secure_free_medium(theap *h, segment *s, void *p)
+{
+    size_t n = dmm_heap_usable_size(s->heap->mheap, p);
+    if (!h && !(h = heap_get())) {
+        medium_free(s, p);
+        return;
+    }
+    for (uint32_t i = 0; i < h->mqcount; i++)
+        if (h->mquar[(h->mqhead + i) % MQUAR] == p) {
+            report("double free of", p);
+            return;
+        }
+    if (n < POISON_MAX) { /* medium blocks are far larger; a damaged header is the heap's to report */
+        medium_free(s, p);
+        return;
+    }
+    memset(p, POISON_BYTE, n);
+    if (h->mqcount == MQUAR) {
+        void *old = h->mquar[h->mqhead];
+        h->mquar[h->mqhead] = p;
+        h->mqhead = (h->mqhead + 1u) % MQUAR;
+        mquarantine_release(old);
+        return;
+    }
+    h->mquar[(h->mqhead + h->mqcount) % MQUAR] = p;
+    h->mqcount++;
+}
+
 /* Thread exit, malloc_trim: the quarantine is emptied (checked). */
 static void quarantine_flush(theap *h)
 {
+    while (h->mqcount) {
+        void *p = h->mquar[h->mqhead];
+        h->mqhead = (h->mqhead + 1u) % MQUAR;
+        h->mqcount--;
+        mquarantine_release(p);
+    }
     while (h->qcount) {
         mblock *b = h->quar[h->qhead];
         h->qhead = (h->qhead + 1u) % QUAR;
@@ -1604,29 +1884,34 @@ static DMM_NOINLINE void free_slow(void *p)
         s = block_seg(p);
     }
     if (s->kind == SEG_LARGE) {
+        if (s->large_guard && !large_front_intact(s)) {
+            report("write before the start of", p);
+            if (G.abort_on_error)
+                return;
+        }
         large_free(s);
         return;
     }
     if (s->kind == SEG_MEDIUM) {
-        medium_free(s, p);
+        if (G.secure)
+            secure_free_medium(h, s, p);
+        else
+            medium_free(s, p);
         return;
     }
+    if (s->kind == SEG_ZERO)
+        return; /* never reused: every zero-size block stays inaccessible */
     {
         size_t pi = page_index(s, p);
         pg = &s->page[pi];
-        if (G.fast == FAST_CHECKED) {
-            /* a block still allocated and not waiting on a remote list */
-            if (!bit_is_set(s, pi, p) || *rtag_slot(p) == rtag(p)) {
+        if (!G.secure) {
+            /* a block not tagged free (see ftag) */
+            if (G.harden && tagged_free(p)) {
                 report("double free of", p);
                 return;
             }
-            book_on(h, -(int64_t)pg->block_size);
-            if (pg->heap == h) {
-                owner_mark(s, pi, p, false);
-                small_release(h, pg, b);
-            } else {
-                small_release_remote(pg, b, true);
-            }
+            *tag_slot(p) = ftag(p);
+            small_release(h, pg, b);
             return;
         }
         /* secure mode: clearing the bit is the test: of two racing frees
@@ -1644,42 +1929,44 @@ static DMM_NOINLINE void free_slow(void *p)
     small_release(h, pg, b);
 }
 
-/* The fast path, default mode: a small block of a page the calling thread
- * owns, validated on one path, cheapest checks first: not a segment's first
- * byte (NULL included), a registered segment, of small pages, a page this
- * thread owns (so in use: page 0 and unused pages have no owner), a block
- * boundary, the allocated bit set and no remote-free tag.  Any check that
- * fails goes to free_slow, which checks again and reports. */
+/* The fast path, default and unhardened modes: a small block of a page the
+ * calling thread owns, validated on one path, cheapest checks first: the
+ * registry says the pointer's unit starts a segment of small pages (NULL and
+ * foreign pointers: no), the page is owned by this thread (page 0, the
+ * header, and unused pages have no owner; in secure mode tl_fast is
+ * empty_heap, which owns nothing), the pointer is a block boundary (off is
+ * a multiple of the block size iff the low half of off * recip is below
+ * recip: exact for off < 2^16 and block sizes up to 8 KiB, whose recip is at
+ * least 2^19) among the blocks threaded so far (below bump), and the block does
+ * not carry the free tag.  Any check that fails goes to free_slow, which
+ * checks again and reports. */
 void dmm_free(void *p)
 {
-    segment *s = seg_of(p);
-    theap *h = tl_heap;
-    if ((void *)s != p && G.fast == FAST_CHECKED && reg_has((uintptr_t)s) && s->kind == SEG_SMALL) {
-        size_t pi = page_index(s, p);
-        mpage *pg = &s->page[pi];
-        uint32_t off = (uint32_t)((uintptr_t)p & (PAGE_SIZE - 1u));
-        uint32_t slot = (uint32_t)(((uint64_t)off * pg->recip) >> 32);
-        if (pg->heap == h && h && off == slot * pg->block_size && slot < pg->capacity) {
-            uint64_t bit;
-            _Atomic uint64_t *w = bit_word(s, pi, p, &bit);
-            uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-            if ((v & bit) && *rtag_slot(p) != rtag(p)) {
-                atomic_store_explicit(w, v & ~bit, memory_order_relaxed);
-                book_on(h, -(int64_t)pg->block_size);
+    uintptr_t u = (uintptr_t)p;
+    if (reg_kind_of(u) == SEG_SMALL) {
+        theap *h = tl_fast;
+        mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
+        if (pg->heap == h) {
+            uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
+            if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
+                (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
+                *tag_slot(p) = ftag(p);
                 owner_push(h, pg, p);
                 return;
             }
         }
-    } else if ((void *)s != p && G.fast == FAST_PLAIN && s->kind == SEG_SMALL) { /* unhardened: no checks */
-        mpage *pg = &s->page[page_index(s, p)];
-        if (pg->heap == h) {
-            book_on(h, -(int64_t)pg->block_size);
-            owner_push(h, pg, p);
-            return;
-        }
     }
     free_slow(p);
 }
+
+/* DMM_MALLOC_LIBC_NAMES (libdmm.so, src/malloc/CMakeLists.txt): the C
+ * library's malloc and free are dmm_malloc and dmm_free themselves, other
+ * names for the same code, not wrappers that jump to it; preload.c then
+ * leaves these two out.  (A generated library keeps preload.c's.) */
+#ifdef DMM_MALLOC_LIBC_NAMES
+void *malloc(size_t n) __attribute__((alias("dmm_malloc"), visibility("default")));
+void free(void *p) __attribute__((alias("dmm_free"), visibility("default")));
+#endif
 
 size_t dmm_malloc_usable_size(const void *p)
 {
@@ -1693,6 +1980,8 @@ size_t dmm_malloc_usable_size(const void *p)
         return s->map_bytes - s->large_guard - (size_t)((uintptr_t)p - (uintptr_t)s);
     if (s->kind == SEG_MEDIUM)
         return dmm_heap_usable_size(s->heap->mheap, p);
+    if (s->kind == SEG_ZERO)
+        return 0;
     return s->page[page_index(s, p)].block_size - (G.secure ? CANARY : 0u);
 }
 
@@ -1705,7 +1994,7 @@ void *dmm_calloc(size_t nmemb, size_t size)
         return NULL;
     }
     p = dmm_malloc(n);
-    if (p && (n <= MEDIUM_MAX || block_seg(p)->large_dirty))
+    if (p && (n <= medium_max() || block_seg(p)->large_dirty))
         memset(p, 0, n); /* large blocks are fresh mappings, zero already, unless reused */
     return p;
 }
@@ -1725,13 +2014,13 @@ void *dmm_realloc(void *p, size_t n)
         return NULL;
     }
     have = dmm_malloc_usable_size(p);
-    if (n <= have && (n > MEDIUM_MAX || n >= have / 2))
+    if (n <= have && (n > medium_max() || n >= have / 2))
         return p; /* fits, and not wastefully */
     {
         segment *s = block_seg(p);
-        if (s->kind == SEG_LARGE && n > MEDIUM_MAX && !s->large_guard && (q = large_grow(s, p, n)))
+        if (s->kind == SEG_LARGE && n > medium_max() && !s->large_guard && (q = large_grow(s, p, n)))
             return q;
-        if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= MEDIUM_MAX) {
+        if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= medium_max()) {
             int64_t before;
             medium_drain(s->heap);
             before = mlive(s->heap);
@@ -1831,6 +2120,32 @@ int dmm_malloc_trim(void)
            atomic_load_explicit(&G.retired, memory_order_relaxed) != retired;
 }
 
+/* The bytes of the small blocks out, as the pages count them: every page's
+ * used blocks (a block freed by another thread stays in the count until
+ * the owner collects it; the freeing thread books it out at once, and the
+ * collection books it back: page_collect, small_release_remote).  So the
+ * fast paths keep no statistics counter: they update the page's count,
+ * which they need anyway.  The segment lists are walked under seg_lock, so
+ * no segment is unmapped meanwhile; the counts are read while their owners
+ * may be changing them (a snapshot, exact when the other threads are not
+ * allocating), hence no instrumentation by ThreadSanitizer. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+__attribute__((no_sanitize("thread")))
+#endif
+#endif
+static int64_t small_live(void)
+{
+    int64_t live = 0;
+    olock_lock(&G.seg_lock);
+    for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all)
+        for (segment *s = h->segs; s; s = s->next)
+            for (size_t i = 1; i < PAGES; i++)
+                live += (int64_t)s->page[i].used * s->page[i].block_size;
+    olock_unlock(&G.seg_lock);
+    return live;
+}
+
 dmm_malloc_stats dmm_malloc_get_stats(void)
 {
     dmm_malloc_stats st;
@@ -1844,7 +2159,7 @@ dmm_malloc_stats dmm_malloc_get_stats(void)
     st.large_count_max = atomic_load_explicit(&G.large_count_max, memory_order_relaxed);
     st.large_bytes_max = atomic_load_explicit(&G.large_bytes_max, memory_order_relaxed);
     {
-        int64_t live = atomic_load_explicit(&G.live_orphan, memory_order_relaxed);
+        int64_t live = atomic_load_explicit(&G.live_orphan, memory_order_relaxed) + small_live();
         for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all)
             live += atomic_load_explicit(&h->live, memory_order_relaxed);
         st.live_bytes = live > 0 ? (uint64_t)live : 0;

@@ -37,8 +37,10 @@ void cfree(void *p);
 void free_sized(void *p, size_t size);
 void free_aligned_sized(void *p, size_t align, size_t size);
 
+#ifndef DMM_MALLOC_LIBC_NAMES /* else malloc.c names dmm_malloc and dmm_free so */
 EXPORT void *malloc(size_t n) { return dmm_malloc(n); }
 EXPORT void free(void *p) { dmm_free(p); }
+#endif
 EXPORT void *calloc(size_t nmemb, size_t size) { return dmm_calloc(nmemb, size); }
 EXPORT void *realloc(void *p, size_t n) { return dmm_realloc(p, n); }
 EXPORT void *reallocarray(void *p, size_t nmemb, size_t size) { return dmm_reallocarray(p, nmemb, size); }

@@ -130,6 +130,13 @@ bool dmm_port_pages_guard(void *p, size_t bytes)
     return false;
 }
 
+bool dmm_port_pages_unguard(void *p, size_t bytes)
+{
+    (void)p;
+    (void)bytes;
+    return false;
+}
+
 bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes)
 {
     (void)from;

@@ -188,6 +188,11 @@ void dmm_port_pages_discard(void *p, size_t bytes);
  * (libdmm's secure mode).  false when the port cannot (nothing changed). */
 bool dmm_port_pages_guard(void *p, size_t bytes);
 
+/* Makes pages that dmm_port_pages_guard made inaccessible readable and
+ * writable again (their contents as they were: zero if never written).
+ * false when the port cannot. */
+bool dmm_port_pages_unguard(void *p, size_t bytes);
+
 /* Moves the pages of the mapping [from, from+from_bytes) to `to`, the start
  * of a mapping of to_bytes >= from_bytes (page multiples) made by
  * dmm_port_pages_map*, which they replace, without copying: the contents

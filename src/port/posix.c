@@ -214,6 +214,8 @@ void dmm_port_pages_discard(void *p, size_t bytes) { (void)madvise(p, bytes, MAD
 
 bool dmm_port_pages_guard(void *p, size_t bytes) { return mprotect(p, bytes, PROT_NONE) == 0; }
 
+bool dmm_port_pages_unguard(void *p, size_t bytes) { return mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0; }
+
 bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes)
 {
 #if defined(__linux__) && defined(MREMAP_FIXED)

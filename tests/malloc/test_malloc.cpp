@@ -422,6 +422,74 @@ TEST(MallocThreads, MisuseOfABlockOnARemoteListIsCaught)
     dmm_malloc_set_abort_on_error(was);
 }
 
+// The fast paths keep no statistics counter: small blocks are counted by
+// their pages.  A block another thread frees stays in its page's count until
+// the owner collects it; the count must still drop at once, and not drop
+// twice when the owner collects it.
+TEST(MallocThreads, StatisticsExactAcrossRemoteFrees)
+{
+    dmm_malloc_stats a = dmm_malloc_get_stats();
+    std::vector<void *> v;
+    size_t bytes = 0;
+    for (int i = 0; i < 500; i++) {
+        v.push_back(dmm_malloc(16 + (size_t)i % 200));
+        bytes += dmm_malloc_usable_size(v.back());
+    }
+    EXPECT_EQ(dmm_malloc_get_stats().live_bytes - a.live_bytes, bytes);
+    std::thread([&v] {
+        for (size_t i = 0; i < v.size(); i += 2)
+            dmm_free(v[i]); // onto the pages' remote lists
+    }).join();
+    size_t left = 0;
+    for (size_t i = 1; i < v.size(); i += 2)
+        left += dmm_malloc_usable_size(v[i]);
+    EXPECT_EQ(dmm_malloc_get_stats().live_bytes - a.live_bytes, left) << "remote frees not yet collected";
+    std::vector<void *> w; // the owner's next allocations collect the remote lists
+    for (int i = 0; i < 2000; i++)
+        w.push_back(dmm_malloc(16 + (size_t)i % 200));
+    for (void *p : w)
+        dmm_free(p);
+    EXPECT_EQ(dmm_malloc_get_stats().live_bytes - a.live_bytes, left) << "after collection";
+    for (size_t i = 1; i < v.size(); i += 2)
+        dmm_free(v[i]);
+    EXPECT_EQ(dmm_malloc_get_stats().live_bytes, a.live_bytes);
+}
+
+// A free at a block boundary of a page in use, past the blocks the page has
+// threaded so far (never handed out), is reported: it carries no free tag,
+// so only the threaded-end test (bump) catches it.
+TEST(MallocThreads, FreeOfABlockNeverHandedOutIsCaught)
+{
+    std::thread([] {
+        int was = dmm_malloc_set_abort_on_error(0);
+        // 2 KiB blocks (the largest class) are threaded two at a time
+        // (about 4 KiB): a fresh page has threaded its first two and
+        // handed out one of them
+        unsigned char *p = static_cast<unsigned char *>(dmm_malloc(2048));
+        ASSERT_NE(p, nullptr);
+        if (((uintptr_t)p & 0xffff) >= 4096) {
+            dmm_free(p);
+            dmm_malloc_set_abort_on_error(was);
+            GTEST_SKIP() << "the 2 KiB class's page of this heap is not fresh";
+        }
+        unsigned char *page = p - ((uintptr_t)p & 0xffff);
+        uint64_t errors = dmm_malloc_get_stats().errors;
+        dmm_free(page + 8 * 2048); // a boundary of the page, past what it threaded
+        EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 1);
+        std::vector<void *> v; // and nothing was corrupted: each block handed out once
+        for (int i = 0; i < 40; i++)
+            v.push_back(dmm_malloc(2048));
+        std::vector<void *> sorted(v);
+        std::sort(sorted.begin(), sorted.end());
+        EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a block handed out twice";
+        for (void *q : v)
+            dmm_free(q);
+        dmm_free(p);
+        EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 1);
+        dmm_malloc_set_abort_on_error(was);
+    }).join();
+}
+
 TEST(MallocThreads, MemoryGoesBackWhenThreadsExit)
 {
     uint64_t base = dmm_malloc_get_stats().mapped;
@@ -772,6 +840,59 @@ TEST(MallocThreads, TrimReturnsEmptyPages)
     run_child_test("Trim", nullptr, 60);
 }
 
+// A block just freed is not the next one handed out (mimalloc-bench's
+// security/malloc_reuse): the owner's frees go to the page's local_free list
+// and malloc takes from its free list until that is empty.  In a fresh
+// process, so the page of each class has fresh blocks left.
+TEST(MallocThreads, FreedSmallBlockIsNotReusedAtOnce)
+{
+    run_child_test("NoImmediateReuse", nullptr, 60);
+}
+
+TEST(MallocChild, NoImmediateReuse)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.FreedSmallBlockIsNotReusedAtOnce";
+    for (size_t n : {8u, 48u, 100u, 1000u}) {
+        void *p = dmm_malloc(n);
+        ASSERT_NE(p, nullptr);
+        dmm_free(p);
+        void *q = dmm_malloc(n);
+        EXPECT_NE(q, p) << n << " B: the block just freed was handed out again";
+        void *r = dmm_malloc(n / 2 + 1); // the same class or a smaller one (malloc_reuse_downsize)
+        EXPECT_NE(r, p) << n << " B";
+        dmm_free(q);
+        dmm_free(r);
+    }
+}
+
+// A small segment's pages are inaccessible until first used: in a program
+// that uses a few pages, a write 1 MiB past a small block faults (mimalloc-
+// bench's security/one_mbyte_overflow).  In a fresh process.
+TEST(MallocThreads, FarOverflowOfASmallBlockFaults)
+{
+    run_child_test("FarOverflow", nullptr, 60);
+}
+
+TEST(MallocChild, FarOverflow)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.FarOverflowOfASmallBlockFaults";
+    auto *p = static_cast<volatile char *>(dmm_malloc(8));
+    ASSERT_NE(p, nullptr);
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH({ p[(size_t)1 << 20] ^= 'A'; }, "");
+    // pages given out later are accessible, whatever their index
+    std::vector<void *> v;
+    for (int i = 0; i < 40; i++) {
+        v.push_back(dmm_malloc(2048 - 64 * (size_t)(i % 20)));
+        std::memset(v.back(), 1, 2048 - 64 * (size_t)(i % 20));
+    }
+    for (void *q : v)
+        dmm_free(q);
+    dmm_free((void *)p);
+}
+
 TEST(MallocChild, Trim)
 {
     if (child_only())
@@ -856,7 +977,50 @@ TEST(MallocChild, Secure)
             for (size_t i = 0;; i++)
                 g[(size_t)(3 << 20) - 8 + i] = 1;
         },
-        "");
+        "");    // malloc(0): a distinct pointer that any access faults on; free takes it
+    void *z1 = dmm_malloc(0), *z2 = dmm_malloc(0);
+    ASSERT_NE(z1, nullptr);
+    ASSERT_NE(z2, nullptr);
+    EXPECT_NE(z1, z2);
+    EXPECT_EQ(dmm_malloc_usable_size(z1), 0u);
+    EXPECT_DEATH({ *static_cast<volatile char *>(z1) = 'A'; }, "");
+    EXPECT_DEATH({ (void)*static_cast<volatile char *>(z2); }, "");
+    void *z3 = dmm_realloc(z2, 10); // grows like any block
+    ASSERT_NE(z3, nullptr);
+    std::memset(z3, 1, 10);
+    dmm_free(z1);
+    dmm_free(z3);
+    // blocks above 128 KiB are mapped: a read after free faults, and the next
+    // one is elsewhere
+    was = dmm_malloc_set_abort_on_error(0);
+    e0 = dmm_malloc_get_stats().errors;
+    auto *big = static_cast<char *>(dmm_malloc((size_t)256 << 10));
+    ASSERT_NE(big, nullptr);
+    std::memset(big, 7, (size_t)256 << 10);
+    dmm_free(big);
+    EXPECT_DEATH({ (void)*static_cast<volatile char *>(big + 100); }, "");
+    auto *big2 = static_cast<char *>(dmm_malloc((size_t)256 << 10));
+    EXPECT_NE(big2, big);
+    // a write just before a mapped block: the keyed fill there is checked at free
+    big2[-1] ^= 'A';
+    dmm_free(big2);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 1);
+    // freed small blocks are zero-filled (but for the canary)
+    auto *zf = static_cast<char *>(dmm_malloc(24));
+    std::memset(zf, 'A', 24);
+    dmm_free(zf);
+    for (int i = 0; i < 24; i++)
+        EXPECT_EQ(zf[i], 0) << i;
+    // one byte before a small block lands on its neighbour's canary slot,
+    // 32 bytes past it in memory the page never threaded or on a canary:
+    // both caught when the block is freed
+    auto *u = static_cast<char *>(dmm_malloc(40));
+    if (((uintptr_t)u & 0xffff) != 0) {
+        u[-1] ^= 'A';
+        dmm_free(u);
+        EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 2);
+    }
+    dmm_malloc_set_abort_on_error(was);
 }
 
 // Large blocks (issue 27): a freed mapping is kept for reuse (bounded), so
