@@ -57,7 +57,7 @@ def test_frozen_header_matches_repository_preset(tools, preset):
 def test_frozen_header_of_p2012_text(tools):
     got = _defines(frozen_header(tools, P2012, "p2012", "p2012"))
     assert got["DMM_FROZEN_ORG"] == "DMM_ORG_SINGLE" and got["DMM_FROZEN_SPLIT"] == "0"
-    assert len(got) == 14
+    assert len(got) == 15
 
 
 def test_frozen_header_refused_config(tools):
