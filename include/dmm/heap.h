@@ -137,6 +137,12 @@ typedef struct dmm_heap_config {
     dmm_heap_fit fit;
 
     bool split;          /* split a larger block on allocation */
+    bool victim;         /* dlmalloc's designated victim: the remainder of
+                            the last split stays out of the bins and serves
+                            the next small requests its exact bin cannot
+                            (needs segregated bins and split).  Next to
+                            split: it fills padding, the struct (and every
+                            control block) keeps its size */
     size_t split_min;    /* smallest remainder worth splitting off, bytes
                             (raised to the minimum block size) */
 
@@ -146,10 +152,6 @@ typedef struct dmm_heap_config {
     size_t quick_max;    /* requests up to this many bytes are served from
                             exact-size quick lists (0 = no quick lists) */
     unsigned quick_limit;/* most blocks one quick list holds (0 = no limit) */
-    bool victim;         /* dlmalloc's designated victim: the remainder of
-                            the last split stays out of the bins and serves
-                            the next small requests its exact bin cannot
-                            (needs segregated bins and split) */
 
     dmm_heap_lock lock;
     dmm_lock_hooks lock_hooks; /* for DMM_LOCK_USER */

@@ -108,6 +108,8 @@
     E(order, order, dmm_heap_order, ORDER, DMM_ORDER_LIFO, FIXED, ORDER, "where a freed block goes in its list") \
     E(fit, fit, dmm_heap_fit, FIT, DMM_FIT_GOOD, FIXED, FIT, "how a free block is chosen")                    \
     B(split, split, true, FIXED, SPLIT, "split the unused tail off a listed block")                          \
+    B(victim, victim, false, FIXED, VICTIM,                                                                  \
+      "designated victim: the last split's remainder serves small requests first (dlmalloc)")                \
     N(split_min, split_min, SIZE, 0, SIZE_MAX, RUNTIME, NONE, "smallest tail worth splitting off, bytes")     \
     E(coalesce, coalesce, dmm_heap_coalesce, COALESCE, DMM_COALESCE_IMMEDIATE, FIXED, COALESCE,               \
       "merge free neighbours: never, on every free, or in a sweep")                                          \
@@ -115,8 +117,6 @@
     R(quick_max, quick_max, SIZE, 0, SIZE_MAX, 4096, "quick_max must be at most 4096 bytes", ONOFF, QUICK_MAX, \
       "requests up to this many bytes use exact-size quick lists (0 = none)")                                \
     N(quick_limit, quick_limit, UNSIGNED, 0, 0xFFFFFFFFu, RUNTIME, NONE, "most blocks per quick list (0 = no limit)") \
-    B(victim, victim, false, FIXED, VICTIM,                                                                  \
-      "designated victim: the last split's remainder serves small requests first (dlmalloc)")                \
     E(lock, lock, dmm_heap_lock, LOCK, DMM_LOCK_NONE, FIXED, LOCK, "lock kind")                               \
     H(lock_hooks, dmm_lock_hooks)                                                                            \
     E(stats, stats, dmm_heap_stats_level, STATS, DMM_STATS_COUNTERS, FIXED, STATS, "statistics level")        \

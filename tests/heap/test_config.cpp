@@ -486,14 +486,14 @@ TEST(ConfigFields, ListCoversTheStruct) {
     // compiling when a member is added to dmm_heap_config; config.c's static
     // assertions catch a list that differs in offset, size or type.
     dmm_heap_config c = dmm_heap_default_config();
-    [[maybe_unused]] auto &[org, sl_bits, exact_max, links, order, fit, split, split_min, coalesce, coalesce_max,
-                            quick_max, quick_limit, victim, lock, lock_hooks, stats, harden, poison, on_error,
+    [[maybe_unused]] auto &[org, sl_bits, exact_max, links, order, fit, split, victim, split_min, coalesce,
+                            coalesce_max, quick_max, quick_limit, lock, lock_hooks, stats, harden, poison, on_error,
                             error_fn, error_ctx, grow, release_empty, max_block_log2, cookie] = c;
     JsonValue doc;
     const JsonValue &f = heap_fields(&doc);
     ASSERT_EQ(f.items.size(), 22u);
-    const char *keys[] = {"org", "sl_bits", "exact_max", "links", "order", "fit", "split",
-                          "split_min", "coalesce", "coalesce_max", "quick_max", "quick_limit", "victim", "lock", "stats",
+    const char *keys[] = {"org", "sl_bits", "exact_max", "links", "order", "fit", "split", "victim",
+                          "split_min", "coalesce", "coalesce_max", "quick_max", "quick_limit", "lock", "stats",
                           "harden", "poison", "on_error", "grow", "release_empty", "max_block_log2", "cookie"};
     for (size_t i = 0; i < f.items.size(); ++i)
         EXPECT_EQ(f.items[i].get("name")->text, keys[i]) << "field " << i;

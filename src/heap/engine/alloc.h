@@ -29,17 +29,6 @@ static DMM_ALWAYS_INLINE void *finish_used(dmm_heap *h, blk *b, size_t bs, size_
     return p;
 }
 
-/* victim=on: the remainder split off the victim, or off a block a small
- * request took from a larger bin, becomes the victim (engine/victim.h). */
-static DMM_ALWAYS_INLINE void victim_split(dmm_heap *h, blk *rem, size_t rs)
-{
-    rem->head = rs | F_PUSED;
-    mark_free(rem, rs, 0);
-    if (P_POISON(h))
-        poison_fill(h, (char *)bpayload(rem) + LINKS, bat(rem, rs));
-    victim_replace(h, rem);
-}
-
 static DMM_ALWAYS_INLINE void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_t req, bool fresh)
 {
     size_t bs = bsize(b);
@@ -49,10 +38,9 @@ static DMM_ALWAYS_INLINE void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_
     if (P_SPLIT(h) && bs - s >= h->split_min) {
         b->head = s | F_USED | (b->head & F_PUSED); /* before the remainder is released: no merge back */
         if (fresh && (P_COALESCE(h) != DMM_COALESCE_IMMEDIATE || h->cfg.coalesce_max == 0)) {
-            if (P_VICTIM(h) && (was_victim || s < B_LIN_MAX(h)))
-                victim_split(h, bat(b, s), bs - s);
-            else
-                release_split(h, bat(b, s), bs - s);
+            /* victim=on: the remainder split off the victim, or off a block
+             * a small request took from a larger bin, is the next victim */
+            release_split(h, bat(b, s), bs - s, P_VICTIM(h) && (was_victim || s < B_LIN_MAX(h)));
         } else {
             blk *rem = bat(b, s);
             rem->head = (bs - s) | F_PUSED;

@@ -92,18 +92,22 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
 }
 
 /* The tail split off a block that malloc took: it becomes a listed free
- * block without the merge checks of release_block.  Nothing can merge with
+ * block (or the designated victim, `to_victim`) without the merge checks
+ * of release_block.  Nothing can merge with
  * it: its previous block is the one being handed out, and its next block
  * is not free under immediate coalescing (a listed block never has a free
  * neighbour, and one that bordered the top would have joined it), while
  * the other coalescing policies do not merge on release. */
-static DMM_ALWAYS_INLINE void release_split(dmm_heap *h, blk *rem, size_t rs)
+static DMM_ALWAYS_INLINE void release_split(dmm_heap *h, blk *rem, size_t rs, bool to_victim)
 {
     rem->head = rs | F_PUSED;
     mark_free(rem, rs, 0);
     if (P_POISON(h))
         poison_fill(h, (char *)bpayload(rem) + LINKS, bat(rem, rs));
-    bin_insert(h, rem);
+    if (P_VICTIM(h) && to_victim)
+        victim_replace(h, rem); /* it becomes the victim (engine/victim.h) */
+    else
+        bin_insert(h, rem);
 }
 
 /* Carves a block of s bytes from the start of a top block: the cached
