@@ -137,6 +137,12 @@ typedef struct dmm_heap_config {
     dmm_heap_fit fit;
 
     bool split;          /* split a larger block on allocation */
+    bool victim;         /* dlmalloc's designated victim: the remainder of
+                            the last split stays out of the bins and serves
+                            the next small requests its exact bin cannot
+                            (needs segregated bins and split).  Next to
+                            split: it fills padding, the struct (and every
+                            control block) keeps its size */
     size_t split_min;    /* smallest remainder worth splitting off, bytes
                             (raised to the minimum block size) */
 

@@ -11,8 +11,8 @@ from dmmkit import grid
 from dmmkit.allocators import PRESETS
 from dmmkit.generate import config_tool, frozen_header
 
-P2012 = ("org=single,sl_bits=4,exact_max=256,links=singly,order=lifo,fit=first,split=off,split_min=0,coalesce=off,"
-         "coalesce_max=0,quick_max=0,quick_limit=0,lock=none,stats=counters,harden=checked,poison=off,"
+P2012 = ("org=single,sl_bits=4,exact_max=256,links=singly,order=lifo,fit=first,split=off,victim=off,split_min=0,"
+         "coalesce=off,coalesce_max=0,quick_max=0,quick_limit=0,lock=none,stats=counters,harden=checked,poison=off,"
          "on_error=report,grow=0,release_empty=off,max_block_log2=0,cookie=0")
 
 
@@ -57,7 +57,7 @@ def test_frozen_header_matches_repository_preset(tools, preset):
 def test_frozen_header_of_p2012_text(tools):
     got = _defines(frozen_header(tools, P2012, "p2012", "p2012"))
     assert got["DMM_FROZEN_ORG"] == "DMM_ORG_SINGLE" and got["DMM_FROZEN_SPLIT"] == "0"
-    assert len(got) == 14
+    assert len(got) == 15
 
 
 def test_frozen_header_refused_config(tools):

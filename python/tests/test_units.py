@@ -10,8 +10,8 @@ from dmmkit.errors import DmmkitError
 from dmmkit.generate import medium_fields, parse_config_text, with_fields
 from dmmkit.grid import default_points, full_points, short_config
 
-P2012 = ("org=single,sl_bits=4,exact_max=256,links=singly,order=lifo,fit=first,split=off,split_min=0,coalesce=off,"
-         "coalesce_max=0,quick_max=0,quick_limit=0,lock=none,stats=counters,harden=checked,poison=off,"
+P2012 = ("org=single,sl_bits=4,exact_max=256,links=singly,order=lifo,fit=first,split=off,victim=off,split_min=0,"
+         "coalesce=off,coalesce_max=0,quick_max=0,quick_limit=0,lock=none,stats=counters,harden=checked,poison=off,"
          "on_error=report,grow=0,release_empty=off,max_block_log2=0,cookie=0")
 
 

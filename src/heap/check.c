@@ -158,7 +158,17 @@ static bool bit_of(const dmm_heap *h, unsigned i)
 static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report *rep)
 {
     size_t total = 0;
-    bool rover_seen = h->rover == NULL;
+    /* victim=on: the rover is the designated victim, a free block in no
+     * bin (engine/victim.h); otherwise next fit's rover, on the list */
+    blk *victim = P_VICTIM(h) ? h->rover : NULL;
+    bool rover_seen = h->rover == NULL || P_VICTIM(h);
+    if (victim) {
+        const region *r = region_holding(h, victim);
+        if (!r || !header_sane(r, victim) || !blisted(victim) || bnext(victim)->foot != bsize(victim) ||
+            bpused(bnext(victim)))
+            return fail(rep, DMM_INV_LIST_LINK, victim, "the designated victim is not a free block of this heap");
+        total = 1; /* counted with the list nodes */
+    }
     for (unsigned i = 0; i < h->nbins; i++) {
         blk *pred = NULL;
         for (blk *c = h->heads[i]; c; pred = c, c = get_next(h, c)) {
@@ -175,6 +185,8 @@ static dmm_status check_bins(dmm_heap *h, const tally *t, dmm_heap_check_report 
                 return fail(rep, DMM_INV_LIST_ORDER, c, "address-ordered list out of order");
             if (pred && P_ORDER(h) == DMM_ORDER_SIZE && bsize(pred) > bsize(c))
                 return fail(rep, DMM_INV_LIST_ORDER, c, "size-ordered list out of order");
+            if (c == victim)
+                return fail(rep, DMM_INV_LIST_LINK, c, "the designated victim is also in a bin");
             if (c == h->rover)
                 rover_seen = true;
         }

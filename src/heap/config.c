@@ -122,6 +122,7 @@ dmm_heap_config dmm_heap_preset_config(dmm_heap_preset p)
         c.order = DMM_ORDER_FIFO;
         c.fit = DMM_FIT_BEST;
         c.quick_max = 64; /* the same on every target: frozen headers are shared */
+        c.victim = true;  /* dlmalloc 2.8's "designated victim" (engine/victim.h) */
         break;
     case DMM_PRESET_TLSF:
         break; /* the base config is TLSF */
@@ -185,6 +186,7 @@ enum verdict {
     V_GOOD_FIT,
     V_ADDRTREE,
     V_QUICK_LIMIT,
+    V_VICTIM,
     V_COALESCE_MAX_OFF,
     V_COALESCE_MAX_SMALL,
     V_USER_LOCK,
@@ -207,6 +209,7 @@ static const char *const verdict_text[V_COUNT] = {
     [V_GOOD_FIT] = "good fit needs segregated bins (org exact, geometric or tlsf)",
     [V_ADDRTREE] = "org=addrtree is address-ordered first fit: it needs fit=first and order=address",
     [V_QUICK_LIMIT] = "quick_limit set without quick lists (quick_max=0)",
+    [V_VICTIM] = "victim=on needs segregated bins (org exact, geometric or tlsf) and split=on",
     [V_COALESCE_MAX_OFF] = "coalesce_max set while coalescing is off",
     [V_COALESCE_MAX_SMALL] = "coalesce_max is smaller than two minimum blocks",
     [V_USER_LOCK] = "lock=user needs lock_hooks.lock and lock_hooks.unlock",
@@ -261,6 +264,8 @@ static unsigned verdict_of(const dmm_heap_config *c)
         return V_ADDRTREE;
     if (c->quick_max == 0 && c->quick_limit != 0)
         return V_QUICK_LIMIT;
+    if (c->victim && (c->org == DMM_ORG_SINGLE || c->org == DMM_ORG_ADDRTREE || !c->split))
+        return V_VICTIM;
     if (c->coalesce == DMM_COALESCE_OFF && c->coalesce_max != 0)
         return V_COALESCE_MAX_OFF;
     if (c->coalesce_max != 0 && c->coalesce_max < 2 * MINB)

@@ -108,6 +108,8 @@
     E(order, order, dmm_heap_order, ORDER, DMM_ORDER_LIFO, FIXED, ORDER, "where a freed block goes in its list") \
     E(fit, fit, dmm_heap_fit, FIT, DMM_FIT_GOOD, FIXED, FIT, "how a free block is chosen")                    \
     B(split, split, true, FIXED, SPLIT, "split the unused tail off a listed block")                          \
+    B(victim, victim, false, FIXED, VICTIM,                                                                  \
+      "designated victim: the last split's remainder serves small requests first (dlmalloc)")                \
     N(split_min, split_min, SIZE, 0, SIZE_MAX, RUNTIME, NONE, "smallest tail worth splitting off, bytes")     \
     E(coalesce, coalesce, dmm_heap_coalesce, COALESCE, DMM_COALESCE_IMMEDIATE, FIXED, COALESCE,               \
       "merge free neighbours: never, on every free, or in a sweep")                                          \

@@ -155,7 +155,11 @@ struct dmm_heap {
     unsigned *quick_len;
     region *regions;
     blk *rover;          /* next fit: where the last search stopped;
-                            org=addrtree: the small tree's root */
+                            org=addrtree: the small tree's root;
+                            victim=on: the designated victim (NULL: none;
+                            engine/victim.h).  The three never meet: next
+                            fit needs org=single, the victim segregated
+                            bins. */
     uintptr_t cookie;
     size_t ctrl_size;    /* bytes from the buffer start to the first region */
     void *buf;           /* the caller's first buffer, as given */
@@ -173,6 +177,10 @@ struct dmm_heap {
 #ifdef DMM_HEAP_CONFIG_HEADER
 #include DMM_HEAP_CONFIG_HEADER
 #define DMM_HEAP_FROZEN 1
+/* Headers written before the victim knob existed freeze it off. */
+#ifndef DMM_FROZEN_VICTIM
+#define DMM_FROZEN_VICTIM 0
+#endif
 #else
 #define DMM_HEAP_FROZEN 0
 #endif

@@ -20,6 +20,7 @@
 #define DMM_V_SPLIT DMM_FROZEN_SPLIT
 #define DMM_V_COALESCE DMM_FROZEN_COALESCE
 #define DMM_V_QUICK (DMM_FROZEN_QUICK_MAX != 0)
+#define DMM_V_VICTIM DMM_FROZEN_VICTIM
 #define DMM_V_LOCK DMM_FROZEN_LOCK
 #define DMM_V_STATS DMM_FROZEN_STATS
 #define DMM_V_HARDEN DMM_FROZEN_HARDEN
@@ -72,6 +73,11 @@
 #define P_QUICK(h) DMM__FIX(h, (bool)(DMM_V_QUICK))
 #else
 #define P_QUICK(h) ((h)->cfg.quick_max != 0)
+#endif
+#ifdef DMM_V_VICTIM
+#define P_VICTIM(h) DMM__FIX(h, (bool)(DMM_V_VICTIM))
+#else
+#define P_VICTIM(h) ((h)->cfg.victim)
 #endif
 #ifdef DMM_V_LOCK
 #define P_LOCK(h) DMM__FIX(h, (dmm_heap_lock)(DMM_V_LOCK))

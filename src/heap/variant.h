@@ -7,7 +7,7 @@
  * compiles the engine (engine/entry.h).
  *
  *   shape  the preset's structural fields: organisation, links, order, fit,
- *          split, coalescing, quick lists on or off.  Every other field is
+ *          split, coalescing, quick lists on or off, the designated victim.  Every other field is
  *          read at run time.
  *   ship   + the preset as shipped: lock none, stats counters, hardening
  *          checked, poison off, no growth, the preset's bin parameters.
@@ -41,6 +41,7 @@
 #define DMM_V_SPLIT 1
 #define DMM_V_COALESCE DMM_COALESCE_IMMEDIATE
 #define DMM_V_QUICK 1
+#define DMM_V_VICTIM 1
 #define DMM_VARIANT_PRESET_SL_BITS 4
 #define DMM_VARIANT_PRESET_EXACT_MAX 256
 #define DMM_VARIANT_SHAPE_NAME "dlmalloc"
@@ -52,6 +53,7 @@
 #define DMM_V_SPLIT 1
 #define DMM_V_COALESCE DMM_COALESCE_IMMEDIATE
 #define DMM_V_QUICK 0
+#define DMM_V_VICTIM 0
 #define DMM_VARIANT_PRESET_SL_BITS 4
 #define DMM_VARIANT_PRESET_EXACT_MAX 256
 #define DMM_VARIANT_SHAPE_NAME "tlsf"
@@ -63,6 +65,7 @@
 #define DMM_V_SPLIT 1
 #define DMM_V_COALESCE DMM_COALESCE_IMMEDIATE
 #define DMM_V_QUICK 0
+#define DMM_V_VICTIM 0
 #define DMM_VARIANT_PRESET_SL_BITS 0
 #define DMM_VARIANT_PRESET_EXACT_MAX 256
 #define DMM_VARIANT_SHAPE_NAME "halffit"
@@ -74,6 +77,7 @@
 #define DMM_V_SPLIT 1
 #define DMM_V_COALESCE DMM_COALESCE_IMMEDIATE
 #define DMM_V_QUICK 0
+#define DMM_V_VICTIM 0
 #define DMM_VARIANT_PRESET_SL_BITS 4
 #define DMM_VARIANT_PRESET_EXACT_MAX 256
 #define DMM_VARIANT_SHAPE_NAME "firstfit"
@@ -85,6 +89,7 @@
 #define DMM_V_SPLIT 0
 #define DMM_V_COALESCE DMM_COALESCE_OFF
 #define DMM_V_QUICK 0
+#define DMM_V_VICTIM 0
 #define DMM_VARIANT_PRESET_SL_BITS 4
 #define DMM_VARIANT_PRESET_EXACT_MAX 256
 #define DMM_VARIANT_SHAPE_NAME "p2012"

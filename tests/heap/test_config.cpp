@@ -481,18 +481,18 @@ std::string pair_of(const dmm_heap_config &cfg, const std::string &key) {
 } // namespace
 
 TEST(ConfigFields, ListCoversTheStruct) {
-    // The struct has exactly the members the list names: 21 with a text form
+    // The struct has exactly the members the list names: 22 with a text form
     // plus lock_hooks, error_fn and error_ctx.  The structured binding stops
     // compiling when a member is added to dmm_heap_config; config.c's static
     // assertions catch a list that differs in offset, size or type.
     dmm_heap_config c = dmm_heap_default_config();
-    [[maybe_unused]] auto &[org, sl_bits, exact_max, links, order, fit, split, split_min, coalesce, coalesce_max,
-                            quick_max, quick_limit, lock, lock_hooks, stats, harden, poison, on_error, error_fn,
-                            error_ctx, grow, release_empty, max_block_log2, cookie] = c;
+    [[maybe_unused]] auto &[org, sl_bits, exact_max, links, order, fit, split, victim, split_min, coalesce,
+                            coalesce_max, quick_max, quick_limit, lock, lock_hooks, stats, harden, poison, on_error,
+                            error_fn, error_ctx, grow, release_empty, max_block_log2, cookie] = c;
     JsonValue doc;
     const JsonValue &f = heap_fields(&doc);
-    ASSERT_EQ(f.items.size(), 21u);
-    const char *keys[] = {"org", "sl_bits", "exact_max", "links", "order", "fit", "split",
+    ASSERT_EQ(f.items.size(), 22u);
+    const char *keys[] = {"org", "sl_bits", "exact_max", "links", "order", "fit", "split", "victim",
                           "split_min", "coalesce", "coalesce_max", "quick_max", "quick_limit", "lock", "stats",
                           "harden", "poison", "on_error", "grow", "release_empty", "max_block_log2", "cookie"};
     for (size_t i = 0; i < f.items.size(); ++i)
@@ -561,7 +561,7 @@ TEST(ConfigFields, EveryFieldAndEveryValueRoundTrips) {
             EXPECT_TRUE(cfg_equal(c, back, &diff)) << key << "=" << v << ": field " << diff << " differs";
         }
     }
-    EXPECT_EQ(enum_values, 5u + 2 + 4 + 5 + 3 + 4 + 3 + 4 + 2 + 3 * 2) << "a value was added: extend the tests";
+    EXPECT_EQ(enum_values, 5u + 2 + 4 + 5 + 3 + 4 + 3 + 4 + 2 + 4 * 2) << "a value was added: extend the tests";
 }
 
 TEST(ConfigFields, EnumValueNamesMatchTheConstants) {
@@ -680,7 +680,7 @@ TEST(ConfigHeader, DefinesEveryFrozenMacro) {
         "#define DMM_FROZEN_SPLIT 1\n",                 "#define DMM_FROZEN_COALESCE DMM_COALESCE_IMMEDIATE\n",
         "#define DMM_FROZEN_LOCK DMM_LOCK_NONE\n",       "#define DMM_FROZEN_STATS DMM_STATS_COUNTERS\n",
         "#define DMM_FROZEN_HARDEN DMM_HARDEN_CHECKED\n", "#define DMM_FROZEN_POISON 1\n",
-        "#define DMM_FROZEN_GROW_GRANULARITY 1048576\n",
+        "#define DMM_FROZEN_GROW_GRANULARITY 1048576\n", "#define DMM_FROZEN_VICTIM 1\n",
     };
     for (const char *l : lines)
         EXPECT_NE(h.find(l), std::string::npos) << l << "in:\n" << h;
@@ -688,7 +688,7 @@ TEST(ConfigHeader, DefinesEveryFrozenMacro) {
     size_t defines = 0;
     for (size_t at = h.find("#define"); at != std::string::npos; at = h.find("#define", at + 1))
         ++defines;
-    EXPECT_EQ(defines, 14u);
+    EXPECT_EQ(defines, 15u);
     EXPECT_EQ(h.find("*/"), h.find(" */\n#define DMM_FROZEN_ORG") + 1) << "one comment, then the macros";
 }
 

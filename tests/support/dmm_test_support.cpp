@@ -62,6 +62,7 @@ bool cfg_equal(const dmm_heap_config &a, const dmm_heap_config &b, std::string *
     DMMT_CMP(coalesce_max);
     DMMT_CMP(quick_max);
     DMMT_CMP(quick_limit);
+    DMMT_CMP(victim);
     DMMT_CMP(lock);
     DMMT_CMP(lock_hooks.lock);
     DMMT_CMP(lock_hooks.unlock);
@@ -164,12 +165,15 @@ std::string Combo::name() const {
     s += fit_name(fit);
     s += split ? "_Split_" : "_NoSplit_";
     s += coalesce_name(coalesce);
+    if (victim)
+        s += "_Victim";
     return s;
 }
 
 std::vector<Combo> all_combos() {
     std::vector<Combo> v;
     unsigned idx = 0;
+    for (int vi = 0; vi <= 1; ++vi)
     for (int o = DMM_ORG_SINGLE; o <= DMM_ORG_ADDRTREE; ++o)
         for (int l = DMM_LINKS_SINGLY; l <= DMM_LINKS_DOUBLY; ++l)
             for (int ord = DMM_ORDER_LIFO; ord <= DMM_ORDER_SIZE; ++ord)
@@ -183,6 +187,7 @@ std::vector<Combo> all_combos() {
                             k.fit = (dmm_heap_fit)f;
                             k.split = sp != 0;
                             k.coalesce = (dmm_heap_coalesce)c;
+                            k.victim = vi != 0;
                             k.index = idx++;
                             v.push_back(k);
                         }
@@ -197,6 +202,7 @@ dmm_heap_config combo_config(const Combo &c) {
     cfg.fit = c.fit;
     cfg.split = c.split;
     cfg.coalesce = c.coalesce;
+    cfg.victim = c.victim;
     cfg.lock = DMM_LOCK_NONE;
     cfg.on_error = DMM_ON_ERROR_REPORT;
     cfg.grow_granularity = 0;

@@ -80,6 +80,7 @@ struct Combo {
     dmm_heap_fit fit;
     bool split;
     dmm_heap_coalesce coalesce;
+    bool victim;    // the designated victim (valid with segregated bins and split)
     unsigned index; // position in all_combos()
     std::string name() const;
 };
@@ -95,7 +96,9 @@ struct NamedConfig {
 };
 inline void PrintTo(const NamedConfig &n, std::ostream *os) { *os << n.name; }
 
-// Every (org x links x order x fit x split x coalesce) tuple.
+// Every (org x links x order x fit x split x coalesce x victim) tuple; the
+// victim=off half comes first (its indices, hence its seeds, are those of
+// the product before the victim knob existed).
 std::vector<Combo> all_combos();
 
 // The default configuration with the combo's six fields set, plus the

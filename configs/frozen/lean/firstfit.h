@@ -4,9 +4,10 @@
  * built with this header refuses configs whose policies differ; see
  * docs/heap.md, "Freezing a configuration".
  * config: org=addrtree,sl_bits=4,exact_max=256,links=doubly,order=address,
- *   fit=first,split=on,split_min=0,coalesce=immediate,coalesce_max=0,
- *   quick_max=0,quick_limit=0,lock=none,stats=off,harden=off,poison=off,
- *   on_error=report,grow=0,release_empty=off,max_block_log2=0,cookie=0 */
+ *   fit=first,split=on,victim=off,split_min=0,coalesce=immediate,
+ *   coalesce_max=0,quick_max=0,quick_limit=0,lock=none,stats=off,harden=off,
+ *   poison=off,on_error=report,grow=0,release_empty=off,max_block_log2=0,
+ *   cookie=0 */
 #define DMM_FROZEN_ORG DMM_ORG_ADDRTREE
 #define DMM_FROZEN_SL_BITS 4
 #define DMM_FROZEN_EXACT_MAX 256
@@ -14,6 +15,7 @@
 #define DMM_FROZEN_ORDER DMM_ORDER_ADDRESS
 #define DMM_FROZEN_FIT DMM_FIT_FIRST
 #define DMM_FROZEN_SPLIT 1
+#define DMM_FROZEN_VICTIM 0
 #define DMM_FROZEN_COALESCE DMM_COALESCE_IMMEDIATE
 #define DMM_FROZEN_QUICK_MAX 0
 #define DMM_FROZEN_LOCK DMM_LOCK_NONE

@@ -32,10 +32,15 @@ static DMM_ALWAYS_INLINE void *finish_used(dmm_heap *h, blk *b, size_t bs, size_
 static DMM_ALWAYS_INLINE void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_t req, bool fresh)
 {
     size_t bs = bsize(b);
+    bool was_victim = P_VICTIM(h) && b == VICTIM(h);
+    if (was_victim)
+        VICTIM(h) = NULL;
     if (P_SPLIT(h) && bs - s >= h->split_min) {
         b->head = s | F_USED | (b->head & F_PUSED); /* before the remainder is released: no merge back */
         if (fresh && (P_COALESCE(h) != DMM_COALESCE_IMMEDIATE || h->cfg.coalesce_max == 0)) {
-            release_split(h, bat(b, s), bs - s);
+            /* victim=on: the remainder split off the victim, or off a block
+             * a small request took from a larger bin, is the next victim */
+            release_split(h, bat(b, s), bs - s, P_VICTIM(h) && (was_victim || s < B_LIN_MAX(h)));
         } else {
             blk *rem = bat(b, s);
             rem->head = (bs - s) | F_PUSED;
@@ -65,6 +70,8 @@ static inline bool poison_intact(dmm_heap *h, blk *b, size_t req)
     if ((q = poison_mismatch(q, e)) == NULL)
         return true;
     dmm__heap_report(h, DMM_ERR_POISON, q, "freed memory was written after free (block withheld)");
+    if (P_VICTIM(h) && b == VICTIM(h))
+        VICTIM(h) = NULL; /* it goes to its bin below */
     b->head &= ~F_STATE;
     poison_fill(h, (char *)bpayload(b) + LINKS, bnext(b));
     release_block(h, b, (char *)bnext(b));
@@ -155,6 +162,8 @@ static inline void *aligned_locked(dmm_heap *h, size_t align, size_t req)
         st_failed(h);
         return NULL;
     }
+    if (P_VICTIM(h) && b == VICTIM(h))
+        VICTIM(h) = NULL; /* carved below like any block: its gap and tail go to the bins */
     p = (char *)bpayload(b);
     if ((uintptr_t)p & (align - 1u)) {
         char *q = (char *)dmm_align_up_ptr((uintptr_t)p + MINB, align);

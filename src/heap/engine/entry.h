@@ -39,7 +39,10 @@ static inline void leave(dmm_heap *h)
  * a pop from, or a push onto, an exact quick list is done in a leaf that
  * only reads until every check has passed; anything else (another size, a
  * check that fails, poisoning) goes to the full path out of line, which
- * starts over and reports.  The leaf saves no callee-saved registers. */
+ * starts over and reports.  The leaf saves no callee-saved registers.
+ * With the designated victim, a small request that its quick list and its
+ * exact bin cannot serve is carved from the victim in a second short
+ * function (e_malloc_victim, engine/victim.h's victim_leaf). */
 #define E_QUICK_LEAF(h) (P_QUICK(h) && !P_POISON(h))
 /* The bin leaves: see e_malloc_bin_leaf.  Not in builds optimised for size
  * (-Os): the leaves repeat part of the full path, and a firmware wants one
@@ -48,12 +51,13 @@ static inline void leave(dmm_heap *h)
     defined(DMM_V_ORDER) && defined(DMM_V_FIT) && defined(DMM_V_SPLIT) && defined(DMM_V_COALESCE) &&          \
     !defined(__OPTIMIZE_SIZE__)
 #define E_BIN_LEAF(h)                                                                                         \
-    (!P_QUICK(h) && !P_POISON(h) && DOUBLY(h) && P_ORDER(h) == DMM_ORDER_LIFO && P_FIT(h) == DMM_FIT_GOOD &&   \
-     P_SPLIT(h) && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE &&                                                 \
+    (!P_QUICK(h) && !P_VICTIM(h) && !P_POISON(h) && DOUBLY(h) && P_ORDER(h) == DMM_ORDER_LIFO &&               \
+     P_FIT(h) == DMM_FIT_GOOD && P_SPLIT(h) && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE &&                     \
      (P_ORG(h) == DMM_ORG_SEG_EXACT || P_ORG(h) == DMM_ORG_SEG_GEOMETRIC || P_ORG(h) == DMM_ORG_TLSF))
 #else
 #define E_BIN_LEAF(h) ((void)(h), 0)
 #endif
+#define E_VICTIM_LEAF(h) (P_VICTIM(h) && !P_POISON(h))
 
 static DMM_ALWAYS_INLINE void *e_malloc_body(dmm_heap *h, size_t size, bool quick_ok)
 {
@@ -71,19 +75,42 @@ static DMM_NOINLINE void *e_malloc_full(dmm_heap *h, size_t size, bool quick_ok)
 static void *e_malloc_bin_leaf(dmm_heap *h, size_t size);
 static void e_free_bin_leaf(dmm_heap *h, void *ptr);
 
+/* victim=on: a small request (below the exact range) that its quick list
+ * cannot serve.  Out of line, so that the quick leaf stays a leaf; the
+ * full path is a tail call when the victim cannot serve it either. */
+static DMM_NOINLINE void *e_malloc_victim(dmm_heap *h, size_t size, size_t s, bool quick_ok)
+{
+    blk *b;
+    enter(h, DMM_OP_MALLOC); /* the victim is read under the heap's lock */
+    if ((b = victim_leaf(h, s)) != NULL) {
+        void *p;
+        COUNT_OP(h, malloc_count);
+        p = finish_used(h, b, s, size); /* carved to size s: nothing to split */
+        leave(h);
+        return p;
+    }
+    leave(h);
+    return e_malloc_full(h, size, quick_ok);
+}
+/* Without a lock the victim word is read before enter(): no victim, no
+ * second call.  With a lock it is read under it (e_malloc_victim). */
+#define E_VICTIM_TAKES(h, s)                                                                               \
+    (E_VICTIM_LEAF(h) && (s) != 0 && (s) < B_LIN_MAX(h) && (P_LOCK(h) != DMM_LOCK_NONE || VICTIM(h)))
+
 static void *e_malloc(dmm_heap *h, size_t size)
 {
     if (E_BIN_LEAF(h))
         return e_malloc_bin_leaf(h, size);
-    if (!E_QUICK_LEAF(h))
+    if (!E_QUICK_LEAF(h) && !E_VICTIM_LEAF(h))
         return e_malloc_body(h, size, true);
     size_t s = req2size(h, size);
-    if (s && s <= h->quick_bmax) {
+    if (E_QUICK_LEAF(h) && s && s <= h->quick_bmax) {
         blk *b;
         enter(h, DMM_OP_MALLOC); /* the quick list is read under the heap's lock */
         if (!h->quick[quick_index(s)]) {
             leave(h);
-            return e_malloc_full(h, size, false); /* its quick list is empty: not looked at again */
+            /* its quick list is empty: not looked at again */
+            return E_VICTIM_TAKES(h, s) ? e_malloc_victim(h, size, s, false) : e_malloc_full(h, size, false);
         }
         if ((b = quick_pop_x(h, s, true)) != NULL) {
             void *p;
@@ -93,8 +120,9 @@ static void *e_malloc(dmm_heap *h, size_t size)
             return p;
         }
         leave(h); /* a check failed: the full path pops again and reports */
+        return e_malloc_full(h, size, true);
     }
-    return e_malloc_full(h, size, true);
+    return E_VICTIM_TAKES(h, s) ? e_malloc_victim(h, size, s, true) : e_malloc_full(h, size, true);
 }
 
 /* free after enter(): b, if not NULL, passed validate() already. */
@@ -385,6 +413,10 @@ static bool e_accepts(const dmm_heap_config *c)
 #endif
 #ifdef DMM_V_QUICK
     if ((c->quick_max != 0) != (bool)(DMM_V_QUICK))
+        return false;
+#endif
+#ifdef DMM_V_VICTIM
+    if (c->victim != (bool)(DMM_V_VICTIM))
         return false;
 #endif
 #ifdef DMM_V_LOCK

@@ -6,6 +6,7 @@
 #define DMM_ENGINE_FIT_H
 
 #include "bins.h"
+#include "victim.h"
 
 typedef struct found {
     blk *b;
@@ -142,6 +143,12 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s, bool plain)
 
     if (P_ORG(h) == DMM_ORG_ADDRTREE)
         return at_take(h, s, plain);
+    if (P_VICTIM(h) && VICTIM(h) && s < B_LIN_MAX(h) && !h->heads[bin_of(h, s)]) {
+        /* a small request its exact bin cannot serve: the victim first */
+        blk *v = victim_fit(h, s);
+        if (v)
+            return v;
+    }
     if (fit == DMM_FIT_NEXT) {
         ok = scan_next_fit(h, s, &f, &steps);
     } else if (fit == DMM_FIT_GOOD) {
@@ -175,7 +182,7 @@ static DMM_ALWAYS_INLINE blk *take_block(dmm_heap *h, size_t s, bool plain)
     }
     st_steps(h, steps);
     if (!ok)
-        return NULL;
+        return P_VICTIM(h) && VICTIM(h) ? victim_fit(h, s) : NULL; /* no bin serves s: the victim, before the top */
     /* The block taken gets the full check, and only it: every link that
      * led here was range-checked when it was followed, and (doubly linked)
      * back-link-checked when its list last changed around it. */

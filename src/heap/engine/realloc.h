@@ -43,6 +43,17 @@ static inline bool grow_in_place(dmm_heap *h, blk *b, size_t s)
         bnext(b)->head |= F_PUSED;
         return true;
     }
+    if (P_VICTIM(h) && nx == VICTIM(h)) {
+        /* the victim is in no bin: absorbed without an unlink (engine/victim.h) */
+        if (P_COALESCE(h) == DMM_COALESCE_OFF || bs + bsize(nx) < s || !can_merge(h, bs, bsize(nx)) ||
+            !victim_sound(h, nx))
+            return false;
+        VICTIM(h) = NULL;
+        bs += bsize(nx);
+        b->head = bs | F_USED | (b->head & F_PUSED);
+        bnext(b)->head |= F_PUSED;
+        return true;
+    }
     if (P_COALESCE(h) != DMM_COALESCE_OFF && blisted(nx) && bs + bsize(nx) >= s && can_merge(h, bs, bsize(nx)) &&
         bin_remove(h, nx)) {
         bs += bsize(nx);

@@ -6,6 +6,7 @@
 #define DMM_ENGINE_RELEASE_H
 
 #include "bins.h"
+#include "victim.h"
 
 static inline void poison_fill(dmm_heap *h, void *from, const void *to)
 {
@@ -28,7 +29,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     size_t s = bsize(b);
     char *end = (char *)b + s;
     char *fill_from = fresh;
-    bool top = false;
+    bool top = false, to_victim = false;
     size_t old_top = 0;
     if (P_ORG(h) == DMM_ORG_ADDRTREE && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE && h->cfg.coalesce_max == 0 &&
         !P_POISON(h) && !(P_GROW(h) && h->cfg.release_empty) && at_release(h, b))
@@ -41,6 +42,14 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
             s += old_top;
             top = true;
             end = (char *)nx + HDR + LINKS; /* the rest of nx is poisoned already */
+        } else if (P_VICTIM(h) && nx == VICTIM(h)) {
+            /* the victim absorbs b (engine/victim.h) */
+            if (can_merge(h, s, bsize(nx)) && victim_sound(h, nx)) {
+                VICTIM(h) = NULL;
+                s += bsize(nx);
+                end = (char *)nx + HDR + LINKS;
+                to_victim = true;
+            }
         } else if (blisted(nx) && can_merge(h, s, bsize(nx)) && bin_remove_k(h, &k, nx)) {
             s += bsize(nx);
             end = (char *)nx + HDR + LINKS;
@@ -49,7 +58,12 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
          * every free block before it, so none is ever left beside it */
         while (!bpused(b)) {
             blk *pv = bprev(b);
-            if (!blisted(pv) || !(top || can_merge(h, s, bsize(pv))) || !bin_remove_k(h, &k, pv))
+            if (P_VICTIM(h) && pv == VICTIM(h)) {
+                if (!(top || can_merge(h, s, bsize(pv))) || !victim_sound(h, pv))
+                    break;
+                VICTIM(h) = NULL;
+                to_victim = !top; /* merged into the top, it is the top */
+            } else if (!blisted(pv) || !(top || can_merge(h, s, bsize(pv))) || !bin_remove_k(h, &k, pv))
                 break;
             s += bsize(pv);
             fill_from = (char *)b;
@@ -70,22 +84,30 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     }
     if ((P_GROW(h) && h->cfg.release_empty && bpused(b) && dmm__region_release_if_empty(h, b)) || top)
         return;
+    if (P_VICTIM(h) && to_victim) {
+        VICTIM(h) = b;
+        return;
+    }
     bin_insert_k(h, &k, b);
 }
 
 /* The tail split off a block that malloc took: it becomes a listed free
- * block without the merge checks of release_block.  Nothing can merge with
+ * block (or the designated victim, `to_victim`) without the merge checks
+ * of release_block.  Nothing can merge with
  * it: its previous block is the one being handed out, and its next block
  * is not free under immediate coalescing (a listed block never has a free
  * neighbour, and one that bordered the top would have joined it), while
  * the other coalescing policies do not merge on release. */
-static DMM_ALWAYS_INLINE void release_split(dmm_heap *h, blk *rem, size_t rs)
+static DMM_ALWAYS_INLINE void release_split(dmm_heap *h, blk *rem, size_t rs, bool to_victim)
 {
     rem->head = rs | F_PUSED;
     mark_free(rem, rs, 0);
     if (P_POISON(h))
         poison_fill(h, (char *)bpayload(rem) + LINKS, bat(rem, rs));
-    bin_insert(h, rem);
+    if (P_VICTIM(h) && to_victim)
+        victim_replace(h, rem); /* it becomes the victim (engine/victim.h) */
+    else
+        bin_insert(h, rem);
 }
 
 /* Carves a block of s bytes from the start of a top block: the cached
@@ -219,6 +241,8 @@ static inline void sweep(dmm_heap *h)
 {
     region *r = h->regions;
     h->st.sweep_count++;
+    if (P_VICTIM(h))
+        victim_retire(h); /* the sweep merges listed blocks only */
     while (r) {
         region *rn = r->next; /* r may be released below */
         blk *b = rfirst(r);
