@@ -13,16 +13,18 @@
  * in one process; the figure is million operations (alloc + free) per second
  * of wall time, median over the repetitions.
  *
- * The tuned column is the lazy multi-heap as docs/multiheap.md recommends
- * for throughput: queued remote frees, the node heap lean (tlsf with stats
- * and hardening off; --tuned-heap ship keeps them) and a home cache of
- * --tuned-cache blocks per size class (0: none).
+ * Columns: the seed's design (lazy, remote frees under the owner's lock, no
+ * home cache); lazy with queued remote frees and no cache; the default
+ * configuration (dmm_mh_default_config: queued remote frees, a home cache of
+ * --cache blocks per size class, tlsf node heaps as shipped, hardened); the
+ * default with lean node heaps (tlsf with stats and hardening off); the
+ * centralised heap; malloc.
  *
  *   mh_threads [--threads 1,2,4,8] [--steps N] [--reps R]
- *              [--tuned-heap lean|ship] [--tuned-cache N] [--only KEY] [--json FILE]
+ *              [--cache N] [--only KEY] [--json FILE]
  *
- * --only KEY runs one column (lazy, lazy_queue, lazy_tuned, central, malloc),
- * e.g. under callgrind to count instructions per operation.
+ * --only KEY runs one column (lazy, lazy_queue, default, lean, central,
+ * malloc), e.g. under callgrind to count instructions per operation.
  *
  * The machine may have fewer cores than threads: runs beyond the core count
  * measure contention, not scaling (the output says how many cores there are).
@@ -43,16 +45,14 @@
 #define MAXT 64
 #define BOX 1024
 
-enum { A_LAZY, A_LAZY_QUEUE, A_TUNED, A_CENTRAL, A_MALLOC, A_COUNT };
-static const char *const a_name[A_COUNT] = {"dmm-multiheap lazy (locked free)", "dmm-multiheap lazy (queued free)",
-                                           "dmm-multiheap lazy tuned", "dmm central heap (one lock)",
-                                           "malloc (glibc)"};
-static const char *const a_key[A_COUNT] = {"lazy", "lazy_queue", "lazy_tuned", "central", "malloc"};
+enum { A_LAZY, A_LAZY_QUEUE, A_DEFAULT, A_LEAN, A_CENTRAL, A_MALLOC, A_COUNT };
+static const char *const a_name[A_COUNT] = {
+    "multiheap seed design (locked free, no cache)", "multiheap queued free, no cache", "multiheap default",
+    "multiheap default, lean node heaps", "dmm central heap (one lock)", "malloc (glibc)"};
+static const char *const a_key[A_COUNT] = {"lazy", "lazy_queue", "default", "lean", "central", "malloc"};
 
-/* The tuned column: queued remote frees, the node heap lean or as shipped,
- * a home cache of this many blocks per size class (0 = none). */
-static int tuned_lean = 1;
-static unsigned tuned_cache = 16;
+/* The default and lean columns' home cache (blocks per size class). */
+static unsigned cache_blocks = DMM_MH_DEFAULT_HOME_CACHE;
 
 typedef struct mailbox {
     atomic_flag lock;
@@ -164,15 +164,18 @@ static double one_run(int alloc, unsigned threads, long steps, size_t per_node)
     void *mem = NULL;
     unsigned nodes = threads < 4 ? 4 : threads;
     if (alloc != A_MALLOC) {
-        dmm_mh_config c = dmm_mh_default_config(nodes);
-        c.policy = alloc == A_CENTRAL ? DMM_MH_CENTRAL : DMM_MH_LAZY;
-        c.remote_free = alloc == A_LAZY_QUEUE || alloc == A_TUNED ? DMM_MH_FREE_QUEUE : DMM_MH_FREE_LOCKED;
-        if (alloc == A_TUNED) {
-            if (tuned_lean) {
-                c.heap.stats = DMM_STATS_OFF;
-                c.heap.harden = DMM_HARDEN_OFF;
-            }
-            c.home_cache = tuned_cache;
+        dmm_mh_config c = dmm_mh_default_config(nodes); /* the default column as it is */
+        if (alloc == A_LAZY || alloc == A_LAZY_QUEUE || alloc == A_CENTRAL) {
+            c.remote_free = alloc == A_LAZY_QUEUE ? DMM_MH_FREE_QUEUE : DMM_MH_FREE_LOCKED;
+            c.home_cache = 0;
+        } else {
+            c.home_cache = cache_blocks;
+        }
+        if (alloc == A_CENTRAL)
+            c.policy = DMM_MH_CENTRAL;
+        if (alloc == A_LEAN) {
+            c.heap.stats = DMM_STATS_OFF;
+            c.heap.harden = DMM_HARDEN_OFF;
         }
         size_t bytes = dmm_mh_buffer_size(&c, per_node);
         mem = malloc(bytes);
@@ -245,29 +248,22 @@ int main(int argc, char **argv)
             steps = atol(argv[++i]);
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             reps = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--tuned-heap") && i + 1 < argc) {
-            i++;
-            tuned_lean = !strcmp(argv[i], "lean");
-            if (!tuned_lean && strcmp(argv[i], "ship")) {
-                fprintf(stderr, "mh_threads: --tuned-heap is lean or ship\n");
-                return 2;
-            }
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             i++;
             for (int a = 0; a < A_COUNT; a++)
                 if (!strcmp(argv[i], a_key[a]))
                     only = a;
             if (only < 0) {
-                fprintf(stderr, "mh_threads: --only takes lazy, lazy_queue, lazy_tuned, central or malloc\n");
+                fprintf(stderr, "mh_threads: --only takes lazy, lazy_queue, default, lean, central or malloc\n");
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--tuned-cache") && i + 1 < argc) {
-            tuned_cache = (unsigned)atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--cache") && i + 1 < argc) {
+            cache_blocks = (unsigned)atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json = argv[++i];
         } else {
-            fprintf(stderr, "usage: mh_threads [--threads 1,2,4,8] [--steps N] [--reps R] [--tuned-heap lean|ship] "
-                            "[--tuned-cache N] [--only KEY] [--json FILE]\n");
+            fprintf(stderr, "usage: mh_threads [--threads 1,2,4,8] [--steps N] [--reps R] [--cache N] "
+                            "[--only KEY] [--json FILE]\n");
             return 2;
         }
     }
@@ -303,10 +299,11 @@ int main(int argc, char **argv)
            "thread; one node per thread (at least 4), 4 MiB per node; this machine has %ld cores, so runs with "
            "more threads measure contention, not scaling.\n\n",
            reps, steps, cores);
-    printf("The lazy locked, lazy queued and central columns run the default configuration (tlsf node heaps as "
-           "shipped: checked hardening, counters, no home cache). Tuned: queued remote frees, node heaps %s, home "
-           "cache of %u blocks per size class%s.\n\n",
-           tuned_lean ? "lean (stats and hardening off)" : "as shipped", tuned_cache, tuned_cache ? "" : " (off)");
+    printf("Default: dmm_mh_default_config (lazy, queued remote frees, a home cache of %u blocks per size class, "
+           "tlsf node heaps as shipped: checked hardening, counters). Lean: the same with the node heaps' stats and "
+           "hardening off. The seed design (remote frees under the owner's lock), queued-free and central columns "
+           "run without a home cache, node heaps as shipped.\n\n",
+           cache_blocks);
     double best[16][A_COUNT];
     for (unsigned ti = 0; ti < nt; ti++)
         for (int a = 0; a < A_COUNT; a++)
@@ -318,7 +315,7 @@ int main(int argc, char **argv)
         printf("| threads |");
         for (int a = 0; a < A_COUNT; a++)
             printf(" %s |", a_name[a]);
-        printf(" queued / malloc | tuned / malloc | tuned / central |\n|---:|");
+        printf(" default / malloc | lean / malloc | default / central |\n|---:|");
         for (int a = 0; a < A_COUNT + 3; a++)
             printf("---:|");
         printf("\n");
@@ -326,8 +323,8 @@ int main(int argc, char **argv)
             printf("| %u |", tl[ti]);
             for (int a = 0; a < A_COUNT; a++)
                 printf(" %.1f |", m[ti][a]);
-            printf(" %.2fx | %.2fx | %.2fx |\n", m[ti][A_LAZY_QUEUE] / m[ti][A_MALLOC],
-                   m[ti][A_TUNED] / m[ti][A_MALLOC], m[ti][A_TUNED] / m[ti][A_CENTRAL]);
+            printf(" %.2fx | %.2fx | %.2fx |\n", m[ti][A_DEFAULT] / m[ti][A_MALLOC], m[ti][A_LEAN] / m[ti][A_MALLOC],
+                   m[ti][A_DEFAULT] / m[ti][A_CENTRAL]);
         }
     }
     if (json) {
@@ -337,9 +334,9 @@ int main(int argc, char **argv)
             return 1;
         }
         fprintf(f, "{\"schema\":\"dmm-mh-threads/1\",\"cores\":%ld,\"steps\":%ld,\"reps\":%d,\"per_node\":%zu,"
-                   "\"tuned\":{\"node_heap\":\"%s\",\"home_cache\":%u},"
+                   "\"default\":{\"remote_free\":\"queue\",\"home_cache\":%u,\"node_heap\":\"tlsf as shipped\"},"
                    "\"unit\":\"Mops/s (malloc+free), median\",\"rows\":[",
-                steps > 0 ? cores : 0, steps, reps, per_node, tuned_lean ? "lean" : "ship", tuned_cache);
+                steps > 0 ? cores : 0, steps, reps, per_node, cache_blocks);
         for (unsigned ti = 0; ti < nt; ti++) {
             fprintf(f, "%s{\"threads\":%u", ti ? "," : "", tl[ti]);
             for (int a = 0; a < A_COUNT; a++) {

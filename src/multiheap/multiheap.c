@@ -60,6 +60,7 @@ struct dmm_mh {
     unsigned char *base;
     size_t node_bytes;
     unsigned node_shift; /* log2(node_bytes) when that is a power of two, else 0 */
+    uint64_t node_recip; /* ceil(2^32 / (node_bytes / 64)): the owner by a multiply (see owner_of) */
     mh_node *nodes;
     uint16_t *order; /* n x n */
     mh_cache *caches; /* n of them, or NULL (no home cache) */
@@ -99,9 +100,10 @@ dmm_mh_config dmm_mh_default_config(unsigned nodes)
     dmm_port_memset(&c, 0, sizeof c);
     c.nodes = nodes;
     c.policy = DMM_MH_LAZY;
-    c.remote_free = DMM_MH_FREE_LOCKED;
+    c.remote_free = DMM_MH_FREE_QUEUE;
     c.heap = dmm_heap_preset_config(DMM_PRESET_TLSF);
     c.on_error = DMM_ON_ERROR_REPORT;
+    c.home_cache = DMM_MH_DEFAULT_HOME_CACHE;
     return c;
 }
 
@@ -128,8 +130,6 @@ dmm_status dmm_mh_config_check(const dmm_mh_config *cfg, const char **reason)
         why = "unknown remote_free";
     else if (cfg->home_cache > DMM_MH_CACHE_MAX_BLOCKS)
         why = "home_cache is more than DMM_MH_CACHE_MAX_BLOCKS";
-    else if (cfg->home_cache && cfg->policy == DMM_MH_CENTRAL)
-        why = "home_cache is not for the central policy (one heap, one lock)";
     else if (cfg->mesh_width > cfg->nodes)
         why = "mesh_width is larger than the node count";
     else if ((cfg->lock_ops.try_lock || cfg->lock_ops.lock || cfg->lock_ops.unlock) &&
@@ -162,12 +162,19 @@ dmm_status dmm_mh_config_check(const dmm_mh_config *cfg, const char **reason)
     return why ? (cfg ? DMM_E_CONFIG : DMM_E_NULL) : DMM_OK;
 }
 
+/* Does cfg give every home a cache?  central ignores home_cache (one heap,
+ * one lock: no home owns a range). */
+static bool has_cache(const dmm_mh_config *cfg)
+{
+    return cfg->home_cache && cfg->policy != DMM_MH_CENTRAL;
+}
+
 static size_t control_bytes(const dmm_mh_config *cfg)
 {
     size_t n = cfg->nodes;
     size_t b = dmm_align_up(sizeof(struct dmm_mh), 64) + dmm_align_up(n * sizeof(mh_node), 64) +
                dmm_align_up(n * n * sizeof(uint16_t), 64);
-    if (cfg->home_cache)
+    if (has_cache(cfg))
         b += n * sizeof(mh_cache);
     return b;
 }
@@ -231,7 +238,7 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
     mh->width = width_of(cfg);
     mh->nodes = (mh_node *)(at + dmm_align_up(sizeof(struct dmm_mh), 64));
     mh->order = (uint16_t *)((uintptr_t)mh->nodes + dmm_align_up((size_t)n * sizeof(mh_node), 64));
-    if (cfg->home_cache) {
+    if (has_cache(cfg)) {
         mh->caches = (mh_cache *)((uintptr_t)mh->order + dmm_align_up((size_t)n * n * sizeof(uint16_t), 64));
         for (unsigned i = 0; i < n; i++)
             dmm_port_spin_init(&mh->caches[i].busy);
@@ -250,6 +257,8 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
     if ((node_bytes & (node_bytes - 1)) == 0)
         while (((size_t)1 << mh->node_shift) < node_bytes)
             mh->node_shift++;
+    uint64_t units = (uint64_t)(node_bytes / RANGE_ALIGN);
+    mh->node_recip = ((uint64_t)1 << 32) / units + (((uint64_t)1 << 32) % units != 0);
     dmm_heap_config hc = cfg->heap;
     hc.lock = DMM_LOCK_NONE;
     hc.error_fn = cfg->error_fn;
@@ -289,14 +298,28 @@ const uint16_t *dmm_mh_try_order(const dmm_mh *mh, unsigned home)
     return home < mh->n ? mh->order + (size_t)home * mh->n : NULL;
 }
 
-unsigned dmm_mh_owner(const dmm_mh *mh, const void *ptr)
+/* The owner without a divide (every free asks; a 64-bit divide costs tens
+ * of cycles): node_bytes is a multiple of 64, so the owner is x / d with
+ * x = off / 64 and d = node_bytes / 64.  For x < 2^32, q = x * ceil(2^32/d)
+ * >> 32 is x / d or one more (the error is below x / 2^32 < 1); one
+ * multiply-back corrects it.  Larger offsets (256 GiB and up) divide. */
+static DMM_ALWAYS_INLINE unsigned owner_of(const dmm_mh *mh, const void *ptr)
 {
     uintptr_t off = (uintptr_t)ptr - (uintptr_t)mh->base;
     if ((uintptr_t)ptr < (uintptr_t)mh->base)
         return DMM_MH_NO_NODE;
-    size_t i = mh->node_shift ? off >> mh->node_shift : off / mh->node_bytes;
+    size_t i;
+    if (mh->node_shift)
+        i = off >> mh->node_shift;
+    else if ((uint64_t)(off / RANGE_ALIGN) >> 32 == 0) {
+        uint64_t x = (uint64_t)(off / RANGE_ALIGN), q = (x * mh->node_recip) >> 32;
+        i = (size_t)(q * (uint64_t)(mh->node_bytes / RANGE_ALIGN) > x ? q - 1 : q);
+    } else
+        i = off / mh->node_bytes;
     return i < mh->n ? (unsigned)i : DMM_MH_NO_NODE;
 }
+
+unsigned dmm_mh_owner(const dmm_mh *mh, const void *ptr) { return owner_of(mh, ptr); }
 
 /* ---- locks, events, reports ----------------------------------------------- */
 
@@ -377,6 +400,20 @@ static void drain(dmm_mh *mh, unsigned home, unsigned i)
 
 /* ---- the home cache (docs/multiheap.md, "Home cache") ------------------------------ */
 
+/* A hardened cache marks every block it bins (class 1 and up: at least two
+ * words) in its second word, and clears the mark when the block leaves.  A
+ * parked free without the mark cannot be in a bin, so the bin is walked
+ * (the double-free look-up) only for a free that carries it: O(1) per free
+ * instead of O(home_cache).  The checker expects the mark on every binned
+ * block, which catches writes to a cached block after its free. */
+_Static_assert(2 * sizeof(void *) <= CACHE_GRAN, "a class-1 block holds the link and the mark");
+static uintptr_t cache_mark(const mh_cache *c, const void *p)
+{
+    return ((uintptr_t)p ^ (uintptr_t)c) * (uintptr_t)0x9E3779B97F4A7C15ull | 1u;
+}
+
+static bool hardened(const dmm_mh *mh) { return mh->cfg.heap.harden != DMM_HARDEN_OFF; }
+
 static bool offline_node(dmm_mh *mh, unsigned i)
 {
     return atomic_load_explicit(&mh->nodes[i].offline, memory_order_acquire);
@@ -399,7 +436,8 @@ static void cache_sort(dmm_mh *mh, unsigned home, mh_cache *c)
         }
         unsigned b = (unsigned)(u / CACHE_GRAN);
         bool dup = false; /* looked for only when the node heap is hardened */
-        for (void *q = mh->cfg.heap.harden != DMM_HARDEN_OFF ? c->bin[b] : NULL; q && !dup; q = *(void **)q)
+        bool look = hardened(mh) && (b == 0 || ((uintptr_t *)p)[1] == cache_mark(c, p));
+        for (void *q = look ? c->bin[b] : NULL; q && !dup; q = *(void **)q)
             dup = q == p;
         if (dup) {
             report(mh, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, p, "double free of a block in the home cache");
@@ -410,6 +448,8 @@ static void cache_sort(dmm_mh *mh, unsigned home, mh_cache *c)
             continue;
         }
         *(void **)p = c->bin[b];
+        if (b > 0 && hardened(mh))
+            ((uintptr_t *)p)[1] = cache_mark(c, p);
         c->bin[b] = p;
         c->n[b]++;
         c->count++;
@@ -424,6 +464,8 @@ static void cache_empty_bins(dmm_mh *mh, unsigned home, mh_cache *c)
         void *p = c->bin[b];
         for (unsigned k = 0; p && k < c->n[b]; k++) {
             void *next = *(void **)p;
+            if (b > 0)
+                ((uintptr_t *)p)[1] = 0; /* the block leaves the cache: no mark */
             dmm_heap_free(mh->nodes[home].heap, p);
             p = next;
         }
@@ -440,6 +482,8 @@ static void *cache_pop(mh_cache *c, unsigned need)
         void *p = c->bin[b];
         if (p) {
             c->bin[b] = *(void **)p;
+            if (b > 0)
+                ((uintptr_t *)p)[1] = 0; /* the block leaves the cache: no mark */
             c->n[b]--;
             c->count--;
             return p;
@@ -513,7 +557,7 @@ static DMM_NOINLINE bool cache_make_room(dmm_mh *mh, unsigned home, mh_cache *c)
 
 /* Parks a free of home's own block in its cache; false: not parked (the
  * cache is busy, or it is full and the node went offline). */
-static bool cache_park(dmm_mh *mh, unsigned home, void *ptr)
+static DMM_ALWAYS_INLINE bool cache_park(dmm_mh *mh, unsigned home, void *ptr)
 {
     mh_cache *c = &mh->caches[home];
     if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
@@ -656,9 +700,9 @@ void *dmm_mh_calloc(dmm_mh *mh, unsigned home, size_t n, size_t size)
 /* ---- free ------------------------------------------------------------------------- */
 
 /* The owner of ptr, or DMM_MH_NO_NODE after a report (foreign, offline). */
-static unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
+static DMM_ALWAYS_INLINE unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
 {
-    unsigned o = dmm_mh_owner(mh, ptr);
+    unsigned o = owner_of(mh, ptr);
     if (o == DMM_MH_NO_NODE) {
         report(mh, DMM_ERR_FOREIGN_POINTER, op, ptr, "pointer is not inside the multi-heap");
         return DMM_MH_NO_NODE;
@@ -672,10 +716,22 @@ static unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
     return o;
 }
 
+static DMM_NOINLINE void free_slow(dmm_mh *mh, unsigned home, void *ptr);
+
 void dmm_mh_free(dmm_mh *mh, unsigned home, void *ptr)
 {
     if (!ptr)
         return;
+    /* the fast path: a home's own block parked in its cache */
+    if (mh->caches && owner_of(mh, ptr) == home && !offline_node(mh, home) && cache_park(mh, home, ptr))
+        return;
+    free_slow(mh, home, ptr);
+}
+
+/* Every other free: to the owner, locked or queued (or refused: foreign,
+ * offline). */
+static DMM_NOINLINE void free_slow(dmm_mh *mh, unsigned home, void *ptr)
+{
     unsigned o = owner_for_free(mh, ptr, DMM_OP_FREE);
     if (o == DMM_MH_NO_NODE)
         return;
@@ -812,6 +868,8 @@ static const char *check_cache(dmm_mh *mh, unsigned i, mh_cache *c)
             size_t u = dmm_heap_usable_size(mh->nodes[i].heap, p);
             if (u / CACHE_GRAN != b)
                 return "a block in a home cache is not a used block of its class";
+            if (b > 0 && hardened(mh) && ((uintptr_t *)p)[1] != cache_mark(c, p))
+                return "a block in a home cache was written after its free (its mark is gone)";
         }
         if (k != c->n[b])
             return "a home cache class is shorter than its count";

@@ -150,6 +150,9 @@ TEST_P(MultiheapThreadsFault, ANodeGoesOfflineWhileThreadsRun)
     std::atomic<uint64_t> reported{0};
     dmm_mh_config c = dmm_mh_default_config(nodes);
     c.home_cache = GetParam(); // with caches, node 2's cache keeps its blocks parked
+    // Remote frees under the owner's lock, so that every free has reached its
+    // heap when the threads end (a queue of the offline node is never drained).
+    c.remote_free = DMM_MH_FREE_LOCKED;
     // With its home out of service, a thread's every try is a try-lock that
     // skips busy heaps; the final blocking pass makes it wait instead of
     // failing when all were busy at once.
