@@ -257,8 +257,11 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
     if ((node_bytes & (node_bytes - 1)) == 0)
         while (((size_t)1 << mh->node_shift) < node_bytes)
             mh->node_shift++;
-    uint64_t units = (uint64_t)(node_bytes / RANGE_ALIGN);
-    mh->node_recip = ((uint64_t)1 << 32) / units + (((uint64_t)1 << 32) % units != 0);
+    /* ceil(2^32 / units) = floor((2^32 - 1) / units) + 1, in size_t: no
+     * 64-bit division (a libgcc call on 32-bit targets); units beyond 32
+     * bits give 1, and q = 0 for every offset the multiply path takes */
+    size_t units = node_bytes / RANGE_ALIGN;
+    mh->node_recip = (uint64_t)((size_t)0xFFFFFFFFu / units) + 1u;
     dmm_heap_config hc = cfg->heap;
     hc.lock = DMM_LOCK_NONE;
     hc.error_fn = cfg->error_fn;
@@ -700,7 +703,7 @@ void *dmm_mh_calloc(dmm_mh *mh, unsigned home, size_t n, size_t size)
 /* ---- free ------------------------------------------------------------------------- */
 
 /* The owner of ptr, or DMM_MH_NO_NODE after a report (foreign, offline). */
-static DMM_ALWAYS_INLINE unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
+static unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
 {
     unsigned o = owner_of(mh, ptr);
     if (o == DMM_MH_NO_NODE) {
@@ -729,13 +732,11 @@ void dmm_mh_free(dmm_mh *mh, unsigned home, void *ptr)
 }
 
 /* Every other free: to the owner, locked or queued (or refused: foreign,
- * offline). */
+ * offline).  A home's own block whose cache was busy goes to its heap. */
 static DMM_NOINLINE void free_slow(dmm_mh *mh, unsigned home, void *ptr)
 {
     unsigned o = owner_for_free(mh, ptr, DMM_OP_FREE);
     if (o == DMM_MH_NO_NODE)
-        return;
-    if (o == home && mh->caches && cache_park(mh, home, ptr))
         return;
     unsigned h = heap_index(mh, o);
     if (o != home)
