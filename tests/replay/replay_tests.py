@@ -722,13 +722,17 @@ def t_multiheap(c):
     d, _ = c.replay_json(tr, ["--alloc", "multiheap:2", "--arena", "131072", "--verify"])
     a = d["allocator"]["multiheap"]
     check(a["remote_free"] == "queue" and a["home_cache"] == 16, "multiheap:2 defaults: %s" % a)
+    # one thread frees and asks again for the same size: with a cache, the
+    # second and third requests are served from it (exactly, on one thread)
+    tr3 = write(c, "mh3.txt", "dmmtrace 1\n0 m 1 100\n0 f 1\n0 m 2 100\n0 f 2\n0 m 3 100\n0 f 3\n")
     for cache in (0, 3):
         spec = "multiheap:2;cache=%d" % cache
-        d, _ = c.replay_json(t4, ["--alloc", spec, "--arena", "600000", "--verify", "--no-warm"])
+        d, _ = c.replay_json(tr3, ["--alloc", spec, "--arena", "131072", "--verify", "--no-warm"])
         check(d["verify"] == "pass" and d["allocator"]["multiheap"]["home_cache"] == cache, "%s: %s"
               % (spec, d["allocator"]["multiheap"]))
-        hits = mh_sum(mh_nodes(d, 2), "cache_hits")
-        check(hits > 0 if cache else hits == 0, "%s: %d cache hits" % (spec, hits))
+        nodes = mh_nodes(d, 2)
+        hits, local = mh_sum(nodes, "cache_hits"), mh_sum(nodes, "local_allocs")
+        check(hits == (2 if cache else 0) and local == 3, "%s: %d cache hits, %d local" % (spec, hits, local))
     # the console reports the first pass
     p = c.run("replay", [tr, "--alloc", "multiheap:2", "--arena", "131072", "--no-timing"])
     check("2 nodes, lazy" in p.stdout and "home cache 16" in p.stdout and "4 local, 2 remote allocations" in p.stdout,
