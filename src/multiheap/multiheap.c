@@ -37,14 +37,31 @@ typedef struct mh_node {
         offline_frees;
 } mh_node;
 
-/* A home node's cache of its own freed blocks (cfg.home_cache > 0): every
- * field is guarded by `busy`, which the home only tries.  pend: frees not yet
- * validated (nothing written to them); bin[k]: blocks whose usable size is
- * in [16k, 16k+16), linked through their first word, n[k] of them. */
+/* A home node's cache of its own freed blocks (cfg.home_cache > 0).  pend:
+ * frees not yet validated (nothing written to them); bin[k]: blocks whose
+ * usable size is in [16k, 16k+16), linked through their first word, n[k] of
+ * them.
+ *
+ * Who may touch the fields ("being in the cache"): the holder of `busy`, or
+ * the cache's owner thread without it.  The first thread that takes `busy`
+ * for a malloc or free claims the cache (owner = its port token) when the
+ * port has remote fences; from then on that thread enters by a store and a
+ * load (owner_in = 1, then revoke must read 0: no atomic read-modify-write),
+ * and leaves by a release store.  Any other thread takes `busy`, sets revoke,
+ * calls dmm_port_remote_fence() and waits until owner_in is 0 (Dekker's
+ * protocol with an asymmetric fence: the owner's store and load need only a
+ * compiler barrier).  Such a malloc or free from another thread marks the
+ * cache CACHE_SHARED for good, revoke staying set (a shared home is locked
+ * every time); the checker, statistics and flushes keep the owner and clear
+ * revoke when they leave. */
 #define CACHE_GRAN 16u
 #define CACHE_CLASSES (DMM_MH_CACHE_MAX_SIZE / CACHE_GRAN + 1u)
+#define CACHE_SHARED ((uintptr_t)1) /* port tokens are even */
 typedef struct mh_cache {
     _Alignas(64) dmm_port_spinlock busy;
+    _Atomic(uintptr_t) owner; /* 0 (unclaimed), CACHE_SHARED or the owner's token */
+    atomic_bool owner_in;     /* the owner is in the cache without busy */
+    atomic_bool revoke;       /* a holder of busy that is not the owner is in */
     unsigned npend;
     size_t count; /* blocks in the bins */
     uint64_t hits;
@@ -240,8 +257,12 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
     mh->order = (uint16_t *)((uintptr_t)mh->nodes + dmm_align_up((size_t)n * sizeof(mh_node), 64));
     if (has_cache(cfg)) {
         mh->caches = (mh_cache *)((uintptr_t)mh->order + dmm_align_up((size_t)n * n * sizeof(uint16_t), 64));
-        for (unsigned i = 0; i < n; i++)
+        for (unsigned i = 0; i < n; i++) {
             dmm_port_spin_init(&mh->caches[i].busy);
+            atomic_init(&mh->caches[i].owner, (uintptr_t)0);
+            atomic_init(&mh->caches[i].owner_in, false);
+            atomic_init(&mh->caches[i].revoke, false);
+        }
     }
     if (cfg->order)
         dmm_port_memcpy(mh->order, cfg->order, (size_t)n * n * sizeof(uint16_t));
@@ -422,6 +443,69 @@ static bool offline_node(dmm_mh *mh, unsigned i)
     return atomic_load_explicit(&mh->nodes[i].offline, memory_order_acquire);
 }
 
+/* Being in a cache (see mh_cache).  After taking busy: claims an unclaimed
+ * cache for a malloc or free (`op`), or keeps its owner out (revoke, the
+ * remote fence, a wait for owner_in to clear); a foreign malloc or free
+ * also marks the cache shared. */
+static DMM_NOINLINE void cache_locked(mh_cache *c, uintptr_t me, bool op)
+{
+    uintptr_t o = atomic_load_explicit(&c->owner, memory_order_relaxed);
+    if (o == me || o == CACHE_SHARED)
+        return;
+    if (o == 0) {
+        if (op && dmm_port_has_remote_fence())
+            atomic_store_explicit(&c->owner, me, memory_order_relaxed);
+        return;
+    }
+    atomic_store_explicit(&c->revoke, true, memory_order_relaxed);
+    dmm_port_remote_fence();
+    while (atomic_load_explicit(&c->owner_in, memory_order_acquire))
+        dmm_port_cpu_relax();
+    if (op)
+        atomic_store_explicit(&c->owner, CACHE_SHARED, memory_order_relaxed);
+}
+
+/* Enters c without waiting; false: busy (or being revoked).  *fast: entered
+ * as its owner (leave with cache_leave either way). */
+static DMM_ALWAYS_INLINE bool cache_try_enter(mh_cache *c, uintptr_t me, bool *fast)
+{
+    if (atomic_load_explicit(&c->owner, memory_order_relaxed) == me) {
+        atomic_store_explicit(&c->owner_in, true, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst); /* the remote fence orders the rest */
+        if (DMM_LIKELY(!atomic_load_explicit(&c->revoke, memory_order_acquire))) {
+            *fast = true;
+            return true;
+        }
+        atomic_store_explicit(&c->owner_in, false, memory_order_release);
+        return false;
+    }
+    if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
+        return false;
+    *fast = false;
+    cache_locked(c, me, true);
+    return true;
+}
+
+/* Enters c, waiting for it (flush, statistics, checker: the owner stays). */
+static void cache_enter(mh_cache *c)
+{
+    dmm_port_spin_lock(&c->busy);
+    cache_locked(c, dmm_port_thread_token(), false);
+}
+
+static DMM_ALWAYS_INLINE void cache_leave(mh_cache *c, bool fast)
+{
+    if (fast) {
+        atomic_store_explicit(&c->owner_in, false, memory_order_release);
+        return;
+    }
+    /* a shared cache keeps revoke set: its old owner's fast path stays shut */
+    if (DMM_UNLIKELY(atomic_load_explicit(&c->revoke, memory_order_relaxed)) &&
+        atomic_load_explicit(&c->owner, memory_order_relaxed) != CACHE_SHARED)
+        atomic_store_explicit(&c->revoke, false, memory_order_release);
+    dmm_port_spin_unlock(&c->busy);
+}
+
 /* Sorts home's parked frees into the bins (the cache and the node lock
  * held).  The heap validates each one first (usable size 0 under hardening:
  * not a used block, so the heap's free reports it); a block already in its
@@ -495,7 +579,7 @@ static void *cache_pop(mh_cache *c, unsigned need)
     return NULL;
 }
 
-static void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need);
+static void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need, bool fast);
 
 /* malloc through home's cache: a block, or NULL to take the policy's path
  * (the cache is busy, the node offline, the size too large or the home
@@ -505,21 +589,22 @@ static void *cache_alloc(dmm_mh *mh, unsigned home, size_t size)
     mh_cache *c = &mh->caches[home];
     if (size > DMM_MH_CACHE_MAX_SIZE || offline_node(mh, home))
         return NULL;
-    if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
+    bool fast;
+    if (!cache_try_enter(c, dmm_port_thread_token(), &fast))
         return NULL; /* another thread of this home is in the cache */
     unsigned need = (unsigned)((size + CACHE_GRAN - 1) / CACHE_GRAN);
     void *p = cache_pop(c, need);
     if (DMM_LIKELY(p != NULL)) {
         c->hits++;
-        dmm_port_spin_unlock(&c->busy);
+        cache_leave(c, fast);
         return p;
     }
-    return cache_refill(mh, home, c, need);
+    return cache_refill(mh, home, c, need, fast);
 }
 
-/* A cache miss (the cache lock held; released here): the node lock, the
+/* A cache miss (in the cache; left here): the node lock, the
  * parked frees sorted, another look, then the heap. */
-static DMM_NOINLINE void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need)
+static DMM_NOINLINE void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need, bool fast)
 {
     void *p;
     lock(mh, home);
@@ -538,14 +623,14 @@ static DMM_NOINLINE void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, u
         }
     }
     unlock(mh, home);
-    dmm_port_spin_unlock(&c->busy);
+    cache_leave(c, fast);
     event(mh, home, home, DMM_MH_EV_ALLOC, p != NULL);
     if (p && !hit)
         count(&mh->nodes[home].local_allocs);
     return p;
 }
 
-/* The parked frees are full: sorts them (the cache lock held); false when
+/* The parked frees are full: sorts them (in the cache); false when
  * the node went offline meanwhile. */
 static DMM_NOINLINE bool cache_make_room(dmm_mh *mh, unsigned home, mh_cache *c)
 {
@@ -563,14 +648,15 @@ static DMM_NOINLINE bool cache_make_room(dmm_mh *mh, unsigned home, mh_cache *c)
 static DMM_ALWAYS_INLINE bool cache_park(dmm_mh *mh, unsigned home, void *ptr)
 {
     mh_cache *c = &mh->caches[home];
-    if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
+    bool fast;
+    if (!cache_try_enter(c, dmm_port_thread_token(), &fast))
         return false;
     if (DMM_UNLIKELY(c->npend == DMM_MH_CACHE_PENDING) && !cache_make_room(mh, home, c)) {
-        dmm_port_spin_unlock(&c->busy);
+        cache_leave(c, fast);
         return false;
     }
     c->pend[c->npend++] = ptr;
-    dmm_port_spin_unlock(&c->busy);
+    cache_leave(c, fast);
     return true;
 }
 
@@ -579,7 +665,7 @@ void dmm_mh_cache_flush(dmm_mh *mh, unsigned home)
     if (!mh || !mh->caches || home >= mh->n)
         return;
     mh_cache *c = &mh->caches[home];
-    dmm_port_spin_lock(&c->busy);
+    cache_enter(c);
     if (!offline_node(mh, home)) {
         lock(mh, home);
         drain(mh, home, home);
@@ -590,7 +676,7 @@ void dmm_mh_cache_flush(dmm_mh *mh, unsigned home)
         unlock(mh, home);
         event(mh, home, home, DMM_MH_EV_FREE, 1);
     }
-    dmm_port_spin_unlock(&c->busy);
+    cache_leave(c, false);
 }
 
 /* ---- allocation ----------------------------------------------------------------- */
@@ -834,10 +920,10 @@ dmm_mh_node_stats dmm_mh_get_node_stats(dmm_mh *mh, unsigned node)
     s.offline = atomic_load_explicit(&nd->offline, memory_order_acquire);
     if (mh->caches) {
         mh_cache *c = &mh->caches[node];
-        dmm_port_spin_lock(&c->busy);
+        cache_enter(c);
         s.cache_hits = c->hits;
         s.cached = c->count + c->npend;
-        dmm_port_spin_unlock(&c->busy);
+        cache_leave(c, false);
         s.local_allocs += s.cache_hits;
     }
     if (nd->heap) {
@@ -892,7 +978,7 @@ dmm_status dmm_mh_check(dmm_mh *mh, const char **detail)
             continue;
         mh_cache *c = mh->caches ? &mh->caches[i] : NULL;
         if (c)
-            dmm_port_spin_lock(&c->busy);
+            cache_enter(c);
         lock(mh, i);
         dmm_heap_check_report r;
         if (dmm_heap_check(nd->heap, &r) != DMM_OK)
@@ -909,7 +995,7 @@ dmm_status dmm_mh_check(dmm_mh *mh, const char **detail)
             why = check_cache(mh, i, c);
         unlock(mh, i);
         if (c)
-            dmm_port_spin_unlock(&c->busy);
+            cache_leave(c, false);
     }
     for (unsigned h = 0; h < mh->n && !why; h++) {
         const uint16_t *row = mh->order + (size_t)h * mh->n;

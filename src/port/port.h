@@ -128,6 +128,23 @@ void dmm_port_cpu_relax(void);
  * on a port without a scheduler. */
 void dmm_port_yield(void);
 
+/* The calling thread's token: nonzero, even, and different for every thread
+ * alive at the same time (the address of a thread-local object; a thread
+ * that starts after another ended may get its token).  A constant on a port
+ * without threads.  For the multi-heap's owned home caches. */
+uintptr_t dmm_port_thread_token(void);
+
+/* Asymmetric fences, for a fast path that must not pay for an atomic
+ * read-modify-write: remote_fence() returns after every other running thread
+ * of the process has executed a full memory barrier (Linux membarrier), so a
+ * thread that stores a flag and reads another with only a compiler barrier in
+ * between pairs with one that stores, calls remote_fence() and reads (the
+ * store-load order of Dekker's protocol).  has_remote_fence() is false when
+ * the OS cannot (then remote_fence must not be relied on); it registers the
+ * process on first use.  Without threads both are trivially true / nothing. */
+bool dmm_port_has_remote_fence(void);
+void dmm_port_remote_fence(void);
+
 /* A monotonic clock: nanoseconds since an arbitrary origin fixed for the
  * process, never going back.  Always 0 on a port without a clock
  * (freestanding), so callers must treat 0 as "no time".  Not used by the
