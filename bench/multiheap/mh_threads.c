@@ -10,8 +10,10 @@
  * it, touching the first and last byte.  Each thread's home node is its
  * index modulo the node count; the multi-heap has one node per thread
  * (at least 4).  The allocators run interleaved, repetition by repetition,
- * in one process; the figure is million operations (alloc + free) per second
- * of wall time, median over the repetitions.
+ * in one process; the figures are million operations (alloc + free) per
+ * second of wall time, median and best over the repetitions, and per second
+ * of the workers' CPU time (summed), median: on a machine shared with other
+ * load the wall-time median moves with it, the CPU-time rate much less.
  *
  * Columns: the seed's design (lazy, remote frees under the owner's lock, no
  * home cache); lazy with queued remote frees and no cache; the default
@@ -72,7 +74,15 @@ typedef struct run {
 typedef struct targ {
     run *r;
     unsigned id;
+    double cpu_s; /* the worker's CPU time after the start flag */
 } targ;
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void *a_malloc(run *r, unsigned home, size_t n)
 {
@@ -102,6 +112,7 @@ static void *worker(void *arg)
     uint64_t x = 0x9E3779B97F4A7C15ull * (id + 1);
     while (!atomic_load(&r->start))
         ;
+    double cpu0 = thread_cpu_s();
     for (long s = 0; s < r->steps; s++) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -141,6 +152,7 @@ static void *worker(void *arg)
     for (unsigned k = 0; k < SLOTS; k++)
         if (slot[k])
             a_free(r, home, slot[k]);
+    t->cpu_s = thread_cpu_s() - cpu0;
     return NULL;
 }
 
@@ -152,7 +164,10 @@ static double now_s(void)
 }
 
 /* One measured run: Mops/s, or -1 on failure. */
-static double one_run(int alloc, unsigned threads, long steps, size_t per_node)
+/* Million operations per second of wall time; *per_cpu: per second of the
+ * workers' CPU time (summed), which preemption by other load does not
+ * dilute. */
+static double one_run(int alloc, unsigned threads, long steps, size_t per_node, double *per_cpu)
 {
     static run r;
     memset(&r, 0, sizeof r);
@@ -198,7 +213,9 @@ static double one_run(int alloc, unsigned threads, long steps, size_t per_node)
     atomic_store(&r.start, 1);
     for (unsigned i = 0; i < threads; i++)
         pthread_join(th[i], NULL);
-    double t = now_s() - t0;
+    double t = now_s() - t0, cpu = 0;
+    for (unsigned i = 0; i < threads; i++)
+        cpu += ta[i].cpu_s;
     for (unsigned i = 0; i < threads; i++) /* leftovers in mailboxes */
         for (unsigned k = 0; k < r.box[i].n; k++)
             a_free(&r, i, r.box[i].p[k]);
@@ -211,6 +228,7 @@ static double one_run(int alloc, unsigned threads, long steps, size_t per_node)
         dmm_mh_destroy(r.mh);
         free(mem);
     }
+    *per_cpu = cpu > 0 ? (2.0 * (double)steps * threads) / cpu / 1e6 : 0;
     return ok ? (2.0 * (double)steps * threads) / t / 1e6 : -1;
 }
 
@@ -273,26 +291,28 @@ int main(int argc, char **argv)
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     size_t per_node = 4u << 20;
-    double res[16][A_COUNT][101];
+    static double res[16][A_COUNT][101], rcpu[16][A_COUNT][101];
     for (unsigned ti = 0; ti < nt; ti++)
         for (int rep = 0; rep < reps; rep++)
             for (int a = 0; a < A_COUNT; a++) {
                 int aa = (a + rep) % A_COUNT; /* rotate the order per repetition */
                 if (only >= 0 && aa != only) {
-                    res[ti][aa][rep] = 0;
+                    res[ti][aa][rep] = rcpu[ti][aa][rep] = 0;
                     continue;
                 }
-                res[ti][aa][rep] = one_run(aa, tl[ti], steps, per_node);
+                res[ti][aa][rep] = one_run(aa, tl[ti], steps, per_node, &rcpu[ti][aa][rep]);
                 if (res[ti][aa][rep] < 0) {
                     fprintf(stderr, "mh_threads: %s failed at %u threads\n", a_name[aa], tl[ti]);
                     return 1;
                 }
             }
-    double med[16][A_COUNT];
+    double med[16][A_COUNT], mcpu[16][A_COUNT];
     for (unsigned ti = 0; ti < nt; ti++)
         for (int a = 0; a < A_COUNT; a++) {
             qsort(res[ti][a], (size_t)reps, sizeof(double), cmp_d);
             med[ti][a] = res[ti][a][reps / 2];
+            qsort(rcpu[ti][a], (size_t)reps, sizeof(double), cmp_d);
+            mcpu[ti][a] = rcpu[ti][a][reps / 2];
         }
     printf("# Multi-heap on real threads (bench/multiheap/mh_threads.c)\n\n");
     printf("Million operations (malloc + free) per second, median of %d interleaved repetitions of %ld steps per "
@@ -308,10 +328,15 @@ int main(int argc, char **argv)
     for (unsigned ti = 0; ti < nt; ti++)
         for (int a = 0; a < A_COUNT; a++)
             best[ti][a] = res[ti][a][reps - 1];
-    for (int t = 0; t < 2; t++) {
-        double(*m)[A_COUNT] = t ? best : med;
-        if (t)
+    for (int t = 0; t < 3; t++) {
+        double(*m)[A_COUNT] = t == 2 ? mcpu : t ? best : med;
+        if (t == 1)
             printf("\nThe fastest repetition of each (other load on the machine only slows a run down):\n\n");
+        if (t == 2)
+            printf("\nMillion operations per second of the worker threads' CPU time (CLOCK_THREAD_CPUTIME_ID, "
+                   "summed over the workers, from the start flag to their last free), median of the same "
+                   "repetitions: time a worker spends preempted by other load is not counted, its waits for "
+                   "locks held by a preempted thread are (spinning).\n\n");
         printf("| threads |");
         for (int a = 0; a < A_COUNT; a++)
             printf(" %s |", a_name[a]);
@@ -344,6 +369,9 @@ int main(int argc, char **argv)
                         best[ti][a]);
                 for (int rep = 0; rep < reps; rep++)
                     fprintf(f, "%s%.3f", rep ? "," : "", res[ti][a][rep]);
+                fprintf(f, "],\"per_cpu_s_median\":%.3f,\"per_cpu_s_runs\":[", mcpu[ti][a]);
+                for (int rep = 0; rep < reps; rep++)
+                    fprintf(f, "%s%.3f", rep ? "," : "", rcpu[ti][a][rep]);
                 fprintf(f, "]}");
             }
             fprintf(f, "}");
