@@ -8,7 +8,9 @@
  *
  * Users: the heap (src/heap) uses pages, mutexes, abort/assert, bulk memory
  * and cpu_relax; the pool (src/pool) the same plus events; the scratchpad
- * heap's global memory (src/spm) mutexes, conditions and threads; it must never use the clock or yield, so that a heap runs
+ * heap's global memory (src/spm) mutexes, conditions and threads; the
+ * multi-heap (src/multiheap) the spin lock, the thread token and remote
+ * fences.  The heap must never use the clock or yield, so that it runs
  * on a port that has neither.  The LD_PRELOAD recorder (src/recorder, hosted
  * only) links src/port/posix.c and uses pages, the clock and the spin lock.
  * The malloc (src/malloc, hosted only) also uses aligned mappings, page
