@@ -30,9 +30,17 @@ done
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 [ -z "$(git status --porcelain --untracked-files=no -- . ':!bench/results' 2>/dev/null)" ] || commit="$commit+dirty"
 mkdir -p "$OUT"
+# the CPU feature set a dmm_vec routine runs on (its rows are that set's)
+vec_needs() {
+    case $1 in
+        avx512) echo "AVX-512 F+BW" ;; avx2) echo "AVX2" ;; sse2) echo "SSE2" ;; neon) echo "NEON" ;;
+        portable) echo "no vector ISA (portable C)" ;; *) echo "an unknown feature set" ;;
+    esac
+}
 vec=$("$BIN/pool_bench" --no-ops --no-space --no-memset | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["vec"]["impl"])')
 python3 scripts/provenance.py --json --command "ROUNDS=$ROUNDS REPS=$REPS scripts/pool_bench.sh${1:+ $1}" \
-    --cmake-build build/release --impl "dmm_vec $vec (dmm_pool_memset)" --load-before "$LOAD0" > "$work/provenance.json"
+    --cmake-build build/release --impl "dmm_vec $vec (dmm_pool_memset), running on $(vec_needs "$vec")" \
+    --load-before "$LOAD0" > "$work/provenance.json"
 python3 "$ROOT/bench/pool/pool_report.py" --commit "$commit" --provenance "$work/provenance.json" \
     --command "scripts/pool_bench.sh (ROUNDS=$ROUNDS REPS=$REPS)" \
     --json "$OUT/pool_bench.json" --md "$OUT/pool_bench.md" "${runs[@]}"

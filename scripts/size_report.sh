@@ -567,6 +567,25 @@ least_overhead() {
     echo "$m"
 }
 first() { cut -d' ' -f"${2:-1}" <<<"$1"; }
+# Issue 25's Cortex-M4 goals: heap init+malloc+free (-Os) of a variant at or
+# below an anchor's figure.  "variant limit anchor".
+GOALS=("lean/firstfit 588 FreeRTOS heap_4" "lean/halffit 826 o1heap 2.2" "lean/tlsf 1951 TLSF 3.1"
+       "tlsf 2500 the checked tlsf budget")
+# goal_rows TARGET: one line per goal, "variant limit measured|- met|missed|unmeasured margin anchor"
+goal_rows() {
+    local g v lim anchor got
+    for g in "${GOALS[@]}"; do
+        read -r v lim anchor <<<"$g"
+        got=${PRB[$1:$v:heap_min]:-}
+        if [ -z "$got" ]; then
+            echo "$v $lim - unmeasured 0 $anchor"
+        else
+            got=$(first "$got")
+            if [ "$got" -le "$lim" ]; then echo "$v $lim $got met $((lim - got)) $anchor"
+            else echo "$v $lim $got missed $((got - lim)) $anchor"; fi
+        fi
+    done
+}
 sum_sections() { awk '{print $1 + $2}' <<<"$1"; }
 
 tables=$(
@@ -612,6 +631,21 @@ tables=$(
         echo
         echo "Pool (block 32, align 8, default hardening checked) on a 32 KiB buffer: $pb blocks, stride $pst, control block $pctl B, free list + bitmap $pmeta B = $(awk -v m="$pmeta" -v n="$pb" 'BEGIN {printf "%.2f", m / n}') B per block outside the blocks."
         echo
+        if [ "$tg" = cortex-m4 ]; then
+            echo "Issue 25's Cortex-M4 goals (heap init+malloc+free, the first column of the linked-path table):"
+            echo
+            echo "| goal variant | limit (B) | measured (B) | verdict |"
+            echo "|---|---:|---:|---|"
+            while read -r v lim got verdict by anchor; do
+                case $verdict in
+                    met) what="met ($by B to spare)" ;;
+                    missed) what="missed by $by B ($(awk -v a="$got" -v b="$lim" 'BEGIN {printf "%.2f", a / b}')x the limit)" ;;
+                    *) what="not built in this run" ;;
+                esac
+                echo "| $v (limit: $anchor) | $lim | $got | $what |"
+            done < <(goal_rows "$tg")
+            echo
+        fi
     done
 )
 
@@ -641,6 +675,14 @@ mkdir -p "$OUT_DIR"
     echo "  \"provenance\": $PROV_JSON,"
     echo "  \"context\": {\"date\": \"$date_utc\", \"commit\": \"$commit\", \"build_type\": \"MinSizeRel\","
     echo "              \"port\": \"freestanding\", \"units\": \"bytes\", \"per_block_requests\": [$(IFS=,; echo "${REQUESTS[*]}")]},"
+    if [[ " ${TARGETS[*]} " == *" cortex-m4 "* ]]; then
+        gl=""
+        while read -r v lim got verdict by anchor; do
+            [ "$got" = - ] && got=null
+            gl="$gl${gl:+, }{\"variant\": \"$v\", \"anchor\": \"$anchor\", \"limit\": $lim, \"measured\": $got, \"verdict\": \"$verdict\", \"margin\": $by}"
+        done < <(goal_rows cortex-m4)
+        echo "  \"goals_cortex_m4_init_malloc_free\": [$gl],"
+    fi
     echo "  \"variants\": ["
     n=${#ok_keys[@]}
     i=0

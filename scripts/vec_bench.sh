@@ -41,6 +41,21 @@ with open(src, "w") as f:
     json.dump(d, f, indent=1)
     f.write("\n")
 cpu = prov["cpu"]["model"]
+# The CPU feature set each column's routine runs on (seed 003 per feature set:
+# every row's figures are labelled with the routine and what it needs).
+NEEDS = {
+    "avx512": "AVX-512 F+BW",
+    "avx2": "AVX2",
+    "sse2": "SSE2",
+    "neon": "NEON",
+    "portable": "no vector ISA: portable C (x86-64's baseline SSE2 when the compiler vectorises it)",
+    "scalar": "byte loop, not vectorised",
+    "glibc": "glibc's own per-CPU choice (AVX2/EVEX, rep stosb/movsb with ERMS/FSRM)",
+}
+SHORT = {"portable": "no vector ISA", "scalar": "byte loop", "glibc": "glibc's choice"}
+def label(n):
+    return f"{n} [{SHORT.get(n) or NEEDS.get(n, 'unknown')}]"
+have = ", ".join(prov["cpu"]["vector_features"]) or "none"
 lines = [
     "# Vector memset/memcpy on pool blocks (bench/pool/vec_bench.c)",
     "",
@@ -65,7 +80,11 @@ for op in ("memset", "memcpy"):
     names = list(rows[0]["ns"].keys())
     lines.append(f"## {op} ({cpu}; dmm_vec selected: {sel})")
     lines.append("")
-    lines.append("| size (B) | " + " | ".join(f"{n} ns" for n in names) + f" | {sel} vs scalar | {sel} vs glibc |")
+    lines.append(f"This CPU's vector features: {have}. Each column is one routine, labelled with the feature set it "
+                 "runs on: " + "; ".join(f"`{n}`: {NEEDS.get(n, 'unknown')}" for n in names) + ".")
+    lines.append("")
+    lines.append("| size (B) | " + " | ".join(f"{label(n)} ns" for n in names)
+                 + f" | {label(sel)} vs scalar | {label(sel)} vs glibc |")
     lines.append("|---:|" + "---:|" * len(names) + "---:|---:|")
     for r in rows:
         lines.append(f"| {r['size']} | " + " | ".join(f"{r['ns'][n]:.2f}" for n in names)

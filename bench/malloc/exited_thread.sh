@@ -20,14 +20,14 @@ L=/usr/lib/$(uname -m)-linux-gnu
 declare -a NAMES=(glibc libdmm jemalloc mimalloc tcmalloc)
 declare -A LIB=([glibc]="" [libdmm]=$LIBDMM [jemalloc]=$L/libjemalloc.so.2 [mimalloc]=$L/libmimalloc.so.2
                 [tcmalloc]=$L/libtcmalloc_minimal.so.4)
-commit=$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- src/malloc || echo "+dirty")
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+# the provenance record (command, commit, date, compiler and flags, CPU,
+# load) is scripts/provenance.py's, written once the runs are done
 ccv=$(cc --version | head -1)
-json="{\"schema\":\"dmm-malloc-exited/1\",\"command\":\"bench/malloc/exited_thread.sh\",\"commit\":\"$commit\","
-json+="\"compiler\":\"$ccv\",\"cflags\":\"$CFLAGS\",\"cpu\":\"$cpu\",\"cores\":$(nproc),\"runs\":$RUNS,\"results\":["
-md="# Memory freed after its owner thread exited\n\nMade by \`bench/malloc/exited_thread.sh\` (commit $commit) on"
-md+=" \`bench/malloc/exited_thread.c\` built with \`cc $CFLAGS\` ($ccv), $(nproc) cores of $cpu."
-md+=" libdmm is the release build of \`libdmm.so\`. Median of $RUNS runs of peak RSS (getrusage);"
+load0=$(python3 "$ROOT/scripts/provenance.py" --load)
+json="{\"schema\":\"dmm-malloc-exited/1\",\"cores\":$(nproc),\"runs\":$RUNS,\"results\":["
+md="# Memory freed after its owner thread exited\n\nMeasured on"
+md+=" \`bench/malloc/exited_thread.c\` built with \`cc $CFLAGS\` ($ccv); the record at the end names the command, commit"
+md+=" and CPU. libdmm is the release build of \`libdmm.so\`. Median of $RUNS runs of peak RSS (getrusage);"
 md+=" *left* is mallinfo2().uordblks after every block was freed minus its value at the start (what the C library"
 md+=" itself allocated during the run and kept, for an allocator that counts exactly; meaningless for one without mallinfo2).\n\n"
 md+="* **exited**: a thread allocates 120 MB (half 2-5 KB blocks, half 16-1024 B, all written) and exits;"
@@ -55,7 +55,15 @@ for c in exited churn; do
     done
 done
 json+="]}"
+PROV=(--command "bench/malloc/exited_thread.sh" --compiler "$ccv" --flags="$CFLAGS (exited_thread.c; libdmm.so: the release preset)"
+      --impl "libdmm.so of build/release; peers from $L" --load-before "$load0")
 mkdir -p "$OUT"
-printf '%s\n' "$json" > "$OUT/libdmm_exited_thread.json"
-printf '%b' "$md" > "$OUT/libdmm_exited_thread.md"
+python3 - "$OUT/libdmm_exited_thread.json" "$json" "$(python3 "$ROOT/scripts/provenance.py" --json "${PROV[@]}")" <<'PY'
+import json, sys
+doc = {"provenance": json.loads(sys.argv[3]), **json.loads(sys.argv[2])}
+with open(sys.argv[1], "w") as f:
+    json.dump(doc, f)
+    f.write("\n")
+PY
+printf '%b\n%s\n' "$md" "$(python3 "$ROOT/scripts/provenance.py" --md "${PROV[@]}")" > "$OUT/libdmm_exited_thread.md"
 echo "wrote $OUT/libdmm_exited_thread.json and .md"

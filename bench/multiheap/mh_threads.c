@@ -10,19 +10,23 @@
  * it, touching the first and last byte.  Each thread's home node is its
  * index modulo the node count; the multi-heap has one node per thread
  * (at least 4).  The allocators run interleaved, repetition by repetition,
- * in one process; the figure is million operations (alloc + free) per second
- * of wall time, median over the repetitions.
+ * in one process; the figures are million operations (alloc + free) per
+ * second of wall time, median and best over the repetitions, and per second
+ * of the workers' CPU time (summed), median: on a machine shared with other
+ * load the wall-time median moves with it, the CPU-time rate much less.
  *
- * The tuned column is the lazy multi-heap as docs/multiheap.md recommends
- * for throughput: queued remote frees, the node heap lean (tlsf with stats
- * and hardening off; --tuned-heap ship keeps them) and a home cache of
- * --tuned-cache blocks per size class (0: none).
+ * Columns: the seed's design (lazy, remote frees under the owner's lock, no
+ * home cache); lazy with queued remote frees and no cache; the default
+ * configuration (dmm_mh_default_config: queued remote frees, a home cache of
+ * --cache blocks per size class, tlsf node heaps as shipped, hardened); the
+ * default with lean node heaps (tlsf with stats and hardening off); the
+ * centralised heap; malloc.
  *
  *   mh_threads [--threads 1,2,4,8] [--steps N] [--reps R]
- *              [--tuned-heap lean|ship] [--tuned-cache N] [--only KEY] [--json FILE]
+ *              [--cache N] [--only KEY] [--json FILE]
  *
- * --only KEY runs one column (lazy, lazy_queue, lazy_tuned, central, malloc),
- * e.g. under callgrind to count instructions per operation.
+ * --only KEY runs one column (lazy, lazy_queue, default, lean, central,
+ * malloc), e.g. under callgrind to count instructions per operation.
  *
  * The machine may have fewer cores than threads: runs beyond the core count
  * measure contention, not scaling (the output says how many cores there are).
@@ -43,16 +47,14 @@
 #define MAXT 64
 #define BOX 1024
 
-enum { A_LAZY, A_LAZY_QUEUE, A_TUNED, A_CENTRAL, A_MALLOC, A_COUNT };
-static const char *const a_name[A_COUNT] = {"dmm-multiheap lazy (locked free)", "dmm-multiheap lazy (queued free)",
-                                           "dmm-multiheap lazy tuned", "dmm central heap (one lock)",
-                                           "malloc (glibc)"};
-static const char *const a_key[A_COUNT] = {"lazy", "lazy_queue", "lazy_tuned", "central", "malloc"};
+enum { A_LAZY, A_LAZY_QUEUE, A_DEFAULT, A_LEAN, A_CENTRAL, A_MALLOC, A_COUNT };
+static const char *const a_name[A_COUNT] = {
+    "multiheap seed design (locked free, no cache)", "multiheap queued free, no cache", "multiheap default",
+    "multiheap default, lean node heaps", "dmm central heap (one lock)", "malloc (glibc)"};
+static const char *const a_key[A_COUNT] = {"lazy", "lazy_queue", "default", "lean", "central", "malloc"};
 
-/* The tuned column: queued remote frees, the node heap lean or as shipped,
- * a home cache of this many blocks per size class (0 = none). */
-static int tuned_lean = 1;
-static unsigned tuned_cache = 16;
+/* The default and lean columns' home cache (blocks per size class). */
+static unsigned cache_blocks = DMM_MH_DEFAULT_HOME_CACHE;
 
 typedef struct mailbox {
     atomic_flag lock;
@@ -72,7 +74,15 @@ typedef struct run {
 typedef struct targ {
     run *r;
     unsigned id;
+    double cpu_s; /* the worker's CPU time after the start flag */
 } targ;
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void *a_malloc(run *r, unsigned home, size_t n)
 {
@@ -102,6 +112,7 @@ static void *worker(void *arg)
     uint64_t x = 0x9E3779B97F4A7C15ull * (id + 1);
     while (!atomic_load(&r->start))
         ;
+    double cpu0 = thread_cpu_s();
     for (long s = 0; s < r->steps; s++) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -141,6 +152,7 @@ static void *worker(void *arg)
     for (unsigned k = 0; k < SLOTS; k++)
         if (slot[k])
             a_free(r, home, slot[k]);
+    t->cpu_s = thread_cpu_s() - cpu0;
     return NULL;
 }
 
@@ -152,7 +164,10 @@ static double now_s(void)
 }
 
 /* One measured run: Mops/s, or -1 on failure. */
-static double one_run(int alloc, unsigned threads, long steps, size_t per_node)
+/* Million operations per second of wall time; *per_cpu: per second of the
+ * workers' CPU time (summed), which preemption by other load does not
+ * dilute. */
+static double one_run(int alloc, unsigned threads, long steps, size_t per_node, double *per_cpu)
 {
     static run r;
     memset(&r, 0, sizeof r);
@@ -164,15 +179,18 @@ static double one_run(int alloc, unsigned threads, long steps, size_t per_node)
     void *mem = NULL;
     unsigned nodes = threads < 4 ? 4 : threads;
     if (alloc != A_MALLOC) {
-        dmm_mh_config c = dmm_mh_default_config(nodes);
-        c.policy = alloc == A_CENTRAL ? DMM_MH_CENTRAL : DMM_MH_LAZY;
-        c.remote_free = alloc == A_LAZY_QUEUE || alloc == A_TUNED ? DMM_MH_FREE_QUEUE : DMM_MH_FREE_LOCKED;
-        if (alloc == A_TUNED) {
-            if (tuned_lean) {
-                c.heap.stats = DMM_STATS_OFF;
-                c.heap.harden = DMM_HARDEN_OFF;
-            }
-            c.home_cache = tuned_cache;
+        dmm_mh_config c = dmm_mh_default_config(nodes); /* the default column as it is */
+        if (alloc == A_LAZY || alloc == A_LAZY_QUEUE || alloc == A_CENTRAL) {
+            c.remote_free = alloc == A_LAZY_QUEUE ? DMM_MH_FREE_QUEUE : DMM_MH_FREE_LOCKED;
+            c.home_cache = 0;
+        } else {
+            c.home_cache = cache_blocks;
+        }
+        if (alloc == A_CENTRAL)
+            c.policy = DMM_MH_CENTRAL;
+        if (alloc == A_LEAN) {
+            c.heap.stats = DMM_STATS_OFF;
+            c.heap.harden = DMM_HARDEN_OFF;
         }
         size_t bytes = dmm_mh_buffer_size(&c, per_node);
         mem = malloc(bytes);
@@ -195,7 +213,9 @@ static double one_run(int alloc, unsigned threads, long steps, size_t per_node)
     atomic_store(&r.start, 1);
     for (unsigned i = 0; i < threads; i++)
         pthread_join(th[i], NULL);
-    double t = now_s() - t0;
+    double t = now_s() - t0, cpu = 0;
+    for (unsigned i = 0; i < threads; i++)
+        cpu += ta[i].cpu_s;
     for (unsigned i = 0; i < threads; i++) /* leftovers in mailboxes */
         for (unsigned k = 0; k < r.box[i].n; k++)
             a_free(&r, i, r.box[i].p[k]);
@@ -208,6 +228,7 @@ static double one_run(int alloc, unsigned threads, long steps, size_t per_node)
         dmm_mh_destroy(r.mh);
         free(mem);
     }
+    *per_cpu = cpu > 0 ? (2.0 * (double)steps * threads) / cpu / 1e6 : 0;
     return ok ? (2.0 * (double)steps * threads) / t / 1e6 : -1;
 }
 
@@ -245,29 +266,22 @@ int main(int argc, char **argv)
             steps = atol(argv[++i]);
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             reps = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--tuned-heap") && i + 1 < argc) {
-            i++;
-            tuned_lean = !strcmp(argv[i], "lean");
-            if (!tuned_lean && strcmp(argv[i], "ship")) {
-                fprintf(stderr, "mh_threads: --tuned-heap is lean or ship\n");
-                return 2;
-            }
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             i++;
             for (int a = 0; a < A_COUNT; a++)
                 if (!strcmp(argv[i], a_key[a]))
                     only = a;
             if (only < 0) {
-                fprintf(stderr, "mh_threads: --only takes lazy, lazy_queue, lazy_tuned, central or malloc\n");
+                fprintf(stderr, "mh_threads: --only takes lazy, lazy_queue, default, lean, central or malloc\n");
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--tuned-cache") && i + 1 < argc) {
-            tuned_cache = (unsigned)atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--cache") && i + 1 < argc) {
+            cache_blocks = (unsigned)atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json = argv[++i];
         } else {
-            fprintf(stderr, "usage: mh_threads [--threads 1,2,4,8] [--steps N] [--reps R] [--tuned-heap lean|ship] "
-                            "[--tuned-cache N] [--only KEY] [--json FILE]\n");
+            fprintf(stderr, "usage: mh_threads [--threads 1,2,4,8] [--steps N] [--reps R] [--cache N] "
+                            "[--only KEY] [--json FILE]\n");
             return 2;
         }
     }
@@ -277,48 +291,56 @@ int main(int argc, char **argv)
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     size_t per_node = 4u << 20;
-    double res[16][A_COUNT][101];
+    static double res[16][A_COUNT][101], rcpu[16][A_COUNT][101];
     for (unsigned ti = 0; ti < nt; ti++)
         for (int rep = 0; rep < reps; rep++)
             for (int a = 0; a < A_COUNT; a++) {
                 int aa = (a + rep) % A_COUNT; /* rotate the order per repetition */
                 if (only >= 0 && aa != only) {
-                    res[ti][aa][rep] = 0;
+                    res[ti][aa][rep] = rcpu[ti][aa][rep] = 0;
                     continue;
                 }
-                res[ti][aa][rep] = one_run(aa, tl[ti], steps, per_node);
+                res[ti][aa][rep] = one_run(aa, tl[ti], steps, per_node, &rcpu[ti][aa][rep]);
                 if (res[ti][aa][rep] < 0) {
                     fprintf(stderr, "mh_threads: %s failed at %u threads\n", a_name[aa], tl[ti]);
                     return 1;
                 }
             }
-    double med[16][A_COUNT];
+    double med[16][A_COUNT], mcpu[16][A_COUNT];
     for (unsigned ti = 0; ti < nt; ti++)
         for (int a = 0; a < A_COUNT; a++) {
             qsort(res[ti][a], (size_t)reps, sizeof(double), cmp_d);
             med[ti][a] = res[ti][a][reps / 2];
+            qsort(rcpu[ti][a], (size_t)reps, sizeof(double), cmp_d);
+            mcpu[ti][a] = rcpu[ti][a][reps / 2];
         }
     printf("# Multi-heap on real threads (bench/multiheap/mh_threads.c)\n\n");
     printf("Million operations (malloc + free) per second, median of %d interleaved repetitions of %ld steps per "
            "thread; one node per thread (at least 4), 4 MiB per node; this machine has %ld cores, so runs with "
            "more threads measure contention, not scaling.\n\n",
            reps, steps, cores);
-    printf("The lazy locked, lazy queued and central columns run the default configuration (tlsf node heaps as "
-           "shipped: checked hardening, counters, no home cache). Tuned: queued remote frees, node heaps %s, home "
-           "cache of %u blocks per size class%s.\n\n",
-           tuned_lean ? "lean (stats and hardening off)" : "as shipped", tuned_cache, tuned_cache ? "" : " (off)");
+    printf("Default: dmm_mh_default_config (lazy, queued remote frees, a home cache of %u blocks per size class, "
+           "tlsf node heaps as shipped: checked hardening, counters). Lean: the same with the node heaps' stats and "
+           "hardening off. The seed design (remote frees under the owner's lock), queued-free and central columns "
+           "run without a home cache, node heaps as shipped.\n\n",
+           cache_blocks);
     double best[16][A_COUNT];
     for (unsigned ti = 0; ti < nt; ti++)
         for (int a = 0; a < A_COUNT; a++)
             best[ti][a] = res[ti][a][reps - 1];
-    for (int t = 0; t < 2; t++) {
-        double(*m)[A_COUNT] = t ? best : med;
-        if (t)
+    for (int t = 0; t < 3; t++) {
+        double(*m)[A_COUNT] = t == 2 ? mcpu : t ? best : med;
+        if (t == 1)
             printf("\nThe fastest repetition of each (other load on the machine only slows a run down):\n\n");
+        if (t == 2)
+            printf("\nMillion operations per second of the worker threads' CPU time (CLOCK_THREAD_CPUTIME_ID, "
+                   "summed over the workers, from the start flag to their last free), median of the same "
+                   "repetitions: time a worker spends preempted by other load is not counted, its waits for "
+                   "locks held by a preempted thread are (spinning).\n\n");
         printf("| threads |");
         for (int a = 0; a < A_COUNT; a++)
             printf(" %s |", a_name[a]);
-        printf(" queued / malloc | tuned / malloc | tuned / central |\n|---:|");
+        printf(" default / malloc | lean / malloc | default / central |\n|---:|");
         for (int a = 0; a < A_COUNT + 3; a++)
             printf("---:|");
         printf("\n");
@@ -326,8 +348,8 @@ int main(int argc, char **argv)
             printf("| %u |", tl[ti]);
             for (int a = 0; a < A_COUNT; a++)
                 printf(" %.1f |", m[ti][a]);
-            printf(" %.2fx | %.2fx | %.2fx |\n", m[ti][A_LAZY_QUEUE] / m[ti][A_MALLOC],
-                   m[ti][A_TUNED] / m[ti][A_MALLOC], m[ti][A_TUNED] / m[ti][A_CENTRAL]);
+            printf(" %.2fx | %.2fx | %.2fx |\n", m[ti][A_DEFAULT] / m[ti][A_MALLOC], m[ti][A_LEAN] / m[ti][A_MALLOC],
+                   m[ti][A_DEFAULT] / m[ti][A_CENTRAL]);
         }
     }
     if (json) {
@@ -337,9 +359,9 @@ int main(int argc, char **argv)
             return 1;
         }
         fprintf(f, "{\"schema\":\"dmm-mh-threads/1\",\"cores\":%ld,\"steps\":%ld,\"reps\":%d,\"per_node\":%zu,"
-                   "\"tuned\":{\"node_heap\":\"%s\",\"home_cache\":%u},"
+                   "\"default\":{\"remote_free\":\"queue\",\"home_cache\":%u,\"node_heap\":\"tlsf as shipped\"},"
                    "\"unit\":\"Mops/s (malloc+free), median\",\"rows\":[",
-                steps > 0 ? cores : 0, steps, reps, per_node, tuned_lean ? "lean" : "ship", tuned_cache);
+                steps > 0 ? cores : 0, steps, reps, per_node, cache_blocks);
         for (unsigned ti = 0; ti < nt; ti++) {
             fprintf(f, "%s{\"threads\":%u", ti ? "," : "", tl[ti]);
             for (int a = 0; a < A_COUNT; a++) {
@@ -347,6 +369,9 @@ int main(int argc, char **argv)
                         best[ti][a]);
                 for (int rep = 0; rep < reps; rep++)
                     fprintf(f, "%s%.3f", rep ? "," : "", res[ti][a][rep]);
+                fprintf(f, "],\"per_cpu_s_median\":%.3f,\"per_cpu_s_runs\":[", mcpu[ti][a]);
+                for (int rep = 0; rep < reps; rep++)
+                    fprintf(f, "%s%.3f", rep ? "," : "", rcpu[ti][a][rep]);
                 fprintf(f, "]}");
             }
             fprintf(f, "}");

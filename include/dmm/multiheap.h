@@ -19,9 +19,10 @@
  *   PRIORITY  the try order as a fixed priority table: each heap's lock is
  *             waited for in turn (no skipping).
  *
- * Free and realloc go to the owner node: directly under its lock, or (config
- * remote_free = QUEUE) a free from another node is pushed on the owner's
- * lock-free queue, which whoever next holds the owner's lock drains.
+ * Free and realloc go to the owner node: directly under its lock (config
+ * remote_free = LOCKED), or (QUEUE, the default) a free from another node is
+ * pushed on the owner's lock-free queue, which whoever next holds the
+ * owner's lock drains.
  *
  * Fault tolerance: dmm_mh_set_offline takes a node's heap out of service at
  * run time.  Allocation skips it; a free of one of its blocks is reported
@@ -107,9 +108,10 @@ typedef struct dmm_mh_config {
     dmm_error_fn error_fn;
     void *error_ctx;
     unsigned home_cache;            /* blocks per size class in each home node's
-                                       cache of freed blocks (0 = no cache, the
-                                       default; at most DMM_MH_CACHE_MAX_BLOCKS).
-                                       Not for CENTRAL.  See "Home cache" below */
+                                       cache of freed blocks (0 = no cache; default
+                                       DMM_MH_DEFAULT_HOME_CACHE; at most
+                                       DMM_MH_CACHE_MAX_BLOCKS).  CENTRAL ignores
+                                       it.  See "Home cache" below */
 } dmm_mh_config;
 
 /* Home cache (cfg.home_cache > 0; docs/multiheap.md).  Each home node keeps
@@ -129,8 +131,14 @@ typedef struct dmm_mh_config {
 #define DMM_MH_CACHE_MAX_SIZE 1024u
 #define DMM_MH_CACHE_MAX_BLOCKS 256u
 #define DMM_MH_CACHE_PENDING 32u
+#define DMM_MH_DEFAULT_HOME_CACHE 16u
 
-/* nodes nodes, LAZY, locked remote frees, the tlsf preset per node. */
+/* The configuration that measured best on real threads
+ * (bench/results/mh_threads.md): nodes nodes, LAZY, queued remote frees, a
+ * home cache of DMM_MH_DEFAULT_HOME_CACHE blocks per class, the tlsf preset
+ * per node as shipped (checked hardening, counters).  The seed's own design
+ * (and the mesh simulator's): remote_free = DMM_MH_FREE_LOCKED and
+ * home_cache = 0. */
 dmm_mh_config dmm_mh_default_config(unsigned nodes);
 
 /* DMM_OK or DMM_E_CONFIG with *reason. */

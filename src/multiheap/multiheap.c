@@ -37,14 +37,31 @@ typedef struct mh_node {
         offline_frees;
 } mh_node;
 
-/* A home node's cache of its own freed blocks (cfg.home_cache > 0): every
- * field is guarded by `busy`, which the home only tries.  pend: frees not yet
- * validated (nothing written to them); bin[k]: blocks whose usable size is
- * in [16k, 16k+16), linked through their first word, n[k] of them. */
+/* A home node's cache of its own freed blocks (cfg.home_cache > 0).  pend:
+ * frees not yet validated (nothing written to them); bin[k]: blocks whose
+ * usable size is in [16k, 16k+16), linked through their first word, n[k] of
+ * them.
+ *
+ * Who may touch the fields ("being in the cache"): the holder of `busy`, or
+ * the cache's owner thread without it.  The first thread that takes `busy`
+ * for a malloc or free claims the cache (owner = its port token) when the
+ * port has remote fences; from then on that thread enters by a store and a
+ * load (owner_in = 1, then revoke must read 0: no atomic read-modify-write),
+ * and leaves by a release store.  Any other thread takes `busy`, sets revoke,
+ * calls dmm_port_remote_fence() and waits until owner_in is 0 (Dekker's
+ * protocol with an asymmetric fence: the owner's store and load need only a
+ * compiler barrier).  Such a malloc or free from another thread marks the
+ * cache CACHE_SHARED for good, revoke staying set (a shared home is locked
+ * every time); the checker, statistics and flushes keep the owner and clear
+ * revoke when they leave. */
 #define CACHE_GRAN 16u
 #define CACHE_CLASSES (DMM_MH_CACHE_MAX_SIZE / CACHE_GRAN + 1u)
+#define CACHE_SHARED ((uintptr_t)1) /* port tokens are even */
 typedef struct mh_cache {
     _Alignas(64) dmm_port_spinlock busy;
+    _Atomic(uintptr_t) owner; /* 0 (unclaimed), CACHE_SHARED or the owner's token */
+    atomic_bool owner_in;     /* the owner is in the cache without busy */
+    atomic_bool revoke;       /* a holder of busy that is not the owner is in */
     unsigned npend;
     size_t count; /* blocks in the bins */
     uint64_t hits;
@@ -60,6 +77,7 @@ struct dmm_mh {
     unsigned char *base;
     size_t node_bytes;
     unsigned node_shift; /* log2(node_bytes) when that is a power of two, else 0 */
+    uint64_t node_recip; /* ceil(2^32 / (node_bytes / 64)): the owner by a multiply (see owner_of) */
     mh_node *nodes;
     uint16_t *order; /* n x n */
     mh_cache *caches; /* n of them, or NULL (no home cache) */
@@ -99,9 +117,10 @@ dmm_mh_config dmm_mh_default_config(unsigned nodes)
     dmm_port_memset(&c, 0, sizeof c);
     c.nodes = nodes;
     c.policy = DMM_MH_LAZY;
-    c.remote_free = DMM_MH_FREE_LOCKED;
+    c.remote_free = DMM_MH_FREE_QUEUE;
     c.heap = dmm_heap_preset_config(DMM_PRESET_TLSF);
     c.on_error = DMM_ON_ERROR_REPORT;
+    c.home_cache = DMM_MH_DEFAULT_HOME_CACHE;
     return c;
 }
 
@@ -128,8 +147,6 @@ dmm_status dmm_mh_config_check(const dmm_mh_config *cfg, const char **reason)
         why = "unknown remote_free";
     else if (cfg->home_cache > DMM_MH_CACHE_MAX_BLOCKS)
         why = "home_cache is more than DMM_MH_CACHE_MAX_BLOCKS";
-    else if (cfg->home_cache && cfg->policy == DMM_MH_CENTRAL)
-        why = "home_cache is not for the central policy (one heap, one lock)";
     else if (cfg->mesh_width > cfg->nodes)
         why = "mesh_width is larger than the node count";
     else if ((cfg->lock_ops.try_lock || cfg->lock_ops.lock || cfg->lock_ops.unlock) &&
@@ -162,12 +179,19 @@ dmm_status dmm_mh_config_check(const dmm_mh_config *cfg, const char **reason)
     return why ? (cfg ? DMM_E_CONFIG : DMM_E_NULL) : DMM_OK;
 }
 
+/* Does cfg give every home a cache?  central ignores home_cache (one heap,
+ * one lock: no home owns a range). */
+static bool has_cache(const dmm_mh_config *cfg)
+{
+    return cfg->home_cache && cfg->policy != DMM_MH_CENTRAL;
+}
+
 static size_t control_bytes(const dmm_mh_config *cfg)
 {
     size_t n = cfg->nodes;
     size_t b = dmm_align_up(sizeof(struct dmm_mh), 64) + dmm_align_up(n * sizeof(mh_node), 64) +
                dmm_align_up(n * n * sizeof(uint16_t), 64);
-    if (cfg->home_cache)
+    if (has_cache(cfg))
         b += n * sizeof(mh_cache);
     return b;
 }
@@ -231,10 +255,14 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
     mh->width = width_of(cfg);
     mh->nodes = (mh_node *)(at + dmm_align_up(sizeof(struct dmm_mh), 64));
     mh->order = (uint16_t *)((uintptr_t)mh->nodes + dmm_align_up((size_t)n * sizeof(mh_node), 64));
-    if (cfg->home_cache) {
+    if (has_cache(cfg)) {
         mh->caches = (mh_cache *)((uintptr_t)mh->order + dmm_align_up((size_t)n * n * sizeof(uint16_t), 64));
-        for (unsigned i = 0; i < n; i++)
+        for (unsigned i = 0; i < n; i++) {
             dmm_port_spin_init(&mh->caches[i].busy);
+            atomic_init(&mh->caches[i].owner, (uintptr_t)0);
+            atomic_init(&mh->caches[i].owner_in, false);
+            atomic_init(&mh->caches[i].revoke, false);
+        }
     }
     if (cfg->order)
         dmm_port_memcpy(mh->order, cfg->order, (size_t)n * n * sizeof(uint16_t));
@@ -250,6 +278,11 @@ dmm_status dmm_mh_init(dmm_mh **out, void *buf, size_t size, const dmm_mh_config
     if ((node_bytes & (node_bytes - 1)) == 0)
         while (((size_t)1 << mh->node_shift) < node_bytes)
             mh->node_shift++;
+    /* ceil(2^32 / units) = floor((2^32 - 1) / units) + 1, in size_t: no
+     * 64-bit division (a libgcc call on 32-bit targets); units beyond 32
+     * bits give 1, and q = 0 for every offset the multiply path takes */
+    size_t units = node_bytes / RANGE_ALIGN;
+    mh->node_recip = (uint64_t)((size_t)0xFFFFFFFFu / units) + 1u;
     dmm_heap_config hc = cfg->heap;
     hc.lock = DMM_LOCK_NONE;
     hc.error_fn = cfg->error_fn;
@@ -289,14 +322,28 @@ const uint16_t *dmm_mh_try_order(const dmm_mh *mh, unsigned home)
     return home < mh->n ? mh->order + (size_t)home * mh->n : NULL;
 }
 
-unsigned dmm_mh_owner(const dmm_mh *mh, const void *ptr)
+/* The owner without a divide (every free asks; a 64-bit divide costs tens
+ * of cycles): node_bytes is a multiple of 64, so the owner is x / d with
+ * x = off / 64 and d = node_bytes / 64.  For x < 2^32, q = x * ceil(2^32/d)
+ * >> 32 is x / d or one more (the error is below x / 2^32 < 1); one
+ * multiply-back corrects it.  Larger offsets (256 GiB and up) divide. */
+static DMM_ALWAYS_INLINE unsigned owner_of(const dmm_mh *mh, const void *ptr)
 {
     uintptr_t off = (uintptr_t)ptr - (uintptr_t)mh->base;
     if ((uintptr_t)ptr < (uintptr_t)mh->base)
         return DMM_MH_NO_NODE;
-    size_t i = mh->node_shift ? off >> mh->node_shift : off / mh->node_bytes;
+    size_t i;
+    if (mh->node_shift)
+        i = off >> mh->node_shift;
+    else if ((uint64_t)(off / RANGE_ALIGN) >> 32 == 0) {
+        uint64_t x = (uint64_t)(off / RANGE_ALIGN), q = (x * mh->node_recip) >> 32;
+        i = (size_t)(q * (uint64_t)(mh->node_bytes / RANGE_ALIGN) > x ? q - 1 : q);
+    } else
+        i = off / mh->node_bytes;
     return i < mh->n ? (unsigned)i : DMM_MH_NO_NODE;
 }
+
+unsigned dmm_mh_owner(const dmm_mh *mh, const void *ptr) { return owner_of(mh, ptr); }
 
 /* ---- locks, events, reports ----------------------------------------------- */
 
@@ -377,9 +424,86 @@ static void drain(dmm_mh *mh, unsigned home, unsigned i)
 
 /* ---- the home cache (docs/multiheap.md, "Home cache") ------------------------------ */
 
+/* A hardened cache marks every block it bins (class 1 and up: at least two
+ * words) in its second word, and clears the mark when the block leaves.  A
+ * parked free without the mark cannot be in a bin, so the bin is walked
+ * (the double-free look-up) only for a free that carries it: O(1) per free
+ * instead of O(home_cache).  The checker expects the mark on every binned
+ * block, which catches writes to a cached block after its free. */
+_Static_assert(2 * sizeof(void *) <= CACHE_GRAN, "a class-1 block holds the link and the mark");
+static uintptr_t cache_mark(const mh_cache *c, const void *p)
+{
+    return ((uintptr_t)p ^ (uintptr_t)c) * (uintptr_t)0x9E3779B97F4A7C15ull | 1u;
+}
+
+static bool hardened(const dmm_mh *mh) { return mh->cfg.heap.harden != DMM_HARDEN_OFF; }
+
 static bool offline_node(dmm_mh *mh, unsigned i)
 {
     return atomic_load_explicit(&mh->nodes[i].offline, memory_order_acquire);
+}
+
+/* Being in a cache (see mh_cache).  After taking busy: claims an unclaimed
+ * cache for a malloc or free (`op`), or keeps its owner out (revoke, the
+ * remote fence, a wait for owner_in to clear); a foreign malloc or free
+ * also marks the cache shared. */
+static DMM_NOINLINE void cache_locked(mh_cache *c, uintptr_t me, bool op)
+{
+    uintptr_t o = atomic_load_explicit(&c->owner, memory_order_relaxed);
+    if (o == me || o == CACHE_SHARED)
+        return;
+    if (o == 0) {
+        if (op && dmm_port_has_remote_fence())
+            atomic_store_explicit(&c->owner, me, memory_order_relaxed);
+        return;
+    }
+    atomic_store_explicit(&c->revoke, true, memory_order_relaxed);
+    dmm_port_remote_fence();
+    while (atomic_load_explicit(&c->owner_in, memory_order_acquire))
+        dmm_port_cpu_relax();
+    if (op)
+        atomic_store_explicit(&c->owner, CACHE_SHARED, memory_order_relaxed);
+}
+
+/* Enters c without waiting; false: busy (or being revoked).  *fast: entered
+ * as its owner (leave with cache_leave either way). */
+static DMM_ALWAYS_INLINE bool cache_try_enter(mh_cache *c, uintptr_t me, bool *fast)
+{
+    if (atomic_load_explicit(&c->owner, memory_order_relaxed) == me) {
+        atomic_store_explicit(&c->owner_in, true, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst); /* the remote fence orders the rest */
+        if (DMM_LIKELY(!atomic_load_explicit(&c->revoke, memory_order_acquire))) {
+            *fast = true;
+            return true;
+        }
+        atomic_store_explicit(&c->owner_in, false, memory_order_release);
+        return false;
+    }
+    if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
+        return false;
+    *fast = false;
+    cache_locked(c, me, true);
+    return true;
+}
+
+/* Enters c, waiting for it (flush, statistics, checker: the owner stays). */
+static void cache_enter(mh_cache *c)
+{
+    dmm_port_spin_lock(&c->busy);
+    cache_locked(c, dmm_port_thread_token(), false);
+}
+
+static DMM_ALWAYS_INLINE void cache_leave(mh_cache *c, bool fast)
+{
+    if (fast) {
+        atomic_store_explicit(&c->owner_in, false, memory_order_release);
+        return;
+    }
+    /* a shared cache keeps revoke set: its old owner's fast path stays shut */
+    if (DMM_UNLIKELY(atomic_load_explicit(&c->revoke, memory_order_relaxed)) &&
+        atomic_load_explicit(&c->owner, memory_order_relaxed) != CACHE_SHARED)
+        atomic_store_explicit(&c->revoke, false, memory_order_release);
+    dmm_port_spin_unlock(&c->busy);
 }
 
 /* Sorts home's parked frees into the bins (the cache and the node lock
@@ -399,7 +523,8 @@ static void cache_sort(dmm_mh *mh, unsigned home, mh_cache *c)
         }
         unsigned b = (unsigned)(u / CACHE_GRAN);
         bool dup = false; /* looked for only when the node heap is hardened */
-        for (void *q = mh->cfg.heap.harden != DMM_HARDEN_OFF ? c->bin[b] : NULL; q && !dup; q = *(void **)q)
+        bool look = hardened(mh) && (b == 0 || ((uintptr_t *)p)[1] == cache_mark(c, p));
+        for (void *q = look ? c->bin[b] : NULL; q && !dup; q = *(void **)q)
             dup = q == p;
         if (dup) {
             report(mh, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, p, "double free of a block in the home cache");
@@ -410,6 +535,8 @@ static void cache_sort(dmm_mh *mh, unsigned home, mh_cache *c)
             continue;
         }
         *(void **)p = c->bin[b];
+        if (b > 0 && hardened(mh))
+            ((uintptr_t *)p)[1] = cache_mark(c, p);
         c->bin[b] = p;
         c->n[b]++;
         c->count++;
@@ -424,6 +551,8 @@ static void cache_empty_bins(dmm_mh *mh, unsigned home, mh_cache *c)
         void *p = c->bin[b];
         for (unsigned k = 0; p && k < c->n[b]; k++) {
             void *next = *(void **)p;
+            if (b > 0)
+                ((uintptr_t *)p)[1] = 0; /* the block leaves the cache: no mark */
             dmm_heap_free(mh->nodes[home].heap, p);
             p = next;
         }
@@ -440,6 +569,8 @@ static void *cache_pop(mh_cache *c, unsigned need)
         void *p = c->bin[b];
         if (p) {
             c->bin[b] = *(void **)p;
+            if (b > 0)
+                ((uintptr_t *)p)[1] = 0; /* the block leaves the cache: no mark */
             c->n[b]--;
             c->count--;
             return p;
@@ -448,7 +579,7 @@ static void *cache_pop(mh_cache *c, unsigned need)
     return NULL;
 }
 
-static void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need);
+static void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need, bool fast);
 
 /* malloc through home's cache: a block, or NULL to take the policy's path
  * (the cache is busy, the node offline, the size too large or the home
@@ -458,21 +589,22 @@ static void *cache_alloc(dmm_mh *mh, unsigned home, size_t size)
     mh_cache *c = &mh->caches[home];
     if (size > DMM_MH_CACHE_MAX_SIZE || offline_node(mh, home))
         return NULL;
-    if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
+    bool fast;
+    if (!cache_try_enter(c, dmm_port_thread_token(), &fast))
         return NULL; /* another thread of this home is in the cache */
     unsigned need = (unsigned)((size + CACHE_GRAN - 1) / CACHE_GRAN);
     void *p = cache_pop(c, need);
     if (DMM_LIKELY(p != NULL)) {
         c->hits++;
-        dmm_port_spin_unlock(&c->busy);
+        cache_leave(c, fast);
         return p;
     }
-    return cache_refill(mh, home, c, need);
+    return cache_refill(mh, home, c, need, fast);
 }
 
-/* A cache miss (the cache lock held; released here): the node lock, the
+/* A cache miss (in the cache; left here): the node lock, the
  * parked frees sorted, another look, then the heap. */
-static DMM_NOINLINE void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need)
+static DMM_NOINLINE void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, unsigned need, bool fast)
 {
     void *p;
     lock(mh, home);
@@ -491,14 +623,14 @@ static DMM_NOINLINE void *cache_refill(dmm_mh *mh, unsigned home, mh_cache *c, u
         }
     }
     unlock(mh, home);
-    dmm_port_spin_unlock(&c->busy);
+    cache_leave(c, fast);
     event(mh, home, home, DMM_MH_EV_ALLOC, p != NULL);
     if (p && !hit)
         count(&mh->nodes[home].local_allocs);
     return p;
 }
 
-/* The parked frees are full: sorts them (the cache lock held); false when
+/* The parked frees are full: sorts them (in the cache); false when
  * the node went offline meanwhile. */
 static DMM_NOINLINE bool cache_make_room(dmm_mh *mh, unsigned home, mh_cache *c)
 {
@@ -513,17 +645,18 @@ static DMM_NOINLINE bool cache_make_room(dmm_mh *mh, unsigned home, mh_cache *c)
 
 /* Parks a free of home's own block in its cache; false: not parked (the
  * cache is busy, or it is full and the node went offline). */
-static bool cache_park(dmm_mh *mh, unsigned home, void *ptr)
+static DMM_ALWAYS_INLINE bool cache_park(dmm_mh *mh, unsigned home, void *ptr)
 {
     mh_cache *c = &mh->caches[home];
-    if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
+    bool fast;
+    if (!cache_try_enter(c, dmm_port_thread_token(), &fast))
         return false;
     if (DMM_UNLIKELY(c->npend == DMM_MH_CACHE_PENDING) && !cache_make_room(mh, home, c)) {
-        dmm_port_spin_unlock(&c->busy);
+        cache_leave(c, fast);
         return false;
     }
     c->pend[c->npend++] = ptr;
-    dmm_port_spin_unlock(&c->busy);
+    cache_leave(c, fast);
     return true;
 }
 
@@ -532,7 +665,7 @@ void dmm_mh_cache_flush(dmm_mh *mh, unsigned home)
     if (!mh || !mh->caches || home >= mh->n)
         return;
     mh_cache *c = &mh->caches[home];
-    dmm_port_spin_lock(&c->busy);
+    cache_enter(c);
     if (!offline_node(mh, home)) {
         lock(mh, home);
         drain(mh, home, home);
@@ -543,7 +676,7 @@ void dmm_mh_cache_flush(dmm_mh *mh, unsigned home)
         unlock(mh, home);
         event(mh, home, home, DMM_MH_EV_FREE, 1);
     }
-    dmm_port_spin_unlock(&c->busy);
+    cache_leave(c, false);
 }
 
 /* ---- allocation ----------------------------------------------------------------- */
@@ -658,7 +791,7 @@ void *dmm_mh_calloc(dmm_mh *mh, unsigned home, size_t n, size_t size)
 /* The owner of ptr, or DMM_MH_NO_NODE after a report (foreign, offline). */
 static unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
 {
-    unsigned o = dmm_mh_owner(mh, ptr);
+    unsigned o = owner_of(mh, ptr);
     if (o == DMM_MH_NO_NODE) {
         report(mh, DMM_ERR_FOREIGN_POINTER, op, ptr, "pointer is not inside the multi-heap");
         return DMM_MH_NO_NODE;
@@ -672,14 +805,24 @@ static unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
     return o;
 }
 
+static DMM_NOINLINE void free_slow(dmm_mh *mh, unsigned home, void *ptr);
+
 void dmm_mh_free(dmm_mh *mh, unsigned home, void *ptr)
 {
     if (!ptr)
         return;
+    /* the fast path: a home's own block parked in its cache */
+    if (mh->caches && owner_of(mh, ptr) == home && !offline_node(mh, home) && cache_park(mh, home, ptr))
+        return;
+    free_slow(mh, home, ptr);
+}
+
+/* Every other free: to the owner, locked or queued (or refused: foreign,
+ * offline).  A home's own block whose cache was busy goes to its heap. */
+static DMM_NOINLINE void free_slow(dmm_mh *mh, unsigned home, void *ptr)
+{
     unsigned o = owner_for_free(mh, ptr, DMM_OP_FREE);
     if (o == DMM_MH_NO_NODE)
-        return;
-    if (o == home && mh->caches && cache_park(mh, home, ptr))
         return;
     unsigned h = heap_index(mh, o);
     if (o != home)
@@ -777,10 +920,10 @@ dmm_mh_node_stats dmm_mh_get_node_stats(dmm_mh *mh, unsigned node)
     s.offline = atomic_load_explicit(&nd->offline, memory_order_acquire);
     if (mh->caches) {
         mh_cache *c = &mh->caches[node];
-        dmm_port_spin_lock(&c->busy);
+        cache_enter(c);
         s.cache_hits = c->hits;
         s.cached = c->count + c->npend;
-        dmm_port_spin_unlock(&c->busy);
+        cache_leave(c, false);
         s.local_allocs += s.cache_hits;
     }
     if (nd->heap) {
@@ -812,6 +955,8 @@ static const char *check_cache(dmm_mh *mh, unsigned i, mh_cache *c)
             size_t u = dmm_heap_usable_size(mh->nodes[i].heap, p);
             if (u / CACHE_GRAN != b)
                 return "a block in a home cache is not a used block of its class";
+            if (b > 0 && hardened(mh) && ((uintptr_t *)p)[1] != cache_mark(c, p))
+                return "a block in a home cache was written after its free (its mark is gone)";
         }
         if (k != c->n[b])
             return "a home cache class is shorter than its count";
@@ -833,7 +978,7 @@ dmm_status dmm_mh_check(dmm_mh *mh, const char **detail)
             continue;
         mh_cache *c = mh->caches ? &mh->caches[i] : NULL;
         if (c)
-            dmm_port_spin_lock(&c->busy);
+            cache_enter(c);
         lock(mh, i);
         dmm_heap_check_report r;
         if (dmm_heap_check(nd->heap, &r) != DMM_OK)
@@ -850,7 +995,7 @@ dmm_status dmm_mh_check(dmm_mh *mh, const char **detail)
             why = check_cache(mh, i, c);
         unlock(mh, i);
         if (c)
-            dmm_port_spin_unlock(&c->busy);
+            cache_leave(c, false);
     }
     for (unsigned h = 0; h < mh->n && !why; h++) {
         const uint16_t *row = mh->order + (size_t)h * mh->n;

@@ -106,6 +106,11 @@ void dmm_port_cpu_relax(void) {}
 
 void dmm_port_yield(void) {}
 
+/* one thread: one token, and no other thread to fence */
+uintptr_t dmm_port_thread_token(void) { return 2u; }
+bool dmm_port_has_remote_fence(void) { return true; }
+void dmm_port_remote_fence(void) {}
+
 uint64_t dmm_port_clock_ns(void) { return 0; }
 
 /* ---- for the malloc: nothing here ------------------------------------------------ */

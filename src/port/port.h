@@ -8,7 +8,9 @@
  *
  * Users: the heap (src/heap) uses pages, mutexes, abort/assert, bulk memory
  * and cpu_relax; the pool (src/pool) the same plus events; the scratchpad
- * heap's global memory (src/spm) mutexes, conditions and threads; it must never use the clock or yield, so that a heap runs
+ * heap's global memory (src/spm) mutexes, conditions and threads; the
+ * multi-heap (src/multiheap) the spin lock, the thread token and remote
+ * fences.  The heap must never use the clock or yield, so that it runs
  * on a port that has neither.  The LD_PRELOAD recorder (src/recorder, hosted
  * only) links src/port/posix.c and uses pages, the clock and the spin lock.
  * The malloc (src/malloc, hosted only) also uses aligned mappings, page
@@ -127,6 +129,23 @@ void dmm_port_cpu_relax(void);
 /* Gives the processor to another runnable thread (sched_yield); does nothing
  * on a port without a scheduler. */
 void dmm_port_yield(void);
+
+/* The calling thread's token: nonzero, even, and different for every thread
+ * alive at the same time (the address of a thread-local object; a thread
+ * that starts after another ended may get its token).  A constant on a port
+ * without threads.  For the multi-heap's owned home caches. */
+uintptr_t dmm_port_thread_token(void);
+
+/* Asymmetric fences, for a fast path that must not pay for an atomic
+ * read-modify-write: remote_fence() returns after every other running thread
+ * of the process has executed a full memory barrier (Linux membarrier), so a
+ * thread that stores a flag and reads another with only a compiler barrier in
+ * between pairs with one that stores, calls remote_fence() and reads (the
+ * store-load order of Dekker's protocol).  has_remote_fence() is false when
+ * the OS cannot (then remote_fence must not be relied on); it registers the
+ * process on first use.  Without threads both are trivially true / nothing. */
+bool dmm_port_has_remote_fence(void);
+void dmm_port_remote_fence(void);
 
 /* A monotonic clock: nanoseconds since an arbitrary origin fixed for the
  * process, never going back.  Always 0 on a port without a clock

@@ -19,6 +19,10 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#endif
 
 _Static_assert(sizeof(pthread_mutex_t) <= DMM_PORT_MUTEX_BYTES, "DMM_PORT_MUTEX_BYTES too small for pthread_mutex_t");
 
@@ -182,6 +186,42 @@ void dmm_port_cpu_relax(void)
 }
 
 void dmm_port_yield(void) { sched_yield(); }
+
+uintptr_t dmm_port_thread_token(void)
+{
+    static _Thread_local uint16_t token; /* its address; 2-aligned, so even */
+    return (uintptr_t)&token;
+}
+
+/* 0: not asked yet, 1: registered, -1: the OS cannot */
+static atomic_int remote_fence_state;
+
+bool dmm_port_has_remote_fence(void)
+{
+    int st = atomic_load_explicit(&remote_fence_state, memory_order_acquire);
+    if (st == 0) {
+#if defined(__linux__) && defined(SYS_membarrier)
+        long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+        st = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                     syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0
+                 ? 1
+                 : -1;
+#else
+        st = -1;
+#endif
+        atomic_store_explicit(&remote_fence_state, st, memory_order_release);
+    }
+    return st > 0;
+}
+
+void dmm_port_remote_fence(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return;
+#endif
+    dmm_port_abort(); /* has_remote_fence() said yes: the OS went back on it */
+}
 
 uint64_t dmm_port_clock_ns(void)
 {

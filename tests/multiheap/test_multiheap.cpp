@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 extern "C" {
@@ -38,6 +39,17 @@ struct MH {
     }
 };
 
+// The seed's own design: remote frees under the owner's lock, no home
+// cache, so every free reaches its heap at once (the tests of exact heap
+// counters use it; the default queues remote frees and caches home frees).
+dmm_mh_config seed_config(unsigned nodes)
+{
+    dmm_mh_config c = dmm_mh_default_config(nodes);
+    c.remote_free = DMM_MH_FREE_LOCKED;
+    c.home_cache = 0;
+    return c;
+}
+
 void expect_ok(dmm_mh *mh)
 {
     const char *d = nullptr;
@@ -45,6 +57,44 @@ void expect_ok(dmm_mh *mh)
 }
 
 } // namespace
+
+// The owner is computed by a multiply, not a divide, when the node size is
+// no power of two: every byte of the buffer, walked in order, must map to
+// no node (control block), then nodes 0..n-1 in equal contiguous ranges,
+// then no node (tail).
+TEST(MultiheapMap, OwnerByMultiplyMatchesEqualRanges)
+{
+    for (unsigned nodes : {3u, 7u, 9u, 64u}) {
+        for (size_t per_node : {size_t(16384), size_t(16384 + 192), size_t(100000)}) {
+            dmm_mh_config c = seed_config(nodes);
+            size_t bytes = dmm_mh_buffer_size(&c, per_node) + 4096 + 8 * nodes; // odd spare: odd node sizes
+            std::vector<unsigned char> mem(bytes);
+            dmm_mh *mh = nullptr;
+            ASSERT_EQ(dmm_mh_init(&mh, mem.data(), bytes, &c), DMM_OK);
+            std::vector<size_t> len(nodes, 0);
+            unsigned last = DMM_MH_NO_NODE;
+            bool seen_any = false, after = false;
+            for (size_t off = 0; off < bytes; off++) {
+                unsigned o = dmm_mh_owner(mh, mem.data() + off);
+                if (o == DMM_MH_NO_NODE) {
+                    after = seen_any;
+                } else {
+                    ASSERT_FALSE(after) << "a node after the tail at " << off;
+                    ASSERT_LT(o, nodes);
+                    ASSERT_TRUE(o == last || o == (seen_any ? last + 1 : 0u)) << "owner jumps at " << off;
+                    seen_any = true;
+                    len[o]++;
+                }
+                last = o == DMM_MH_NO_NODE ? last : o;
+            }
+            for (unsigned i = 0; i < nodes; i++)
+                ASSERT_EQ(len[i], len[0]) << nodes << " nodes, node " << i;
+            EXPECT_GE(len[0], per_node);
+            EXPECT_EQ(len[0] % 64, 0u);
+            dmm_mh_destroy(mh);
+        }
+    }
+}
 
 TEST(MultiheapMap, OwnerIsTheRangeThatHoldsThePointer)
 {
@@ -111,7 +161,7 @@ TEST(MultiheapPolicy, LazySpillsToTheNearestNodePrivateFailsCentralServes)
 {
     for (int pol = DMM_MH_LAZY; pol <= DMM_MH_PRIORITY; pol++) {
         SCOPED_TRACE(dmm_mh_policy_name(static_cast<dmm_mh_policy>(pol)));
-        dmm_mh_config c = dmm_mh_default_config(4);
+        dmm_mh_config c = seed_config(4);
         c.policy = static_cast<dmm_mh_policy>(pol);
         MH m(c, 8192);
         std::vector<void *> got;
@@ -205,7 +255,7 @@ TEST(MultiheapPolicy, LazySkipsBusyHeapsPriorityWaitsFinalPassWaits)
 
 TEST(MultiheapFree, QueuedRemoteFreesLoseNothing)
 {
-    dmm_mh_config c = dmm_mh_default_config(4);
+    dmm_mh_config c = seed_config(4);
     c.remote_free = DMM_MH_FREE_QUEUE;
     MH m(c, 65536);
     std::vector<void *> a;
@@ -229,7 +279,7 @@ TEST(MultiheapFree, QueuedRemoteFreesLoseNothing)
 TEST(MultiheapFault, AnOfflineNodeIsSkippedItsBlocksKeptOthersUnaffected)
 {
     Errors errs;
-    dmm_mh_config c = dmm_mh_default_config(4);
+    dmm_mh_config c = seed_config(4);
     c.error_fn = Errors::fn;
     c.error_ctx = &errs;
     MH m(c, 16384);
@@ -369,7 +419,7 @@ namespace {
 
 dmm_mh_config cached_config(unsigned nodes, unsigned per_class, Errors *errs = nullptr)
 {
-    dmm_mh_config c = dmm_mh_default_config(nodes);
+    dmm_mh_config c = seed_config(nodes);
     c.home_cache = per_class;
     if (errs) {
         c.error_fn = Errors::fn;
@@ -391,15 +441,31 @@ size_t cached_total(dmm_mh *mh)
 TEST(MultiheapCache, ConfigRules)
 {
     dmm_mh_config c = dmm_mh_default_config(4);
-    EXPECT_EQ(c.home_cache, 0u); // off unless asked for
+    // the default is the configuration measured best on real threads
+    EXPECT_EQ(c.home_cache, DMM_MH_DEFAULT_HOME_CACHE);
+    EXPECT_EQ(c.remote_free, DMM_MH_FREE_QUEUE);
+    EXPECT_EQ(c.policy, DMM_MH_LAZY);
+    EXPECT_NE(c.heap.harden, DMM_HARDEN_OFF); // hardening stays on
     c.home_cache = DMM_MH_CACHE_MAX_BLOCKS + 1;
     const char *why = nullptr;
     EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_E_CONFIG);
     c.home_cache = 8;
-    c.policy = DMM_MH_CENTRAL;
-    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_E_CONFIG);
     c.policy = DMM_MH_PRIVATE;
     EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_OK);
+    // central ignores the cache: one heap, one lock, no home owns a range
+    c.policy = DMM_MH_CENTRAL;
+    EXPECT_EQ(dmm_mh_config_check(&c, &why), DMM_OK);
+    dmm_mh_config c0 = c;
+    c0.home_cache = 0;
+    EXPECT_EQ(dmm_mh_buffer_size(&c, 4096), dmm_mh_buffer_size(&c0, 4096));
+    MH m(c);
+    void *p = dmm_mh_malloc(m.mh, 1, 100);
+    ASSERT_NE(p, nullptr);
+    dmm_mh_free(m.mh, 1, p);
+    dmm_mh_node_stats s = dmm_mh_get_node_stats(m.mh, 0);
+    EXPECT_EQ(s.cached, 0u);
+    EXPECT_EQ(s.heap.live_count, 0u);
+    expect_ok(m.mh);
 }
 
 // Random malloc/realloc/free from random homes (so a third of the frees are
@@ -593,6 +659,28 @@ TEST(MultiheapCache, MisuseIsCaught)
     const char *d = nullptr;
     EXPECT_EQ(dmm_mh_check(m.mh, &d), DMM_E_CORRUPT);
     *static_cast<void **>(x) = saved;
+    expect_ok(m.mh);
+    // a use after free that writes anywhere in the first two words: the
+    // cache's mark is gone, which the checker reports
+    auto *w = static_cast<uintptr_t *>(x);
+    uintptr_t mark = w[1];
+    w[1] = 0;
+    EXPECT_EQ(dmm_mh_check(m.mh, &d), DMM_E_CORRUPT);
+    EXPECT_NE(std::string(d).find("written after its free"), std::string::npos) << d;
+    w[1] = mark;
+    expect_ok(m.mh);
+    // a double free of a block already sorted into its class (x is there)
+    dmm_mh_free(m.mh, 0, x);
+    dmm_mh_free(m.mh, 0, dmm_mh_malloc(m.mh, 0, 900)); // sorts: x is found in its class
+    ASSERT_EQ(errs.kinds.size(), 3u);
+    EXPECT_EQ(errs.kinds[2], DMM_ERR_DOUBLE_FREE);
+    expect_ok(m.mh);
+    // a block handed out again carries no mark: freeing it once is no double free
+    void *x2 = dmm_mh_malloc(m.mh, 0, 48);
+    EXPECT_EQ(x2, x);
+    dmm_mh_free(m.mh, 0, x2);
+    dmm_mh_free(m.mh, 0, dmm_mh_malloc(m.mh, 0, 900));
+    EXPECT_EQ(errs.kinds.size(), 3u);
     expect_ok(m.mh);
     dmm_mh_free(m.mh, 0, y);
 }

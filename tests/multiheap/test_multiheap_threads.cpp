@@ -150,6 +150,9 @@ TEST_P(MultiheapThreadsFault, ANodeGoesOfflineWhileThreadsRun)
     std::atomic<uint64_t> reported{0};
     dmm_mh_config c = dmm_mh_default_config(nodes);
     c.home_cache = GetParam(); // with caches, node 2's cache keeps its blocks parked
+    // Remote frees under the owner's lock, so that every free has reached its
+    // heap when the threads end (a queue of the offline node is never drained).
+    c.remote_free = DMM_MH_FREE_LOCKED;
     // With its home out of service, a thread's every try is a try-lock that
     // skips busy heaps; the final blocking pass makes it wait instead of
     // failing when all were busy at once.
@@ -213,3 +216,88 @@ TEST_P(MultiheapThreadsFault, ANodeGoesOfflineWhileThreadsRun)
 }
 
 INSTANTIATE_TEST_SUITE_P(HomeCache, MultiheapThreadsFault, ::testing::Values(0u, 8u));
+
+// The home cache's owner path (docs/multiheap.md, "Owned caches"): the first
+// thread to use a home's cache enters it without an atomic read-modify-write.
+// Other threads must still get in safely: the checker and the statistics
+// while the owner runs (they keep the owner out for a moment), a second
+// thread on the same home (the cache becomes shared for good), and a thread
+// that frees a block the owner already freed (a double free, reported).
+TEST(MultiheapOwnedCache, OtherThreadsGetInWhileTheOwnerRuns)
+{
+    const unsigned nodes = 2;
+    dmm_mh_config c = dmm_mh_default_config(nodes);
+    std::atomic<uint64_t> counts[2] = {{0}, {0}}; // double frees, other errors
+    c.error_fn = [](void *ctx, const dmm_error *e) {
+        auto *n = static_cast<std::atomic<uint64_t> *>(ctx);
+        n[e->kind == DMM_ERR_DOUBLE_FREE ? 0 : 1].fetch_add(1);
+    };
+    c.error_ctx = counts;
+    size_t bytes = dmm_mh_buffer_size(&c, 512 * 1024);
+    std::vector<unsigned char> mem(bytes);
+    dmm_mh *mh = nullptr;
+    ASSERT_EQ(dmm_mh_init(&mh, mem.data(), bytes, &c), DMM_OK);
+    auto work = [&](unsigned home, unsigned seed, int ops) {
+        std::mt19937 rng(seed);
+        std::vector<unsigned char *> mine;
+        for (int op = 0; op < ops; op++) {
+            if (mine.size() < 48 && (rng() % 2 || mine.empty())) {
+                size_t n = 16 + rng() % 400;
+                auto *p = static_cast<unsigned char *>(dmm_mh_malloc(mh, home, n));
+                ASSERT_NE(p, nullptr);
+                std::memset(p, 0xA5, n); // TSan sees any block handed out twice at once
+                mine.push_back(p);
+            } else {
+                size_t k = rng() % mine.size();
+                dmm_mh_free(mh, home, mine[k]);
+                mine[k] = mine.back();
+                mine.pop_back();
+            }
+        }
+        for (void *p : mine)
+            dmm_mh_free(mh, home, p);
+    };
+    // the owner runs while another thread checks and reads statistics
+    std::atomic<bool> done{false};
+    std::atomic<int> bad_checks{0}, checks{0};
+    std::thread owner([&] {
+        work(0, 1, 20000);
+        done = true;
+    });
+    std::thread checker([&] {
+        while (!done.load() || checks.load() < 3) {
+            const char *d = nullptr;
+            if (dmm_mh_check(mh, &d) != DMM_OK)
+                bad_checks++;
+            (void)dmm_mh_get_node_stats(mh, 0);
+            checks++;
+        }
+    });
+    owner.join();
+    checker.join();
+    EXPECT_EQ(bad_checks.load(), 0);
+    EXPECT_GT(dmm_mh_get_node_stats(mh, 0).cache_hits, 0u);
+    // two threads on one home: the cache is shared from then on
+    std::thread t1([&] { work(0, 2, 8000); });
+    std::thread t2([&] { work(0, 3, 8000); });
+    t1.join();
+    t2.join();
+    // a double free across threads: freed by home 1's owner, then by this thread
+    void *p = nullptr;
+    std::thread a([&] {
+        p = dmm_mh_malloc(mh, 1, 64);
+        dmm_mh_free(mh, 1, p); // parked by the owner, no lock
+    });
+    a.join();
+    ASSERT_NE(p, nullptr);
+    dmm_mh_free(mh, 1, p); // parked again, by another thread
+    for (unsigned i = 0; i < nodes; i++)
+        dmm_mh_cache_flush(mh, i);
+    EXPECT_EQ(counts[0].load(), 1u); // the double free, reported once
+    EXPECT_EQ(counts[1].load(), 0u);
+    for (unsigned i = 0; i < nodes; i++)
+        EXPECT_EQ(dmm_mh_get_node_stats(mh, i).heap.live_count, 0u) << "node " << i;
+    const char *d = nullptr;
+    EXPECT_EQ(dmm_mh_check(mh, &d), DMM_OK) << d;
+    dmm_mh_destroy(mh);
+}

@@ -717,9 +717,26 @@ def t_multiheap(c):
     check(ma["found"] is True and 60000 < ma["bytes"] < 90000, "private homes in --min-arena: %s" % ma)
     ok, _ = c.replay_json(tr2, ["--alloc", "multiheap:2;policy=private", "--arena", str(ma["bytes"]), "--verify"])
     check(ok["failed"] == 0 and ok["verify"] == "pass", "the arena found replays on threads")
+    # the default is dmm_mh_default_config's (queued frees, home cache 16);
+    # cache= sets the home cache, whose hits are local allocations
+    d, _ = c.replay_json(tr, ["--alloc", "multiheap:2", "--arena", "131072", "--verify"])
+    a = d["allocator"]["multiheap"]
+    check(a["remote_free"] == "queue" and a["home_cache"] == 16, "multiheap:2 defaults: %s" % a)
+    # one thread frees and asks again for the same size: with a cache, the
+    # second and third requests are served from it (exactly, on one thread)
+    tr3 = write(c, "mh3.txt", "dmmtrace 1\n0 m 1 100\n0 f 1\n0 m 2 100\n0 f 2\n0 m 3 100\n0 f 3\n")
+    for cache in (0, 3):
+        spec = "multiheap:2;cache=%d" % cache
+        d, _ = c.replay_json(tr3, ["--alloc", spec, "--arena", "131072", "--verify", "--no-warm"])
+        check(d["verify"] == "pass" and d["allocator"]["multiheap"]["home_cache"] == cache, "%s: %s"
+              % (spec, d["allocator"]["multiheap"]))
+        nodes = mh_nodes(d, 2)
+        hits, local = mh_sum(nodes, "cache_hits"), mh_sum(nodes, "local_allocs")
+        check(hits == (2 if cache else 0) and local == 3, "%s: %d cache hits, %d local" % (spec, hits, local))
     # the console reports the first pass
     p = c.run("replay", [tr, "--alloc", "multiheap:2", "--arena", "131072", "--no-timing"])
-    check("2 nodes, lazy" in p.stdout and "4 local, 2 remote allocations" in p.stdout, p.stdout)
+    check("2 nodes, lazy" in p.stdout and "home cache 16" in p.stdout and "4 local, 2 remote allocations" in p.stdout,
+          p.stdout)
     # --check-configs takes multiheap lines
     p = subprocess.run([c.a.replay, "--check-configs", "-"],
                        input="multiheap:4;policy=central;heap=dlmalloc\nmultiheap:4;policy=nosuch\n",
@@ -739,6 +756,9 @@ def t_multiheap_bad_specs(c):
         "multiheap:4;policy=nosuch": "'policy=nosuch'",
         "multiheap:4;free=later": "'free=later'",
         "multiheap:4;final=maybe": "'final=maybe'",
+        "multiheap:4;cache=": "'cache='",
+        "multiheap:4;cache=257": "'cache=257'",
+        "multiheap:4;cache=8x": "'cache=8x'",
         "multiheap:4;heap=nosuch": "'heap=nosuch'",
         "multiheap:4;heap=preset=tlsf,fit=sideways": "fit",
         "multiheap:4;frob=1": "'frob=1'",

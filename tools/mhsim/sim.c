@@ -811,6 +811,7 @@ int mhsim_run(const mhsim_params *p, mhsim_result *r, const char **err)
     cfg.mesh_width = p->width;
     cfg.policy = p->policy;
     cfg.remote_free = p->remote_free;
+    cfg.home_cache = 0; /* cache hits visit no heap and raise no event to charge */
     cfg.final_blocking_pass = p->final_pass;
     if (p->heap[0]) {
         const char *perr = NULL;

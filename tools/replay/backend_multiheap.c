@@ -4,11 +4,16 @@
  * on an mmap'd, prefaulted arena, as the `dmm:` backend runs one heap.
  *
  *   SPEC = NODES[;policy=lazy|central|private|priority][;free=locked|queue]
- *                [;final=on|off][;heap=HEAPCONFIG]
+ *                [;cache=N][;final=on|off][;heap=HEAPCONFIG]
  *   NODES     1..256 node heaps; the arena (after the multi-heap's control
  *             block) is split evenly between them
+ *   Defaults are dmm_mh_default_config's (the configuration measured best on
+ *   real threads):
  *   policy=   heap selection (dmm_mh_policy), default lazy
- *   free=     remote frees under the owner's lock, or queued (lock-free)
+ *   free=     remote frees under the owner's lock, or queued (lock-free,
+ *             the default)
+ *   cache=    blocks per size class in each home's cache (0 = none; default
+ *             DMM_MH_DEFAULT_HOME_CACHE); cached blocks count as used
  *   final=on  lazy: a last pass that waits on every skipped heap's lock
  *   heap=     every node heap's configuration, what `dmm:` takes (a preset
  *             name or key=value pairs); default the tlsf preset
@@ -130,6 +135,19 @@ static int parse_spec(mh_backend *b, const char *spec, dmm_heap_config *hcfg, ch
             }
             continue;
         }
+        if (eq && (size_t)(eq - tok) == 5 && !strncmp(tok, "cache", 5)) {
+            unsigned long v = 0;
+            size_t k = 6;
+            for (; k < len && tok[k] >= '0' && tok[k] <= '9' && v <= DMM_MH_CACHE_MAX_BLOCKS; k++)
+                v = v * 10u + (unsigned long)(tok[k] - '0');
+            if (k == 6 || k < len || v > DMM_MH_CACHE_MAX_BLOCKS) {
+                snprintf(err, cap, "multiheap: bad home cache in '%.*s' (0 to %u blocks per class)", (int)len, tok,
+                         DMM_MH_CACHE_MAX_BLOCKS);
+                return -1;
+            }
+            b->mcfg.home_cache = (unsigned)v;
+            continue;
+        }
         if (eq && (size_t)(eq - tok) == 5 && !strncmp(tok, "final", 5)) {
             if (len == 8 && !strncmp(tok + 6, "on", 2))
                 b->mcfg.final_blocking_pass = true;
@@ -141,7 +159,7 @@ static int parse_spec(mh_backend *b, const char *spec, dmm_heap_config *hcfg, ch
             }
             continue;
         }
-        snprintf(err, cap, "multiheap: unknown part '%.*s' (policy=, free=, final= or heap=)", (int)len, tok);
+        snprintf(err, cap, "multiheap: unknown part '%.*s' (policy=, free=, cache=, final= or heap=)", (int)len, tok);
         return -1;
     }
     return 0;
@@ -391,6 +409,7 @@ static void mhb_json(rp_backend *rb, tj *j)
     tj_u64(j, "nodes", b->mcfg.nodes);
     tj_str(j, "policy", dmm_mh_policy_name(b->mcfg.policy));
     tj_str(j, "remote_free", b->mcfg.remote_free == DMM_MH_FREE_QUEUE ? "queue" : "locked");
+    tj_u64(j, "home_cache", b->mcfg.policy == DMM_MH_CENTRAL ? 0 : b->mcfg.home_cache);
     tj_bool(j, "final_blocking_pass", b->mcfg.final_blocking_pass);
     tj_str(j, "homes", "trace thread t allocates as node t % nodes; frees at the end of a pass as node 0");
     tj_str(j, "last_error", b->last_mh_error[0] ? b->last_mh_error : NULL);
@@ -422,6 +441,7 @@ static void mhb_memory_json(rp_backend *rb, tj *j)
         tj_u64(j, "queued_frees", s->queued_frees);
         tj_u64(j, "failures", s->failures);
         tj_u64(j, "offline_frees", s->offline_frees);
+        tj_u64(j, "cache_hits", s->cache_hits);
         tj_u64(j, "peak_extent", s->heap.peak_extent);
         tj_u64(j, "live_block_bytes", s->heap.live_block_bytes);
         tj_obj_end(j);
@@ -433,9 +453,10 @@ static void mhb_text(rp_backend *rb, FILE *f)
 {
     mh_backend *b = (mh_backend *)rb;
     uint64_t loc = 0, rem = 0, busy = 0, rfree = 0, fail = 0;
-    fprintf(f, "allocator  multiheap:%s\n           %u nodes, %s, remote frees %s%s; node heap %s%s\n", b->spec,
-            b->mcfg.nodes, dmm_mh_policy_name(b->mcfg.policy),
+    fprintf(f, "allocator  multiheap:%s\n           %u nodes, %s, remote frees %s, home cache %u%s; node heap %s%s\n",
+            b->spec, b->mcfg.nodes, dmm_mh_policy_name(b->mcfg.policy),
             b->mcfg.remote_free == DMM_MH_FREE_QUEUE ? "queued" : "locked",
+            b->mcfg.policy == DMM_MH_CENTRAL ? 0u : b->mcfg.home_cache,
             b->mcfg.final_blocking_pass ? ", final blocking pass" : "", b->hb.cfgtext,
             b->hb.stats_forced ? "  [stats raised to counters]" : "");
     if (!b->have_stats)
