@@ -128,7 +128,36 @@ def model(prof: Profile, backend: str, dma_cycles: int, dynamic: bool, body_fn: 
             "mailbox_emulation_instructions": mbox_emul, "manager_service_instructions": service,
             "management_instructions": api_ir, "dma_and_mailbox_cycles": dma_cycles,
             "total_cycles": total, "management_cycles": mgmt,
-            "management_share": (mgmt / total) if total else 0.0}
+            "management_share": (mgmt / total) if total else 0.0,
+            "breakdown": breakdown(prof, backend)}
+
+
+# Where the management instructions go (docs/spm.md, "The cycle model"):
+# inclusive instructions under internal functions of src/spm/spm.c, entered
+# from outside the group.  They nest (the miss path holds the table walk,
+# the local allocation and the eviction) and hold the host port's emulation
+# called beneath them, so they are "of which" figures, not a partition.
+INTERNAL = {
+    "miss_path": {"p2s_miss"},        # a p2s/p2s_ro/pin that is not a hit: lookup, make resident, fill caches
+    "table_walk": {"lookup"},         # segment header, table page and entry of an address
+    "eviction": {"evict_core"},       # write back (dirty) and give back a resident unit
+}
+
+
+def breakdown(prof: Profile, backend: str) -> dict:
+    """Inclusive instructions of each management function (calls from
+    outside the API) and of the internal groups of INTERNAL, plus the local
+    allocator (calls into dmm_heap_* from the scratchpad heap's own code: the
+    first-fit heap that holds the resident copies).  Emulation beneath them
+    is included (it is reported separately by model())."""
+    api = API[backend]
+    out = {"by_function": {f: prof.into({f}, exclude_callers=api) for f in sorted(api)}}
+    for k, names in INTERNAL.items():
+        out[k] = prof.into(names, exclude_callers=names)
+    out["local_allocation"] = sum(c for (a, b), c in prof.edges.items()
+                                  if b and b.startswith("dmm_heap_") and a and not a.startswith("dmm_heap_")
+                                  and a not in (BODY, "spmcc_user_main"))
+    return out
 
 
 def callgrind(cmd: list[str], out: str, dynamic: bool, body_fn: str = BODY, env=None) -> Profile:

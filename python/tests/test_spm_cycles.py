@@ -96,3 +96,37 @@ def test_unmanaged_program_is_its_body():
     m = sc.model(sc.parse_callgrind(PROFILE), "raw", dma_cycles=0, dynamic=False)
     assert m["management_cycles"] == 0 and m["management_share"] == 0.0
     assert m["total_cycles"] == 1000000 - 150000   # the same arithmetic (a real raw run makes no port calls)
+
+
+def test_breakdown_by_function_and_internal_group():
+    # the profile above plus a second path into the table walk and the local heap
+    extra = PROFILE.replace("totals: 1016000", """fn=(5)
+cfn=(13) lookup
+calls=50 0
+5 60000
+fn=(13)
+cfn=(14) lookup
+calls=3 0
+6 500
+fn=(5)
+cfn=(15) dmm_heap_aligned_alloc
+calls=4 0
+7 8000
+fn=(15)
+cfn=(16) dmm_heap_free
+calls=1 0
+8 300
+fn=(2)
+cfn=(16)
+calls=1 0
+9 40
+totals: 1016000""")
+    b = sc.breakdown(sc.parse_callgrind(extra), "spm")
+    assert b["by_function"]["dmm_spm_p2s"] == 400000          # from the program; malloc's inner p2s is malloc's
+    assert b["by_function"]["dmm_spm_malloc"] == 100000
+    assert b["by_function"]["dmm_spm_s2p"] == 0
+    assert b["table_walk"] == 60000                           # the recursive call is inside it
+    assert b["miss_path"] == 0                                # no p2s_miss in this profile
+    # dmm_heap_* from the heap's own code; the heap's inner call and the program's own call are not counted
+    assert b["local_allocation"] == 8000
+    assert sc.model(sc.parse_callgrind(extra), "spm", 0, False)["breakdown"] == b

@@ -1064,6 +1064,19 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
 /* The hit path: a live resident object found among the translations
  * (recent ones by range, then the cache by start address); NULL when it is
  * not there.  Marks the unit dirty (p2s, pin), sets its clock bit. */
+/* The unit of a live resident object containing a, found among the
+ * translations (recent ones by range, then the cache by start address)
+ * without reading a table page; NULL when it is not there. */
+static spm_unit *resident_unit(const dmm_spm *s, dmm_gaddr a)
+{
+    for (unsigned i = 0; i < SPM_RECENT; i++)
+        if (s->recent[i].n && a - s->recent[i].g < s->recent[i].n)
+            return s->recent[i].u;
+    const spm_xc *x = &s->xc[xc_index(s, a)];
+    dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
+    return x->n4 && a - g < (dmm_gaddr)x->n4 << 4 ? xc_unit(s, x) : NULL;
+}
+
 static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
     const spm_xlate *r = NULL;
@@ -1203,6 +1216,15 @@ static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
     return hit ? hit : p2s_slow(s, a, dirty, 0);
 }
 
+/* pin that the translation cache cannot answer: a resident object among the
+ * translations needs no table walk either (out of line: pin's hit path
+ * stays as short as before). */
+static DMM_NOINLINE void *pin_miss(dmm_spm *s, dmm_gaddr a)
+{
+    void *hit = fast_p2s(s, a, true, 1);
+    return hit ? hit : p2s_slow(s, a, true, 1);
+}
+
 /* The hit path (docs/spm.md): the entry of a's 16-byte line holds a live
  * resident object containing a: count the hit in the entry (folded into the
  * unit's dirty flag and clock bit and into the stats later) and answer.
@@ -1246,7 +1268,7 @@ void *dmm_spm_pin(dmm_spm *s, dmm_gaddr a)
         e->u->pins++;
         return e->l + off;
     }
-    return p2s_slow(s, a, true, 1);
+    return pin_miss(s, a);
 }
 
 void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
@@ -1256,6 +1278,15 @@ void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
     spm_tc *e = tc_slot(s, a);
     if (a - e->g < e->n && e->u->pins) {
         e->u->pins--;
+        s->st.calls[DMM_SPM_FN_S2P]++;
+        s->last = DMM_OK;
+        return;
+    }
+    /* a pinned object among the translations (the hit path's entry went to
+     * another address since the pin): drop the pin without a table walk */
+    spm_unit *pu = fast_ok(s) ? resident_unit(s, a) : NULL;
+    if (pu && pu->pins) {
+        pu->pins--;
         s->st.calls[DMM_SPM_FN_S2P]++;
         s->last = DMM_OK;
         return;

@@ -886,3 +886,46 @@ TEST(SpmHitPath, CountsFoldIntoDirtyPinsStatsAndStatus)
     EXPECT_EQ(dmm_spm_last_status(r.s), DMM_OK);
     ASSERT_TRUE(r.ok());
 }
+
+// Objects that share the hit path's entry (objects that fill a segment start
+// at the same offset of theirs, so their 16-byte lines are equal modulo the
+// cache): a pin or unpin whose entry went to the other object finds its unit
+// among the translations, with no table walk (which reads the segment's
+// header line or table page through the port: no get may happen), and the
+// pin counts stay exact (a second unpin is reported).
+TEST(SpmHitPath, PinAndUnpinBesideTheEntryNeedNoTableWalk)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=1,gran=1,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(r.s, 1536), b = dmm_spm_malloc(r.s, 1536);
+    ASSERT_NE(a, DMM_GNULL);
+    ASSERT_NE(b, DMM_GNULL);
+    ASSERT_EQ((a >> 4) % 8, (b >> 4) % 8); // the same entry of the hit path's cache
+    ASSERT_NE(a / 2048, b / 2048);         // in two segments: one table frame holds one page
+    auto *pa = static_cast<unsigned char *>(dmm_spm_pin(r.s, a));
+    ASSERT_NE(pa, nullptr);
+    std::memset(pa, 0x11, 1536);
+    auto *pb = static_cast<unsigned char *>(dmm_spm_pin(r.s, b));
+    ASSERT_NE(pb, nullptr);
+    std::memset(pb, 0x22, 1536);
+    uint64_t pages = dmm_spm_get_stats(r.s).page_fetches, gets = r.hp.gets;
+    ASSERT_EQ(dmm_spm_pin(r.s, a), pa); // a second pin of a: the entry holds b
+    dmm_spm_unpin(r.s, b);              // the entry now holds a
+    ASSERT_EQ(dmm_spm_p2s_ro(r.s, b), pb);
+    dmm_spm_unpin(r.s, a); // the entry holds b again
+    dmm_spm_unpin(r.s, a);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).page_fetches, pages);
+    EXPECT_EQ(r.hp.gets, gets);
+    EXPECT_EQ(r.err.count, 0);
+    dmm_spm_unpin(r.s, a); // not pinned any more: reported
+    EXPECT_EQ(r.err.count, 1);
+    EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+    dmm_spm_unpin(r.s, b);
+    EXPECT_EQ(r.err.count, 2);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(pa[511], 0x11);
+    EXPECT_EQ(static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, b))[0], 0x22);
+    dmm_spm_free(r.s, a);
+    dmm_spm_free(r.s, b);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}

@@ -4,6 +4,9 @@
 # ARGS: the programs' arguments (space-separated).
 # EXPECT_DIFFERENT=1: the rewritten run must differ or fail (a deliberately
 # broken rewrite: shows the check can fail).
+# STATIC=1: the rewritten run's global memory in static mode (SPMCC_STATIC).
+# REQUIRE_EVICTIONS=1: the rewritten run must have evicted units (its
+# statistics, SPMCC_STATS), so that the local memory really was too small.
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND "${RAW}" ${args} RESULT_VARIABLE raw_rc OUTPUT_VARIABLE raw_out ERROR_VARIABLE raw_err)
 if(NOT raw_rc EQUAL 0)
@@ -11,6 +14,12 @@ if(NOT raw_rc EQUAL 0)
 endif()
 set(ENV{SPMCC_LOCAL} "${LOCAL}")
 set(ENV{SPMCC_CONFIG} "${CONFIG}")
+if(STATIC)
+    set(ENV{SPMCC_STATIC} 1)
+endif()
+if(REQUIRE_EVICTIONS)
+    set(ENV{SPMCC_STATS} 1)
+endif()
 execute_process(COMMAND "${SPM}" ${args} RESULT_VARIABLE spm_rc OUTPUT_VARIABLE spm_out ERROR_VARIABLE spm_err)
 if(EXPECT_DIFFERENT)
     if(spm_rc EQUAL 0 AND spm_out STREQUAL raw_out)
@@ -24,5 +33,13 @@ if(NOT spm_rc EQUAL 0)
 endif()
 if(NOT spm_out STREQUAL raw_out)
     message(FATAL_ERROR "outputs differ\n--- ${RAW}\n${raw_out}--- ${SPM}\n${spm_out}")
+endif()
+if(REQUIRE_EVICTIONS)
+    string(REGEX MATCH "\"unit_evictions\":([0-9]+)" _ev "${spm_err}")
+    if(NOT _ev OR CMAKE_MATCH_1 EQUAL 0)
+        message(FATAL_ERROR "${SPM} evicted no unit (SPMCC_LOCAL=${LOCAL} SPMCC_CONFIG=${CONFIG}): the local memory "
+                            "is not small enough for this test\n${spm_err}")
+    endif()
+    message(STATUS "unit evictions: ${CMAKE_MATCH_1}")
 endif()
 message(STATUS "same output:\n${spm_out}")

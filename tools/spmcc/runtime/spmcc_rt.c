@@ -56,6 +56,10 @@ int spmcc_run(int argc, char **argv, int (*fn)(int, char **))
     dmm_spm_global *g;
     dmm_spm_global_config gc = dmm_spm_global_default_config();
     gc.cores = 1;
+    /* SPMCC_STATIC=1: global memory in static mode (one slice, no manager
+     * thread, no mailbox), for the seed's Table III comparison */
+    const char *stat = getenv("SPMCC_STATIC");
+    gc.mode = stat && *stat && strcmp(stat, "0") ? DMM_SPM_STATIC : DMM_SPM_DYNAMIC;
     dmm_status st = dmm_spm_global_create(&g, gbuf, gsize, &gc);
     if (st != DMM_OK) {
         fprintf(stderr, "spmcc: global memory of %zu bytes: status %d\n", gsize, (int)st);

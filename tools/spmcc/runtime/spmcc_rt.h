@@ -15,6 +15,8 @@
  *   SPMCC_GLOBAL  bytes of global memory (default 16 MiB)
  *   SPMCC_CONFIG  the heap's configuration text (docs/spm.md), e.g.
  *                 "table=1024,frames=2,harden=paranoid"
+ *   SPMCC_STATIC  1: global memory in static mode (no manager thread, no
+ *                 mailbox words); unset or 0: dynamic mode
  *   SPMCC_STATS   when set: the heap's statistics as JSON on stderr at exit
  *
  * A translation that fails (bad address, local memory full of pins) ends
