@@ -271,8 +271,9 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         frozen_info["reason"] = "interrupted" if interrupted else "the --time-limit was reached"
     elif opts.frozen and opts.instructions and feas:
         try:
-            frozen_info = _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind, ref_id,
-                                        mem_key)
+            with budget.timed("frozen"):
+                frozen_info = _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind, ref_id,
+                                            mem_key)
             ranking_det = frozen_info.pop("_ranking")
         except KeyboardInterrupt:
             interrupted = True
@@ -284,8 +285,9 @@ def run_explore(tools: Tools, opts: Options) -> dict:
     timing_stats: list[dict] = []
     if opts.timing and not interrupted and not budget.stop("timing"):
         try:
-            timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, budget,
-                                      timing_stats)
+            with budget.timed("timing"):
+                timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, budget,
+                                          timing_stats)
         except KeyboardInterrupt:
             interrupted = True
             kill_running()
@@ -320,8 +322,9 @@ def run_explore(tools: Tools, opts: Options) -> dict:
     pictures: dict = {}
     if opts.pictures and best and not interrupted and not budget.stop("pictures"):
         try:
-            pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det,
-                                     {c["id"]: c["alloc"] for c in configs})
+            with budget.timed("pictures"):
+                pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det,
+                                         {c["id"]: c["alloc"] for c in configs})
         except KeyboardInterrupt:
             interrupted = True
             kill_running()
@@ -747,6 +750,20 @@ class Budget:
         self.limit_hit: str | None = None  # the phase the time limit stopped
         self._gone: set[str] = set()
         self._pending: list[dict] = []  # drops not yet in the log (Budget.log)
+        self.phase_s: dict[str, float] = {}  # wall seconds per phase (where an explore's time goes)
+
+    def timed(self, phase: str):
+        """A context adding the wall time of a block to phase_s[phase]."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def block():
+            t = time.monotonic()
+            try:
+                yield
+            finally:
+                self.phase_s[phase] = round(self.phase_s.get(phase, 0.0) + time.monotonic() - t, 2)
+        return block()
 
     def item(self, **kw) -> dict:
         """The budget fields of a measurement item."""
@@ -805,7 +822,7 @@ class Budget:
     def as_dict(self) -> dict:
         return {"per_config_s": self.per_config, "relative": self.relative, "screen_ops": self.screen_ops,
                 "time_limit": self.time_limit, "time_limit_hit": self.limit_hit, "dropped": self.dropped,
-                "screened": self.screened, "full": self.full,
+                "screened": self.screened, "full": self.full, "phase_seconds": dict(self.phase_s),
                 "seconds": round(time.monotonic() - self.t0, 1)}
 
 
@@ -912,7 +929,9 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
                           [f"{todo[i][1].name} on {todo[i][0].label}" for i in need], [weights[i] for i in need],
                           workers)
         try:
-            _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tools, valgrind, mkey, ops, label)
+            with budget.timed("memory" + ("_screen" if ops else "")):
+                _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tools, valgrind, mkey, ops,
+                             label)
         except KeyboardInterrupt:
             if not valgrind:  # these figures are complete: keep them
                 for i, m in mem.items():
@@ -976,6 +995,7 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
                           [", ".join(todo[i][1].name for i in c[:2]) + (" ..." if len(c) > 2 else "")
                            + f" on {todo[c[0]][0].label}" for c in chunks],
                           [sum(max(1e-3, mem[i].get("replay_seconds") or 0) for i in c) for c in chunks], workers)
+        t_instr = time.monotonic()
         for j, res, exc in ex.map_unordered(count_instructions, items):
             tb.finished(j)
             for k, i in enumerate(chunks[j]):
@@ -999,6 +1019,8 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
             if budget.over():
                 budget.stop(f"instruction counts{label}")
                 break
+        key = "instructions" + ("_screen" if ops else "")
+        budget.phase_s[key] = round(budget.phase_s.get(key, 0.0) + time.monotonic() - t_instr, 2)
         _relative_on_instructions(budget, det, todo, floor_traces, ops)
 
 

@@ -108,3 +108,24 @@ def test_system_allocator_sampled_peak_on_threads_is_not_exact(tmp_path):
     d = json.loads(js.read_text())
     if d["allocator"].get("detected") == "glibc":
         assert d["memory"]["exact"] is True
+
+
+def test_compare_on_the_hostile_trace_is_quick_and_small(hostile, tmp_path):
+    """issue 26 item 10: compare on the two-op trace took 107 MB (scipy's
+    bootstrap and Wilcoxon test for two allocators that both failed the
+    allocation).  An allocator with failed allocations did not do the
+    baseline's work: it gets no interval test, no tie and no group, so the
+    default adaptive compare stops at its minimum repetitions, under 100 MB."""
+    import sys
+    res = tmp_path / "c.json"
+    cmd = [sys.executable, "-m", "dmmkit", "compare", str(hostile), "-a", "glibc,dmm:tlsf",
+           "--results", str(res), "--no-pictures"]
+    rc, kb, out = _run_measured(cmd)
+    assert rc == 0, out
+    assert kb < LIMIT_KB, f"compare: peak RSS {kb} KiB"
+    d = load(res)
+    for lab in ("glibc", "dmm:tlsf"):
+        o = d["overall"][lab]
+        assert o["failed"] == 1 and o["tie"] is None and o["warm_avg_ratio_ci"] is None and o["group"] is None
+    assert "failed allocation" in d["overall"]["dmm:tlsf"]["speed_untested"]
+    assert d["reps_done"] == 9, d["reps_stop"]
