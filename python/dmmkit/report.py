@@ -616,7 +616,7 @@ class Section:
         return {"id": self.id, "title": self.title, "blocks": self.blocks, "toc": self.toc}
 
 
-def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> dict:
+def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick, light: bool = False) -> dict:
     base = doc["baseline"]
     ov = doc.get("overall") or {}
     summ = doc.get("summary") or {}
@@ -681,12 +681,14 @@ def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
         blocks.append(table(["allocator", "warm cyc/op", f"x {base}", "min", "max", "q1", "q3", "warm p99",
                              "warm max", "cold cyc/op", "peak footprint", "frag #4", "failed", "preemptions"],
                             rows, "detail"))
-        if tl in hists:
+        if light and (tl in hists or tl in pics):
+            blocks.append(note(LIGHT_NOTE))
+        elif tl in hists:
             n = plot_latency(tl, hists[tl], outdir, f"{prefix}_latency_{_slug(tl)}.png", labs)
             tick()
             if n:
                 blocks.append(fig(n, f"{tl}: latency percentiles per operation kind (log cycles axis)"))
-        if tl in pics:
+        if tl in pics and not light:
             n = plot_timeline(tl, pics[tl], outdir, f"{prefix}_timeline_{_slug(tl)}.png", approx)
             tick()
             if n:
@@ -707,7 +709,7 @@ def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
     return s.as_dict()
 
 
-def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> dict:
+def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick, light: bool = False) -> dict:
     by_id = {c["id"]: c for c in doc["configs"]}
     st = doc["settings"]
     mem_key = st["memory_metric"]
@@ -809,7 +811,9 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
                       c_num(tm.get("samples"))]
             blocks.append(table(hdr, [r], "pertrace"))
         entries = pics.get(tl)
-        if entries:
+        if entries and light:
+            blocks.append(note(LIGHT_NOTE))
+        elif entries:
             named = {by_id[c]["name"] if c in by_id else c: e for c, e in entries.items()}
             n = plot_timeline(tl, named, outdir, f"{prefix}_timeline_{_slug(tl)}.png")
             tick()
@@ -871,7 +875,16 @@ def render(context: dict) -> str:
     return _env().get_template("report.html.j2").render(**context)
 
 
-def write_report(paths: list[str], outdir: str | None = None) -> Path:
+LIGHT_NOTE = ("The latency, timeline and heap-map figures were left out to keep dmmkit advise within its budget; "
+              "`dmmkit report` on the same results files draws them.")
+
+
+def write_report(paths: list[str], outdir: str | None = None, light: bool = False) -> Path:
+    """The report of the results files `paths` in outdir.  light: without
+    the latency percentiles, timelines and heap maps (each trace says so),
+    which cost tens of seconds on a large trace (decoding and rastering the
+    heap maps, laying out the percentile panels): what advise writes when
+    little of its budget is left."""
     results, advise = load_inputs(paths)
     out = Path(outdir) if outdir else default_outdir(paths)
     try:
@@ -882,7 +895,8 @@ def write_report(paths: list[str], outdir: str | None = None) -> Path:
     sections = []
     used: dict[str, int] = {}
     with progress() as prog:
-        task = prog.add_task("report: plots and tables", total=sum(_steps(k, d) for _, k, d in results) or 1)
+        task = prog.add_task("report: plots and tables",
+                             total=sum(1 if light else _steps(k, d) for _, k, d in results) or 1)
 
         def tick():
             prog.advance(task)
@@ -895,9 +909,9 @@ def write_report(paths: list[str], outdir: str | None = None) -> Path:
                 used[stem] = used.get(stem, 0) + 1
                 prefix = stem if used[stem] == 1 else f"{stem}{used[stem]}"
                 if kind == EXPLORE:
-                    sections.append(explore_section(pth, d, out, prefix, tick))
+                    sections.append(explore_section(pth, d, out, prefix, tick, light))
                 else:
-                    sections.append(compare_section(pth, d, out, prefix, tick))
+                    sections.append(compare_section(pth, d, out, prefix, tick, light))
     answer, source = None, ""
     for pth, d in advise:
         if isinstance(d.get("answer"), dict):
