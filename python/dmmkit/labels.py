@@ -17,10 +17,10 @@ from matplotlib.transforms import Bbox
 
 # candidate directions, in the order tried: right, above, below, left, then the diagonals
 _DIRECTIONS = ((1, 0), (0, 1), (0, -1), (-1, 0), (1, 1), (1, -1), (-1, 1), (-1, -1))
-_FIRST_PT = 5.0    # the nearest ring, points from the point
+_FIRST_PT = 8.0    # the nearest ring, points from the point (clear of the best config's star)
 _STEP_PT = 9.0     # ring spacing, points
 _RINGS = 24        # rings tried inside the axes, then again anywhere in the figure
-_MARKER_PX = 4.0   # half-size of a point's marker box, pixels
+_MARKER_PX = 6.0   # half-size of a point's marker box, pixels
 
 
 def _align(dx: int, dy: int) -> tuple[str, str]:
@@ -38,16 +38,17 @@ def _inside(box: Bbox, area: Bbox) -> bool:
     return box.x0 >= area.x0 and box.y0 >= area.y0 and box.x1 <= area.x1 and box.y1 <= area.y1
 
 
-def place_labels(ax, points, texts, fontsize: float = 7, obstacles=()) -> list:
+def place_labels(ax, points, texts, fontsize: float = 7, obstacles=(), others=()) -> list:
     """Annotate each (x, y) data point of `points` with the matching text of
     `texts` so that no two labels' boxes intersect and no label covers a
-    point's marker or one of `obstacles` (matplotlib artists, e.g. the
-    legend).  Call after the axes' limits and scales are final.  Returns
-    the annotations."""
+    point's marker, the marker of one of `others` (more data points, not
+    labelled) or one of `obstacles` (matplotlib artists, e.g. the legend).
+    Call after the axes' limits and scales are final.  Returns the
+    annotations."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     ax.get_xlim(), ax.get_ylim()  # settles autoscaled limits, so transData is final
-    centres = [ax.transData.transform(p) for p in points]
+    centres = [ax.transData.transform(p) for p in [*points, *others]]
     taken = [Bbox.from_bounds(cx - _MARKER_PX, cy - _MARKER_PX, 2 * _MARKER_PX, 2 * _MARKER_PX)
              for cx, cy in centres]
     taken += [o.get_window_extent(renderer) for o in obstacles]

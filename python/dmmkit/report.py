@@ -330,7 +330,7 @@ def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
         legend = ax.legend(fontsize=7, loc="lower right") if ax.get_legend_handles_labels()[0] else None
         # the presets' names, placed where they meet no other label, marker or the legend (dmmkit.labels)
         place_labels(ax, [(x, y / div) for x, y, _ in presets], [short(c["name"], 20) for _, _, c in presets],
-                     obstacles=[legend] if legend else ())
+                     obstacles=[legend] if legend else (), others=[(x, y / div) for x, y, _ in pts])
     f.suptitle(f"speed vs memory over {len(doc['traces'])} trace(s) (left and low is better)")
     names.append(_save(f, outdir, f"{prefix}_pareto.png"))
     return names
