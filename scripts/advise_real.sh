@@ -237,7 +237,7 @@ if main_job:
     doc["main_job"] = main_job
 json.dump(doc, open(f"bench/results/{stem}.json", "w"), indent=1)
 
-L = ["# `dmmkit advise` on real programs (issue 26)", "", *markdown(doc["provenance"]), "",
+L = ["# `dmmkit advise` on real programs (issue 26)", "", markdown(doc["provenance"]), "",
      f"Made by `{doc['command']}` at commit {doc['commit']}, {doc['created']}; {cpu}, {os.cpu_count()} CPUs, "
      f"kernel {platform.release()}; {doc['compiler']}, {cache.get('CMAKE_BUILD_TYPE')} "
      f"`{cache.get('CMAKE_C_FLAGS_RELEASE')}`. Budget {budget:g} min each (goal: done within "
