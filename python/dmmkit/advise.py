@@ -535,6 +535,9 @@ def _explore(tools: Tools, r: _Run, trace: str, ops: int | None) -> dict | None:
     return doc
 
 
+DMM_REPLAY_X = 4.0  # in advise's compare, one replay of a dmm allocator may take this many probe replays (at
+                    # least 2 s); one slower is killed and left out: p2012 on the 1.8M-op Python trace took 31 and
+                    # 43 s against the probe's 3.4 s (a 25k-op window had shown it only 1.9x dlmalloc's instructions)
 HOPELESS_X = 3.0  # a dmm preset with this many times explore's best's instructions/op on the window (and no
                   # smaller minimum arena) is left out of advise's compare
 
@@ -597,7 +600,7 @@ def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict 
     opts = CompareOptions(traces=[trace], allocators=[allocs], default_list=not r.opts.allocators, reps=reps,
                           min_reps=min(9, max(COMPARE_MIN_ROUNDS, rounds)), max_reps=30, baseline=r.opts.current,
                           results=path, pictures=pictures, deadline=r.deadline("compare"),
-                          min_rounds=COMPARE_MIN_ROUNDS,
+                          min_rounds=COMPARE_MIN_ROUNDS, dmm_replay_limit=max(2.0, DMM_REPLAY_X * probe),
                           explore_results=r.doc.get("explore") or "dmmkit-explore.json", argv=r.opts.argv)
     try:
         doc = run_compare(tools, opts)
@@ -605,6 +608,8 @@ def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict 
         r.doc["compare"] = path if os.path.exists(path) else None
         raise
     r.doc["compare"] = path
+    for d in doc.get("dropped") or []:
+        r.note(f"compare left out {d['label']}: {d['why']}")
     return doc
 
 

@@ -34,7 +34,7 @@ from rich.table import Table
 from .allocators import Allocator, parse_peers, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
-from .measure import TaskError, measure_timing
+from .measure import BudgetExceeded, TaskError, measure_timing
 from .textfmt import short_labels, tie_marker
 from .memfig import APPROX, Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
 from .stats import MIN_SEPARABLE_PAIRS, geomean, noise_check, paired_ratios, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
@@ -66,6 +66,11 @@ class CompareOptions:
     # done (advise's step deadline); None: no limit
     deadline: float | None = None
     min_rounds: int = 2
+    # seconds one replay of a dmm allocator may take (advise: a few times its
+    # probe replay); one that takes longer is killed and left out of the
+    # comparison (doc["dropped"]): it cannot win speed and its rounds would
+    # take the budget.  None: no limit
+    dmm_replay_limit: float | None = None
 
 
 def merge_hists(hs: list[dict]) -> dict:
@@ -196,7 +201,7 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
                     why = f"the time budget: another round ({last_round:.1f} s) would end after the deadline"
                     break
                 t_round = time.monotonic()
-                failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task)
+                failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task, opts.dmm_replay_limit)
                 last_round = time.monotonic() - t_round
                 if failure is None:
                     reps_done += 1
@@ -225,10 +230,26 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     return doc
 
 
-def _one_round(tools: Tools, doc: dict, allocs: list[Allocator], refs, rep: int, hists: dict, prog, task) -> str | None:
+def _drop_slow(doc: dict, allocs: list[Allocator], a: Allocator, trace: str, e: BudgetExceeded, limit: float) -> None:
+    """Leaves dmm allocator `a` out of the comparison (allocs, doc's
+    allocators, runs and histograms), recorded in doc["dropped"]."""
+    allocs.remove(a)
+    doc["allocators"] = [x for x in doc["allocators"] if x["label"] != a.label]
+    for per in doc["runs"].values():
+        per.pop(a.label, None)
+    doc.setdefault("dropped", []).append(
+        {"label": a.label, "trace": trace, "seconds": round(e.seconds, 1),
+         "why": f"one replay of {trace} took more than {limit:.1f} s (the limit for a dmm allocator: several times "
+                "the baseline's replay), so it cannot win speed and its rounds would take the budget"})
+    console.print(f"[yellow]dropped[/] {a.label}: {doc['dropped'][-1]['why']}", soft_wrap=True)
+
+
+def _one_round(tools: Tools, doc: dict, allocs: list[Allocator], refs, rep: int, hists: dict, prog, task,
+               dmm_limit: float | None = None) -> str | None:
     """Repetition `rep`: every trace on every allocator, starting with
-    allocator rep mod n (round-robin); the figures go into doc["runs"].
-    Returns the failure text, or None."""
+    allocator rep mod n (round-robin); the figures go into doc["runs"].  A
+    dmm allocator whose replay takes more than dmm_limit seconds is left out
+    (_drop_slow).  Returns the failure text, or None."""
     runs = doc["runs"]
     for tr in refs:
         for a in allocs:
@@ -237,10 +258,21 @@ def _one_round(tools: Tools, doc: dict, allocs: list[Allocator], refs, rep: int,
     order = allocs[k:] + allocs[:k]
     for tr in refs:
         for a in order:
+            if a not in allocs:
+                continue  # dropped earlier in this round
             item = {"replay": str(tools.replay), "trace": tr.path, "args": a.replay_args(), "env": a.env(),
                     "hist": True}
+            limited = dmm_limit is not None and a.kind == "dmm" and a.label != doc["baseline"]
+            if limited:
+                item["budget"] = dmm_limit
             try:
                 fig = measure_timing(item)
+            except BudgetExceeded as e:
+                if not limited:
+                    return f"allocator {a.label} on {tr.label}: dmm-replay failed: {e}"
+                _drop_slow(doc, allocs, a, tr.label, e, dmm_limit)
+                hists[tr.label].pop(a.label, None)
+                continue
             except TaskError as e:
                 msg = str(e)
                 if a.kind == "system" and "expected allocator" in msg:

@@ -198,3 +198,20 @@ def test_callgrind_runs_group_the_fastest_configs_first():
     assert runs[1] == [1, 8, 7, 3]  # trace a's four fastest
     assert runs[-1] == [4]  # unknown time last
     assert [len(r) for r in callgrind_chunks(tasks, 1)] == [1] * len(tasks)
+
+
+def test_compare_drops_a_dmm_allocator_past_its_replay_limit(tools, work, slow_big):
+    """advise's compare on the 1.8M-op Python trace spent 74 s of its 82 s
+    on two replays of p2012 (20x glibc's), overrunning its step by 74 s.
+    With a per-replay limit for dmm allocators, the slow one is killed at the
+    limit and left out (doc["dropped"]); the others are compared as usual."""
+    from dmmkit.compare import CompareOptions, run_compare
+    out = work / "cmp-limit.json"
+    doc = run_compare(tools, CompareOptions(traces=[str(slow_big)], allocators=["glibc,dmm:tlsf,dmm:p2012"],
+                                            reps=2, baseline="glibc", results=str(out), pictures=False,
+                                            dmm_replay_limit=1.0))
+    assert [d["label"] for d in doc["dropped"]] == ["dmm:p2012"]
+    assert doc["dropped"][0]["seconds"] >= 1.0 and "took more than 1.0 s" in doc["dropped"][0]["why"]
+    assert {a["label"] for a in doc["allocators"]} == {"glibc", "dmm:tlsf"}
+    assert doc["reps_done"] == 2 and set(doc["overall"]) == {"glibc", "dmm:tlsf"}
+    assert load(out)["dropped"][0]["label"] == "dmm:p2012"
