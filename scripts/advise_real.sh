@@ -11,6 +11,15 @@
 #   git     `git log --stat` of this repository (all its commits;
 #           DMM_BENCH_GIT_REPO names another)
 #   sqlite  sqlite3 sorting 45,000 generated rows in memory (about 540k)
+#   main    not a program: the README's main job, timed (issue 26's goal:
+#           <= 5 min on an idle 2-core machine, <= 15 min at load 2x the
+#           cores).  A fresh copy of HEAD (git archive) gets scripts/setup.sh
+#           (timed apart: apt has nothing to do on a set-up machine; the venv
+#           is made), then `scripts/main.sh` is timed from its start: native
+#           build, explore, compare, answer and report with an empty cache,
+#           as on a fresh machine after set-up.  The load average before,
+#           during (sampled every 10 s) and after is recorded.  Run only
+#           when named (--only main), as it takes minutes.
 # For each: the wall time of the whole advise run against the budget, the
 # load average before and after, the explore figures (configs with full
 # deterministic figures on the window, the window and its measured
@@ -21,9 +30,9 @@
 # whose real peak RSS is not below 0.98x).
 # Needs the release build (tools, recorder, libdmm.so: scripts/main.sh
 # builds them) and .venv (scripts/setup.sh).  Writes
-# bench/results/advise_real.json and bench/results/advise_real.md (command,
-# commit, compiler, flags, CPU and the figures; --out STEM writes
-# bench/results/STEM.{json,md} instead).  DMM_BENCH_COMMIT names the
+# bench/results/advise_real.json and bench/results/advise_real.md (the
+# scripts/provenance.py record: command, commit, compiler, flags, CPU, load;
+# and the figures; --out STEM writes bench/results/STEM.{json,md} instead).  DMM_BENCH_COMMIT names the
 # commit when the checkout has no .git (a `git archive` copy).
 set -euo pipefail
 
@@ -38,7 +47,7 @@ while [ $# -gt 0 ]; do
         --budget-minutes) BUDGET=$2; shift 2 ;;
         --only) shift; while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do ONLY+=("$1"); shift; done ;;
         --out) OUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "advise_real: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -53,7 +62,7 @@ PERL_CODE='my %h; for my $i (1..430000) { $h{"key$i"} = "v" x ($i % 50) } my @k 
 PY_CODE='import json; d = {str(i): [i, str(i) * 3, {"k": i}] for i in range(25000)}; s = json.dumps(d); print(len(json.loads(s)))'
 SQL="WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<45000) SELECT count(*) FROM (SELECT x, printf('name-%d-%s', x, hex(randomblob(8))) AS n FROM c ORDER BY n);"
 
-want() { [ ${#ONLY[@]} -eq 0 ] && return 0; local n; for n in "${ONLY[@]}"; do [ "$n" = "$1" ] && return 0; done; return 1; }
+want() { [ ${#ONLY[@]} -eq 0 ] && [ "$1" != main ] && return 0; local n; for n in "${ONLY[@]}"; do [ "$n" = "$1" ] && return 0; done; return 1; }
 
 : > "$W/runs.tsv"
 run_one() {  # NAME BINARY -- PROGRAM ARGS...
@@ -75,6 +84,31 @@ run_one() {  # NAME BINARY -- PROGRAM ARGS...
     tail -n 8 "$W/$name.log"
 }
 
+main_job() {  # the README's main job in a fresh copy of HEAD, after set-up
+    [ ${#ONLY[@]} -gt 0 ] && want main || return 0
+    local src="$W/main-src" l0 l1 t0 t1 s0 rc=0 sampler
+    mkdir -p "$src"
+    git archive HEAD | tar -x -C "$src"
+    echo "advise_real: main: scripts/setup.sh in a fresh copy of HEAD ($src)"
+    s0=$(date +%s.%N)
+    (cd "$src" && scripts/setup.sh) > "$W/main-setup.log" 2>&1 || { tail -n 20 "$W/main-setup.log"; exit 1; }
+    printf '%s\n' "$(date +%s.%N)" > "$W/main-setup.end"
+    echo "advise_real: main: scripts/main.sh (timed)"
+    ( while :; do cut -d' ' -f1 /proc/loadavg >> "$W/main-load.txt"; sleep 10; done ) &
+    sampler=$!
+    l0=$(cut -d' ' -f1 /proc/loadavg)
+    t0=$(date +%s.%N)
+    (cd "$src" && DMM_BENCH_COMMIT="$(git -C "$ROOT" rev-parse --short=12 HEAD)" scripts/main.sh) \
+        > "$W/main.log" 2>&1 || rc=$?
+    t1=$(date +%s.%N)
+    l1=$(cut -d' ' -f1 /proc/loadavg)
+    kill "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+    printf 'main\tmainjob\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rc" "$t0" "$t1" "$l0" "$l1" "$s0" >> "$W/runs.tsv"
+    tail -n 3 "$W/main.log"
+}
+
+main_job
 run_one perl perl -- perl -e "$PERL_CODE"
 run_one python python3 -- python3 -c "$PY_CODE"
 run_one git git -- git -C "${DMM_BENCH_GIT_REPO:-$ROOT}" log --stat
@@ -120,10 +154,26 @@ def backed(goal, e2e):
 
 
 runs = []
+main_job = None
 for ln in open(os.path.join(w, "runs.tsv")):
     t = ln.rstrip("\n").split("\t")
     if t[1] == "missing":
         runs.append({"program": t[0], "missing": t[2]})
+        continue
+    if t[1] == "mainjob":
+        rc, t0, t1, l0, l1, s0 = int(t[2]), float(t[3]), float(t[4]), float(t[5]), float(t[6]), float(t[7])
+        loads = [float(x) for x in open(os.path.join(w, "main-load.txt")).read().split()] if os.path.exists(
+            os.path.join(w, "main-load.txt")) else []
+        log = open(os.path.join(w, "main.log"), errors="replace").read().splitlines()
+        steps = [x.strip() for x in log if x.startswith("[main ")]
+        main_job = {"command": "scripts/main.sh", "where": "a fresh copy of HEAD (git archive), after scripts/setup.sh",
+                    "exit": rc, "seconds": round(t1 - t0, 1),
+                    "setup_seconds": round(float(open(os.path.join(w, "main-setup.end")).read()) - s0, 1),
+                    "load_before": l0, "load_after": l1,
+                    "load_during": {"samples": len(loads), "min": min(loads, default=None),
+                                    "mean": round(sum(loads) / len(loads), 2) if loads else None,
+                                    "max": max(loads, default=None)},
+                    "steps": steps, "last_lines": log[-3:]}
         continue
     name, rc, t0, t1, l0, l1 = t[0], int(t[2]), float(t[3]), float(t[4]), float(t[5]), float(t[6])
     adv = {}
@@ -162,8 +212,14 @@ for ln in open(os.path.join(w, "runs.tsv")):
         "caveats": ans.get("caveats"), "contradicted_next": contradicted,
     })
 
+sys.path.insert(0, "scripts")
+from provenance import cmake_build, markdown, provenance  # noqa: E402
+load0 = min([r["load_before"] for r in runs if "load_before" in r]
+            + ([main_job["load_before"]] if main_job else []), default=None)
 doc = {
     "schema": "dmmkit-bench-advise-real/1",
+    "provenance": provenance("scripts/advise_real.sh" + (f" {args}" if args else ""), *cmake_build("build/release"),
+                             "dmmkit advise (.venv)", load_before=load0),
     "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "command": "scripts/advise_real.sh" + (f" {args}" if args else ""),
     # DMM_BENCH_COMMIT: the commit of a source copy without .git (git archive)
@@ -176,17 +232,21 @@ doc = {
     "goals": {"seconds_max": budget * 60 + 10, "explore_full_figures_min": 10},
     "runs": runs,
 }
+if main_job:
+    doc["goals"].update({"main_job_seconds_max_idle": 300, "main_job_seconds_max_at_2x_cores_load": 900})
+    doc["main_job"] = main_job
 json.dump(doc, open(f"bench/results/{stem}.json", "w"), indent=1)
 
-L = ["# `dmmkit advise` on real programs (issue 26)", "",
+L = ["# `dmmkit advise` on real programs (issue 26)", "", markdown(doc["provenance"]), "",
      f"Made by `{doc['command']}` at commit {doc['commit']}, {doc['created']}; {cpu}, {os.cpu_count()} CPUs, "
      f"kernel {platform.release()}; {doc['compiler']}, {cache.get('CMAKE_BUILD_TYPE')} "
      f"`{cache.get('CMAKE_C_FLAGS_RELEASE')}`. Budget {budget:g} min each (goal: done within "
      f"{budget * 60 + 10:.0f} s, >= 10 dmm configs with full deterministic figures, generate and the end-to-end "
-     "check of the chosen dmm config and libdmm in every run, no `Next:` the end-to-end check contradicts).", "",
-     "| program | ops | seconds | load before/after | explore: configs with full figures (window ops of trace ops) "
-     "| window fidelity tau #4 / speed | generated (in e2e) | libdmm in e2e | e2e rounds | contradicted Next |",
-     "|---|---:|---:|---|---|---|---|---|---:|---|"]
+     "check of the chosen dmm config and libdmm in every run, no `Next:` the end-to-end check contradicts).", ""]
+if runs:
+    L += ["| program | ops | seconds | load before/after | explore: configs with full figures (window ops of trace ops) "
+               "| window fidelity tau #4 / speed | generated (in e2e) | libdmm in e2e | e2e rounds | contradicted Next |",
+          "|---|---:|---:|---|---|---|---|---|---:|---|"]
 for r in runs:
     if r.get("missing"):
         L.append(f"| {r['program']} | - | - | - | not installed ({r['missing']}) | | | | | |")
@@ -201,6 +261,16 @@ for r in runs:
              f"{(g.get('label') or '-') + (' (cached)' if g.get('cached') else '')} ({'yes' if g.get('in_e2e') else 'no'}) | "
              f"{'yes' if r['libdmm_in_e2e'] else 'no'} | {r['e2e_rounds']} | "
              f"{', '.join(r['contradicted_next']) or 'none'} |")
+if main_job:
+    m, ld = main_job, main_job["load_during"]
+    verdict = ("idle goal 300 s" if (ld["mean"] or 0) < 1 else f"goal at load 2x the cores ({2 * os.cpu_count()}): 900 s"
+               if (ld["mean"] or 0) <= 2 * os.cpu_count() else "the load was above 2x the cores: no goal applies")
+    L += ["", "## The main job (README's first command)", "",
+          f"`scripts/main.sh` in {m['where']}: exit {m['exit']}, **{m['seconds']} s** "
+          f"(set-up before it: {m['setup_seconds']} s, not counted); load average {m['load_before']} before, "
+          f"{m['load_after']} after, during: mean {ld['mean']}, min {ld['min']}, max {ld['max']} "
+          f"({ld['samples']} samples, every 10 s) on {os.cpu_count()} CPUs; {verdict}.", ""]
+    L += [f"    {x}" for x in m["steps"]]
 for r in runs:
     if r.get("missing"):
         continue

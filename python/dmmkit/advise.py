@@ -47,8 +47,12 @@ EXPLORE_MIN_S = 15.0       # explore on the window: >= 10 configs with full dete
 COMPARE_MIN_ROUNDS = 2     # interleaved rounds of every allocator on the whole trace
 COMPARE_MARGIN = 1.3       # a round costs n x probe x this
 E2E_MARGIN = 1.2           # a run costs the recorded run x this
-GENERATE_S = 40.0          # compiling a generated library (cached by config hash: then about 0)
-REPORT_S = 4.0             # the answer, advise.json and the report
+GENERATE_S = 30.0          # compiling a generated LD_PRELOAD library (cached by config hash: then about 0); the
+                           # .so alone (preload_only) took 21 s with configuring at load 15, both libraries 35 s
+REPORT_S = 4.0             # the answer, advise.json and the report without its heavy figures
+REPORT_FULL_S = 60.0       # the report with latency, timeline and heap-map figures: 48 s measured on a 1.8M-op
+                           # trace at load 13 (heap maps 28 s, latency panels 13 s); drawn only when this is left
+PICTURES_BUDGET_S = 600.0  # compare takes pictures (timeline, heap maps) only for a budget of 10 min or more
 E2E_FLOOR_ROUNDS = 3       # the end-to-end check's rounds when 6 (MIN_SEPARABLE_PAIRS) do not fit
 E2E_FEW = 5                # its candidates when not even 3 rounds of all of them fit
 EXTRA_SHARES = {"explore": 0.50, "compare": 0.25, "e2e": 0.25}
@@ -440,7 +444,13 @@ def _advise(tools: Tools, r: _Run) -> dict:
     try:
         from .report import write_report
         # advise.json brings its answer (the summary card) and its compare / explore results files
-        rep = write_report([str(out / "advise.json")], str(out / "report"))
+        left = max(0.0, r.left("report"))
+        light = left < REPORT_FULL_S
+        if light:
+            console.print(f"  the report without its latency, timeline and heap-map figures ({left:.0f} s left, they "
+                          f"need about {REPORT_FULL_S:.0f} s): dmmkit report {out / 'advise.json'} draws them")
+        rep = write_report([str(out / "advise.json")], str(out / "report"), light=light)
+        r.doc["report_light"] = light
         r.doc["report"] = str(rep)
     except DmmkitError as e:
         r.note(f"report not written: {e.message}")
@@ -525,13 +535,60 @@ def _explore(tools: Tools, r: _Run, trace: str, ops: int | None) -> dict | None:
     return doc
 
 
+DMM_REPLAY_X = 4.0  # in advise's compare, one replay of a dmm allocator may take this many probe replays (at
+                    # least 2 s); one slower is killed and left out: p2012 on the 1.8M-op Python trace took 31 and
+                    # 43 s against the probe's 3.4 s (a 25k-op window had shown it only 1.9x dlmalloc's instructions)
+HOPELESS_X = 3.0  # a dmm preset with this many times explore's best's instructions/op on the window (and no
+                  # smaller minimum arena) is left out of advise's compare
+
+
+def hopeless_presets(allocs: str, explore_doc: dict | None) -> dict[str, str]:
+    """The dmm presets of compare's list (dmm:NAME) that explore's window
+    shows cannot win either goal, each with the reason: HOPELESS_X times
+    explore's best's instructions/op or more and no smaller minimum arena,
+    or dropped by explore's relative or per-config budget (more than 10x
+    slower, or over the per-config time, on the window).  Replayed on the
+    whole trace such a preset costs many rounds' time (p2012 on a 1.8M-op
+    Python trace: 18 s of a 21 s round), and the answer could not name it.
+    Pure (tested)."""
+    best_id = _feasible_best(explore_doc)
+    if not best_id:
+        return {}
+    by_id = {c.get("id"): c for c in explore_doc.get("configs") or []}
+    b = by_id[best_id].get("aggregate") or {}
+    dropped = {d.get("id"): d for d in (explore_doc.get("budget") or {}).get("dropped") or []
+               if d.get("reason") in ("relative", "budget")}
+    out = {}
+    for a in allocs.split(","):
+        name = a[4:] if a.startswith("dmm:") else None
+        if not name or name == best_id or name not in by_id:
+            continue
+        agg = by_id[name].get("aggregate") or {}
+        ipo, arena = agg.get("instr_per_op"), agg.get("min_arena")
+        if name in dropped:
+            out[a] = f"explore dropped it on the window ({dropped[name].get('detail')})"
+        elif ipo and b.get("instr_per_op") and ipo >= HOPELESS_X * b["instr_per_op"] and arena is not None \
+                and b.get("min_arena") is not None and arena >= b["min_arena"]:
+            out[a] = (f"{ipo:.0f} instructions/op on the window, {ipo / b['instr_per_op']:.1f}x explore's best "
+                      f"({best_id}), and no smaller minimum arena")
+    return out
+
+
 def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict | None) -> dict:
     from .compare import CompareOptions, run_compare
     allocs = _compare_list(r.opts, _feasible_best(explore_doc))
+    if not r.opts.allocators:  # the default list only: a list the user gave is compared as given
+        out = hopeless_presets(allocs, explore_doc)
+        if out:
+            allocs = ",".join(a for a in allocs.split(",") if a not in out)
+            r.note("compare leaves out " + "; ".join(f"{a}: {why}" for a, why in out.items())
+                   + " (it can win neither goal; its replays of the whole trace would take much of the budget)")
     n = len(allocs.split(","))
     left = r.left("compare")
     per_round = n * probe * COMPARE_MARGIN
-    pictures = left > per_round * (COMPARE_MIN_ROUNDS + 4)
+    # pictures: untimed replays of every allocator on the whole trace, for figures the report draws only
+    # when it has REPORT_FULL_S; with a short budget neither is affordable
+    pictures = left > per_round * (COMPARE_MIN_ROUNDS + 4) and r.budget >= PICTURES_BUDGET_S
     rounds = int(left // per_round)
     reps = r.opts.compare_reps
     if reps is None and rounds < 9:
@@ -543,7 +600,7 @@ def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict 
     opts = CompareOptions(traces=[trace], allocators=[allocs], default_list=not r.opts.allocators, reps=reps,
                           min_reps=min(9, max(COMPARE_MIN_ROUNDS, rounds)), max_reps=30, baseline=r.opts.current,
                           results=path, pictures=pictures, deadline=r.deadline("compare"),
-                          min_rounds=COMPARE_MIN_ROUNDS,
+                          min_rounds=COMPARE_MIN_ROUNDS, dmm_replay_limit=max(2.0, DMM_REPLAY_X * probe),
                           explore_results=r.doc.get("explore") or "dmmkit-explore.json", argv=r.opts.argv)
     try:
         doc = run_compare(tools, opts)
@@ -551,6 +608,8 @@ def _compare(tools: Tools, r: _Run, trace: str, probe: float, explore_doc: dict 
         r.doc["compare"] = path if os.path.exists(path) else None
         raise
     r.doc["compare"] = path
+    for d in doc.get("dropped") or []:
+        r.note(f"compare left out {d['label']}: {d['why']}")
     return doc
 
 
@@ -626,7 +685,7 @@ def _generate_one(tools: Tools, r: _Run, a: dict) -> dict | None:
     cached = info is not None
     if not cached:
         try:
-            info = generate(tools, a["spec"], str(cdir))
+            info = generate(tools, a["spec"], str(cdir), preload_only=True)  # the e2e check needs only the .so
             write_json_atomic(info_path, info)
         except DmmkitError as e:
             r.note(f"generate {a['spec']} failed: {e.message}")

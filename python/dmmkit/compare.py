@@ -34,10 +34,10 @@ from rich.table import Table
 from .allocators import Allocator, parse_peers, resolve, split_allocator_list
 from .cache import clean_nans, write_json_atomic
 from .errors import RUNTIME, DmmkitError
-from .measure import TaskError, measure_timing
+from .measure import BudgetExceeded, TaskError, measure_timing
 from .textfmt import short_labels, tie_marker
 from .memfig import APPROX, Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
-from .stats import MIN_SEPARABLE_PAIRS, geomean, noise_check, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
+from .stats import MIN_SEPARABLE_PAIRS, geomean, noise_check, paired_ratios, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
 from .tools import Tools, check_configs, validate_trace
 from .ui import console, fmt_interval, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
 
@@ -66,6 +66,11 @@ class CompareOptions:
     # done (advise's step deadline); None: no limit
     deadline: float | None = None
     min_rounds: int = 2
+    # seconds one replay of a dmm allocator may take (advise: a few times its
+    # probe replay); one that takes longer is killed and left out of the
+    # comparison (doc["dropped"]): it cannot win speed and its rounds would
+    # take the budget.  None: no limit
+    dmm_replay_limit: float | None = None
 
 
 def merge_hists(hs: list[dict]) -> dict:
@@ -196,7 +201,7 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
                     why = f"the time budget: another round ({last_round:.1f} s) would end after the deadline"
                     break
                 t_round = time.monotonic()
-                failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task)
+                failure = _one_round(tools, doc, allocs, refs, reps_done, hists, prog, task, opts.dmm_replay_limit)
                 last_round = time.monotonic() - t_round
                 if failure is None:
                     reps_done += 1
@@ -225,10 +230,26 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     return doc
 
 
-def _one_round(tools: Tools, doc: dict, allocs: list[Allocator], refs, rep: int, hists: dict, prog, task) -> str | None:
+def _drop_slow(doc: dict, allocs: list[Allocator], a: Allocator, trace: str, e: BudgetExceeded, limit: float) -> None:
+    """Leaves dmm allocator `a` out of the comparison (allocs, doc's
+    allocators, runs and histograms), recorded in doc["dropped"]."""
+    allocs.remove(a)
+    doc["allocators"] = [x for x in doc["allocators"] if x["label"] != a.label]
+    for per in doc["runs"].values():
+        per.pop(a.label, None)
+    doc.setdefault("dropped", []).append(
+        {"label": a.label, "trace": trace, "seconds": round(e.seconds, 1),
+         "why": f"one replay of {trace} took more than {limit:.1f} s (the limit for a dmm allocator: several times "
+                "the baseline's replay), so it cannot win speed and its rounds would take the budget"})
+    console.print(f"[yellow]dropped[/] {a.label}: {doc['dropped'][-1]['why']}", soft_wrap=True)
+
+
+def _one_round(tools: Tools, doc: dict, allocs: list[Allocator], refs, rep: int, hists: dict, prog, task,
+               dmm_limit: float | None = None) -> str | None:
     """Repetition `rep`: every trace on every allocator, starting with
-    allocator rep mod n (round-robin); the figures go into doc["runs"].
-    Returns the failure text, or None."""
+    allocator rep mod n (round-robin); the figures go into doc["runs"].  A
+    dmm allocator whose replay takes more than dmm_limit seconds is left out
+    (_drop_slow).  Returns the failure text, or None."""
     runs = doc["runs"]
     for tr in refs:
         for a in allocs:
@@ -237,10 +258,21 @@ def _one_round(tools: Tools, doc: dict, allocs: list[Allocator], refs, rep: int,
     order = allocs[k:] + allocs[:k]
     for tr in refs:
         for a in order:
+            if a not in allocs:
+                continue  # dropped earlier in this round
             item = {"replay": str(tools.replay), "trace": tr.path, "args": a.replay_args(), "env": a.env(),
                     "hist": True}
+            limited = dmm_limit is not None and a.kind == "dmm" and a.label != doc["baseline"]
+            if limited:
+                item["budget"] = dmm_limit
             try:
                 fig = measure_timing(item)
+            except BudgetExceeded as e:
+                if not limited:
+                    return f"allocator {a.label} on {tr.label}: dmm-replay failed: {e}"
+                _drop_slow(doc, allocs, a, tr.label, e, dmm_limit)
+                hists[tr.label].pop(a.label, None)
+                continue
             except TaskError as e:
                 msg = str(e)
                 if a.kind == "system" and "expected allocator" in msg:
@@ -351,12 +383,44 @@ def _pair_test(a: tuple[list, list], b: tuple[list, list]) -> dict:
     return res
 
 
+def _failed(doc: dict, lab: str, trace: str | None) -> int:
+    """The most allocations one replay of `lab` failed on `trace` (None: on
+    any trace)."""
+    runs = doc.get("runs") or {}
+    return max(((r or {}).get("failed") or 0 for tl in ([trace] if trace is not None else list(runs))
+                for r in (runs.get(tl) or {}).get(lab) or []), default=0)
+
+
+def _untested(doc: dict, lab: str, other: str, trace: str | None, metric: str = "warm_avg") -> dict | None:
+    """When `lab` or `other` failed allocations (on `trace`, or on any trace),
+    their cycles are not the same work (a failed request takes another path,
+    and what follows it differs), so no interval test is made: the ratio of
+    the figures is kept and the tie is unknown (None).  Such an allocator is
+    never recommended nor tied (dmmkit.answer), and a trace that every
+    allocator fails (a hostile one) needs no statistics at all.  None when
+    neither failed."""
+    n = _failed(doc, lab, trace) or _failed(doc, other, trace)
+    if not n:
+        return None
+    (va, _), (vb, _) = _series(doc, lab, trace, metric), _series(doc, other, trace, metric)
+    pairs = [(a, b) for a, b in zip(va, vb) if a is not None and b is not None]
+    return {"n": len(pairs), "ratio": geomean(paired_ratios([a for a, _ in pairs], [b for _, b in pairs])),
+            "ci": None, "p": None, "tie": None, "clean_only": False,
+            "untested": f"{n} failed allocation(s): not the same work, no interval test"}
+
+
+def _tested(doc: dict, lab: str, other: str, trace: str | None, metric: str = "warm_avg") -> dict:
+    """The paired test of `lab` against `other`, or _untested's figures."""
+    return _untested(doc, lab, other, trace, metric) or \
+        _pair_test(_series(doc, lab, trace, metric), _series(doc, other, trace, metric))
+
+
 def paired_against(doc: dict, lab: str, other: str, metric: str = "warm_avg", trace: str | None = None) -> dict:
     """The paired test (stats.paired_test: ratio, bootstrap interval,
     Wilcoxon p) of allocator `lab` against `other` on a metric of compare
     results, per repetition on one trace or (None) the geometric mean over
     the traces; unpreempted repetitions only when there are enough."""
-    return _pair_test(_series(doc, lab, trace, metric), _series(doc, other, trace, metric))
+    return _tested(doc, lab, other, trace, metric)
 
 
 def overall_tests(doc: dict, metric: str = "warm_avg") -> dict:
@@ -364,15 +428,17 @@ def overall_tests(doc: dict, metric: str = "warm_avg") -> dict:
     per-repetition geometric mean over the traces (what the adaptive rule
     decides on)."""
     base = doc["baseline"]
-    bs = _series(doc, base, None, metric)
-    return {a["label"]: _pair_test(_series(doc, a["label"], None, metric), bs)
-            for a in doc["allocators"] if a["label"] != base}
+    return {a["label"]: _tested(doc, a["label"], base, None, metric) for a in doc["allocators"]
+            if a["label"] != base}
 
 
 def _groups(doc: dict, labels: list[str], ratio: dict, trace: str | None) -> list[list[str]]:
-    order = sorted((l for l in labels if ratio.get(l) is not None), key=lambda l: ratio[l])
+    # an allocator that failed allocations is in no group: it is never tied with another (dmmkit.answer)
+    order = sorted((l for l in labels if ratio.get(l) is not None and not _failed(doc, l, trace)),
+                   key=lambda l: ratio[l])
     ser = {l: _series(doc, l, trace) for l in order}
-    return tie_groups({l: ser[l][0] for l in order}, order, test=lambda a, b: _pair_test(ser[b], ser[a]))
+    return tie_groups({l: ser[l][0] for l in order}, order,
+                      test=lambda a, b: _untested(doc, b, a, trace) or _pair_test(ser[b], ser[a]))
 
 
 def _tests(doc: dict, labels: list[str], kinds: dict) -> None:
@@ -382,23 +448,25 @@ def _tests(doc: dict, labels: list[str], kinds: dict) -> None:
     bsum = {t: per.get(base) or {} for t, per in summary.items()}
     doc["trace_groups"] = {}
     for tl, per in summary.items():
-        bs = _series(doc, base, tl)
         for lab in labels:
-            r = _pair_test(_series(doc, lab, tl), bs)
+            r = _tested(doc, lab, base, tl)
             s = per[lab]
             s["warm_avg_ratio_geomean"], s["warm_avg_ratio_ci"], s["warm_avg_ratio_p"] = r["ratio"], r["ci"], r["p"]
             s["tie"] = r["tie"]
+            if r.get("untested"):
+                s["speed_untested"] = r["untested"]
         groups = _groups(doc, labels, {l: per[l]["warm_avg_ratio_geomean"] for l in labels}, tl)
         doc["trace_groups"][tl] = groups
         for g, members in enumerate(groups, 1):
             for lab in members:
                 per[lab]["group"] = g
-    bs = _series(doc, base, None)
     for lab in labels:
         o = overall[lab]
-        r = _pair_test(_series(doc, lab, None), bs)
+        r = _tested(doc, lab, base, None)
         o["warm_avg_ratio_geomean"], o["warm_avg_ratio_ci"], o["warm_avg_ratio_p"] = r["ratio"], r["ci"], r["p"]
         o["tie"], o["reps_tested"], o["clean_only"] = r["tie"], r["n"], r["clean_only"]
+        if r.get("untested"):
+            o["speed_untested"] = r["untested"]
         rm = paired_against(doc, lab, base, "warm_max")  # the worst case, paired the same way
         o["warm_max_ratio_geomean"], o["warm_max_ratio_ci"], o["warm_max_ratio_p"] = rm["ratio"], rm["ci"], rm["p"]
         fps = [(footprint_value(summary[t][lab]), footprint_value(bsum[t])) for t in summary]

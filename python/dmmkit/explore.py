@@ -271,8 +271,9 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         frozen_info["reason"] = "interrupted" if interrupted else "the --time-limit was reached"
     elif opts.frozen and opts.instructions and feas:
         try:
-            frozen_info = _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind, ref_id,
-                                        mem_key)
+            with budget.timed("frozen"):
+                frozen_info = _frozen_phase(tools, opts, refs, feas, det_pts, by_id, cache, skey, valgrind, ref_id,
+                                            mem_key)
             ranking_det = frozen_info.pop("_ranking")
         except KeyboardInterrupt:
             interrupted = True
@@ -284,8 +285,9 @@ def run_explore(tools: Tools, opts: Options) -> dict:
     timing_stats: list[dict] = []
     if opts.timing and not interrupted and not budget.stop("timing"):
         try:
-            timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, budget,
-                                      timing_stats)
+            with budget.timed("timing"):
+                timed_ids = _timing_phase(tools, opts, refs, configs, feas, det_pts, by_id, mem_key, errors, budget,
+                                          timing_stats)
         except KeyboardInterrupt:
             interrupted = True
             kill_running()
@@ -320,8 +322,9 @@ def run_explore(tools: Tools, opts: Options) -> dict:
     pictures: dict = {}
     if opts.pictures and best and not interrupted and not budget.stop("pictures"):
         try:
-            pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det,
-                                     {c["id"]: c["alloc"] for c in configs})
+            with budget.timed("pictures"):
+                pictures = take_pictures(tools, refs, [best, ref_id] if best != ref_id else [best], det,
+                                         {c["id"]: c["alloc"] for c in configs})
         except KeyboardInterrupt:
             interrupted = True
             kill_running()
@@ -727,7 +730,23 @@ def _trace_fields_ops(by_id, feas, label):
     return 1 << 62
 
 
-CHUNK = 32  # configs per callgrind run (one valgrind start-up each); 1 for full runs under a budget
+CHUNK = 32  # configs per callgrind run (one valgrind start-up each)
+CHUNK_BUDGETED = 4  # for full runs under a per-config budget: an overrun costs a few configs' counts, not 32
+
+
+def callgrind_chunks(tasks: dict[int, tuple[str, float | None]], chunk: int) -> list[list[int]]:
+    """The callgrind runs of phase B: tasks (index -> (trace label, native
+    replay seconds)) grouped per trace into runs of at most `chunk` configs,
+    the fastest configs first.  A valgrind start-up (about 0.6 s on a busy
+    2-core machine, as much as one config's count on a 150k-operation
+    window) is paid once per run, and under a time limit the cheap configs
+    are counted first, so as many as possible get full figures; slow ones
+    share runs with slow ones.  Pure (tested)."""
+    by_trace: dict[str, list[int]] = {}
+    for i in sorted(tasks, key=lambda i: (tasks[i][1] is None, tasks[i][1] or 0.0, i)):
+        by_trace.setdefault(tasks[i][0], []).append(i)
+    runs = [idx[k:k + chunk] for idx in by_trace.values() for k in range(0, len(idx), chunk)]
+    return sorted(runs, key=lambda c: sum(float("inf") if tasks[i][1] is None else tasks[i][1] for i in c))
 
 
 class Budget:
@@ -747,6 +766,20 @@ class Budget:
         self.limit_hit: str | None = None  # the phase the time limit stopped
         self._gone: set[str] = set()
         self._pending: list[dict] = []  # drops not yet in the log (Budget.log)
+        self.phase_s: dict[str, float] = {}  # wall seconds per phase (where an explore's time goes)
+
+    def timed(self, phase: str):
+        """A context adding the wall time of a block to phase_s[phase]."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def block():
+            t = time.monotonic()
+            try:
+                yield
+            finally:
+                self.phase_s[phase] = round(self.phase_s.get(phase, 0.0) + time.monotonic() - t, 2)
+        return block()
 
     def item(self, **kw) -> dict:
         """The budget fields of a measurement item."""
@@ -805,7 +838,7 @@ class Budget:
     def as_dict(self) -> dict:
         return {"per_config_s": self.per_config, "relative": self.relative, "screen_ops": self.screen_ops,
                 "time_limit": self.time_limit, "time_limit_hit": self.limit_hit, "dropped": self.dropped,
-                "screened": self.screened, "full": self.full,
+                "screened": self.screened, "full": self.full, "phase_seconds": dict(self.phase_s),
                 "seconds": round(time.monotonic() - self.t0, 1)}
 
 
@@ -912,7 +945,9 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
                           [f"{todo[i][1].name} on {todo[i][0].label}" for i in need], [weights[i] for i in need],
                           workers)
         try:
-            _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tools, valgrind, mkey, ops, label)
+            with budget.timed("memory" + ("_screen" if ops else "")):
+                _memory_loop(ex, mem_items, need, todo, ta, mem, budget, errors, cache, tools, valgrind, mkey, ops,
+                             label)
         except KeyboardInterrupt:
             if not valgrind:  # these figures are complete: keep them
                 for i, m in mem.items():
@@ -954,14 +989,8 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
             return
         if budget.stop(f"instruction counts{label}"):
             return
-        chunk = CHUNK if ops or not budget.per_config else 1
-        chunks = []
-        by_trace: dict[str, list[int]] = {}
-        for i in sorted(mem):
-            by_trace.setdefault(todo[i][0].label, []).append(i)
-        for lab, idx in by_trace.items():
-            for k in range(0, len(idx), chunk):
-                chunks.append(idx[k:k + chunk])
+        chunks = callgrind_chunks({i: (todo[i][0].label, m.get("replay_seconds")) for i, m in mem.items()},
+                                  CHUNK if ops or not budget.per_config else CHUNK_BUDGETED)
         # callgrind is some 50x slower than a native replay: each config's share of a chunk gets the
         # per-config budget scaled by how much longer its own native replay took than the budget allows
         items = []
@@ -976,6 +1005,7 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
                           [", ".join(todo[i][1].name for i in c[:2]) + (" ..." if len(c) > 2 else "")
                            + f" on {todo[c[0]][0].label}" for c in chunks],
                           [sum(max(1e-3, mem[i].get("replay_seconds") or 0) for i in c) for c in chunks], workers)
+        t_instr = time.monotonic()
         for j, res, exc in ex.map_unordered(count_instructions, items):
             tb.finished(j)
             for k, i in enumerate(chunks[j]):
@@ -999,6 +1029,8 @@ def _measure(ex, info, todo, tools, valgrind, det, cache, skey, errors, budget: 
             if budget.over():
                 budget.stop(f"instruction counts{label}")
                 break
+        key = "instructions" + ("_screen" if ops else "")
+        budget.phase_s[key] = round(budget.phase_s.get(key, 0.0) + time.monotonic() - t_instr, 2)
         _relative_on_instructions(budget, det, todo, floor_traces, ops)
 
 

@@ -163,7 +163,11 @@ def _template(name: str) -> str:
     return resources.files("dmmkit").joinpath("templates", name).read_text()
 
 
-def _build(outdir: Path, cc: str | None, jobs: int | None) -> tuple[Path, Path]:
+def _build(outdir: Path, cc: str | None, jobs: int | None, preload_only: bool = False) -> tuple[Path | None, Path]:
+    """Configures and builds the generated project: both libraries, or
+    (preload_only) only libdmmgen_malloc.so, half the compile units (the
+    static library's sources are compiled again under its own header);
+    returns (static library or None, preload library)."""
     cmake = shutil.which("cmake")
     if not cmake:
         raise DmmkitError("cmake not found (apt install cmake, or run scripts/setup.sh)", RUNTIME)
@@ -176,7 +180,8 @@ def _build(outdir: Path, cc: str | None, jobs: int | None) -> tuple[Path, Path]:
         cfg.append(f"-DCMAKE_C_COMPILER={cc}")
     if bdir.exists() and cc:
         shutil.rmtree(bdir)
-    build = [cmake, "--build", str(bdir), "-j", str(jobs or os.cpu_count() or 2)]
+    build = [cmake, "--build", str(bdir), "-j", str(jobs or os.cpu_count() or 2)] + (
+        ["--target", "dmmgen_malloc"] if preload_only else [])
     with open(log, "w") as lf, progress() as prog:
         task = prog.add_task("build: configure", total=None)
         for step, cmd in (("configure", cfg), ("compile", build)):
@@ -203,9 +208,9 @@ def _build(outdir: Path, cc: str | None, jobs: int | None) -> tuple[Path, Path]:
                                   + (f": {err}" if err else "") + f"; full log in {log}", RUNTIME)
     lib = bdir / "libdmmgen.a"
     so = bdir / "libdmmgen_malloc.so"
-    if not lib.is_file() or not so.is_file():
+    if (not preload_only and not lib.is_file()) or not so.is_file():
         raise DmmkitError(f"build finished but {lib.name} / {so.name} are missing; log in {log}", RUNTIME)
-    return lib, so
+    return (None if preload_only else lib), so
 
 
 STATS_LINE = "libdmm statistics:"
@@ -250,7 +255,11 @@ def check_on_trace(tools: Tools, so: Path, trace: str, config_replay: str) -> tu
 
 
 def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, results: str | None = None,
-             whole: bool = False, cc: str | None = None, jobs: int | None = None, build: bool = True) -> dict:
+             whole: bool = False, cc: str | None = None, jobs: int | None = None, build: bool = True,
+             preload_only: bool = False) -> dict:
+    """Writes the generated project for config `arg` to outdir and (build)
+    builds it; preload_only: only the LD_PRELOAD library (what advise's
+    end-to-end check runs: half the compile time)."""
     if tools.root is None:
         raise DmmkitError("generate needs the heap sources: install dmmkit (cmake --install puts them in "
                           "PREFIX/share/dmmkit/source, found beside the tools in PREFIX/bin), run it inside the "
@@ -284,9 +293,9 @@ def generate(tools: Tools, arg: str, outdir: str, trace: str | None = None, resu
             "whole": whole}
     check_md = "Run `dmmkit generate ... --trace TRACE` to replay a trace on the generated library."
     if build:
-        lib, so = _build(out, cc, jobs)
-        info.update({"static_library": str(lib), "preload_library": str(so)})
-        console.print(f"built {lib}\nbuilt {so}")
+        lib, so = _build(out, cc, jobs, preload_only)
+        info.update({"static_library": str(lib) if lib else None, "preload_library": str(so)})
+        console.print((f"built {lib}\n" if lib else "") + f"built {so}")
         if trace:
             rows, agree = check_on_trace(tools, so, trace, config_replay)
             info["check"] = {"trace": trace, "rows": rows, "agree": agree}

@@ -33,6 +33,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from .errors import DmmkitError  # noqa: E402
+from .labels import place_labels  # noqa: E402
 from .memfig import APPROX, LEGEND, Legend, footprint_kind, footprint_value, is_exact  # noqa: E402
 from .pictures import decode_blocks  # noqa: E402
 from .schemas import EXPLORE, RESULTS  # noqa: E402
@@ -317,17 +318,8 @@ def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
             ax.set_xscale("log")
             xlabel += ", log scale"
         ax.set_ylim(bottom=0, top=max(q[1] for q in pts) / div * 1.12)
-        placed: list[tuple[float, float]] = []
         for x, y, c in presets:
             ax.scatter([x], [y / div], facecolors="none", edgecolors="k", s=60)
-            # labels of neighbouring points are stacked, not drawn over each other
-            px, py = ax.transData.transform((x, y / div))
-            dy = 6.0
-            while any(abs(px - qx) < 70 and abs(py + dy - qy) < 10 for qx, qy in placed):
-                dy += 10.0
-            placed.append((px, py + dy))
-            ax.annotate(short(c["name"], 20), (x, y / div), textcoords="offset points", xytext=(6, dy * 72 / f.dpi),
-                        fontsize=7, arrowprops={"arrowstyle": "-", "lw": .4, "color": "#777777"} if dy > 6 else None)
         best = by_id.get(doc.get("best"))
         if best and best["aggregate"].get(key) is not None and best["aggregate"].get(mem_key) is not None:
             ax.scatter([best["aggregate"][key]], [best["aggregate"][mem_key] / div], marker="*", s=220, c="#2ca02c",
@@ -335,8 +327,10 @@ def plot_pareto(doc: dict, outdir: Path, prefix: str) -> list[str]:
         ax.set_xlabel(xlabel)
         ax.set_ylabel(("minimum arena" if mem_key == "min_arena" else "peak footprint") + f" ({unit}, geometric mean)")
         ax.grid(alpha=.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="lower right")
+        legend = ax.legend(fontsize=7, loc="lower right") if ax.get_legend_handles_labels()[0] else None
+        # the presets' names, placed where they meet no other label, marker or the legend (dmmkit.labels)
+        place_labels(ax, [(x, y / div) for x, y, _ in presets], [short(c["name"], 20) for _, _, c in presets],
+                     obstacles=[legend] if legend else (), others=[(x, y / div) for x, y, _ in pts])
     f.suptitle(f"speed vs memory over {len(doc['traces'])} trace(s) (left and low is better)")
     names.append(_save(f, outdir, f"{prefix}_pareto.png"))
     return names
@@ -377,9 +371,10 @@ def plot_compare_ranking(doc: dict, outdir: Path, name: str) -> str | None:
     ax.set_yticks(ys)
     ax.set_yticklabels([short(lab) for lab in labs], fontsize=8)
     for y, v in zip(ys, vals):
-        # the value on the far side of the 1 line, clear of the bar and its whisker
-        ax.annotate(f"{v:.2f}x", (1, y), textcoords="offset points", xytext=(4 if v < 1 else -4, -3),
-                    ha="left" if v < 1 else "right", fontsize=7)
+        # the value in a column right of the axes, level with its bar: bars and whiskers are clipped to
+        # the axes, so it never meets them (inside, a whisker crossing 1 ran through it)
+        ax.annotate(f"{v:.2f}x", (1, y), xycoords=("axes fraction", "data"), textcoords="offset points",
+                    xytext=(4, 0), ha="left", va="center", fontsize=7, annotation_clip=False)
     what = "95% CI" if have_ci else "range over traces"
     ax.set_xlabel(f"warm cycles/op relative to {short(doc['baseline'])} (log scale; <1 faster; whiskers: {what})")
     ax.grid(alpha=.3, axis="x", which="both")
@@ -621,7 +616,7 @@ class Section:
         return {"id": self.id, "title": self.title, "blocks": self.blocks, "toc": self.toc}
 
 
-def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> dict:
+def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick, light: bool = False) -> dict:
     base = doc["baseline"]
     ov = doc.get("overall") or {}
     summ = doc.get("summary") or {}
@@ -686,12 +681,14 @@ def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
         blocks.append(table(["allocator", "warm cyc/op", f"x {base}", "min", "max", "q1", "q3", "warm p99",
                              "warm max", "cold cyc/op", "peak footprint", "frag #4", "failed", "preemptions"],
                             rows, "detail"))
-        if tl in hists:
+        if light and (tl in hists or tl in pics):
+            blocks.append(note(LIGHT_NOTE))
+        elif tl in hists:
             n = plot_latency(tl, hists[tl], outdir, f"{prefix}_latency_{_slug(tl)}.png", labs)
             tick()
             if n:
                 blocks.append(fig(n, f"{tl}: latency percentiles per operation kind (log cycles axis)"))
-        if tl in pics:
+        if tl in pics and not light:
             n = plot_timeline(tl, pics[tl], outdir, f"{prefix}_timeline_{_slug(tl)}.png", approx)
             tick()
             if n:
@@ -712,7 +709,7 @@ def compare_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
     return s.as_dict()
 
 
-def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> dict:
+def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick, light: bool = False) -> dict:
     by_id = {c["id"]: c for c in doc["configs"]}
     st = doc["settings"]
     mem_key = st["memory_metric"]
@@ -814,7 +811,9 @@ def explore_section(path: str, doc: dict, outdir: Path, prefix: str, tick) -> di
                       c_num(tm.get("samples"))]
             blocks.append(table(hdr, [r], "pertrace"))
         entries = pics.get(tl)
-        if entries:
+        if entries and light:
+            blocks.append(note(LIGHT_NOTE))
+        elif entries:
             named = {by_id[c]["name"] if c in by_id else c: e for c, e in entries.items()}
             n = plot_timeline(tl, named, outdir, f"{prefix}_timeline_{_slug(tl)}.png")
             tick()
@@ -876,7 +875,16 @@ def render(context: dict) -> str:
     return _env().get_template("report.html.j2").render(**context)
 
 
-def write_report(paths: list[str], outdir: str | None = None) -> Path:
+LIGHT_NOTE = ("The latency, timeline and heap-map figures were left out to keep dmmkit advise within its budget; "
+              "`dmmkit report` on the same results files draws them.")
+
+
+def write_report(paths: list[str], outdir: str | None = None, light: bool = False) -> Path:
+    """The report of the results files `paths` in outdir.  light: without
+    the latency percentiles, timelines and heap maps (each trace says so),
+    which cost tens of seconds on a large trace (decoding and rastering the
+    heap maps, laying out the percentile panels): what advise writes when
+    little of its budget is left."""
     results, advise = load_inputs(paths)
     out = Path(outdir) if outdir else default_outdir(paths)
     try:
@@ -887,7 +895,8 @@ def write_report(paths: list[str], outdir: str | None = None) -> Path:
     sections = []
     used: dict[str, int] = {}
     with progress() as prog:
-        task = prog.add_task("report: plots and tables", total=sum(_steps(k, d) for _, k, d in results) or 1)
+        task = prog.add_task("report: plots and tables",
+                             total=sum(1 if light else _steps(k, d) for _, k, d in results) or 1)
 
         def tick():
             prog.advance(task)
@@ -900,9 +909,9 @@ def write_report(paths: list[str], outdir: str | None = None) -> Path:
                 used[stem] = used.get(stem, 0) + 1
                 prefix = stem if used[stem] == 1 else f"{stem}{used[stem]}"
                 if kind == EXPLORE:
-                    sections.append(explore_section(pth, d, out, prefix, tick))
+                    sections.append(explore_section(pth, d, out, prefix, tick, light))
                 else:
-                    sections.append(compare_section(pth, d, out, prefix, tick))
+                    sections.append(compare_section(pth, d, out, prefix, tick, light))
     answer, source = None, ""
     for pth, d in advise:
         if isinstance(d.get("answer"), dict):

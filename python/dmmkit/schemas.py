@@ -38,11 +38,16 @@ OBOOL = Opt(Bool)
 SUMMARY = Obj(optional={"median": ONUM, "min": ONUM, "max": ONUM, "q1": ONUM, "q3": ONUM, "mean": ONUM,
                         "n": Opt(COUNT)}, what="a summary object (median, min, max, ...)")
 
+# what dmm-replay's memory.footprint_kind can say (dmmkit.memfig.LEGEND
+# explains each); "sampled": a system allocator's own count whose peak is
+# sampled across the threads of a multi-threaded replay
+FOOTPRINT_KIND = Opt(Enum("allocator", "rss_growth", "commit_growth", "sampled"))
+
 MEMORY_FIELDS = {
     # the honest-memory fields (dmm-replay's memory.exact / footprint_kind /
     # rss_growth, copied into the front end's results)
     "memory_exact": OBOOL,
-    "footprint_kind": Opt(Enum("allocator", "rss_growth", "commit_growth")),
+    "footprint_kind": FOOTPRINT_KIND,
     "rss_growth": Opt(SIZE),
 }
 
@@ -254,7 +259,7 @@ REPLAY_SHAPE = Obj(
                                  "histograms": Opt(Obj(optional={"cold": Opt(Map(BUCKETS)),
                                                                  "warm": Opt(Map(BUCKETS))}))})),
      "memory": Opt(Obj(optional={"peak_footprint": Opt(SIZE), "exact": OBOOL,
-                                 "footprint_kind": Opt(Enum("allocator", "rss_growth", "commit_growth")), "rss_growth": Opt(SIZE),
+                                 "footprint_kind": FOOTPRINT_KIND, "rss_growth": Opt(SIZE),
                                  "rss": Opt(Obj(optional={"peak_pass": Opt(SIZE)})),
                                  "baseline": Opt(Obj(optional={"footprint": Opt(SIZE)})),
                                  "heap_stats": Opt(Obj(optional={"search_steps": ONUM, "search_max": ONUM}))})),

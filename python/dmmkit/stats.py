@@ -124,7 +124,6 @@ def paired_test(values: Sequence[float | int | None], base: Sequence[float | int
     with p = 1 and ci = [1, 1].  With fewer than 2 pairs only the ratio is
     known: ci and p are None and tie is None (unknown)."""
     import numpy as np
-    from scipy import stats as st
 
     ratios = [r for r in paired_ratios(values, base) if r > 0]
     n = len(ratios)
@@ -144,6 +143,8 @@ def paired_test(values: Sequence[float | int | None], base: Sequence[float | int
         lo, hi = _bootstrap_mean_ci(logs)
         ci = None if lo is None else [math.exp(lo), math.exp(hi)]
     import warnings
+
+    from scipy import stats as st  # here, not above: identical samples need no scipy (about 75 MB)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         p = float(st.wilcoxon(logs, zero_method="wilcox", alternative="two-sided").pvalue)
@@ -208,12 +209,18 @@ def repetition_decision(tests: dict[str, dict], done: int, min_reps: int = 9, ma
     """The adaptive repetition rule.  `tests`: every allocator's paired_test
     against the baseline after `done` repetitions.  Returns (stop, why): keep
     going until at least min_reps, then until every interval is narrower than
-    +-target (relative to its ratio) or the allocator is told apart (not a tie), or max_reps is reached."""
+    +-target (relative to its ratio) or the allocator is told apart (not a tie), or max_reps is reached.
+    An allocator whose test was not made (an "untested" entry: failed
+    allocations) is not waited for."""
     if done >= max_reps and done < min_reps:
         return True, f"stopped at the maximum of {max_reps} repetitions"
     if done < min_reps:
         return False, f"at least {min_reps} repetitions"
-    open_ = [lab for lab, res in tests.items() if settled(res, target) is None]
+    testable = {lab: res for lab, res in tests.items() if not res.get("untested")}
+    if tests and not testable:  # more repetitions cannot settle what is not tested
+        return True, (f"stopped after {done} repetitions: no allocator is tested against the baseline "
+                      f"({next(iter(tests.values()))['untested']})")
+    open_ = [lab for lab, res in testable.items() if settled(res, target) is None]
     if not open_:
         return True, (f"settled after {done} repetitions: every allocator is told apart from the baseline "
                       f"(interval excluding 1, p < {STOP_P:g} at this look) or its interval is within "

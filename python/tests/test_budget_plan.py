@@ -160,3 +160,29 @@ def test_plan_checks_fewer_candidates_before_refusing():
     p = _plan(left=other + e2e3_all - 1)  # 3 rounds of all do not fit, 3 of 5 do
     assert p["e2e_rounds"] == 3 and p["e2e_candidates"] == 5
     assert _plan(left=10_000)["e2e_candidates"] == 7
+
+
+def _explore(best="dlmalloc", configs=(), dropped=()):
+    cs = [{"id": i, "feasible": True, "aggregate": {"instr_per_op": ipo, "min_arena": arena}}
+          for i, ipo, arena in configs]
+    return {"best": best, "configs": cs, "budget": {"dropped": [{"id": i, "reason": r, "detail": "why"}
+                                                                for i, r in dropped]}}
+
+
+def test_hopeless_presets_are_left_out_of_compare():
+    """A default dmm preset that the window shows far slower than explore's
+    best with no smaller arena (p2012 on the Python trace: 502 against 103
+    instructions/op) cost 18 s of each 21 s compare round; it is left out,
+    as is one explore dropped as too slow.  Faster, smaller or unmeasured
+    ones stay, and so do the best and the system allocators."""
+    from dmmkit.advise import hopeless_presets
+    doc = _explore(configs=[("dlmalloc", 103.0, 2_900_000), ("tlsf", 166.0, 3_000_000),
+                            ("p2012", 502.0, 4_800_000), ("halffit", 400.0, 1_000_000), ("firstfit", 1000.0, 5e6)],
+                   dropped=[("firstfit", "relative")])
+    allocs = "dmm:tlsf,dmm:p2012,dmm:dlmalloc,dmm:halffit,dmm:firstfit,dmm:nosuch,glibc,jemalloc"
+    out = hopeless_presets(allocs, doc)
+    assert set(out) == {"dmm:p2012", "dmm:firstfit"}
+    assert "4.9x explore's best" in out["dmm:p2012"] and "explore dropped it" in out["dmm:firstfit"]
+    # nothing is left out when explore measured nothing
+    assert hopeless_presets(allocs, {"best": None, "configs": []}) == {}
+    assert hopeless_presets(allocs, None) == {}

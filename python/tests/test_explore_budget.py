@@ -180,3 +180,38 @@ def test_relative_budget_below_the_wall_time_floor_uses_instructions(tools, work
     assert str(REL_WALL_FLOOR_S).rstrip("0").rstrip(".") in d[0]["detail"]
     # the log: one line per reason
     assert p.stdout.count("dropped 1 more than --budget-relative times slower: p2012") == 1
+
+
+def test_callgrind_runs_group_the_fastest_configs_first():
+    """Under a per-config budget phase B ran one valgrind per config (its
+    start-up as long as a config's count on a 150k-op window); configs are
+    now counted a few per run, per trace, the fastest first, so a time
+    limit leaves as many configs as possible with full figures."""
+    from dmmkit.explore import CHUNK_BUDGETED, callgrind_chunks
+    secs = [0.9, 0.1, 0.5, 0.2, None, 0.3, 2.0, 0.15, 0.12]
+    tasks = {i: ("a", s) for i, s in enumerate(secs)} | {20: ("b", 0.05), 21: ("b", 0.06)}
+    runs = callgrind_chunks(tasks, 4)
+    assert CHUNK_BUDGETED > 1
+    assert sorted(i for r in runs for i in r) == sorted(tasks)
+    assert all(len(r) <= 4 and len({tasks[i][0] for i in r}) == 1 for r in runs)
+    assert runs[0] == [20, 21]
+    assert runs[1] == [1, 8, 7, 3]  # trace a's four fastest
+    assert runs[-1] == [4]  # unknown time last
+    assert [len(r) for r in callgrind_chunks(tasks, 1)] == [1] * len(tasks)
+
+
+def test_compare_drops_a_dmm_allocator_past_its_replay_limit(tools, work, slow_big):
+    """advise's compare on the 1.8M-op Python trace spent 74 s of its 82 s
+    on two replays of p2012 (20x glibc's), overrunning its step by 74 s.
+    With a per-replay limit for dmm allocators, the slow one is killed at the
+    limit and left out (doc["dropped"]); the others are compared as usual."""
+    from dmmkit.compare import CompareOptions, run_compare
+    out = work / "cmp-limit.json"
+    doc = run_compare(tools, CompareOptions(traces=[str(slow_big)], allocators=["glibc,dmm:tlsf,dmm:p2012"],
+                                            reps=2, baseline="glibc", results=str(out), pictures=False,
+                                            dmm_replay_limit=1.0))
+    assert [d["label"] for d in doc["dropped"]] == ["dmm:p2012"]
+    assert doc["dropped"][0]["seconds"] >= 1.0 and "took more than 1.0 s" in doc["dropped"][0]["why"]
+    assert {a["label"] for a in doc["allocators"]} == {"glibc", "dmm:tlsf"}
+    assert doc["reps_done"] == 2 and set(doc["overall"]) == {"glibc", "dmm:tlsf"}
+    assert load(out)["dropped"][0]["label"] == "dmm:p2012"

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -273,3 +274,17 @@ def test_generate_refused_and_unknown(work, explore_results):
     assert p.returncode == 2 and "refused by the heap" in p.stderr and "good fit" in p.stderr
     p = run_cli(["generate", "no-such-id", "--results", str(explore_results[0]), "-o", str(work / "g4")])
     assert p.returncode == 2 and "no configuration 'no-such-id'" in p.stderr
+
+
+def test_preload_only_builds_just_the_so(tools, work):
+    """advise's end-to-end check runs only the LD_PRELOAD library: generate
+    builds just that target (half the compile units: 35 s for both at load
+    15), and says there is no static library."""
+    from dmmkit.generate import generate
+    out = work / "gen-preload-only"
+    info = generate(tools, "tlsf", str(out), preload_only=True)
+    assert info["static_library"] is None
+    assert Path(info["preload_library"]).is_file()
+    assert not (out / "build" / "libdmmgen.a").exists()
+    log = (out / "build.log").read_text()
+    assert "dmmgen_malloc.dir" in log and "dmmgen.dir/" not in log

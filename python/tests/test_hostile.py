@@ -74,10 +74,7 @@ def test_compare_reports_the_failed_allocation(hostile, tmp_path):
     assert all(d["overall"][lab]["failed"] == 1 for lab in ("glibc", "dmm:tlsf"))
 
 
-def test_system_allocator_sampled_peak_on_threads_is_not_exact(tmp_path):
-    """With several replay threads the peak footprint of a system allocator
-    is the largest sample, which can miss the peak-live moment (fragmentation
-    #4 below 1 was reported as exact)."""
+def _two_thread_lines() -> list[str]:
     import random
     r = random.Random(26)
     lines, live, nid = ["dmmtrace 1"], {0: [], 1: []}, 0
@@ -89,6 +86,14 @@ def test_system_allocator_sampled_peak_on_threads_is_not_exact(tmp_path):
             lines.append(f"{t} m {nid} {r.choice([16, 64, 200, 1000, 5000])}")
             live[t].append(nid)
             nid += 1
+    return lines
+
+
+def test_system_allocator_sampled_peak_on_threads_is_not_exact(tmp_path):
+    """With several replay threads the peak footprint of a system allocator
+    is the largest sample, which can miss the peak-live moment (fragmentation
+    #4 below 1 was reported as exact)."""
+    lines = _two_thread_lines()
     tr = tmp_path / "mt.trace.txt"
     tr.write_text("\n".join(lines) + "\n")
     js = tmp_path / "r.json"
@@ -108,3 +113,40 @@ def test_system_allocator_sampled_peak_on_threads_is_not_exact(tmp_path):
     d = json.loads(js.read_text())
     if d["allocator"].get("detected") == "glibc":
         assert d["memory"]["exact"] is True
+
+
+def test_compare_on_the_hostile_trace_is_quick_and_small(hostile, tmp_path):
+    """issue 26 item 10: compare on the two-op trace took 107 MB (scipy's
+    bootstrap and Wilcoxon test for two allocators that both failed the
+    allocation).  An allocator with failed allocations did not do the
+    baseline's work: it gets no interval test, no tie and no group, so the
+    default adaptive compare stops at its minimum repetitions, under 100 MB."""
+    import sys
+    res = tmp_path / "c.json"
+    cmd = [sys.executable, "-m", "dmmkit", "compare", str(hostile), "-a", "glibc,dmm:tlsf",
+           "--results", str(res), "--no-pictures"]
+    rc, kb, out = _run_measured(cmd)
+    assert rc == 0, out
+    assert kb < LIMIT_KB, f"compare: peak RSS {kb} KiB"
+    d = load(res)
+    for lab in ("glibc", "dmm:tlsf"):
+        o = d["overall"][lab]
+        assert o["failed"] == 1 and o["tie"] is None and o["warm_avg_ratio_ci"] is None and o["group"] is None
+    assert "failed allocation" in d["overall"]["dmm:tlsf"]["speed_untested"]
+    assert d["reps_done"] == 9, d["reps_stop"]
+
+
+def test_compare_takes_a_sampled_peak_on_threads(tmp_path):
+    """The README's main job stopped in compare on larson (4 threads):
+    dmm-replay's footprint_kind "sampled" (a system allocator's peak sampled
+    across threads) was refused as "not valid dmm-replay output".  compare
+    now takes it, marks the figure approximate and gives no fragmentation."""
+    tr = tmp_path / "mt.trace.txt"
+    tr.write_text("\n".join(_two_thread_lines()) + "\n")
+    res = tmp_path / "c.json"
+    p = run_cli(["compare", str(tr), "-a", "glibc,dmm:tlsf", "--reps", "2", "--no-pictures", "--results", str(res)],
+                cwd=tmp_path, timeout=HANG)
+    assert p.returncode == 0, p.stderr
+    s = load(res)["summary"]["mt.trace"]["glibc"]
+    assert s["footprint_kind"] == "sampled" and s["memory_exact"] is False and s["frag4"] is None
+    assert "peak sampled during a multi-threaded replay" in p.stdout
