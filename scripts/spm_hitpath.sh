@@ -25,13 +25,14 @@ ir() { # ir FUNCTION ROUNDS -> instructions inside FUNCTION
     valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect="$1" "$TMP/hitpath" "$2" \
         2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
-commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
 mkdir -p "$OUT"
 {
     echo "# Scratchpad heap: instructions per hit"
     echo
-    echo "Made by \`scripts/spm_hitpath.sh\` at commit $commit: scripts/spm_hitpath.c (one resident 64-byte object; each round one p2s, p2s_ro, s2p, pin and unpin inside it, all hits; default config, harden=checked) built with $("$CC" --version | head -1), flags \`$FLAGS\`, against build/release/lib/libdmm_heap.a (release preset); CPU ${cpu:-unknown}; $(valgrind --version). Per call = (Ir(2N) - Ir(N)) / N with N = $N, counted inside the function (callgrind --toggle-collect), the caller's call instruction not included."
+    python3 scripts/provenance.py --md --command "scripts/spm_hitpath.sh" --compiler "$("$CC" --version | head -1)" \
+        --flags="$FLAGS (the harness); the library as the release preset builds it ($(sed -n 's/^CMAKE_C_FLAGS_RELEASE:[^=]*=//p' build/release/CMakeCache.txt))"
+    echo
+    echo "scripts/spm_hitpath.c (one resident 64-byte object; each round one p2s, p2s_ro, s2p, pin and unpin inside it, all hits; default config, harden=checked), built with flags \`$FLAGS\` against build/release/lib/libdmm_heap.a; $(valgrind --version). Per call = (Ir(2N) - Ir(N)) / N with N = $N, counted inside the function (callgrind --toggle-collect), the caller's call instruction not included."
     echo
     echo "| function | instructions per hit |"
     echo "|---|---:|"
