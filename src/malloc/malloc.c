@@ -1697,7 +1697,7 @@ static inline void owner_push(theap *h, mpage *pg, mblock *b)
 
 /* Puts a small block of page pg back, h being the calling thread's heap
  * (NULL when it has none): on the page's local list when h owns it. */
-static inline void small_release(theap *h, mpage *pg, mblock *b)
+static DMM_ALWAYS_INLINE void small_release(theap *h, mpage *pg, mblock *b)
 {
     if (pg->heap == h) {
         owner_push(h, pg, b);
@@ -1722,29 +1722,24 @@ static inline void small_release(theap *h, mpage *pg, mblock *b)
  * counts), not all of it, which cost secure mode half again the
  * instructions of the default mode on a Python JSON workload. */
 #define POISON_MAX 64u
-static inline size_t poison_len(const mpage *pg)
-{
-    return pg->block_size - CANARY < POISON_MAX ? pg->block_size - CANARY : POISON_MAX;
-}
 
-/* q: a small block (16-byte aligned), n: a multiple of 8 up to POISON_MAX
- * (8 words).  Written as a jump into a run of word accesses, with no
- * branch per word: poisoning and checking are on every secure free. */
+/* The words of a block of bs bytes (a multiple of 16: every class) that
+ * are poisoned and checked: its first min(bs - CANARY, POISON_MAX) bytes.
+ * Written as a jump on bs into a run of word accesses (8 words from 80
+ * bytes, 7 for 64, 5 for 48, 3 for 32, 1 for 16), with no branch per word
+ * and no length computed: poisoning and checking are on every secure free. */
 #define POISON_WORDS(X) \
-    switch (n >> 3) { \
-    case 8: X(56); /* fall through */ \
-    case 7: X(48); /* fall through */ \
-    case 6: X(40); /* fall through */ \
-    case 5: X(32); /* fall through */ \
-    case 4: X(24); /* fall through */ \
-    case 3: X(16); /* fall through */ \
-    case 2: X(8); /* fall through */ \
+    switch (bs >> 4) { \
+    default: X(56); /* fall through */ \
+    case 4: X(48); X(40); /* fall through */ \
+    case 3: X(32); X(24); /* fall through */ \
+    case 2: X(16); X(8); /* fall through */ \
     case 1: X(0); /* fall through */ \
-    default: break; \
+    case 0: break; \
     }
-_Static_assert(POISON_MAX == 64u, "POISON_WORDS covers 8 words");
+_Static_assert(POISON_MAX == 64u && CANARY == 8u, "POISON_WORDS covers 8 words");
 
-static inline bool poison_intact(const unsigned char *q, size_t n)
+static DMM_ALWAYS_INLINE bool poison_intact(const unsigned char *q, size_t bs)
 {
     const uint64_t pat = 0x0101010101010101ull * POISON_BYTE;
     uint64_t acc = 0, w;
@@ -1754,7 +1749,7 @@ static inline bool poison_intact(const unsigned char *q, size_t n)
     return acc == 0;
 }
 
-static inline void poison_fill(unsigned char *q, size_t n)
+static DMM_ALWAYS_INLINE void poison_fill(unsigned char *q, size_t bs)
 {
     const uint64_t pat = 0x0101010101010101ull * POISON_BYTE;
 #define POISON_SET(i) memcpy(q + (i), &pat, 8u)
@@ -1762,18 +1757,23 @@ static inline void poison_fill(unsigned char *q, size_t n)
 #undef POISON_SET
 }
 
-/* A block leaving the quarantine: checked, then really freed. */
-static DMM_ALWAYS_INLINE void quarantine_release(theap *h, mblock *b)
+/* A block leaving the quarantine: checked, then really freed.  Returns
+ * its size when it went back (for the caller to book: it was unbooked
+ * when it came in), 0 when it was withheld. */
+static DMM_ALWAYS_INLINE size_t quarantine_out(theap *h, mblock *b)
 {
     segment *s = seg_of(b);
     mpage *pg = &s->page[page_index(s, b)];
-    if (!poison_intact((const unsigned char *)b, poison_len(pg)) || *canary_slot(pg, b) != canary_of(b)) {
+    size_t bs = pg->block_size;
+    if (!poison_intact((const unsigned char *)b, bs) || *canary_slot(pg, b) != canary_of(b)) {
         report("write after free to", b);
-        return; /* withheld: never handed out again */
+        return 0; /* withheld: never handed out again */
     }
-    book((int64_t)pg->block_size); /* unbooked when it came in (free_slow) */
     small_release(h, pg, b);
+    return bs;
 }
+
+static void quarantine_release(theap *h, mblock *b) { book((int64_t)quarantine_out(h, b)); }
 
 /* Secure mode, a block of a page the calling thread owns being freed: the
  * NEIGHBOURHOOD bytes before and after it hold only what they may.  Blocks
@@ -1833,16 +1833,23 @@ static DMM_ALWAYS_INLINE bool neighbours_intact(segment *s, mpage *pg, const uns
     return bs + bs - CANARY >= NEIGHBOURHOOD || slot_ok(base + q, bs);
 }
 
-static DMM_ALWAYS_INLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
+/* Secure mode: a small block being freed (its allocated bit cleared), h
+ * the calling thread's heap or NULL, owned when h owns the page.  Its
+ * bytes are unbooked as it comes in (one booking with the block that
+ * leaves the quarantine for it). */
+static DMM_ALWAYS_INLINE void secure_free_small(theap *h, mpage *pg, mblock *b, bool owned)
 {
+    int64_t bs = (int64_t)pg->block_size;
     if (*canary_slot(pg, b) != canary_of(b)) {
+        book_on(h, -bs);
         report("write past the end of", b);
         return; /* withheld */
     }
-    if (pg->heap == tl_heap && !neighbours_intact(seg_of(b), pg, (const unsigned char *)b))
+    if (owned && !neighbours_intact(seg_of(b), pg, (const unsigned char *)b))
         report("write out of the bounds of a block next to", b); /* (reported; freed as usual) */
-    poison_fill((unsigned char *)b, poison_len(pg));
+    poison_fill((unsigned char *)b, pg->block_size);
     if (!h && !(h = heap_get())) {
+        book_on(NULL, -bs);
         quarantine_release(NULL, b);
         return;
     }
@@ -1850,11 +1857,12 @@ static DMM_ALWAYS_INLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
         mblock *old = h->quar[h->qhead];
         h->quar[h->qhead] = b;
         h->qhead = (h->qhead + 1u) % QUAR;
-        quarantine_release(h, old);
+        book_on(h, (int64_t)quarantine_out(h, old) - bs);
         return;
     }
     h->quar[(h->qhead + h->qcount) % QUAR] = b;
     h->qcount++;
+    book_on(h, -bs);
 }
 
 /* Secure mode: a freed medium block is zero-filled and waits in the
@@ -1864,7 +1872,7 @@ static DMM_ALWAYS_INLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
  * While it waits it counts as in use. */
 static void mquarantine_release(void *p)
 {
-    if (!poison_intact((const unsigned char *)p, POISON_MAX)) {
+    if (!poison_intact((const unsigned char *)p, POISON_MAX + 16u)) { /* (any size from 80: the first POISON_MAX bytes) */
         report("write after free to", p);
         return; /* withheld */
     }
@@ -1971,11 +1979,11 @@ static DMM_NOINLINE void free_general(void *p)
             return;
         }
     }
-    book_on(h, -(int64_t)pg->block_size);
     if (G.secure) {
-        secure_free_small(h, pg, b);
+        secure_free_small(h, pg, b, pg->heap == h);
         return;
     }
+    book_on(h, -(int64_t)pg->block_size);
     small_release(h, pg, b);
 }
 
@@ -2006,8 +2014,7 @@ static inline bool secure_free_owned(void *p)
         report("double free of", p);
         return true;
     }
-    book_on(h, -(int64_t)pg->block_size);
-    secure_free_small(h, pg, p);
+    secure_free_small(h, pg, p, true);
     return true;
 }
 
