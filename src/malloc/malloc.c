@@ -1990,27 +1990,23 @@ static DMM_NOINLINE void free_general(void *p)
 /* Secure mode's fast path: a small block of a page the calling thread owns
  * (the common case; its tl_fast is empty_heap, so dmm_free's path never
  * takes it), with check_free's checks for such a block (a segment of small
- * pages, a page in use, a block boundary below the threaded end) and
- * free_slow's, without their dispatch on kind and mode.  false, with
- * nothing done, for any other pointer. */
-static inline bool secure_free_owned(void *p)
+ * pages: dmm_free found pg from the registry; a page in use; a block
+ * boundary below the threaded end) and free_general's, without their
+ * dispatch on kind and mode.  false, with nothing done, for any other
+ * pointer. */
+static inline bool secure_free_owned(void *p, mpage *pg)
 {
     uintptr_t u = (uintptr_t)p;
     theap *h = tl_heap;
     segment *s;
-    size_t pi;
-    mpage *pg;
     uint32_t off;
-    if (reg_kind_of(u) != SEG_SMALL || !h)
+    if (!pg || !h || pg->heap != h) /* (page 0, the header, and unused pages have no owner) */
         return false;
     s = seg_of(p);
-    pi = page_index(s, p);
-    pg = &s->page[pi];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
-    if (pi == 0 || pg->heap != h || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) ||
-        (uint32_t)((uint64_t)off * pg->recip) >= pg->recip)
+    if (off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) || (uint32_t)((uint64_t)off * pg->recip) >= pg->recip)
         return false;
-    if (!mark(s, pi, p, false)) { /* clearing the bit is the test, as in free_general */
+    if (!mark(s, (size_t)(pg - s->page), p, false)) { /* clearing the bit is the test, as in free_general */
         report("double free of", p);
         return true;
     }
@@ -2018,9 +2014,11 @@ static inline bool secure_free_owned(void *p)
     return true;
 }
 
-static DMM_NOINLINE void free_slow(void *p)
+/* pg: p's page descriptor when the registry says p is in a segment of
+ * small pages (dmm_free looked), else NULL. */
+static DMM_NOINLINE void free_slow(void *p, mpage *pg)
 {
-    if (G.secure && secure_free_owned(p))
+    if (G.secure && secure_free_owned(p, pg))
         return;
     free_general(p);
 }
@@ -2039,9 +2037,10 @@ static DMM_NOINLINE void free_slow(void *p)
 void dmm_free(void *p)
 {
     uintptr_t u = (uintptr_t)p;
+    mpage *pg = NULL;
     if (reg_kind_of(u) == SEG_SMALL) {
         theap *h = tl_fast;
-        mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
+        pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
         if (pg->heap == h) {
             uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
             if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
@@ -2052,7 +2051,7 @@ void dmm_free(void *p)
             }
         }
     }
-    free_slow(p);
+    free_slow(p, pg);
 }
 
 /* DMM_MALLOC_LIBC_NAMES (libdmm.so, src/malloc/CMakeLists.txt): the C
