@@ -1990,23 +1990,27 @@ static DMM_NOINLINE void free_general(void *p)
 /* Secure mode's fast path: a small block of a page the calling thread owns
  * (the common case; its tl_fast is empty_heap, so dmm_free's path never
  * takes it), with check_free's checks for such a block (a segment of small
- * pages: dmm_free found pg from the registry; a page in use; a block
- * boundary below the threaded end) and free_general's, without their
- * dispatch on kind and mode.  false, with nothing done, for any other
- * pointer. */
-static inline bool secure_free_owned(void *p, mpage *pg)
+ * pages, a page in use, a block boundary below the threaded end) and
+ * free_slow's, without their dispatch on kind and mode.  false, with
+ * nothing done, for any other pointer. */
+static inline bool secure_free_owned(void *p)
 {
     uintptr_t u = (uintptr_t)p;
     theap *h = tl_heap;
     segment *s;
+    size_t pi;
+    mpage *pg;
     uint32_t off;
-    if (!pg || !h || pg->heap != h) /* (page 0, the header, and unused pages have no owner) */
+    if (reg_kind_of(u) != SEG_SMALL || !h)
         return false;
     s = seg_of(p);
+    pi = page_index(s, p);
+    pg = &s->page[pi];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
-    if (off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) || (uint32_t)((uint64_t)off * pg->recip) >= pg->recip)
+    if (pi == 0 || pg->heap != h || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) ||
+        (uint32_t)((uint64_t)off * pg->recip) >= pg->recip)
         return false;
-    if (!mark(s, (size_t)(pg - s->page), p, false)) { /* clearing the bit is the test, as in free_general */
+    if (!mark(s, pi, p, false)) { /* clearing the bit is the test, as in free_general */
         report("double free of", p);
         return true;
     }
@@ -2014,11 +2018,9 @@ static inline bool secure_free_owned(void *p, mpage *pg)
     return true;
 }
 
-/* pg: p's page descriptor when the registry says p is in a segment of
- * small pages (dmm_free looked), else NULL. */
-static DMM_NOINLINE void free_slow(void *p, mpage *pg)
+static DMM_NOINLINE void free_slow(void *p)
 {
-    if (G.secure && secure_free_owned(p, pg))
+    if (G.secure && secure_free_owned(p))
         return;
     free_general(p);
 }
@@ -2037,10 +2039,9 @@ static DMM_NOINLINE void free_slow(void *p, mpage *pg)
 void dmm_free(void *p)
 {
     uintptr_t u = (uintptr_t)p;
-    mpage *pg = NULL;
     if (reg_kind_of(u) == SEG_SMALL) {
         theap *h = tl_fast;
-        pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
+        mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
         if (pg->heap == h) {
             uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
             if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
@@ -2051,7 +2052,7 @@ void dmm_free(void *p)
             }
         }
     }
-    free_slow(p, pg);
+    free_slow(p);
 }
 
 /* DMM_MALLOC_LIBC_NAMES (libdmm.so, src/malloc/CMakeLists.txt): the C
