@@ -1510,13 +1510,12 @@ static void medium_release_if_empty(theap *h)
 }
 
 /* secure mode's canary (see "secure mode" below) */
-static inline uint64_t canary_of(const void *b)
-{
-    uint64_t x = (uint64_t)(uintptr_t)b ^ G.secret;
-    x ^= x >> 31;
-    x *= 0x9e3779b97f4a7c15ull;
-    return x ^ (x >> 29);
-}
+/* The address xor a per-process secret: every secure malloc and free
+ * computes several, and a keyed mix would be no stronger (it was an
+ * invertible one: a single canary read by an attacker gave the secret
+ * either way); an overflow with data that does not know the secret still
+ * misses it but for a chance of 2^-64. */
+static inline uint64_t canary_of(const void *b) { return (uint64_t)(uintptr_t)b ^ G.secret; }
 
 static inline uint64_t *canary_slot(const mpage *pg, void *b)
 {
@@ -1527,7 +1526,7 @@ static inline uint64_t *canary_slot(const mpage *pg, void *b)
 /* Every allocation but the fast path: a size class whose blocks the
  * alignment divides (pages are PAGE_SIZE-aligned), else the medium heap,
  * else the OS. */
-static void *alloc_aligned(size_t n, size_t align)
+static DMM_NOINLINE void *alloc_general(size_t n, size_t align)
 {
     theap *h;
     void *p = NULL;
@@ -1558,6 +1557,24 @@ static void *alloc_aligned(size_t n, size_t align)
     }
     global_init();
     return large_alloc(n, align);
+}
+
+/* Secure mode's fast path (its tl_fast is empty_heap, so every dmm_malloc
+ * comes here): a small request of the default alignment from the class's
+ * current page when it has a free block, as alloc_general would serve it
+ * but without its dispatch; anything else goes there. */
+static void *alloc_aligned(size_t n, size_t align)
+{
+    if (G.secure && SMALL_MAX > CANARY && align <= DMM_MALLOC_ALIGN && n - 1u < SMALL_MAX - CANARY) {
+        theap *h = tl_heap;
+        mpage *pg;
+        if (h && (pg = h->pages[class_of(n + CANARY)]) != NULL && pg->free) {
+            void *p = page_pop(h, pg);
+            *canary_slot(pg, p) = canary_of(p);
+            return p;
+        }
+    }
+    return alloc_general(n, align);
 }
 
 /* The fast path: the first block of the class's current page (when its
@@ -1680,7 +1697,7 @@ static inline void owner_push(theap *h, mpage *pg, mblock *b)
 
 /* Puts a small block of page pg back, h being the calling thread's heap
  * (NULL when it has none): on the page's local list when h owns it. */
-static inline void small_release(theap *h, mpage *pg, mblock *b)
+static DMM_ALWAYS_INLINE void small_release(theap *h, mpage *pg, mblock *b)
 {
     if (pg->heap == h) {
         owner_push(h, pg, b);
@@ -1705,36 +1722,58 @@ static inline void small_release(theap *h, mpage *pg, mblock *b)
  * counts), not all of it, which cost secure mode half again the
  * instructions of the default mode on a Python JSON workload. */
 #define POISON_MAX 64u
-static inline size_t poison_len(const mpage *pg)
-{
-    return pg->block_size - CANARY < POISON_MAX ? pg->block_size - CANARY : POISON_MAX;
-}
 
-/* q: a small block (16-byte aligned), n: a multiple of 8. */
-static bool poison_intact(const unsigned char *q, size_t n)
+/* The words of a block of bs bytes (a multiple of 16: every class) that
+ * are poisoned and checked: its first min(bs - CANARY, POISON_MAX) bytes.
+ * Written as a jump on bs into a run of word accesses (8 words from 80
+ * bytes, 7 for 64, 5 for 48, 3 for 32, 1 for 16), with no branch per word
+ * and no length computed: poisoning and checking are on every secure free. */
+#define POISON_WORDS(X) \
+    switch (bs >> 4) { \
+    default: X(56); /* fall through */ \
+    case 4: X(48); X(40); /* fall through */ \
+    case 3: X(32); X(24); /* fall through */ \
+    case 2: X(16); X(8); /* fall through */ \
+    case 1: X(0); /* fall through */ \
+    case 0: break; \
+    }
+_Static_assert(POISON_MAX == 64u && CANARY == 8u, "POISON_WORDS covers 8 words");
+
+static DMM_ALWAYS_INLINE bool poison_intact(const unsigned char *q, size_t bs)
 {
     const uint64_t pat = 0x0101010101010101ull * POISON_BYTE;
-    for (size_t i = 0; i < n; i += 8u) {
-        uint64_t w;
-        memcpy(&w, q + i, 8u);
-        if (w != pat)
-            return false;
-    }
-    return true;
+    uint64_t acc = 0, w;
+#define POISON_CHECK(i) (memcpy(&w, q + (i), 8u), acc |= w ^ pat)
+    POISON_WORDS(POISON_CHECK)
+#undef POISON_CHECK
+    return acc == 0;
 }
 
-/* A block leaving the quarantine: checked, then really freed. */
-static void quarantine_release(theap *h, mblock *b)
+static DMM_ALWAYS_INLINE void poison_fill(unsigned char *q, size_t bs)
+{
+    const uint64_t pat = 0x0101010101010101ull * POISON_BYTE;
+#define POISON_SET(i) memcpy(q + (i), &pat, 8u)
+    POISON_WORDS(POISON_SET)
+#undef POISON_SET
+}
+
+/* A block leaving the quarantine: checked, then really freed.  Returns
+ * its size when it went back (for the caller to book: it was unbooked
+ * when it came in), 0 when it was withheld. */
+static DMM_ALWAYS_INLINE size_t quarantine_out(theap *h, mblock *b)
 {
     segment *s = seg_of(b);
     mpage *pg = &s->page[page_index(s, b)];
-    if (!poison_intact((const unsigned char *)b, poison_len(pg)) || *canary_slot(pg, b) != canary_of(b)) {
+    size_t bs = pg->block_size;
+    if (!poison_intact((const unsigned char *)b, bs) || *canary_slot(pg, b) != canary_of(b)) {
         report("write after free to", b);
-        return; /* withheld: never handed out again */
+        return 0; /* withheld: never handed out again */
     }
-    book((int64_t)pg->block_size); /* unbooked when it came in (free_slow) */
     small_release(h, pg, b);
+    return bs;
 }
+
+static void quarantine_release(theap *h, mblock *b) { book((int64_t)quarantine_out(h, b)); }
 
 /* Secure mode, a block of a page the calling thread owns being freed: the
  * NEIGHBOURHOOD bytes before and after it hold only what they may.  Blocks
@@ -1745,54 +1784,72 @@ static void quarantine_release(theap *h, mblock *b)
  * an overflow or underflow that misses the block's own canary but lands in
  * untouched memory or on a neighbour's canary is caught at this free. */
 #define NEIGHBOURHOOD 32u
-static bool neighbours_intact(segment *s, mpage *pg, const unsigned char *b)
+/* The canary slot of the block at q (a threaded one): zero or its canary. */
+static inline bool slot_ok(const unsigned char *q, size_t bs)
 {
-    const unsigned char *base = page_start(s, (size_t)(pg - s->page));
-    size_t bs = pg->block_size, off = (size_t)(b - base);
-    size_t end = PAGE_SIZE / bs * bs, bump = atomic_load_explicit(&pg->bump, memory_order_relaxed);
-    size_t lo = off >= NEIGHBOURHOOD ? off - NEIGHBOURHOOD : 0u, hi = off + bs + NEIGHBOURHOOD;
     uint64_t w;
-    /* the blocks before: threaded (b is), so only their canary slots */
-    for (size_t q = off; q >= bs && q - CANARY > lo;) {
-        q -= bs;
-        memcpy(&w, base + q + bs - CANARY, 8u);
-        if (w && w != canary_of(base + q))
-            return false;
-    }
-    /* the blocks after: canary slots below the threaded end, every word past it */
-    for (size_t q = off + bs; q < end && q < hi; q += bs) {
-        if (q >= bump) {
-            for (size_t a = q; a < hi && a < end; a += 8u) {
-                memcpy(&w, base + a, 8u);
-                if (w)
-                    return false;
-            }
-            break;
-        }
-        if (q + bs - CANARY < hi) {
-            memcpy(&w, base + q + bs - CANARY, 8u);
-            if (w && w != canary_of(base + q))
-                return false;
-        }
-    }
-    return true;
+    memcpy(&w, q + bs - CANARY, 8u);
+    return !w || w == canary_of(q);
 }
 
-static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
+/* n bytes from q (a multiple of 8, at most NEIGHBOURHOOD): all zero. */
+static inline bool words_zero(const unsigned char *q, size_t n)
 {
+    uint64_t acc = 0, w;
+    for (size_t i = 0; i < n; i += 8u) {
+        memcpy(&w, q + i, 8u);
+        acc |= w;
+    }
+    return acc == 0;
+}
+
+/* Written out for the block sizes that reach NEIGHBOURHOOD (classes are
+ * multiples of 16: the block before, and the one before that for 16-byte
+ * blocks; the block after, whose canary slot is within reach for 16- and
+ * 32-byte blocks, and the one after that for 16-byte ones), with no
+ * division (a block fits when it ends within the page). */
+static DMM_ALWAYS_INLINE bool neighbours_intact(segment *s, mpage *pg, const unsigned char *b)
+{
+    const unsigned char *base = page_start(s, (size_t)(pg - s->page));
+    size_t bs = pg->block_size, off = (size_t)(b - base), q = off + bs;
+    size_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed);
+    /* the blocks before: threaded (b is), so only their canary slots */
+    if (off && (!slot_ok(b - bs, bs) || (bs + CANARY < NEIGHBOURHOOD && off >= 2u * bs && !slot_ok(b - 2u * bs, bs))))
+        return false;
+    /* the blocks after: canary slots below the threaded end, every word past it */
+    if (q + bs > PAGE_SIZE)
+        return true;
+    if (q >= bump)
+        return words_zero(base + q, PAGE_SIZE - q < NEIGHBOURHOOD ? PAGE_SIZE - q : NEIGHBOURHOOD);
+    if (bs + NEIGHBOURHOOD <= bs + bs - CANARY) /* its canary slot is out of reach */
+        return true;
+    if (!slot_ok(base + q, bs))
+        return false;
+    q += bs;
+    if (q >= off + bs + NEIGHBOURHOOD || q + bs > PAGE_SIZE)
+        return true;
+    if (q >= bump)
+        return words_zero(base + q, off + bs + NEIGHBOURHOOD - q);
+    return bs + bs - CANARY >= NEIGHBOURHOOD || slot_ok(base + q, bs);
+}
+
+/* Secure mode: a small block being freed (its allocated bit cleared), h
+ * the calling thread's heap or NULL, owned when h owns the page.  Its
+ * bytes are unbooked as it comes in (one booking with the block that
+ * leaves the quarantine for it). */
+static DMM_ALWAYS_INLINE void secure_free_small(theap *h, mpage *pg, mblock *b, bool owned)
+{
+    int64_t bs = (int64_t)pg->block_size;
     if (*canary_slot(pg, b) != canary_of(b)) {
+        book_on(h, -bs);
         report("write past the end of", b);
         return; /* withheld */
     }
-    if (pg->heap == tl_heap && !neighbours_intact(seg_of(b), pg, (const unsigned char *)b))
+    if (owned && !neighbours_intact(seg_of(b), pg, (const unsigned char *)b))
         report("write out of the bounds of a block next to", b); /* (reported; freed as usual) */
-    {
-        const uint64_t pat = 0x0101010101010101ull * POISON_BYTE;
-        unsigned char *q = (unsigned char *)b;
-        for (size_t i = 0, n = poison_len(pg); i < n; i += 8u)
-            memcpy(q + i, &pat, 8u);
-    }
+    poison_fill((unsigned char *)b, pg->block_size);
     if (!h && !(h = heap_get())) {
+        book_on(NULL, -bs);
         quarantine_release(NULL, b);
         return;
     }
@@ -1800,11 +1857,12 @@ static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
         mblock *old = h->quar[h->qhead];
         h->quar[h->qhead] = b;
         h->qhead = (h->qhead + 1u) % QUAR;
-        quarantine_release(h, old);
+        book_on(h, (int64_t)quarantine_out(h, old) - bs);
         return;
     }
     h->quar[(h->qhead + h->qcount) % QUAR] = b;
     h->qcount++;
+    book_on(h, -bs);
 }
 
 /* Secure mode: a freed medium block is zero-filled and waits in the
@@ -1814,7 +1872,7 @@ static DMM_NOINLINE void secure_free_small(theap *h, mpage *pg, mblock *b)
  * While it waits it counts as in use. */
 static void mquarantine_release(void *p)
 {
-    if (!poison_intact((const unsigned char *)p, POISON_MAX)) {
+    if (!poison_intact((const unsigned char *)p, POISON_MAX + 16u)) { /* (any size from 80: the first POISON_MAX bytes) */
         report("write after free to", p);
         return; /* withheld */
     }
@@ -1866,10 +1924,10 @@ static void quarantine_flush(theap *h)
     }
 }
 
-/* Everything free does but the fast path (dmm_free): null, foreign and
- * misused pointers (reported), large and medium blocks, blocks of pages
- * another thread owns, secure and unhardened modes. */
-static DMM_NOINLINE void free_slow(void *p)
+/* Everything free does but the fast paths (dmm_free, secure_free_owned):
+ * null, foreign and misused pointers (reported), large and medium blocks,
+ * blocks of pages another thread owns, secure and unhardened modes. */
+static DMM_NOINLINE void free_general(void *p)
 {
     segment *s;
     mpage *pg;
@@ -1921,12 +1979,50 @@ static DMM_NOINLINE void free_slow(void *p)
             return;
         }
     }
-    book_on(h, -(int64_t)pg->block_size);
     if (G.secure) {
-        secure_free_small(h, pg, b);
+        secure_free_small(h, pg, b, pg->heap == h);
         return;
     }
+    book_on(h, -(int64_t)pg->block_size);
     small_release(h, pg, b);
+}
+
+/* Secure mode's fast path: a small block of a page the calling thread owns
+ * (the common case; its tl_fast is empty_heap, so dmm_free's path never
+ * takes it), with check_free's checks for such a block (a segment of small
+ * pages, a page in use, a block boundary below the threaded end) and
+ * free_slow's, without their dispatch on kind and mode.  false, with
+ * nothing done, for any other pointer. */
+static inline bool secure_free_owned(void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    theap *h = tl_heap;
+    segment *s;
+    size_t pi;
+    mpage *pg;
+    uint32_t off;
+    if (reg_kind_of(u) != SEG_SMALL || !h)
+        return false;
+    s = seg_of(p);
+    pi = page_index(s, p);
+    pg = &s->page[pi];
+    off = (uint32_t)(u & (PAGE_SIZE - 1u));
+    if (pi == 0 || pg->heap != h || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) ||
+        (uint32_t)((uint64_t)off * pg->recip) >= pg->recip)
+        return false;
+    if (!mark(s, pi, p, false)) { /* clearing the bit is the test, as in free_general */
+        report("double free of", p);
+        return true;
+    }
+    secure_free_small(h, pg, p, true);
+    return true;
+}
+
+static DMM_NOINLINE void free_slow(void *p)
+{
+    if (G.secure && secure_free_owned(p))
+        return;
+    free_general(p);
 }
 
 /* The fast path, default and unhardened modes: a small block of a page the

@@ -1020,6 +1020,42 @@ TEST(MallocChild, Secure)
         dmm_free(u);
         EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 2);
     }
+    // every word the neighbourhood check reads (the blocks sizes 16 and 32
+    // reach with it): a neighbour's canary slot damaged is reported at this
+    // block's free, once, and nothing is reported when it is intact
+    for (size_t bs : {(size_t)16, (size_t)32}) {
+        std::vector<char *> blocks;
+        for (int i = 0; i < 400; i++)
+            blocks.push_back(static_cast<char *>(dmm_malloc(bs - 8)));
+        std::vector<char *> sorted(blocks), quads; // a block, then three right after it, in one page
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t i = 0; i + 3 < sorted.size(); i++)
+            if (sorted[i + 3] == sorted[i] + 3 * bs && ((uintptr_t)sorted[i] & 0xffff) + 4 * bs <= 0x10000) {
+                quads.push_back(sorted[i]);
+                i += 3;
+            }
+        // (damaged block, freed block) within a quad: bs 16 reaches two
+        // blocks on each side, bs 32 one
+        std::vector<std::pair<size_t, size_t>> cases = {{2, 1}, {1, 2}};
+        if (bs == 16)
+            cases.insert(cases.end(), {{3, 1}, {1, 3}});
+        ASSERT_GE(quads.size(), cases.size());
+        for (size_t c = 0; c < cases.size(); c++) {
+            char *victim = quads[c] + cases[c].first * bs, *freed = quads[c] + cases[c].second * bs;
+            uint64_t e = dmm_malloc_get_stats().errors, saved;
+            std::memcpy(&saved, victim + bs - 8, 8);
+            victim[bs - 8] ^= 0x5a;
+            dmm_free(freed);
+            EXPECT_EQ(dmm_malloc_get_stats().errors, e + 1) << "block size " << bs << ": damage "
+                << cases[c].first << " not seen at the free of " << cases[c].second;
+            std::memcpy(victim + bs - 8, &saved, 8);
+            blocks.erase(std::find(blocks.begin(), blocks.end(), freed));
+        }
+        uint64_t e = dmm_malloc_get_stats().errors;
+        for (char *b : blocks)
+            dmm_free(b);
+        EXPECT_EQ(dmm_malloc_get_stats().errors, e) << "false reports, block size " << bs;
+    }
     dmm_malloc_set_abort_on_error(was);
 }
 
