@@ -104,19 +104,9 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     end = dmm_align_down((uintptr_t)buf + size, GRAN);
     if (end <= start)
         return DMM_E_TOO_SMALL;
-    /* The bin range follows the buffer size; when the larger control block
-     * of a larger range would not leave room for a block, fall back to a
-     * smaller range, so that a larger buffer is never refused where a
-     * smaller one is accepted. */
-    range = dmm__heap_range_for(&cfg, (size_t)(end - start));
-    for (;;) {
-        ctrl = dmm__heap_ctrl_size(&cfg, range, NULL);
-        if ((size_t)(end - start) >= ctrl && (size_t)(end - start) - ctrl >= RHDR + dmm__req2size(&cfg, 1) + HDR)
-            break;
-        if (cfg.max_block_log2 || range <= dmm__heap_range_for(&cfg, 1))
-            return DMM_E_TOO_SMALL;
-        range--;
-    }
+    /* the bin range and control block (layout.c) */
+    if ((ctrl = dmm__heap_layout_for(&cfg, (size_t)(end - start), &range)) == 0)
+        return DMM_E_TOO_SMALL;
     rest = (size_t)(end - start) - ctrl;
     if (INIT_MUTEX && cfg.lock == DMM_LOCK_MUTEX) {
         dmm_port_mutex m;
