@@ -241,12 +241,17 @@ static const char *const verdict_text[V_COUNT] = {
 #define HF_FZCHK_R(key, member, KIND, def, pmax, cmax, msg, fz, m, help)                                     \
     HF_FROZEN_##fz(member, DMM_HEAP_KIND_TYPE_##KIND, DMM_FROZEN_##m)
 
-/* Inlined into both callers: init's dmm__config_verdict needs only the
- * status, so there the compiler merges the many verdicts that map to one
- * status (DMM_E_CONFIG) into one exit; only dmm_heap_config_check, which
- * names the reason, keeps them apart (Cortex-M4 -Os: -40 B on the
- * init+malloc+free image). */
-static DMM_FORCE_INLINE unsigned verdict_of(const dmm_heap_config *c)
+/* In a frozen build inlined into both callers: init's dmm__config_verdict
+ * needs only the status, so there the compiler merges the many verdicts
+ * that map to one status (DMM_E_CONFIG) into one exit; only
+ * dmm_heap_config_check, which names the reason, keeps them apart
+ * (Cortex-M4 -Os, lean tlsf init+malloc+free: -60 B). */
+#if DMM_HEAP_FROZEN
+#define VERDICT_INLINE DMM_FORCE_INLINE
+#else /* run-time build: one shared copy (images that link both callers) */
+#define VERDICT_INLINE
+#endif
+static VERDICT_INLINE unsigned verdict_of(const dmm_heap_config *c)
 {
     if (!c)
         return V_NULL;
@@ -291,7 +296,7 @@ static DMM_FORCE_INLINE unsigned verdict_of(const dmm_heap_config *c)
     return V_OK;
 }
 
-static DMM_FORCE_INLINE dmm_status status_of(unsigned v)
+static VERDICT_INLINE dmm_status status_of(unsigned v)
 {
     if (v == V_OK)
         return DMM_OK;
