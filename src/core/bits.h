@@ -41,6 +41,13 @@ static inline uintptr_t dmm_align_up_ptr(uintptr_t x, uintptr_t a) { return (x +
 #else /* -Os: code size first, the compiler's heuristics decide */
 #define DMM_ALWAYS_INLINE inline
 #endif
+/* Inlined at every optimisation level: for a helper whose inlining makes
+ * the code smaller as well (its caller folds what the helper computes). */
+#if defined(__GNUC__) || defined(__clang__)
+#define DMM_FORCE_INLINE inline __attribute__((always_inline))
+#else
+#define DMM_FORCE_INLINE inline
+#endif
 #if defined(__GNUC__) || defined(__clang__)
 #define DMM_NOINLINE __attribute__((noinline))
 #define DMM_LIKELY(x) __builtin_expect(!!(x), 1)

@@ -55,13 +55,16 @@ static uintptr_t mixw(uintptr_t x)
 }
 
 /* What init must prepare: in a frozen build only what its policies use
- * (keys from hardening CHECKED up, a mutex under lock=mutex). */
+ * (keys from hardening CHECKED up, a mutex under lock=mutex, the spin flag
+ * under lock=spin: nothing else touches h->spin). */
 #if DMM_HEAP_FROZEN
 #define INIT_KEYS ((DMM_FROZEN_HARDEN) >= DMM_HARDEN_CHECKED)
 #define INIT_MUTEX ((DMM_FROZEN_LOCK) == DMM_LOCK_MUTEX)
+#define INIT_SPIN ((DMM_FROZEN_LOCK) == DMM_LOCK_SPIN)
 #else
 #define INIT_KEYS 1
 #define INIT_MUTEX 1
+#define INIT_SPIN 1
 #endif
 
 static void enter_plain(dmm_heap *h)
@@ -88,13 +91,10 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
         *out = NULL;
     if (!out || !buf)
         return DMM_E_NULL;
-    if (cfg_in)
-        cfg = *cfg_in;
-    else
 #if DMM_HEAP_FROZEN
-        cfg = dmm__heap_frozen_config(); /* the frozen build's own config (heap_fields.h) */
+    cfg = cfg_in ? *cfg_in : dmm__heap_frozen_cfg; /* the frozen build's own config (heap_fields.h) */
 #else
-        cfg = dmm_heap_default_config();
+    cfg = cfg_in ? *cfg_in : dmm_heap_default_config();
 #endif
     if ((st = dmm__config_verdict(&cfg)) != DMM_OK)
         return st;
@@ -104,19 +104,9 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
     end = dmm_align_down((uintptr_t)buf + size, GRAN);
     if (end <= start)
         return DMM_E_TOO_SMALL;
-    /* The bin range follows the buffer size; when the larger control block
-     * of a larger range would not leave room for a block, fall back to a
-     * smaller range, so that a larger buffer is never refused where a
-     * smaller one is accepted. */
-    range = dmm__heap_range_for(&cfg, (size_t)(end - start));
-    for (;;) {
-        ctrl = dmm__heap_ctrl_size(&cfg, range, NULL);
-        if ((size_t)(end - start) >= ctrl && (size_t)(end - start) - ctrl >= RHDR + dmm__req2size(&cfg, 1) + HDR)
-            break;
-        if (cfg.max_block_log2 || range <= dmm__heap_range_for(&cfg, 1))
-            return DMM_E_TOO_SMALL;
-        range--;
-    }
+    /* the bin range and control block (layout.c) */
+    if ((ctrl = dmm__heap_layout_for(&cfg, (size_t)(end - start), &range)) == 0)
+        return DMM_E_TOO_SMALL;
     rest = (size_t)(end - start) - ctrl;
     if (INIT_MUTEX && cfg.lock == DMM_LOCK_MUTEX) {
         dmm_port_mutex m;
@@ -148,7 +138,8 @@ dmm_status dmm_heap_init(dmm_heap **out, void *buf, size_t size, const dmm_heap_
 #if !DMM_HEAP_FROZEN
     h->ops = variant_for(&cfg); /* a frozen build has no table (NULL) */
 #endif
-    atomic_flag_clear(&h->spin);
+    if (INIT_SPIN)
+        atomic_flag_clear(&h->spin);
     if (INIT_MUTEX && cfg.lock == DMM_LOCK_MUTEX)
         dmm_port_mutex_init(&h->mutex);
     h->st.footprint = ctrl;

@@ -7,7 +7,7 @@
  *             list as JSON; the defaults (dmm_heap_default_config); the
  *             per-field range checks of validation and their sentences; the
  *             frozen-build check (V_FROZEN) and the frozen build's default
- *             config (dmm__heap_frozen_config); static assertions that the
+ *             config (dmm__heap_frozen_cfg); static assertions that the
  *             list and the hand-written public struct dmm_heap_config agree
  *             member by member (offset, size and type).
  *   stats.c   the dmm_stat table, hence dmm_heap_stats_json, and the same
@@ -174,6 +174,6 @@
 /* The default configuration of a frozen build: dmm_heap_default_config()
  * with every field that has a DMM_FROZEN_* macro set from it.  Defined in
  * config.c only when the library is frozen (DMM_HEAP_FROZEN). */
-dmm_heap_config dmm__heap_frozen_config(void);
+extern const dmm_heap_config dmm__heap_frozen_cfg;
 
 #endif

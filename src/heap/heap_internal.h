@@ -344,8 +344,7 @@ static inline size_t req2size_tail(size_t req, size_t tail)
 
 /* ---- compiled once, shared by the variants ---- */
 void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *cfg, unsigned range_log2);
-size_t dmm__heap_ctrl_size(const dmm_heap_config *cfg, unsigned range_log2, unsigned *nbins_out);
-unsigned dmm__heap_range_for(const dmm_heap_config *cfg, size_t bytes);
+size_t dmm__heap_layout_for(const dmm_heap_config *cfg, size_t bytes, unsigned *range_out);
 size_t dmm__req2size(const dmm_heap_config *cfg, size_t req);
 /* dmm_heap_config_check without the sentence (links no reason text). */
 dmm_status dmm__config_verdict(const dmm_heap_config *cfg);

@@ -49,7 +49,7 @@ size_t dmm__req2size(const dmm_heap_config *c, size_t req)
     return req2size_tail(req, L_TAIL(c));
 }
 
-unsigned dmm__heap_range_for(const dmm_heap_config *c, size_t bytes)
+static unsigned range_for(const dmm_heap_config *c, size_t bytes)
 {
     unsigned r;
     unsigned maxr = (unsigned)DMM_WORD_BITS - 1u;
@@ -69,7 +69,7 @@ unsigned dmm__heap_range_for(const dmm_heap_config *c, size_t bytes)
     return r;
 }
 
-size_t dmm__heap_ctrl_size(const dmm_heap_config *c, unsigned range, unsigned *nbins_out)
+static size_t ctrl_size(const dmm_heap_config *c, unsigned range, unsigned *nbins_out)
 {
     unsigned nb = bins_for(c, range);
     unsigned nw = (unsigned)((nb + DMM_WORD_BITS - 1u) / DMM_WORD_BITS);
@@ -82,6 +82,27 @@ size_t dmm__heap_ctrl_size(const dmm_heap_config *c, unsigned range, unsigned *n
     if (nbins_out)
         *nbins_out = nb;
     return dmm_align_up(s, GRAN);
+}
+
+/* The bin range and control block for a buffer of `bytes` (aligned): the
+ * range follows the buffer size; when the larger control block of a larger
+ * range would not leave room for a block, a smaller range is taken, so that
+ * a larger buffer is never refused where a smaller one is accepted.  0 if
+ * no range leaves room.  One call from init (the steps inline here). */
+size_t dmm__heap_layout_for(const dmm_heap_config *c, size_t bytes, unsigned *range_out)
+{
+    unsigned range = range_for(c, bytes);
+    size_t need = RHDR + dmm__req2size(c, 1) + HDR;
+    for (;;) {
+        size_t ctrl = ctrl_size(c, range, NULL);
+        if (bytes >= ctrl && bytes - ctrl >= need) {
+            *range_out = range;
+            return ctrl;
+        }
+        if (c->max_block_log2 || range <= range_for(c, 1))
+            return 0;
+        range--;
+    }
 }
 
 void dmm__heap_derive(dmm_heap *h, const dmm_heap_config *c, unsigned range)
@@ -137,8 +158,8 @@ size_t dmm_heap_min_buffer(const dmm_heap_config *c)
 {
     if (dmm__config_verdict(c) != DMM_OK)
         return 0;
-    /* init uses the range dmm__heap_range_for gives: max_block_log2 clamped
-     * to what the bitmap holds, and with no max_block_log2 it falls back to
-     * smaller ranges down to the smallest one */
-    return dmm__heap_ctrl_size(c, dmm__heap_range_for(c, 1), NULL) + RHDR + dmm__req2size(c, 1) + HDR;
+    /* init uses the range range_for gives: max_block_log2 clamped to what
+     * the bitmap holds, and with no max_block_log2 it falls back to smaller
+     * ranges down to the smallest one (dmm__heap_layout_for) */
+    return ctrl_size(c, range_for(c, 1), NULL) + RHDR + dmm__req2size(c, 1) + HDR;
 }

@@ -56,7 +56,7 @@ void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
     sen->foot = bs;
     sen->head = F_USED;
     set_hint(h, r);
-    if (h->cfg.poison)
+    if (P_POISON(h)) /* a constant in a frozen build */
         dmm_port_memset((char *)bpayload(b) + LINKS, (int)POISON_BYTE,
                         (size_t)((char *)sen - ((char *)bpayload(b) + LINKS)));
     h->st.footprint += size;

@@ -13,7 +13,7 @@ using namespace dmmt;
 
 // src/heap/heap_fields.h: the frozen build's default config, built from the
 // DMM_FROZEN_* macros through the field list (internal to the library).
-extern "C" dmm_heap_config dmm__heap_frozen_config(void);
+extern "C" const dmm_heap_config dmm__heap_frozen_cfg;
 
 namespace {
 
@@ -66,7 +66,7 @@ TEST(Frozen, FrozenConfigFromTheFieldListIsThePreset) {
     // configs/frozen/<preset>.h is written by dmm_heap_config_header from the
     // preset: reading it back through the field list gives the preset again,
     // every field (the run-time ones are the defaults, as in every preset).
-    dmm_heap_config got = dmm__heap_frozen_config();
+    dmm_heap_config got = dmm__heap_frozen_cfg;
     dmm_heap_config want = dmm_heap_preset_config(frozen_preset());
     std::string diff;
     EXPECT_TRUE(cfg_equal(got, want, &diff)) << "field " << diff << "\n  frozen: " << cfg_str(got)

@@ -13,13 +13,13 @@
 
 using namespace dmmt;
 
-extern "C" dmm_heap_config dmm__heap_frozen_config(void);
+extern "C" const dmm_heap_config dmm__heap_frozen_cfg;
 
 #ifdef DMMT_LEAN_NAME
 
 TEST(FrozenLean, NullConfigIsTheHeader) {
     EXPECT_EQ(dmm_heap_is_frozen(), 1);
-    dmm_heap_config want = dmm__heap_frozen_config();
+    dmm_heap_config want = dmm__heap_frozen_cfg;
     EXPECT_EQ(want.stats, DMM_STATS_OFF);
     EXPECT_EQ(want.harden, DMM_HARDEN_OFF);
     // the preset's policies, only stats and hardening differ
@@ -41,7 +41,7 @@ TEST(FrozenLean, NullConfigIsTheHeader) {
 TEST(FrozenLean, RandomSequencesKeepEveryByte) {
     for (int variant = 0; variant < 2; ++variant) {
         RunSpec spec;
-        spec.cfg = dmm__heap_frozen_config();
+        spec.cfg = dmm__heap_frozen_cfg;
         spec.seed = mix64(base_seed(), 0x1EA0 + variant);
         spec.ops = scaled_ops(2000);
         spec.buf_size = variant ? 8 * 1024 : 64 * 1024;
@@ -51,12 +51,12 @@ TEST(FrozenLean, RandomSequencesKeepEveryByte) {
 }
 
 TEST(FrozenLean, OtherPoliciesAreRefused) {
-    dmm_heap_config c = dmm__heap_frozen_config();
+    dmm_heap_config c = dmm__heap_frozen_cfg;
     c.harden = DMM_HARDEN_CHECKED;
     Buffer b(16 * 1024, 0);
     dmm_heap *h = nullptr;
     EXPECT_EQ(dmm_heap_init(&h, b.data(), b.size(), &c), DMM_E_CONFIG);
-    c = dmm__heap_frozen_config();
+    c = dmm__heap_frozen_cfg;
     c.stats = DMM_STATS_FULL;
     EXPECT_EQ(dmm_heap_init(&h, b.data(), b.size(), &c), DMM_E_CONFIG);
     EXPECT_EQ(h, nullptr);
@@ -67,7 +67,7 @@ TEST(FrozenLean, OtherPoliciesAreRefused) {
 #ifdef DMMT_NO_ERROR_TEXT
 
 TEST(NoErrorText, MisuseKeepsItsKindAndLosesItsSentence) {
-    dmm_heap_config c = dmm__heap_frozen_config();
+    dmm_heap_config c = dmm__heap_frozen_cfg;
     ASSERT_NE(c.harden, DMM_HARDEN_OFF);
     ErrorLog log;
     log.attach(&c);

@@ -692,7 +692,7 @@ static int bisect_granules(const rpb_arena_ops *ops, rp_plan *p, int verify, rp_
  * obtain_fast), so the top's size never enters a decision as long as every
  * carve fits.  What else could see the arena size:
  *   - the bin range (and the control block) when max_block_log2 = 0: it is
- *     log2_ceil of the heap's bytes (dmm__heap_range_for), so it is one
+ *     log2_ceil of the heap's bytes (layout.c, dmm__heap_layout_for), so it is one
  *     figure inside a power-of-two segment; the prediction is made from a
  *     replay in the same segment (the lowest segment whose largest size
  *     works) and never crosses a segment boundary;
