@@ -292,6 +292,22 @@ def t_no_timing(c):
     check(d["verify"] == "pass" and d["failed"] == 0, "replay still runs")
 
 
+def t_clock(c):
+    """The TSC frequency is measured over the replay itself (padded to
+    10 ms after the passes when the replay is shorter), not over a fixed
+    sleep before it: a one-operation trace, a longer one and a threaded one
+    must agree on it within the 1% that compare's noise check allows
+    between runs (python/dmmkit/stats.py FREQ_TOLERANCE)."""
+    tps = []
+    for name, extra in (("trivial.txt", []), ("simple.txt", ["--reps", "3"]), ("mt.txt", [])):
+        d, _ = c.replay_json(c.data(name), ["--quiet"] + extra)
+        t = d["timing"].get("ticks_per_sec")
+        check(isinstance(t, (int, float)) and t > 0, "%s: ticks_per_sec %r, expected a positive number" % (name, t))
+        tps.append(t)
+    lo, hi = min(tps), max(tps)
+    check(hi / lo - 1.0 <= 0.01, "ticks_per_sec differs by more than 1%% between replays: %r" % tps)
+
+
 def t_verify_catches(c):
     if c.sanitized:
         print("skipped: LD_PRELOAD does not mix with sanitizer runtimes")
@@ -859,6 +875,7 @@ TESTS = {
     "analyse": t_analyse,
     "trace_tool": t_trace_tool,
     "no_timing": t_no_timing,
+    "clock": t_clock,
     "verify_catches": t_verify_catches,
     "jemalloc": t_jemalloc,
     "hostile": t_hostile,

@@ -1025,18 +1025,40 @@ uint64_t rp_calibrate_bracket(void)
     return best == UINT64_MAX ? 0 : best;
 }
 
-double rp_ticks_per_sec(void)
+/* One (ns, ticks) pair read as close together as the clocks allow: the
+ * tick reading is the midpoint of the two ticks that bracket the ns reading,
+ * and of three tries the one with the narrowest bracket is kept (a try that
+ * was preempted has a wide one). */
+void rp_ticks_mark(rp_tick_mark *m)
+{
+    uint64_t best = UINT64_MAX;
+    m->ns = m->ticks = 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t c0 = rp_tick_begin(), n = tc_now_ns(), c1 = rp_tick_end();
+        if (c1 - c0 < best) {
+            best = c1 - c0;
+            m->ns = n;
+            m->ticks = c0 + (c1 - c0) / 2;
+        }
+    }
+}
+
+double rp_ticks_per_sec(const rp_tick_mark *start)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    uint64_t n0 = tc_now_ns(), c0 = rp_tick_begin(), n1, c1;
-    struct timespec ts = {0, 50 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    n1 = tc_now_ns();
-    c1 = rp_tick_end();
-    if (n1 <= n0)
+    rp_tick_mark end = {0, 0};
+    uint64_t now = tc_now_ns();
+    if (now >= start->ns && now - start->ns < RP_TPS_MIN_NS) {
+        uint64_t rest = RP_TPS_MIN_NS - (now - start->ns);
+        struct timespec ts = {0, (long)rest};
+        nanosleep(&ts, NULL);
+    }
+    rp_ticks_mark(&end);
+    if (end.ns <= start->ns || end.ticks <= start->ticks)
         return 0;
-    return (double)(c1 - c0) * 1e9 / (double)(n1 - n0);
+    return (double)(end.ticks - start->ticks) * 1e9 / (double)(end.ns - start->ns);
 #else
+    (void)start;
     return 1e9;
 #endif
 }

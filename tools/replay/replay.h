@@ -229,9 +229,17 @@ void rp_big_free(void *p);
 
 /* Minimum over many runs of an empty timing bracket, in clock units. */
 uint64_t rp_calibrate_bracket(void);
-/* Clock ticks per second (TSC frequency estimated against CLOCK_MONOTONIC;
- * 1e9 for the nanosecond fallback clock). */
-double rp_ticks_per_sec(void);
+/* Clock ticks per second: the TSC frequency estimated against
+ * CLOCK_MONOTONIC between rp_ticks_mark() at the start of a replay and
+ * rp_ticks_per_sec() at its end (the passes themselves are the calibration
+ * interval; only a replay shorter than RP_TPS_MIN_NS sleeps for the rest,
+ * after its passes).  1e9 for the nanosecond fallback clock. */
+typedef struct {
+    uint64_t ns, ticks;
+} rp_tick_mark;
+#define RP_TPS_MIN_NS 10000000ull
+void rp_ticks_mark(rp_tick_mark *m);
+double rp_ticks_per_sec(const rp_tick_mark *start);
 
 /* Physical memory of the machine in bytes (0 if unknown). */
 uint64_t rp_phys_bytes(void);

@@ -245,9 +245,10 @@ static int run_passes(rp_run *r)
     int fresh = (b->cls->caps & RPB_FRESH) != 0;
     unsigned ncold = fresh ? o->reps : 1, nwarm = o->warm ? o->reps : 0;
     char err[600];
+    rp_tick_mark tps_start;
     if (o->timing) {
         r->bracket = rp_calibrate_bracket();
-        r->tps = rp_ticks_per_sec();
+        rp_ticks_mark(&tps_start); /* rp_ticks_per_sec() at the end: the passes are the interval */
     }
     if (o->timeline && rpx_timeline_init(&r->tl, r->plan.ops)) {
         fprintf(stderr, PROG ": out of memory\n");
@@ -331,6 +332,8 @@ static int run_passes(rp_run *r)
             }
         }
     }
+    if (o->timing)
+        r->tps = rp_ticks_per_sec(&tps_start);
     if (o->heapmap && o->heapmap_worst && !r->verify_failed)
         rpx_heapmap_worst(&r->plan, b, &r->hm); /* --heapmap-at worst-frag (extras.c) */
     else if (o->heapmap && !r->hm.taken && !r->verify_failed) {
