@@ -14,9 +14,10 @@
  *               request a MINB block can serve).
  * So the control block is org=single's (one list head).
  * The left and right words are links like the lists' (encoded with the
- * same lencode/ldecode from hardening CHECKED up); bit 0 of the value
- * before encoding is the AVL balance: set in the left word when the left
- * subtree is one taller, in the right word when the right one is.
+ * same keys from hardening CHECKED up); bit 0 of the value before encoding
+ * is the AVL balance: set in the left word when the left subtree is one
+ * taller, in the right word when the right one is.  An empty link holds
+ * at_nil (the node itself from CHECKED up) with its balance bit.
  *
  * malloc(s): the leftmost block of the big tree whose size is >= s (descend
  * left while the left subtree's maximum is >= s, else take the node if it
