@@ -45,6 +45,13 @@
 
 #define AT_DEPTH ((unsigned)(12u * sizeof(void *))) /* > 1.45 log2(max nodes + 2) */
 #define AT_HEAVY ((uintptr_t)1)
+/* Node helpers used at many sites: inlined where speed comes first, one
+ * shared copy at -Os (code size first: the compiler would inline them). */
+#ifdef __OPTIMIZE_SIZE__
+#define AT_SHARED DMM_NOINLINE
+#else
+#define AT_SHARED DMM_ALWAYS_INLINE
+#endif
 
 typedef struct at_path {
     unsigned k;                  /* entries */
@@ -154,7 +161,7 @@ static DMM_ALWAYS_INLINE blk *at_child(dmm_heap *h, at_keys k, const blk *b, uns
     return c != at_nil(h, b) ? at_ok(h, k, b, (blk *)c, big, lo, hi) : NULL;
 }
 
-static DMM_ALWAYS_INLINE at_node at_read(dmm_heap *h, at_keys k, const blk *b, bool big)
+static AT_SHARED at_node at_read(dmm_heap *h, at_keys k, const blk *b, bool big)
 {
     uintptr_t l = at_wd(h, k, b, 0), r = at_wd(h, k, b, 1);
     at_node n;
@@ -171,7 +178,7 @@ static DMM_ALWAYS_INLINE int at_bal(const dmm_heap *h, at_keys k, const blk *b)
 }
 
 /* Toggles the balance bit of b's link dir, keeping its child. */
-static DMM_ALWAYS_INLINE void at_flip(const dmm_heap *h, at_keys k, blk *b, unsigned dir)
+static AT_SHARED void at_flip(const dmm_heap *h, at_keys k, blk *b, unsigned dir)
 {
     *at_slot(b, dir) = at_enc(h, k, b, at_wd(h, k, b, dir) ^ AT_HEAVY);
 }
