@@ -375,6 +375,54 @@ TEST(AddrTreeDamage, BalanceBitOverwrittenIsFound) {
     }
 }
 
+// An empty link holds the node itself (with its balance bit) from checked
+// up. A valid tree never sets the balance bit on an empty link (the taller
+// side is not empty), so "empty | balance bit" in that form is damage the
+// checker must name, and the hot paths must survive without handing out a
+// block twice or touching a used one.
+TEST(AddrTreeDamage, EmptyLinkWithBalanceBitIsFound) {
+    for (size_t req : {kBig, kMin}) {
+        Three x(req);
+        ASSERT_TRUE(x.shape_ok()) << req;
+        word(x.a, 0) = x.enc(x.a, (const char *)x.a + 1); // a itself | the balance bit
+        dmm_heap_check_report r = x.check();
+        EXPECT_EQ(r.invariant, DMM_INV_LIST_LINK) << report_str(r);
+        EXPECT_NE(std::string(r.detail).find("balance"), std::string::npos) << report_str(r);
+        std::vector<void *> got;
+        for (int i = 0; i < 4; ++i)
+            got.push_back(dmm_heap_malloc(x.h, req));
+        for (size_t i = 0; i < got.size(); ++i) {
+            for (void *gi : x.g)
+                EXPECT_NE(got[i], gi) << "a used block was handed out";
+            for (size_t j = i + 1; j < got.size(); ++j)
+                if (got[i]) {
+                    EXPECT_NE(got[i], got[j]) << "a block was handed out twice";
+                }
+        }
+        for (const dmm_error &e : x.errs.errors)
+            EXPECT_EQ(e.kind, DMM_ERR_FREE_LIST);
+        EXPECT_TRUE(x.guards_intact());
+    }
+}
+
+// The empty-link form: a node's empty link is the node itself, encoded, so
+// a link overwritten with the plain "empty" value 0 of an unhardened heap is
+// not read as empty but reported.
+TEST(AddrTreeDamage, ZeroedLinkIsNotReadAsEmpty) {
+    for (size_t req : {kBig, kMin}) {
+        Three x(req);
+        ASSERT_TRUE(x.shape_ok()) << req;
+        ASSERT_EQ(word(x.a, 0), x.enc(x.a, nullptr)) << "an empty link is the node itself, encoded";
+        ASSERT_NE(word(x.a, 0), (uintptr_t)0);
+        word(x.b, 1) = 0; // the root's right link (to c) zeroed by a write after free
+        EXPECT_NE(x.check().invariant, DMM_INV_NONE);
+        void *p = dmm_heap_malloc(x.h, req), *q = dmm_heap_malloc(x.h, req);
+        EXPECT_TRUE(x.only_free_list_reports()) << req;
+        EXPECT_NE(p, q);
+        EXPECT_TRUE(x.guards_intact());
+    }
+}
+
 TEST(AddrTreeDamage, LostSubtreeIsFoundByCheckAndFree) {
     for (size_t req : {kBig, kMin}) {
         Three x(req);

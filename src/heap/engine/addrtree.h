@@ -14,9 +14,10 @@
  *               request a MINB block can serve).
  * So the control block is org=single's (one list head).
  * The left and right words are links like the lists' (encoded with the
- * same lencode/ldecode from hardening CHECKED up); bit 0 of the value
- * before encoding is the AVL balance: set in the left word when the left
- * subtree is one taller, in the right word when the right one is.
+ * same keys from hardening CHECKED up); bit 0 of the value before encoding
+ * is the AVL balance: set in the left word when the left subtree is one
+ * taller, in the right word when the right one is.  An empty link holds
+ * at_nil (the node itself from CHECKED up) with its balance bit.
  *
  * malloc(s): the leftmost block of the big tree whose size is >= s (descend
  * left while the left subtree's maximum is >= s, else take the node if it
@@ -44,6 +45,13 @@
 
 #define AT_DEPTH ((unsigned)(12u * sizeof(void *))) /* > 1.45 log2(max nodes + 2) */
 #define AT_HEAVY ((uintptr_t)1)
+/* Node helpers used at many sites: inlined where speed comes first, one
+ * shared copy at -Os (code size first: the compiler would inline them). */
+#ifdef __OPTIMIZE_SIZE__
+#define AT_SHARED DMM_NOINLINE
+#else
+#define AT_SHARED DMM_ALWAYS_INLINE
+#endif
 
 typedef struct at_path {
     unsigned k;                  /* entries */
@@ -64,9 +72,53 @@ dmm_status dmm__addrtree_check(dmm_heap *h, size_t free_blocks, dmm_heap_check_r
 
 static inline blk **at_slot(const blk *b, unsigned dir) { return dir ? lprev(b) : lnext(b); }
 static inline size_t *at_maxp(const blk *b) { return (size_t *)bpayload(b) + 2; }
+/* An empty link of b holds, with the balance bit, b itself from hardening
+ * CHECKED up (like an empty list link: a zeroed word does not decode to
+ * "empty"), else NULL.  Links are stored as (child or at_nil) | balance bit,
+ * encoded from CHECKED up with the lists' keys ((v ^ key2) * key); decoding
+ * keeps the balance bit, so one compare of the word without it against
+ * at_nil tells an empty link. */
+static inline uintptr_t at_nil(const dmm_heap *h, const blk *b) { return HARDENED(h) ? (uintptr_t)b : 0; }
+static inline uintptr_t at_raw(const dmm_heap *h, const blk *b, unsigned dir)
+{
+    uintptr_t e = (uintptr_t)*at_slot(b, dir);
+    return HARDENED(h) ? (e * h->link_kinv) ^ h->link_key2 : e;
+}
+/* b's link dir decoded: the child (NULL when empty) | the balance bit. */
 static inline uintptr_t at_word(const dmm_heap *h, const blk *b, unsigned dir)
 {
-    return (uintptr_t)ldecode(h, b, *at_slot(b, dir));
+    uintptr_t x = at_raw(h, b, dir);
+    return (x & ~AT_HEAVY) == at_nil(h, b) ? (x & AT_HEAVY) : x;
+}
+
+/* The hinted region (the region of the last look-up), read from the heap
+ * once per tree operation: its first block and the granules from there
+ * where a node's three words fit.  The link keys are read where a link is
+ * decoded or encoded (a memory operand costs no extra instruction). */
+typedef struct at_keys {
+    uintptr_t lo;
+    size_t node_g;
+} at_keys;
+static DMM_ALWAYS_INLINE at_keys at_keys_of(const dmm_heap *h)
+{
+    at_keys k = {0, 0};
+    if (HARDENED(h)) {
+        k.lo = h->hint_lo;
+        k.node_g = (h->hint_span >> GRAN_LOG2) - MINB / GRAN; /* a region holds a block: no wrap */
+    }
+    return k;
+}
+static DMM_ALWAYS_INLINE uintptr_t at_wd(const dmm_heap *h, at_keys k, const blk *b, unsigned dir)
+{
+    (void)k;
+    return at_raw(h, b, dir);
+}
+/* The stored form of v (a child or at_nil, | the balance bit). */
+static DMM_ALWAYS_INLINE blk *at_enc(const dmm_heap *h, at_keys k, const blk *b, uintptr_t v)
+{
+    (void)k;
+    (void)b;
+    return (blk *)(HARDENED(h) ? (v ^ h->link_key2) * h->link_key : v);
 }
 
 /* Reports damage found in a free tree (out of line, cold); returns NULL. */
@@ -79,11 +131,12 @@ blk *dmm__addrtree_bad(dmm_heap *h, const void *where, const char *msg);
 
 /* Can c's node words (up to the subtree maximum) be read: granule-aligned,
  * inside a region, a minimum block before its sentinel?  One compare in the
- * region of the last look-up. */
-static DMM_ALWAYS_INLINE bool at_in(dmm_heap *h, const blk *c)
+ * region of the last look-up (a misaligned c rotates its low bits to the
+ * top and fails it too). */
+static DMM_ALWAYS_INLINE bool at_in(dmm_heap *h, at_keys k, const blk *c)
 {
     const blk *sen;
-    if (DMM_LIKELY((uintptr_t)c - h->hint_lo < h->hint_span - MINB && !((uintptr_t)c & (GRAN - 1u))))
+    if (DMM_LIKELY(rotr_w((uintptr_t)c - k.lo, GRAN_LOG2) < k.node_g))
         return true;
     sen = block_room_slow(h, c);
     return sen && (const char *)c + MINB <= (const char *)sen;
@@ -92,9 +145,9 @@ static DMM_ALWAYS_INLINE bool at_in(dmm_heap *h, const blk *c)
 /* c (decoded from a link of b, non-NULL) checked as a node of tree `big`
  * lying strictly inside (lo, hi) where its words can be read: c itself, or
  * NULL after a report. */
-static DMM_ALWAYS_INLINE blk *at_ok(dmm_heap *h, const blk *b, blk *c, bool big, uintptr_t lo, uintptr_t hi)
+static DMM_ALWAYS_INLINE blk *at_ok(dmm_heap *h, at_keys k, const blk *b, blk *c, bool big, uintptr_t lo, uintptr_t hi)
 {
-    if (HARDENED(h) && DMM_UNLIKELY((uintptr_t)c <= lo || (uintptr_t)c >= hi || !at_in(h, c) ||
+    if (HARDENED(h) && DMM_UNLIKELY((uintptr_t)c <= lo || (uintptr_t)c >= hi || !at_in(h, k, c) ||
                                     (c->head & F_STATE) ||
                                     (big ? bsize(c) <= MINB : bsize(c) != MINB)))
         return at_bad(h, b, "a free-tree link was overwritten (use after free?)");
@@ -102,53 +155,53 @@ static DMM_ALWAYS_INLINE blk *at_ok(dmm_heap *h, const blk *b, blk *c, bool big,
 }
 
 /* Child dir of b, checked (within (lo, hi) on a descent). */
-static DMM_ALWAYS_INLINE blk *at_child(dmm_heap *h, const blk *b, unsigned dir, bool big, uintptr_t lo, uintptr_t hi)
+static DMM_ALWAYS_INLINE blk *at_child(dmm_heap *h, at_keys k, const blk *b, unsigned dir, bool big, uintptr_t lo, uintptr_t hi)
 {
-    blk *c = (blk *)(at_word(h, b, dir) & ~AT_HEAVY);
-    return c ? at_ok(h, b, c, big, lo, hi) : NULL;
+    uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
+    return c != at_nil(h, b) ? at_ok(h, k, b, (blk *)c, big, lo, hi) : NULL;
 }
 
-static DMM_ALWAYS_INLINE at_node at_read(dmm_heap *h, const blk *b, bool big)
+static AT_SHARED at_node at_read(dmm_heap *h, at_keys k, const blk *b, bool big)
 {
-    uintptr_t l = at_word(h, b, 0), r = at_word(h, b, 1);
+    uintptr_t l = at_wd(h, k, b, 0), r = at_wd(h, k, b, 1);
     at_node n;
-    n.c[0] = (l & ~AT_HEAVY) ? at_ok(h, b, (blk *)(l & ~AT_HEAVY), big, 0, (uintptr_t)b) : NULL;
-    n.c[1] = (r & ~AT_HEAVY) ? at_ok(h, b, (blk *)(r & ~AT_HEAVY), big, (uintptr_t)b, UINTPTR_MAX) : NULL;
+    n.c[0] = (l & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(l & ~AT_HEAVY), big, 0, (uintptr_t)b) : NULL;
+    n.c[1] = (r & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(r & ~AT_HEAVY), big, (uintptr_t)b, UINTPTR_MAX) : NULL;
     n.bal = (int)(r & AT_HEAVY) - (int)(l & AT_HEAVY);
     return n;
 }
 
 /* b's balance from its two link words (no child is followed). */
-static DMM_ALWAYS_INLINE int at_bal(const dmm_heap *h, const blk *b)
+static DMM_ALWAYS_INLINE int at_bal(const dmm_heap *h, at_keys k, const blk *b)
 {
-    return (int)(at_word(h, b, 1) & AT_HEAVY) - (int)(at_word(h, b, 0) & AT_HEAVY);
+    return (int)(at_wd(h, k, b, 1) & AT_HEAVY) - (int)(at_wd(h, k, b, 0) & AT_HEAVY);
 }
 
 /* Toggles the balance bit of b's link dir, keeping its child. */
-static DMM_ALWAYS_INLINE void at_flip(const dmm_heap *h, blk *b, unsigned dir)
+static AT_SHARED void at_flip(const dmm_heap *h, at_keys k, blk *b, unsigned dir)
 {
-    *at_slot(b, dir) = lencode(h, b, (blk *)(at_word(h, b, dir) ^ AT_HEAVY));
+    *at_slot(b, dir) = at_enc(h, k, b, at_wd(h, k, b, dir) ^ AT_HEAVY);
 }
 
-static DMM_ALWAYS_INLINE void at_write(const dmm_heap *h, blk *b, blk *l, blk *r, int bal)
+static DMM_ALWAYS_INLINE void at_write(const dmm_heap *h, at_keys k, blk *b, blk *l, blk *r, int bal)
 {
-    *lnext(b) = lencode(h, b, (blk *)((uintptr_t)l | (uintptr_t)(bal < 0)));
-    *lprev(b) = lencode(h, b, (blk *)((uintptr_t)r | (uintptr_t)(bal > 0)));
+    *lnext(b) = at_enc(h, k, b, (l ? (uintptr_t)l : at_nil(h, b)) | (uintptr_t)(bal < 0));
+    *lprev(b) = at_enc(h, k, b, (r ? (uintptr_t)r : at_nil(h, b)) | (uintptr_t)(bal > 0));
 }
 
 /* b's children given as (child on side dir, child on the other side). */
-static DMM_ALWAYS_INLINE void at_put(const dmm_heap *h, blk *b, unsigned dir, blk *cd, blk *co, int bal)
+static DMM_ALWAYS_INLINE void at_put(const dmm_heap *h, at_keys k, blk *b, unsigned dir, blk *cd, blk *co, int bal)
 {
     if (dir)
-        at_write(h, b, co, cd, bal);
+        at_write(h, k, b, co, cd, bal);
     else
-        at_write(h, b, cd, co, bal);
+        at_write(h, k, b, cd, co, bal);
 }
 
-static DMM_ALWAYS_INLINE void at_set_child(const dmm_heap *h, blk *b, unsigned dir, blk *c)
+static DMM_ALWAYS_INLINE void at_set_child(const dmm_heap *h, at_keys k, blk *b, unsigned dir, blk *c)
 {
-    uintptr_t heavy = at_word(h, b, dir) & AT_HEAVY;
-    *at_slot(b, dir) = lencode(h, b, (blk *)((uintptr_t)c | heavy));
+    uintptr_t heavy = at_wd(h, k, b, dir) & AT_HEAVY;
+    *at_slot(b, dir) = at_enc(h, k, b, (c ? (uintptr_t)c : at_nil(h, b)) | heavy);
 }
 
 /* Recomputes b's subtree maximum from its size and its children's (tree
@@ -164,23 +217,41 @@ static DMM_ALWAYS_INLINE size_t at_fix(blk *b, const at_node *n)
     return m;
 }
 
+/* The same where b's child on side dir is `below` (NULL or a node already
+ * checked, whose maximum is current): only the other child is read. */
+static DMM_ALWAYS_INLINE size_t at_fix_below(dmm_heap *h, at_keys k, blk *b, unsigned dir, const blk *below)
+{
+    size_t m = bsize(b);
+    const unsigned od = !dir;
+    blk *o = at_child(h, k, b, od, true, od ? (uintptr_t)b : 0, od ? UINTPTR_MAX : (uintptr_t)b);
+    if (below && *at_maxp(below) > m)
+        m = *at_maxp(below);
+    if (o && *at_maxp(o) > m)
+        m = *at_maxp(o);
+    *at_maxp(b) = m;
+    return m;
+}
+
 /* Makes c the subtree at path level i (the root when i == 0). */
-static DMM_ALWAYS_INLINE void at_relink(dmm_heap *h, const at_path *p, unsigned i, blk *c, bool big)
+static DMM_ALWAYS_INLINE void at_relink(dmm_heap *h, at_keys k, const at_path *p, unsigned i, blk *c, bool big)
 {
     if (i == 0)
         *at_root(h, big) = c;
     else
-        at_set_child(h, p->n[i - 1], p->d[i - 1], c);
+        at_set_child(h, k, p->n[i - 1], p->d[i - 1], c);
 }
 
-static DMM_ALWAYS_INLINE bool at_push(dmm_heap *h, at_path *p, blk *c, unsigned dir)
+/* Appends (c, dir) to path p whose length is *n (a local of the descent,
+ * stored in p->k when it ends: kept in a register, not reloaded after every
+ * store). */
+static DMM_ALWAYS_INLINE bool at_push(dmm_heap *h, at_path *p, unsigned *n, blk *c, unsigned dir)
 {
-    if (DMM_UNLIKELY(p->k >= AT_DEPTH)) {
+    if (DMM_UNLIKELY(*n >= AT_DEPTH)) {
         at_bad(h, c, "a free tree is deeper than its balance allows (links overwritten)");
         return false;
     }
-    p->n[p->k] = c;
-    p->d[p->k++] = (unsigned char)dir;
+    p->n[*n] = c;
+    p->d[(*n)++] = (unsigned char)dir;
     return true;
 }
 
@@ -190,21 +261,22 @@ static DMM_ALWAYS_INLINE bool at_push(dmm_heap *h, at_path *p, blk *c, unsigned 
  * level lower than before the insertion or deletion that unbalanced it. */
 static inline blk *at_rotate(dmm_heap *h, blk *a, unsigned dir, bool big, bool *shorter)
 {
+    const at_keys k = at_keys_of(h);
     const int sd = dir ? 1 : -1;
-    at_node A = at_read(h, a, big), X;
+    at_node A = at_read(h, k, a, big), X;
     blk *x = A.c[dir];
     if (!x)
         return NULL;
-    X = at_read(h, x, big);
+    X = at_read(h, k, x, big);
     if (X.bal == -sd) { /* x leans the other way: double rotation through y */
         blk *y = X.c[!dir];
         at_node Y;
         if (!y)
             return NULL;
-        Y = at_read(h, y, big);
-        at_put(h, a, dir, Y.c[!dir], A.c[!dir], Y.bal == sd ? -sd : 0);
-        at_put(h, x, dir, X.c[dir], Y.c[dir], Y.bal == -sd ? sd : 0);
-        at_put(h, y, dir, x, a, 0);
+        Y = at_read(h, k, y, big);
+        at_put(h, k, a, dir, Y.c[!dir], A.c[!dir], Y.bal == sd ? -sd : 0);
+        at_put(h, k, x, dir, X.c[dir], Y.c[dir], Y.bal == -sd ? sd : 0);
+        at_put(h, k, y, dir, x, a, 0);
         if (big) {
             A.c[dir] = Y.c[!dir];
             X.c[!dir] = Y.c[dir];
@@ -220,8 +292,8 @@ static inline blk *at_rotate(dmm_heap *h, blk *a, unsigned dir, bool big, bool *
     /* single rotation: x leans toward dir (insertion or deletion) or is
      * balanced (deletion only: the height stays) */
     *shorter = X.bal != 0;
-    at_put(h, a, dir, X.c[!dir], A.c[!dir], X.bal ? 0 : sd);
-    at_put(h, x, dir, X.c[dir], a, X.bal ? 0 : -sd);
+    at_put(h, k, a, dir, X.c[!dir], A.c[!dir], X.bal ? 0 : sd);
+    at_put(h, k, x, dir, X.c[dir], a, X.bal ? 0 : -sd);
     if (big) {
         A.c[dir] = X.c[!dir];
         X.c[!dir] = a;
@@ -232,22 +304,23 @@ static inline blk *at_rotate(dmm_heap *h, blk *a, unsigned dir, bool big, bool *
 }
 
 /* Inserts free block b (state bits clear, not in a tree). */
-static inline void at_insert_in(dmm_heap *h, blk *b, bool big)
+static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
 {
+    const at_keys k = at_keys_of(h);
     at_path p;
     size_t s = bsize(b);
     uintptr_t lo = 0, hi = UINTPTR_MAX;
     blk *c = *at_root(h, big);
-    p.k = 0;
+    unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_ok(h, b, c, big, lo, hi);
+        c = at_ok(h, k, b, c, big, lo, hi);
     while (c) {
         unsigned dir = b > c;
         if (DMM_UNLIKELY(c == b)) {
             at_bad(h, b, "a block being freed is already in the free tree");
             return;
         }
-        if (!at_push(h, &p, c, dir))
+        if (!at_push(h, &p, &n, c, dir))
             return;
         if (big && *at_maxp(c) < s)
             *at_maxp(c) = s;
@@ -255,77 +328,81 @@ static inline void at_insert_in(dmm_heap *h, blk *b, bool big)
             lo = (uintptr_t)c;
         else
             hi = (uintptr_t)c;
-        c = at_child(h, c, dir, big, lo, hi);
+        c = at_child(h, k, c, dir, big, lo, hi);
     }
-    at_write(h, b, NULL, NULL, 0);
+    at_write(h, k, b, NULL, NULL, 0);
     if (big)
         *at_maxp(b) = s;
-    at_relink(h, &p, p.k, b, big);
+    p.k = n;
+    at_relink(h, k, &p, p.k, b, big);
     for (unsigned i = p.k; i-- > 0;) { /* the side d[i] of n[i] grew */
         blk *a = p.n[i], *r;
         const int sd = p.d[i] ? 1 : -1;
-        const int bal = at_bal(h, a);
+        const int bal = at_bal(h, k, a);
         bool shorter;
         if (bal == -sd) {
-            at_flip(h, a, !p.d[i]); /* balanced, as high as before */
+            at_flip(h, k, a, !p.d[i]); /* balanced, as high as before */
             return;
         }
         if (bal == 0) {
-            at_flip(h, a, p.d[i]); /* taller on the side that grew */
+            at_flip(h, k, a, p.d[i]); /* taller on the side that grew */
             continue;
         }
         if ((r = at_rotate(h, a, p.d[i], big, &shorter)) != NULL)
-            at_relink(h, &p, i, r, big);
+            at_relink(h, k, &p, i, r, big);
         return;
     }
 }
 
 /* Removes b, reached through path p (p->n[p->k - 1] is its parent). */
-static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
+static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
 {
-    at_node B = at_read(h, b, big);
+    const at_keys k = at_keys_of(h);
+    at_node B = at_read(h, k, b, big);
     const unsigned j = p->k;
     size_t gone = bsize(b), ys = 0; /* the sizes that left the subtrees on the path */
     bool balancing = true, two = B.c[0] && B.c[1];
     if (!two) {
-        at_relink(h, p, j, B.c[0] ? B.c[0] : B.c[1], big);
+        at_relink(h, k, p, j, B.c[0] ? B.c[0] : B.c[1], big);
     } else {
         /* b's successor y (leftmost of its right subtree) takes its place */
         blk *y = B.c[1], *yl;
         at_node Y;
-        if (!at_push(h, p, b, 1))
+        unsigned n = p->k;
+        if (!at_push(h, p, &n, b, 1))
             return;
-        while ((yl = at_child(h, y, 0, big, (uintptr_t)b, (uintptr_t)y)) != NULL) {
-            if (!at_push(h, p, y, 0))
+        while ((yl = at_child(h, k, y, 0, big, (uintptr_t)b, (uintptr_t)y)) != NULL) {
+            if (!at_push(h, p, &n, y, 0))
                 return;
             y = yl;
         }
-        Y = at_read(h, y, big);
+        p->k = n;
+        Y = at_read(h, k, y, big);
         ys = bsize(y);
         if (p->k - 1u == j) {
-            at_write(h, y, B.c[0], Y.c[1], B.bal);
+            at_write(h, k, y, B.c[0], Y.c[1], B.bal);
         } else {
-            at_set_child(h, p->n[p->k - 1u], 0, Y.c[1]);
-            at_write(h, y, B.c[0], B.c[1], B.bal);
+            at_set_child(h, k, p->n[p->k - 1u], 0, Y.c[1]);
+            at_write(h, k, y, B.c[0], B.c[1], B.bal);
         }
         p->n[j] = y;
-        at_relink(h, p, j, y, big);
+        at_relink(h, k, p, j, y, big);
     }
     for (unsigned i = p->k; i-- > 0;) { /* the side d[i] of n[i] got lower */
         blk *a = p->n[i];
         if (balancing) {
             const unsigned dir = p->d[i];
-            const int sd = dir ? 1 : -1, bal = at_bal(h, a);
+            const int sd = dir ? 1 : -1, bal = at_bal(h, k, a);
             if (bal == 0) {
-                at_flip(h, a, !dir); /* now taller on the other side, as high as before */
+                at_flip(h, k, a, !dir); /* now taller on the other side, as high as before */
                 balancing = false;
             } else if (bal == sd) {
-                at_flip(h, a, dir); /* balanced, one lower */
+                at_flip(h, k, a, dir); /* balanced, one lower */
             } else {
                 blk *r = at_rotate(h, a, !dir, big, &balancing);
                 if (!r)
                     return;
-                at_relink(h, p, i, r, big);
+                at_relink(h, k, p, i, r, big);
                 continue; /* at_rotate fixed the maxima of what it moved */
             }
         }
@@ -333,7 +410,7 @@ static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
             /* below level j the subtrees lost y, from j up they lost b; y's
              * own maximum (at j) is stale */
             if ((two && i == j) || *at_maxp(a) <= (i > j ? ys : gone)) {
-                at_node A = at_read(h, a, true);
+                at_node A = at_read(h, k, a, true);
                 at_fix(a, &A);
             } else if (!balancing && i < j) {
                 return; /* nothing above changes */
@@ -344,29 +421,39 @@ static inline void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
     }
 }
 
+/* at_delete_at with one copy per tree. */
+static inline void at_unlink(dmm_heap *h, at_path *p, blk *b, bool big)
+{
+    if (big)
+        at_delete_at(h, p, b, true);
+    else
+        at_delete_at(h, p, b, false);
+}
+
 /* Node c0 of tree `big` with its path in p (c0 is not in it), or false
  * after a report when c0 is not where its address says. */
-static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_path *p, blk *c0, bool big)
+static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_keys k, at_path *p, blk *c0, bool big)
 {
     blk *c = *at_root(h, big);
     uintptr_t lo = 0, hi = UINTPTR_MAX;
-    p->k = 0;
+    unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_ok(h, c0, c, big, lo, hi);
+        c = at_ok(h, k, c0, c, big, lo, hi);
     while (c != c0) {
         unsigned dir = c0 > c;
         if (!c) {
             at_bad(h, c0, "a free block is missing from its free tree (link overwritten?)");
             return false;
         }
-        if (!at_push(h, p, c, dir))
+        if (!at_push(h, p, &n, c, dir))
             return false;
         if (dir)
             lo = (uintptr_t)c;
         else
             hi = (uintptr_t)c;
-        c = at_child(h, c, dir, big, lo, hi);
+        c = at_child(h, k, c, dir, big, lo, hi);
     }
+    p->k = n;
     return true;
 }
 
@@ -374,15 +461,27 @@ static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_path *p, blk *c0, bool big
  * where its address says it must be. */
 static inline bool at_remove(dmm_heap *h, blk *b)
 {
+    const at_keys k = at_keys_of(h);
     bool big = bsize(b) > MINB;
     at_path p;
-    if (!at_find(h, &p, b, big))
+    if (!at_find(h, k, &p, b, big))
         return false;
-    at_delete_at(h, &p, b, big);
+    if (big)
+        at_delete_at(h, &p, b, true);
+    else
+        at_delete_at(h, &p, b, false);
     return true;
 }
 
-static inline void at_insert(dmm_heap *h, blk *b) { at_insert_in(h, b, bsize(b) > MINB); }
+/* Inserts free block b into the tree of its size (one copy per tree). */
+static inline void at_insert(dmm_heap *h, blk *b)
+{
+    if (bsize(b) > MINB)
+        at_insert_in(h, b, true);
+    else
+        at_insert_in(h, b, false);
+}
+
 
 /* The subtree maxima on path p after a block of its subtree grew to s. */
 static DMM_ALWAYS_INLINE void at_raise(at_path *p, size_t s)
@@ -392,24 +491,26 @@ static DMM_ALWAYS_INLINE void at_raise(at_path *p, size_t s)
 }
 
 /* The subtree maxima on path p after a block of size `was` there shrank or
- * left: an ancestor whose maximum is above `was` keeps it (and so do all
- * above it); the others are recomputed from their children. */
-static DMM_ALWAYS_INLINE void at_lower(dmm_heap *h, at_path *p, size_t was)
+ * left, `below` being the subtree below the path (the child on side
+ * d[k - 1] of its last node): an ancestor whose maximum is not `was` keeps
+ * it (and so do all above it); the others are recomputed from their size,
+ * the maximum below them on the path and their other child's (read and
+ * checked). */
+static DMM_ALWAYS_INLINE void at_lower(dmm_heap *h, at_keys k, at_path *p, size_t was, const blk *below)
 {
-    for (unsigned i = p->k; i-- > 0 && *at_maxp(p->n[i]) == was;) {
-        at_node A = at_read(h, p->n[i], true);
-        at_fix(p->n[i], &A);
-    }
+    for (unsigned i = p->k; i-- > 0 && *at_maxp(p->n[i]) == was; below = p->n[i])
+        at_fix_below(h, k, p->n[i], p->d[i], below);
 }
 
 /* nb takes node c's place (same neighbours in address order: no block lies
- * between them), reached by path p; the big tree only. */
-static DMM_ALWAYS_INLINE void at_replace(dmm_heap *h, at_path *p, blk *c, blk *nb)
+ * between them), reached by path p; the big tree only.  Returns nb's
+ * subtree maximum. */
+static DMM_ALWAYS_INLINE size_t at_replace(dmm_heap *h, at_keys k, at_path *p, blk *c, blk *nb)
 {
-    at_node C = at_read(h, c, true);
-    at_write(h, nb, C.c[0], C.c[1], C.bal);
-    at_relink(h, p, p->k, nb, true);
-    at_fix(nb, &C);
+    at_node C = at_read(h, k, c, true);
+    at_write(h, k, nb, C.c[0], C.c[1], C.bal);
+    at_relink(h, k, p, p->k, nb, true);
+    return at_fix(nb, &C);
 }
 
 /* Immediate coalescing (coalesce_max 0, no poisoning, no release of empty
@@ -422,6 +523,7 @@ static DMM_ALWAYS_INLINE void at_replace(dmm_heap *h, at_path *p, blk *c, blk *n
  * neither neighbour is free. */
 static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
 {
+    const at_keys k = at_keys_of(h);
     at_path p;
     size_t s = bsize(b), ns;
     blk *nx = bat(b, s), *pv;
@@ -431,7 +533,7 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
             return false;
         if (blisted(nx) && at_remove(h, nx))
             s += bsize(nx);
-        if (!at_find(h, &p, pv, true)) {
+        if (!at_find(h, k, &p, pv, true)) {
             mark_free(b, s, 0);
             at_insert(h, b);
             return true;
@@ -443,9 +545,9 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
         at_raise(&p, s);
         return true;
     }
-    if (!blisted(nx) || (ns = bsize(nx)) == MINB || !at_find(h, &p, nx, true))
+    if (!blisted(nx) || (ns = bsize(nx)) == MINB || !at_find(h, k, &p, nx, true))
         return false;
-    at_replace(h, &p, nx, b);
+    at_replace(h, k, &p, nx, b);
     mark_free(b, s + ns, 0);
     *at_maxp(b) = *at_maxp(b) > s + ns ? *at_maxp(b) : s + ns;
     at_raise(&p, s + ns);
@@ -453,18 +555,19 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
 }
 
 /* The leftmost node of tree `big` with its path in p, or NULL. */
-static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_path *p, bool big, uint64_t *steps)
+static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_keys k, at_path *p, bool big, uint64_t *steps)
 {
     blk *c = *at_root(h, big), *l;
-    p->k = 0;
+    unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_ok(h, c, c, big, 0, UINTPTR_MAX);
-    while (c && (l = at_child(h, c, 0, big, 0, (uintptr_t)c)) != NULL) {
+        c = at_ok(h, k, c, c, big, 0, UINTPTR_MAX);
+    while (c && (l = at_child(h, k, c, 0, big, 0, (uintptr_t)c)) != NULL) {
         ++*steps;
-        if (!at_push(h, p, c, 0))
+        if (!at_push(h, p, &n, c, 0))
             return NULL;
         c = l;
     }
+    p->k = n;
     return c;
 }
 
@@ -474,36 +577,37 @@ static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_path *p, bool big, uin
  * here and takes the block's node, which saves the delete and the insert. */
 static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
 {
+    const at_keys k = at_keys_of(h);
     at_path p;
     uint64_t steps = 1;
     blk *f = NULL, *c;
     bool big = true;
     if (s <= MINB) {
         /* any block fits: the lower of the two trees' leftmost blocks */
-        blk *a = at_leftmost(h, &p, false, &steps);
+        blk *a = at_leftmost(h, k, &p, false, &steps);
         c = *at_root(h, true);
         if (c && HARDENED(h))
-            c = at_ok(h, c, c, true, 0, UINTPTR_MAX);
-        for (blk *l; c && (l = at_child(h, c, 0, true, 0, (uintptr_t)c)) != NULL; c = l)
+            c = at_ok(h, k, c, c, true, 0, UINTPTR_MAX);
+        for (blk *l; c && (l = at_child(h, k, c, 0, true, 0, (uintptr_t)c)) != NULL; c = l)
             ++steps;
         if (a && (!c || a < c)) {
             f = a;
             big = false;
         } else if (c) {
-            f = at_leftmost(h, &p, true, &steps);
+            f = at_leftmost(h, k, &p, true, &steps);
         }
     } else {
         uintptr_t lo = 0, hi = UINTPTR_MAX;
+        unsigned n = 0;
         c = *at_root(h, true);
-        p.k = 0;
         if (c && HARDENED(h))
-            c = at_ok(h, c, c, true, lo, hi);
+            c = at_ok(h, k, c, c, true, lo, hi);
         if (c && *at_maxp(c) >= s) {
             for (;;) {
-                blk *l = at_child(h, c, 0, true, lo, (uintptr_t)c);
+                blk *l = at_child(h, k, c, 0, true, lo, (uintptr_t)c);
                 ++steps;
                 if (l && *at_maxp(l) >= s) {
-                    if (!at_push(h, &p, c, 0))
+                    if (!at_push(h, &p, &n, c, 0))
                         break;
                     hi = (uintptr_t)c;
                     c = l;
@@ -513,16 +617,17 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
                     f = c;
                     break;
                 }
-                if (!at_push(h, &p, c, 1))
+                if (!at_push(h, &p, &n, c, 1))
                     break;
                 lo = (uintptr_t)c;
-                c = at_child(h, c, 1, true, lo, hi);
+                c = at_child(h, k, c, 1, true, lo, hi);
                 if (!c || *at_maxp(c) < s) {
-                    at_bad(h, p.n[p.k - 1u], "a free-tree node's subtree maximum was overwritten");
+                    at_bad(h, p.n[n - 1u], "a free-tree node's subtree maximum was overwritten");
                     break;
                 }
             }
         }
+        p.k = n;
     }
     st_steps(h, steps);
     if (!f)
@@ -535,13 +640,13 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
         size_t bs = bsize(f);
         blk *rem = bat(f, s);
         rem->head = (bs - s) | F_PUSED; /* f is about to be used */
-        at_replace(h, &p, f, rem);
+        at_replace(h, k, &p, f, rem);
         mark_free(rem, bs - s, 0);
         f->head = s | (f->head & F_PUSED);
-        at_lower(h, &p, bs);
+        at_lower(h, k, &p, bs, rem);
         return f;
     }
-    at_delete_at(h, &p, f, big);
+    at_unlink(h, &p, f, big);
     return f;
 }
 
