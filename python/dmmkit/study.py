@@ -718,9 +718,9 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
         judge(doc["runs"])
         summarise(doc)
         clean = clean_nans(doc)
-        if final and prov_mod is not None:
-            # the load after the run, and the tree as it is at the end
-            doc["provenance"] = provenance_record(prov_mod, prov_command, allocs, prov_load)
+        if final and "load" in doc.get("provenance", {}):
+            # the record names the tree the study started from; the load is the one after the runs
+            doc["provenance"]["load"]["after"] = prov_mod.load()
         if final:
             # what is written is what `load_document(..., STUDY)` accepts
             check_document(clean, STUDY, "the study results about to be written", RUNTIME)
