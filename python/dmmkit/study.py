@@ -717,10 +717,10 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
     def save(final: bool = False):
         judge(doc["runs"])
         summarise(doc)
-        clean = clean_nans(doc)
         if final and "load" in doc.get("provenance", {}):
             # the record names the tree the study started from; the load is the one after the runs
             doc["provenance"]["load"]["after"] = prov_mod.load()
+        clean = clean_nans(doc)  # a copy: what the JSON gets, and study.md renders the same doc
         if final:
             # what is written is what `load_document(..., STUDY)` accepts
             check_document(clean, STUDY, "the study results about to be written", RUNTIME)

@@ -260,6 +260,9 @@ def test_study_writes_the_provenance_record(tmp_path):
     for line in ("Command: `scripts/study.sh --quick`", f"Commit {prov['commit']}, {prov['date']}",
                  f"CPU: {prov['cpu']['model']}", "Machine load (1-minute average)"):
         assert line in md, line
+    # study.md renders the very record study.json holds (the load after the runs included)
+    from dmmkit.study import _provenance_module
+    assert _provenance_module().markdown(prov) in md
     # without the script around it, the command is dmmkit's own argument list
     p = run_cli(["study", "--quick", "--alloc", "glibc", "--mt-dir", str(mt), "--no-real", "--no-analyse",
                  "-o", str(out)], env={"DMMKIT_STUDY_SCRIPT": ""}, timeout=120)
