@@ -777,11 +777,20 @@ static DMM_NOINLINE void *malloc_general(dmm_mh *mh, unsigned home, size_t size)
     return select_alloc(mh, home, size, 0);
 }
 
+/* The leaf fast paths below repeat the owner's way through the cache for
+ * speed; a build for size (-Os: firmware) leaves them out and runs the
+ * general paths only (the same behaviour). */
+#if defined(__OPTIMIZE_SIZE__)
+#define MH_LEAF_PATHS 0
+#else
+#define MH_LEAF_PATHS 1
+#endif
+
 /* The owner's cache hit is the whole fast path: loads and stores, no call
  * (so no registers saved); anything else is malloc_general, a tail call. */
 void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
 {
-    if (DMM_LIKELY(mh->caches != NULL) && home < mh->n && size <= DMM_MH_CACHE_MAX_SIZE &&
+    if (MH_LEAF_PATHS && DMM_LIKELY(mh->caches != NULL) && home < mh->n && size <= DMM_MH_CACHE_MAX_SIZE &&
         !offline_node(mh, home)) {
         mh_cache *c = &mh->caches[home];
         if (atomic_load_explicit(&c->owner, memory_order_relaxed) == dmm_port_thread_token() &&
@@ -850,7 +859,7 @@ void dmm_mh_free(dmm_mh *mh, unsigned home, void *ptr)
 {
     if (!ptr)
         return;
-    if (DMM_LIKELY(mh->caches != NULL) && owner_of(mh, ptr) == home && !offline_node(mh, home)) {
+    if (MH_LEAF_PATHS && DMM_LIKELY(mh->caches != NULL) && owner_of(mh, ptr) == home && !offline_node(mh, home)) {
         mh_cache *c = &mh->caches[home];
         if (atomic_load_explicit(&c->owner, memory_order_relaxed) == dmm_port_thread_token() &&
             cache_owner_enter(c)) {
