@@ -289,12 +289,21 @@ def lint(m):
         for script in sorted(set(re.findall(r"\b(scripts/[\w.-]+)", g["generate"] + " " + g.get("update", "")))):
             if not os.path.exists(os.path.join(ROOT, script)):
                 problems.append(f"group {g['name']}: its generator {script} does not exist")
+    # a registered directory: every .md / .json in it (but its README.md, prose)
+    checked = []
     for rel, g in sorted(registered.items()):
         path = os.path.join(RESULTS, rel)
         if not os.path.exists(path):
             problems.append(f"{rel}: registered (group {g['name']}) but missing")
             continue
-        if rel.endswith("/") or not rel.endswith((".md", ".json")):
+        if rel.endswith("/"):
+            checked += [(os.path.relpath(os.path.join(d, fn), RESULTS), g) for d, _, fns in os.walk(path)
+                        for fn in sorted(fns) if fn != "README.md"]
+        else:
+            checked.append((rel, g))
+    for rel, g in checked:
+        path = os.path.join(RESULTS, rel)
+        if not rel.endswith((".md", ".json")):
             continue
         if g.get("provenance") == "pending":
             pending.append(rel)
@@ -347,6 +356,7 @@ def selftest(m):
     """Alter one figure of a committed deterministic JSON and markdown file:
     the comparison must fail and name the file and the row."""
     g = next(g for g in m["groups"] if g.get("kind") == "deterministic" and g.get("short"))
+    global RESULTS
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for rel in g["files"]:
@@ -395,6 +405,22 @@ def selftest(m):
     broken["groups"][0]["generate"] = "scripts/no-such-generator.sh --out {out}"
     if not any("no-such-generator" in p for p in lint(broken)[0]):
         failures.append("lint accepted a group whose generator does not exist")
+    # a file in a registered directory without the record must fail the lint
+    # (checked on a scratch results directory: the tree is not written)
+    dirs = [f for g in m["groups"] if g.get("provenance") != "pending" for f in g["files"] if f.endswith("/")]
+    if dirs:
+        saved = RESULTS
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, dirs[0]))
+            with open(os.path.join(tmp, dirs[0], "no-record.md"), "w") as f:
+                f.write("# no record\n")
+            RESULTS = tmp
+            try:
+                found = any(f"{dirs[0]}no-record.md: no provenance lines" in p for p in lint(m)[0])
+            finally:
+                RESULTS = saved
+        if not found:
+            failures.append(f"lint accepted {dirs[0]}no-record.md, a file without the record")
     return failures
 
 

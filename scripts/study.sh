@@ -13,8 +13,9 @@
 # --workloads, --alloc, --quick, ...; see `dmmkit study --help`).  The full
 # study takes a long time (minutes to tens of minutes, mostly the real
 # programs): run it on a quiet machine.  Writes DIR/study.json (schema
-# dmm-study/1), DIR/study.md and DIR/*.png; this command line is recorded in
-# both.
+# dmm-study/1), DIR/study.md and DIR/*.png; this command line (or
+# $DMMKIT_STUDY_SCRIPT, set by a script that drives this one) is recorded in
+# both, in scripts/provenance.py's record.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -55,6 +56,6 @@ if ! .venv/bin/python -c 'import dmmkit, click, rich, matplotlib' 2>/dev/null; t
     .venv/bin/python -m pip install -q --disable-pip-version-check -e ./python
 fi
 say "dmmkit study -o $OUT ${ARGS[*]}"
-DMMKIT_STUDY_SCRIPT="$CMDLINE" DMMKIT_TOOLS="$ROOT/build/release/tools" DMMKIT_ROOT="$ROOT" \
+DMMKIT_STUDY_SCRIPT="${DMMKIT_STUDY_SCRIPT:-$CMDLINE}" DMMKIT_TOOLS="$ROOT/build/release/tools" DMMKIT_ROOT="$ROOT" \
     .venv/bin/python -m dmmkit study -o "$OUT" "${ARGS[@]}"
 say "done: $OUT/study.md"

@@ -243,7 +243,12 @@ STUDY_SHAPE = Check(Obj(
                             "worst_ratio_overall": ONUM,
                             "worst_ratio_to_best": Opt(Map(Opt(Obj({"ratio": Num, "threads": Int(lo=1)}))))}),
      "analysis": Map(Obj(optional={"threads": Opt(COUNT), "error": OSTR, "trace": OSTR, "process": OSTR, "figures": Opt(Map(Any()))})),
-     "skipped": Map(Str), "notes": Arr(Str), "interrupted": OBOOL, "script": OSTR}), _study_refs)
+     "skipped": Map(Str), "notes": Arr(Str), "interrupted": OBOOL, "script": OSTR,
+     # scripts/provenance.py's record (when run in a source tree)
+     "provenance": Obj({"command": Str, "commit": Str, "date": Str, "cpu": Obj({"model": Str})},
+                       {"compiler": OSTR, "flags": OSTR,
+                        "load": Obj(optional={"before": ONUM, "after": ONUM, "cpus": Opt(COUNT)})})}),
+    _study_refs)
 
 # ---- native tool output ----------------------------------------------------
 

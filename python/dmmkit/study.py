@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import importlib.util
 import math
 import os
 import platform
@@ -521,6 +522,51 @@ def allocator_facts(a: Allocator) -> dict:
     return d
 
 
+def _provenance_module():
+    """The source tree's scripts/provenance.py (the record every
+    bench/results file carries, written the same way by every generator), or
+    None when dmmkit runs outside a source tree."""
+    try:
+        root = find_root()
+    except DmmkitError:
+        root = None
+    path = root / "scripts" / "provenance.py" if root is not None else None
+    if path is None or not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("_dmmkit_provenance", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _dmm_builds(allocs: list[Allocator]) -> list[tuple[str, Path]]:
+    """(label, CMake build tree) of every preloaded library built from this
+    source tree (libdmm and --peer builds of it): their compiler and flags go
+    into the record."""
+    out = []
+    for a in allocs:
+        if a.lib is None or a.label in SYSTEM_ALLOCATORS:
+            continue
+        for d in Path(a.lib).resolve().parents:
+            if (d / "CMakeCache.txt").is_file():
+                out.append((a.label, d))
+                break
+    return out
+
+
+def provenance_record(mod, command: str, allocs: list[Allocator], load_before: float | None) -> dict:
+    """The scripts/provenance.py record of a study: its command, commit,
+    date, CPU, the load before and after, and the compiler and flags of each
+    dmmkit-built library studied."""
+    compiler, flags = None, []
+    for label, d in _dmm_builds(allocs):
+        cc, fl = mod.cmake_build(str(d))
+        compiler = compiler or cc
+        if fl:
+            flags.append(f"{label}: {fl}")
+    return mod.provenance(command, compiler, "; ".join(flags) or None, None, load_before)
+
+
 # --------------------------------------------------------------- driver ---
 
 @dataclass
@@ -626,6 +672,11 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
     outdir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="dmmkit-study-"))
     mach = machine_facts()
+    prov_mod = _provenance_module()
+    prov_command = os.environ.get("DMMKIT_STUDY_SCRIPT") or shlex.join(list(opts.argv) or ["dmmkit", "study"])
+    prov_load = prov_mod.load() if prov_mod is not None else None
+    if prov_mod is None:
+        notes.append("no provenance record: scripts/provenance.py of the dmmkit source tree was not found")
     cores = mach["cores"] or 0
     over = [t for t in opts.threads if cores and t > cores]
     mach["note"] = (f"this machine has {cores} cores: runs with {', '.join(map(str, over))} threads oversubscribe "
@@ -656,6 +707,8 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
         "skipped": {},
         "analysis": {},
     }
+    if prov_mod is not None:
+        doc["provenance"] = provenance_record(prov_mod, prov_command, allocs, prov_load)
     rng = random.Random(opts.seed)
     cells = [(w, t) for w in workloads for t in w.thread_counts(opts.threads)]
     total = opts.reps * len(cells) * len(allocs)
@@ -664,7 +717,10 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
     def save(final: bool = False):
         judge(doc["runs"])
         summarise(doc)
-        clean = clean_nans(doc)
+        if final and "load" in doc.get("provenance", {}):
+            # the record names the tree the study started from; the load is the one after the runs
+            doc["provenance"]["load"]["after"] = prov_mod.load()
+        clean = clean_nans(doc)  # a copy: what the JSON gets, and study.md renders the same doc
         if final:
             # what is written is what `load_document(..., STUDY)` accepts
             check_document(clean, STUDY, "the study results about to be written", RUNTIME)
@@ -778,6 +834,9 @@ def markdown(doc: dict, plots: list[str]) -> str:
     m = doc["machine"]
     s = doc["settings"]
     L = ["# Many-core heap study (dmmkit study)", ""]
+    prov_mod = _provenance_module() if doc.get("provenance") else None
+    if prov_mod is not None:
+        L += [prov_mod.markdown(doc["provenance"]), ""]
     if not doc.get("complete"):
         L += ["**Partial results: the study was interrupted.**", ""]
     if doc.get("script"):

@@ -5,6 +5,7 @@ import json
 import math
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -234,6 +235,61 @@ def test_schema_rejects_damaged_documents(tmp_path):
     bad["schema"] = "dmm-study/2"
     with pytest.raises(DmmkitError, match="reads version 1"):
         check_document(bad, STUDY, "doc")
+
+
+def test_study_writes_the_provenance_record(tmp_path):
+    """study.json and study.md carry scripts/provenance.py's record: the
+    command (scripts/study.sh's line when it drives the study), commit, date,
+    CPU and the load before and after the timed runs.  Needs no build: a
+    stand-in mt program under glibc."""
+    mt = tmp_path / "mt"
+    mt.mkdir()
+    _script(mt / "mt-fake", FAKE_MT)
+    out = tmp_path / "study"
+    p = run_cli(["study", "--quick", "--alloc", "glibc", "--mt-dir", str(mt), "--no-real", "--no-analyse",
+                 "-o", str(out)], env={"DMMKIT_STUDY_SCRIPT": "scripts/study.sh --quick"}, timeout=120)
+    assert p.returncode == 0, p.stderr + p.stdout
+    prov = _load(out)["provenance"]
+    assert prov["command"] == "scripts/study.sh --quick"
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    assert prov["commit"].split("-")[0] == head
+    assert prov["date"].endswith("Z") and prov["cpu"]["model"] and prov["cpu"]["cpus"] == os.cpu_count()
+    assert prov["load"]["before"] is not None and prov["load"]["after"] is not None
+    md = (out / "study.md").read_text()
+    for line in ("Command: `scripts/study.sh --quick`", f"Commit {prov['commit']}, {prov['date']}",
+                 f"CPU: {prov['cpu']['model']}", "Machine load (1-minute average)"):
+        assert line in md, line
+    # study.md renders the very record study.json holds (the load after the runs included)
+    from dmmkit.study import _provenance_module
+    assert _provenance_module().markdown(prov) in md
+    # without the script around it, the command is dmmkit's own argument list
+    p = run_cli(["study", "--quick", "--alloc", "glibc", "--mt-dir", str(mt), "--no-real", "--no-analyse",
+                 "-o", str(out)], env={"DMMKIT_STUDY_SCRIPT": ""}, timeout=120)
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert _load(out)["provenance"]["command"].startswith("dmmkit study --quick --alloc glibc")
+
+
+def test_provenance_names_each_dmm_build(tmp_path):
+    """A library built from this tree (libdmm, a --peer variant) adds its
+    build tree's compiler and flags to the record; system allocators add
+    nothing."""
+    from dmmkit.allocators import Allocator
+    from dmmkit.study import _provenance_module, provenance_record
+    mod = _provenance_module()
+    assert mod is not None
+    build = tmp_path / "build" / "var1024"
+    (build / "lib").mkdir(parents=True)
+    (build / "lib" / "libdmm.so").write_bytes(b"")
+    (build / "CMakeCache.txt").write_text("CMAKE_C_COMPILER:FILEPATH=cc\nCMAKE_BUILD_TYPE:STRING=Release\n"
+                                          "CMAKE_C_FLAGS:STRING=-DDMM_MALLOC_SMALL_MAX=1024u\n"
+                                          "CMAKE_C_FLAGS_RELEASE:STRING=-O3 -DNDEBUG\n")
+    allocs = [Allocator("glibc", "system"), Allocator("dmm1k", "peer", lib=build / "lib" / "libdmm.so")]
+    rec = provenance_record(mod, "scripts/x.sh", allocs, 0.5)
+    assert rec["command"] == "scripts/x.sh" and rec["load"]["before"] == 0.5
+    assert rec["flags"].startswith("dmm1k: -DDMM_MALLOC_SMALL_MAX=1024u -O3 -DNDEBUG (CMake Release")
+    assert rec["compiler"]
+    assert provenance_record(mod, "x", allocs[:1], None)["flags"] is None
 
 
 def test_mean_ci_and_judge():

@@ -467,17 +467,21 @@ static DMM_NOINLINE void cache_locked(mh_cache *c, uintptr_t me, bool op)
 
 /* Enters c without waiting; false: busy (or being revoked).  *fast: entered
  * as its owner (leave with cache_leave either way). */
+static DMM_ALWAYS_INLINE bool cache_owner_enter(mh_cache *c)
+{
+    atomic_store_explicit(&c->owner_in, true, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* the remote fence orders the rest */
+    if (DMM_LIKELY(!atomic_load_explicit(&c->revoke, memory_order_acquire)))
+        return true;
+    atomic_store_explicit(&c->owner_in, false, memory_order_release);
+    return false;
+}
+
 static DMM_ALWAYS_INLINE bool cache_try_enter(mh_cache *c, uintptr_t me, bool *fast)
 {
     if (atomic_load_explicit(&c->owner, memory_order_relaxed) == me) {
-        atomic_store_explicit(&c->owner_in, true, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst); /* the remote fence orders the rest */
-        if (DMM_LIKELY(!atomic_load_explicit(&c->revoke, memory_order_acquire))) {
-            *fast = true;
-            return true;
-        }
-        atomic_store_explicit(&c->owner_in, false, memory_order_release);
-        return false;
+        *fast = true;
+        return cache_owner_enter(c);
     }
     if (atomic_flag_test_and_set_explicit(&c->busy.f, memory_order_acquire))
         return false;
@@ -514,6 +518,8 @@ static DMM_ALWAYS_INLINE void cache_leave(mh_cache *c, bool fast)
 static void cache_sort(dmm_mh *mh, unsigned home, mh_cache *c)
 {
     dmm_heap *heap = mh->nodes[home].heap;
+    const bool hard = hardened(mh);
+    const unsigned cap = mh->cfg.home_cache;
     for (unsigned k = 0; k < c->npend; k++) {
         void *p = c->pend[k];
         size_t u = dmm_heap_usable_size(heap, p);
@@ -522,21 +528,22 @@ static void cache_sort(dmm_mh *mh, unsigned home, mh_cache *c)
             continue;
         }
         unsigned b = (unsigned)(u / CACHE_GRAN);
+        uintptr_t mark = cache_mark(c, p);
         bool dup = false; /* looked for only when the node heap is hardened */
-        bool look = hardened(mh) && (b == 0 || ((uintptr_t *)p)[1] == cache_mark(c, p));
+        bool look = hard && (b == 0 || ((uintptr_t *)p)[1] == mark);
         for (void *q = look ? c->bin[b] : NULL; q && !dup; q = *(void **)q)
             dup = q == p;
         if (dup) {
             report(mh, DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, p, "double free of a block in the home cache");
             continue;
         }
-        if (c->n[b] >= mh->cfg.home_cache) {
+        if (c->n[b] >= cap) {
             dmm_heap_free(heap, p);
             continue;
         }
         *(void **)p = c->bin[b];
-        if (b > 0 && hardened(mh))
-            ((uintptr_t *)p)[1] = cache_mark(c, p);
+        if (b > 0 && hard)
+            ((uintptr_t *)p)[1] = mark;
         c->bin[b] = p;
         c->n[b]++;
         c->count++;
@@ -753,7 +760,8 @@ static void *select_alloc(dmm_mh *mh, unsigned home, size_t size, size_t align)
     return select_alloc_try(mh, home, size, align, true);
 }
 
-void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
+/* Every malloc but the owner's cache hit. */
+static DMM_NOINLINE void *malloc_general(dmm_mh *mh, unsigned home, size_t size)
 {
     if (mh->caches && home < mh->n) {
         void *p = cache_alloc(mh, home, size);
@@ -767,6 +775,35 @@ void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
         dmm_mh_cache_flush(mh, home);
     }
     return select_alloc(mh, home, size, 0);
+}
+
+/* The leaf fast paths below repeat the owner's way through the cache for
+ * speed; a build for size (-Os: firmware) leaves them out and runs the
+ * general paths only (the same behaviour). */
+#if defined(__OPTIMIZE_SIZE__)
+#define MH_LEAF_PATHS 0
+#else
+#define MH_LEAF_PATHS 1
+#endif
+
+/* The owner's cache hit is the whole fast path: loads and stores, no call
+ * (so no registers saved); anything else is malloc_general, a tail call. */
+void *dmm_mh_malloc(dmm_mh *mh, unsigned home, size_t size)
+{
+    if (MH_LEAF_PATHS && DMM_LIKELY(mh->caches != NULL) && home < mh->n && size <= DMM_MH_CACHE_MAX_SIZE &&
+        !offline_node(mh, home)) {
+        mh_cache *c = &mh->caches[home];
+        if (atomic_load_explicit(&c->owner, memory_order_relaxed) == dmm_port_thread_token() &&
+            cache_owner_enter(c)) {
+            void *p = cache_pop(c, (unsigned)((size + CACHE_GRAN - 1) / CACHE_GRAN));
+            if (DMM_LIKELY(p != NULL))
+                c->hits++;
+            cache_leave(c, true);
+            if (DMM_LIKELY(p != NULL))
+                return p;
+        }
+    }
+    return malloc_general(mh, home, size);
 }
 
 void *dmm_mh_aligned_alloc(dmm_mh *mh, unsigned home, size_t align, size_t size)
@@ -807,14 +844,34 @@ static unsigned owner_for_free(dmm_mh *mh, const void *ptr, dmm_op op)
 
 static DMM_NOINLINE void free_slow(dmm_mh *mh, unsigned home, void *ptr);
 
+/* Every free but the owner's park with room: a home's own block parked in
+ * its cache (any thread), else to the owner. */
+static DMM_NOINLINE void free_general(dmm_mh *mh, unsigned home, void *ptr)
+{
+    if (mh->caches && owner_of(mh, ptr) == home && !offline_node(mh, home) && cache_park(mh, home, ptr))
+        return;
+    free_slow(mh, home, ptr);
+}
+
+/* The fast path: the cache's owner parks a free of its home's own block
+ * while there is room; loads and stores, no call (see dmm_mh_malloc). */
 void dmm_mh_free(dmm_mh *mh, unsigned home, void *ptr)
 {
     if (!ptr)
         return;
-    /* the fast path: a home's own block parked in its cache */
-    if (mh->caches && owner_of(mh, ptr) == home && !offline_node(mh, home) && cache_park(mh, home, ptr))
-        return;
-    free_slow(mh, home, ptr);
+    if (MH_LEAF_PATHS && DMM_LIKELY(mh->caches != NULL) && owner_of(mh, ptr) == home && !offline_node(mh, home)) {
+        mh_cache *c = &mh->caches[home];
+        if (atomic_load_explicit(&c->owner, memory_order_relaxed) == dmm_port_thread_token() &&
+            cache_owner_enter(c)) {
+            bool room = c->npend < DMM_MH_CACHE_PENDING;
+            if (room)
+                c->pend[c->npend++] = ptr;
+            cache_leave(c, true);
+            if (room)
+                return;
+        }
+    }
+    free_general(mh, home, ptr);
 }
 
 /* Every other free: to the owner, locked or queued (or refused: foreign,

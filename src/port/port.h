@@ -135,6 +135,15 @@ void dmm_port_yield(void);
  * that starts after another ended may get its token).  A constant on a port
  * without threads.  For the multi-heap's owned home caches. */
 uintptr_t dmm_port_thread_token(void);
+/* The posix port's library build (cmake/DmmLibrary.cmake defines
+ * DMM_PORT_INLINE_TOKEN there) reads the same thread-local object inline: the
+ * multi-heap asks for the token on every malloc and free, and a call there
+ * makes the fast path save and restore registers around it.  Any other
+ * build calls the function; both give the same token. */
+#if defined(DMM_PORT_INLINE_TOKEN) && DMM_PORT_INLINE_TOKEN
+extern _Thread_local uint16_t dmm_port_token_object;
+#define dmm_port_thread_token() ((uintptr_t)&dmm_port_token_object)
+#endif
 
 /* Asymmetric fences, for a fast path that must not pay for an atomic
  * read-modify-write: remote_fence() returns after every other running thread

@@ -187,11 +187,9 @@ void dmm_port_cpu_relax(void)
 
 void dmm_port_yield(void) { sched_yield(); }
 
-uintptr_t dmm_port_thread_token(void)
-{
-    static _Thread_local uint16_t token; /* its address; 2-aligned, so even */
-    return (uintptr_t)&token;
-}
+_Thread_local uint16_t dmm_port_token_object; /* its address is the token; 2-aligned, so even */
+
+uintptr_t(dmm_port_thread_token)(void) { return (uintptr_t)&dmm_port_token_object; }
 
 /* 0: not asked yet, 1: registered, -1: the OS cannot */
 static atomic_int remote_fence_state;
