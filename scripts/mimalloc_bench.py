@@ -126,6 +126,13 @@ def build_libdmm():
 
 
 def preload_of(alloc, libdmm):
+    """The library preloaded for an allocator: libdmm's, none for glibc, a
+    system allocator's, or NAME=/path/lib.so (any other malloc library)."""
+    if "=" in alloc:
+        path = alloc.split("=", 1)[1]
+        if not os.path.isfile(path):
+            die(f"{alloc}: no such file")
+        return os.path.abspath(path)
     if alloc == "libdmm":
         return libdmm
     if alloc == "glibc":
@@ -223,6 +230,8 @@ def analyse(tests, allocs, runs):
                 "time": summarize(r["time"] for r in ok),
                 "cpu": summarize(r["cpu"] for r in ok),
                 "wall": summarize(r["wall"] for r in ok),
+                "sys": summarize(r.get("sys") for r in ok),
+                "minflt": summarize(r.get("minflt") for r in ok),
                 "rss_kb": summarize(r["rss_kb"] for r in ok),
                 "time_by_rep": {str(r["rep"]): r["time"] for r in ok},
             }
@@ -299,6 +308,9 @@ def markdown(doc):
                "and glibc-thread: bench.sh's relative time from the program's own throughput (lower is better).")
     L += table("rss_kb", "Peak RSS (MiB)", "ru_maxrss of the program.", scale=1 / 1024)
     L += table("wall", "Wall time (s)", "Elapsed; on a shared machine this carries the other users' load.")
+    L += table("sys", "System CPU time (s)", "The kernel's share of the CPU time: mapping, discarding and faulting "
+               "pages in.")
+    L += table("minflt", "Minor page faults", "ru_minflt of the program (GNU time's %R).")
     L += ["## libdmm against mimalloc, repetition by repetition", "",
           "| test | libdmm time / mimalloc | libdmm faster in | best allocator | libdmm / best |",
           "|---|---:|---:|---|---:|"]
@@ -325,18 +337,46 @@ def markdown(doc):
     return "\n".join(L) + "\n"
 
 
+def render(path, analysis, out):
+    """The .md again from a .json's runs (the figures are recomputed from
+    them), with the analysis text attached."""
+    with open(path) as f:
+        doc = json.load(f)
+    doc["results"], doc["geomean"], doc["best"] = analyse(doc["tests"], doc["allocators"], doc["runs"])
+    if analysis:
+        with open(analysis) as f:
+            doc["analysis"] = f.read()
+        doc["analysis_file"] = os.path.relpath(os.path.abspath(analysis), ROOT)
+    write(doc, out)
+
+
+def write(doc, out):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "libdmm_mimalloc_bench.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(out, "libdmm_mimalloc_bench.md"), "w") as f:
+        f.write(markdown(doc))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench-dir", help="build directory of mimalloc-bench's bench/ (required)")
     ap.add_argument("--bench-src", help="mimalloc-bench's bench/ source directory (default: from CMakeCache.txt)")
-    ap.add_argument("--allocs", default=DEFAULT_ALLOCS)
+    ap.add_argument("--allocs", default=DEFAULT_ALLOCS,
+                    help="comma-separated: libdmm, glibc, mimalloc, jemalloc, tcmalloc, tbbmalloc, NAME=/path/lib.so")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--tests", default="", help="comma-separated test names (default: all)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--analysis", help="a markdown file appended to the .md (the callgrind breakdown)")
     ap.add_argument("--libdmm", help="libdmm.so to use (default: build the release preset's)")
+    ap.add_argument("--render", metavar="JSON", help="run nothing: rewrite the .md (and the .json's analysis) "
+                    "from a results .json this script wrote, with --analysis")
     a = ap.parse_args()
+    if a.render:
+        render(a.render, a.analysis, a.out)
+        return
     if not a.bench_dir:
         die("--bench-dir DIR is required: the build directory of mimalloc-bench's bench/ programs (see docs/malloc.md)")
     bench_dir = os.path.abspath(a.bench_dir)
@@ -360,11 +400,12 @@ def main():
     if not runnable:
         die(f"none of the tests' programs is in {bench_dir}")
     tests = runnable
-    allocs = [x for x in a.allocs.split(",") if x]
-    libdmm = a.libdmm or (build_libdmm() if "libdmm" in allocs else None)
-    if "libdmm" in allocs and not os.path.isfile(libdmm):
+    specs = [x for x in a.allocs.split(",") if x]
+    libdmm = a.libdmm or (build_libdmm() if "libdmm" in specs else None)
+    if "libdmm" in specs and not os.path.isfile(libdmm):
         die(f"{libdmm}: no such file")
-    libs = {x: preload_of(x, libdmm) for x in allocs}
+    libs = {x.split("=", 1)[0]: preload_of(x, libdmm) for x in specs}
+    allocs = list(libs)
     commands = {}
     for t in tests:
         prog, args, stdin, parser, _ = all_tests[t]
@@ -389,6 +430,7 @@ def main():
     ccc, cflags = provenance.cmake_build(os.path.join(ROOT, "build", "release"))
     shown_cmd = ("scripts/mimalloc_bench.py --bench-dir DIR" + (f" --allocs {a.allocs}" if a.allocs != DEFAULT_ALLOCS else "")
                  + f" --reps {a.reps}" + (f" --tests {a.tests}" if a.tests else "")
+                 + (" --libdmm LIB" if a.libdmm else "")
                  + (f" --analysis {os.path.relpath(a.analysis, ROOT)}" if a.analysis else ""))
     load_before = provenance.load()
     differences = (
@@ -462,12 +504,7 @@ def main():
         if a.analysis:
             with open(a.analysis) as f:
                 doc["analysis"] = f.read()
-        os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, "libdmm_mimalloc_bench.json"), "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        with open(os.path.join(a.out, "libdmm_mimalloc_bench.md"), "w") as f:
-            f.write(markdown(doc))
+        write(doc, a.out)
         print(f"repetition {rep} of {a.reps} written to {a.out}", flush=True)
 
 
