@@ -25,8 +25,9 @@ run for a fixed time the "relative time" bench.sh derives from their own
 throughput (larson: its printed relative time; xmalloc-test: its rtime;
 rptest: 2e6 / memory ops per CPU second; glibc-thread: 1e9 / iterations).
 
-Writes OUT/libdmm_mimalloc_bench.{json,md} (OUT: bench/results) after every
-repetition, so a stopped run leaves the repetitions it finished.
+Writes OUT/NAME.{json,md} (OUT: bench/results, NAME: libdmm_mimalloc_bench)
+after every repetition, so a stopped run leaves the repetitions it finished.
+--render JSON rewrites the .md from a run's .json, with --analysis's text.
 """
 import argparse
 import hashlib
@@ -337,7 +338,7 @@ def markdown(doc):
     return "\n".join(L) + "\n"
 
 
-def render(path, analysis, out):
+def render(path, analysis, out, name):
     """The .md again from a .json's runs (the figures are recomputed from
     them), with the analysis text attached."""
     with open(path) as f:
@@ -347,15 +348,15 @@ def render(path, analysis, out):
         with open(analysis) as f:
             doc["analysis"] = f.read()
         doc["analysis_file"] = os.path.relpath(os.path.abspath(analysis), ROOT)
-    write(doc, out)
+    write(doc, out, name)
 
 
-def write(doc, out):
+def write(doc, out, name):
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "libdmm_mimalloc_bench.json"), "w") as f:
+    with open(os.path.join(out, name + ".json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    with open(os.path.join(out, "libdmm_mimalloc_bench.md"), "w") as f:
+    with open(os.path.join(out, name + ".md"), "w") as f:
         f.write(markdown(doc))
 
 
@@ -368,6 +369,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--tests", default="", help="comma-separated test names (default: all)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--name", default="libdmm_mimalloc_bench", help="the results files' name (NAME.json, NAME.md)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--analysis", help="a markdown file appended to the .md (the callgrind breakdown)")
     ap.add_argument("--libdmm", help="libdmm.so to use (default: build the release preset's)")
@@ -375,7 +377,7 @@ def main():
                     "from a results .json this script wrote, with --analysis")
     a = ap.parse_args()
     if a.render:
-        render(a.render, a.analysis, a.out)
+        render(a.render, a.analysis, a.out, a.name)
         return
     if not a.bench_dir:
         die("--bench-dir DIR is required: the build directory of mimalloc-bench's bench/ programs (see docs/malloc.md)")
@@ -431,6 +433,7 @@ def main():
     shown_cmd = ("scripts/mimalloc_bench.py --bench-dir DIR" + (f" --allocs {a.allocs}" if a.allocs != DEFAULT_ALLOCS else "")
                  + f" --reps {a.reps}" + (f" --tests {a.tests}" if a.tests else "")
                  + (" --libdmm LIB" if a.libdmm else "")
+                 + (f" --name {a.name}" if a.name != "libdmm_mimalloc_bench" else "")
                  + (f" --analysis {os.path.relpath(a.analysis, ROOT)}" if a.analysis else ""))
     load_before = provenance.load()
     differences = (
@@ -504,7 +507,7 @@ def main():
         if a.analysis:
             with open(a.analysis) as f:
                 doc["analysis"] = f.read()
-        write(doc, a.out)
+        write(doc, a.out, a.name)
         print(f"repetition {rep} of {a.reps} written to {a.out}", flush=True)
 
 
