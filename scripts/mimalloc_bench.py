@@ -323,6 +323,20 @@ def markdown(doc):
         b = doc["best"].get(t, {})
         L.append(f"| {t} | {fmt(d.get('ratio', {}).get('mimalloc', {}).get('time'))} | {w[0]} of {w[1]} | "
                  f"{b.get('best', '-')} | {fmt(b.get('libdmm_over_best'))} |")
+    for other in [x for x in allocs if x.startswith("libdmm") and x != "libdmm" and "libdmm" in allocs]:
+        L += ["", f"## libdmm against {other}, repetition by repetition", "",
+              f"| test | time / {other} | faster in | minor faults / {other} | fewer faults in |",
+              "|---|---:|---:|---:|---:|"]
+        for t in tests:
+            mine = {r["rep"]: r for r in doc["runs"] if r["test"] == t and r["alloc"] == "libdmm" and not r["error"]}
+            base = {r["rep"]: r for r in doc["runs"] if r["test"] == t and r["alloc"] == other and not r["error"]}
+            reps = [k for k in mine if k in base]
+            ft = sum(1 for k in reps if mine[k]["time"] < base[k]["time"])
+            ff = sum(1 for k in reps if (mine[k]["minflt"] or 0) < (base[k]["minflt"] or 0))
+            rt = res[t]["libdmm"]["time"]["median"], res[t][other]["time"]["median"]
+            rf = res[t]["libdmm"]["minflt"]["median"], res[t][other]["minflt"]["median"]
+            L.append(f"| {t} | {fmt(rt[0] / rt[1] if all(rt) else None)} | {ft} of {len(reps)} | "
+                     f"{fmt(rf[0] / rf[1] if all(rf) else None)} | {ff} of {len(reps)} |")
     L += ["", "## Tests and arguments", "", "| test | command | note |", "|---|---|---|"]
     for t in tests:
         spec = doc["commands"][t]
@@ -338,16 +352,22 @@ def markdown(doc):
     return "\n".join(L) + "\n"
 
 
-def render(path, analysis, out, name):
+def render(path, analysis, out, name, bench_commit=None):
     """The .md again from a .json's runs (the figures are recomputed from
     them), with the analysis text attached."""
     with open(path) as f:
         doc = json.load(f)
     doc["results"], doc["geomean"], doc["best"] = analyse(doc["tests"], doc["allocators"], doc["runs"])
+    if bench_commit:
+        doc["mimalloc_bench_commit"] = f"{bench_commit} (given: the programs were built from a copy of it)"
     if analysis:
         with open(analysis) as f:
             doc["analysis"] = f.read()
         doc["analysis_file"] = os.path.relpath(os.path.abspath(analysis), ROOT)
+        cmd = doc["provenance"]["command"].split(" (then: ")[0]
+        doc["provenance"]["command"] = (f"{cmd} (then: scripts/mimalloc_bench.py --render "
+                                        f"bench/results/{name}.json --analysis {doc['analysis_file']}"
+                                        + (f" --bench-commit {bench_commit}" if bench_commit else "") + ")")
     write(doc, out, name)
 
 
@@ -373,11 +393,13 @@ def main():
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--analysis", help="a markdown file appended to the .md (the callgrind breakdown)")
     ap.add_argument("--libdmm", help="libdmm.so to use (default: build the release preset's)")
+    ap.add_argument("--bench-commit", help="mimalloc-bench's commit, when the source directory is not a git "
+                    "checkout (a copy, edited to build)")
     ap.add_argument("--render", metavar="JSON", help="run nothing: rewrite the .md (and the .json's analysis) "
                     "from a results .json this script wrote, with --analysis")
     a = ap.parse_args()
     if a.render:
-        render(a.render, a.analysis, a.out, a.name)
+        render(a.render, a.analysis, a.out, a.name, a.bench_commit)
         return
     if not a.bench_dir:
         die("--bench-dir DIR is required: the build directory of mimalloc-bench's bench/ programs (see docs/malloc.md)")
@@ -428,6 +450,8 @@ def main():
                                    check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         mb_commit = "unknown (source directory is not a git checkout)"
+    if a.bench_commit:
+        mb_commit = f"{a.bench_commit} (given: the programs were built from a copy of it)"
     bcc, bflags = provenance.cmake_build(bench_dir)
     ccc, cflags = provenance.cmake_build(os.path.join(ROOT, "build", "release"))
     shown_cmd = ("scripts/mimalloc_bench.py --bench-dir DIR" + (f" --allocs {a.allocs}" if a.allocs != DEFAULT_ALLOCS else "")
