@@ -213,7 +213,9 @@ def fmt(v, digits=3):
         return "-"
     if v >= 100:
         return f"{v:,.0f}"
-    return f"{v:.{digits}g}" if v < 1 else f"{v:.{digits - 1}f}" if v < 10 else f"{v:.1f}"
+    if v < 1 and round(v, digits) < 1:
+        return f"{v:.{digits}g}"
+    return f"{v:.{digits - 1}f}" if v < 10 else f"{v:.1f}"
 
 
 def analyse(tests, allocs, runs):
