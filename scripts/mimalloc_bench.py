@@ -476,7 +476,8 @@ def main():
     # run do not change which commit the figures belong to
     prov = provenance.provenance(
         shown_cmd, compiler=ccc, flags=cflags, load_before=load_before,
-        impl="libdmm from build/release (default mode); peers preloaded from their Debian packages")
+        impl=("libdmm from --libdmm (a copy of a build)" if a.libdmm else "libdmm from build/release")
+        + " (default mode); peers preloaded from their Debian packages")
     runs, loads = [], []
     work = tempfile.mkdtemp(prefix="mib-")
     doc = None
