@@ -141,6 +141,9 @@ typedef struct segment {
                                   segment or more: see large_alloc) */
     size_t large_guard;        /* large, secure mode: guard bytes at the end */
     bool large_dirty;          /* large: reused from the cache, not zero */
+    uint64_t dirty;            /* small, default mode: bit i set = page i is
+                                  retired but its memory not yet discarded
+                                  (owner only; see page_retire) */
     uint64_t large_stamp;      /* large, cached: the cache tick it came in at */
     struct theap *heap;        /* small, medium: owner */
     struct segment *next;      /* small, medium: the owner's segments */
@@ -210,6 +213,8 @@ typedef struct theap {
     _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
     size_t mfreed;             /* parked: medium bytes freed since the last
                                   discard walk */
+    uint32_t dirty_pages;      /* retired small pages of its segments not
+                                  yet discarded (the segments' dirty bits) */
     uint32_t qhead, qcount;    /* secure mode: the quarantine ring */
     struct mblock *quar[QUAR];
     uint32_t mqhead, mqcount;  /* secure mode: the medium blocks' ring */
@@ -689,10 +694,14 @@ static mpage *page_new(theap *h, unsigned cls)
             break;
     if (!s && !(s = segment_new(h)))
         return NULL;
-    for (size_t i = 1; i < PAGES; i++) {
-        mpage *pg = &s->page[i];
+    for (size_t i = s->dirty ? (size_t)__builtin_ctzll(s->dirty) : 1u; i < PAGES; i++) {
+        mpage *pg = &s->page[i]; /* a retired page still resident first */
         if (pg->heap)
             continue;
+        if (s->dirty >> i & 1u) {
+            s->dirty &= ~((uint64_t)1 << i);
+            h->dirty_pages--;
+        }
         if (i >= s->pages_open) { /* first use: accessible from now on */
             if (!dmm_port_pages_unguard(page_start(s, s->pages_open), (i + 1u - s->pages_open) * PAGE_SIZE))
                 return NULL;
@@ -728,8 +737,34 @@ static inline segment *block_seg(const void *p)
 }
 static inline size_t page_index(segment *s, const void *p) { return ((uintptr_t)p - (uintptr_t)s) >> PAGE_SHIFT; }
 
+/* Default mode: a retired page's memory is discarded on a schedule, not at
+ * once: a program whose pages empty and fill again (threads that free each
+ * other's blocks, a burst of frees then of mallocs) would otherwise pay an
+ * madvise and a fault per 4 KiB every time (larson: about 2,000 madvise
+ * calls a second).  A heap keeps at most this many retired pages resident;
+ * one more, and all of them are discarded (runs of adjacent pages in one
+ * call); page_new takes a resident one first; thread exit and malloc_trim
+ * (heap_tidy) discard all. */
+#define DIRTY_PAGES_MAX 32u
+_Static_assert(PAGES == 64u, "a segment's dirty pages are one 64-bit mask");
+
+static void heap_discard_dirty(theap *h)
+{
+    for (segment *s = h->segs; s && h->dirty_pages; s = s->next) {
+        while (s->dirty) {
+            unsigned lo = (unsigned)__builtin_ctzll(s->dirty), hi = lo;
+            while (hi + 1u < PAGES && (s->dirty >> (hi + 1u) & 1u))
+                hi++;
+            dmm_port_pages_discard(page_start(s, lo), (size_t)(hi - lo + 1u) * PAGE_SIZE);
+            s->dirty &= ~((((uint64_t)1 << (hi - lo + 1u)) - 1u) << lo); /* lo >= 1: page 0 is the header */
+            h->dirty_pages -= hi - lo + 1u;
+        }
+    }
+}
+
 /* Gives an empty page back to its segment (and the segment to the OS when
- * it has no page left).  The page's memory is discarded. */
+ * it has no page left).  The page's memory is discarded (in default mode on
+ * a schedule: heap_discard_dirty). */
 static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
 {
     segment *s = seg_of(pg);
@@ -745,10 +780,16 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
     if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
-    if (--s->pages_used == 0)
+    if (--s->pages_used == 0) {
+        h->dirty_pages -= (uint32_t)__builtin_popcountll(s->dirty);
         segment_free(h, s);
-    else
+    } else if (G.secure) { /* secure mode hands pages out zero-filled */
         dmm_port_pages_discard(page_start(s, i), PAGE_SIZE);
+    } else {
+        s->dirty |= (uint64_t)1 << i;
+        if (++h->dirty_pages > DIRTY_PAGES_MAX)
+            heap_discard_dirty(h);
+    }
 }
 
 /* How a free knows that the block is allocated.  It depends on the mode:
@@ -928,6 +969,7 @@ static void heap_tidy(theap *h)
             pg = nx;
         }
     }
+    heap_discard_dirty(h);
     medium_release_if_empty(h);
 }
 
@@ -1670,8 +1712,10 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
             pg->free = b;
             pg->used--;
             page_collect(pg);
-            if (pg->used == 0)
+            if (pg->used == 0) {
                 page_retire(o, pg);
+                heap_discard_dirty(o); /* a parked heap keeps no free page resident */
+            }
             heap_put_parked(o);
             return;
         }
@@ -2191,8 +2235,8 @@ void *dmm_pvalloc(size_t n)
  * what they can now (heap_tidy): pages that are empty once remote frees are
  * in, segments without pages, empty medium heaps with their segments, the
  * pages inside free medium blocks.  Heaps bound to other live threads are
- * theirs to touch: their owners give back as they go (empty pages at
- * once, everything at thread exit).  1 when memory went back to the OS. */
+ * theirs to touch: their owners give back as they go (empty pages on a
+ * schedule, heap_discard_dirty; everything at thread exit).  1 when memory went back to the OS. */
 int dmm_malloc_trim(void)
 {
     uint64_t before = atomic_load_explicit(&G.mapped, memory_order_relaxed);
@@ -2201,13 +2245,13 @@ int dmm_malloc_trim(void)
     theap *me = tl_heap;
     global_init();
     if (me) {
-        discarded |= me->mheap != NULL;
+        discarded |= me->mheap != NULL || me->dirty_pages != 0;
         heap_tidy(me);
     }
     for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all) {
         if (h == me || atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_PARKED || !heap_take_parked(h))
             continue;
-        discarded |= h->mheap != NULL;
+        discarded |= h->mheap != NULL || h->dirty_pages != 0;
         heap_tidy(h);
         heap_put_parked(h);
     }

@@ -912,6 +912,101 @@ TEST(MallocChild, Trim)
     dmm_free(p);
 }
 
+// An emptied small page is discarded on a schedule, not at once (issue 27,
+// mimalloc-bench's larson: an madvise and a refault per page every time a
+// page empties and fills again): the owner's retired pages stay resident,
+// up to 32 of them; one more and they all go back to the OS; malloc_trim
+// gives back the rest.  Residency read with mincore.  In a fresh process.
+TEST(MallocThreads, EmptiedPagesAreDiscardedOnASchedule)
+{
+    run_child_test("DirtyPages", nullptr, 60);
+}
+
+namespace {
+constexpr size_t kPage = 64u << 10; // libdmm's small page
+bool resident(void *page)
+{
+    unsigned char vec[16];
+    size_t os = static_cast<size_t>(sysconf(_SC_PAGESIZE)), n = kPage / os;
+    if (n > sizeof vec)
+        n = sizeof vec;
+    EXPECT_EQ(mincore(page, n * os, vec), 0);
+    for (size_t i = 0; i < n; i++)
+        if (vec[i] & 1u)
+            return true;
+    return false;
+}
+// Fills `pages` whole pages of 2 KiB blocks (written, so resident) and one
+// more (the class's current page, never retired by a free); returns the
+// blocks grouped by page, the current page's last.
+std::vector<std::vector<void *>> fill_pages(size_t pages)
+{
+    std::vector<std::vector<void *>> by_page;
+    std::vector<void *> all;
+    while (by_page.size() < pages + 1u) {
+        void *p = dmm_malloc(2048);
+        EXPECT_NE(p, nullptr);
+        std::memset(p, 0x5a, 2048);
+        all.push_back(p);
+        uintptr_t pg = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1u);
+        auto it = std::find_if(by_page.begin(), by_page.end(), [&](const std::vector<void *> &v) {
+            return (reinterpret_cast<uintptr_t>(v[0]) & ~(kPage - 1u)) == pg;
+        });
+        if (it == by_page.end())
+            by_page.push_back({p});
+        else
+            it->push_back(p);
+    }
+    return by_page;
+}
+void *page_of(const std::vector<void *> &v)
+{
+    return reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(v[0]) & ~(kPage - 1u));
+}
+} // namespace
+
+TEST(MallocChild, DirtyPages)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.EmptiedPagesAreDiscardedOnASchedule";
+    // 10 full pages: emptied, they stay resident (before: discarded at once)
+    auto pages = fill_pages(10);
+    for (size_t i = 0; i + 1 < pages.size(); i++) {
+        for (void *p : pages[i])
+            dmm_free(p);
+        EXPECT_TRUE(resident(page_of(pages[i]))) << "page " << i << " was discarded as it emptied";
+    }
+    // filled again: the resident pages are taken first, nothing to fault in
+    auto again = fill_pages(9);
+    size_t reused = 0;
+    for (size_t i = 0; i < again.size(); i++) // (the first is the old current page)
+        for (size_t j = 0; j + 1 < pages.size(); j++)
+            reused += page_of(again[i]) == page_of(pages[j]);
+    EXPECT_EQ(reused, 9u) << "a retired resident page was passed over for a fresh one";
+    for (auto &v : again)
+        for (void *p : v)
+            dmm_free(p);
+    for (void *p : pages.back())
+        dmm_free(p);
+    // 40 more pages emptied: past 32 resident, the retired pages go back
+    auto many = fill_pages(40);
+    size_t kept = 0;
+    for (size_t i = 0; i + 1 < many.size(); i++) {
+        for (void *p : many[i])
+            dmm_free(p);
+    }
+    for (size_t i = 0; i + 1 < many.size(); i++)
+        kept += resident(page_of(many[i]));
+    EXPECT_LE(kept, 32u) << "more than 32 emptied pages kept resident";
+    EXPECT_GT(kept, 0u) << "the schedule discarded every page at once";
+    // malloc_trim gives back every emptied page
+    EXPECT_EQ(dmm_malloc_trim(), 1);
+    for (size_t i = 0; i + 1 < many.size(); i++)
+        EXPECT_FALSE(resident(page_of(many[i]))) << "page " << i << " still resident after malloc_trim";
+    for (void *p : many.back())
+        dmm_free(p);
+}
+
 // Secure mode (DMM_SECURE=1, issue 27): canaries at the end of small blocks,
 // a poisoned quarantine that delays reuse and catches writes after free,
 // guard pages after large blocks, canaries and poison in the medium heaps.
