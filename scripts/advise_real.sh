@@ -53,7 +53,11 @@ while [ $# -gt 0 ]; do
 done
 DMMKIT=.venv/bin/dmmkit
 [ -x "$DMMKIT" ] || { echo "advise_real: $DMMKIT missing (scripts/setup.sh makes it)" >&2; exit 1; }
-[ -f build/release/lib/libdmm.so ] || { echo "advise_real: build/release/lib/libdmm.so missing (scripts/main.sh builds it)" >&2; exit 1; }
+for f in lib/libdmm.so tools/dmm-replay tools/dmm-analyse tools/dmm-trace; do
+    # dmmkit would otherwise fall back to build/debug's tools (-O0), and the
+    # explore budget would then measure the debug build
+    [ -f "build/release/$f" ] || { echo "advise_real: build/release/$f missing (scripts/main.sh builds it)" >&2; exit 1; }
+done
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/dmmkit-advise-real.XXXXXX")
 trap 'rm -rf "$W"' EXIT
