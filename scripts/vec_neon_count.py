@@ -73,6 +73,22 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
+def link_vec_count(cc, bdir, outdir, jobs):
+    """vec_count linked statically with cc against bdir's libdmm_heap.a (built
+    there first) and the flags of that build; (program, compiler, flags)."""
+    run(["cmake", "--build", bdir, "-j", str(jobs), "--target", "dmm_heap"], stdout=subprocess.DEVNULL)
+    _, flags = cmake_build(bdir)
+    compiler = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    release = flags.split(" (")[0].split()
+    os.makedirs(outdir, exist_ok=True)
+    prog = os.path.join(outdir, "vec_count")
+    cmd = [cc, "-std=c11", *release, "-static", "-I", os.path.join(ROOT, "include"),
+           os.path.join(ROOT, "bench", "pool", "vec_count.c"), os.path.join(bdir, "lib", "libdmm_heap.a"),
+           "-o", prog]
+    run(cmd)
+    return prog, compiler, f"{flags}; vec_count: {' '.join(cmd[1:len(release) + 3])}"
+
+
 def build(bdir, jobs):
     for tool in (CC, QEMU, "cmake"):
         if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode:
@@ -81,16 +97,7 @@ def build(bdir, jobs):
         run(["cmake", "-S", ROOT, "-B", bdir, "-G", "Ninja",
              f"-DCMAKE_TOOLCHAIN_FILE={ROOT}/cmake/toolchain-aarch64.cmake", "-DCMAKE_BUILD_TYPE=Release",
              "-DDMM_BUILD_TESTS=OFF", "-DDMM_BUILD_BENCH=OFF"], stdout=subprocess.DEVNULL)
-    run(["cmake", "--build", bdir, "-j", str(jobs), "--target", "dmm_heap"], stdout=subprocess.DEVNULL)
-    _, flags = cmake_build(bdir)
-    compiler = subprocess.run([CC, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    release = flags.split(" (")[0].split()
-    prog = os.path.join(bdir, "vec_count")
-    cmd = [CC, "-std=c11", *release, "-static", "-I", os.path.join(ROOT, "include"),
-           os.path.join(ROOT, "bench", "pool", "vec_count.c"), os.path.join(bdir, "lib", "libdmm_heap.a"),
-           "-o", prog]
-    run(cmd)
-    return prog, compiler, f"{flags}; vec_count: {' '.join(cmd[1:len(release) + 3])}"
+    return link_vec_count(CC, bdir, bdir, jobs)
 
 
 def qemu_version():
@@ -306,18 +313,8 @@ def write(outdir, rows, st, prov, qver, host):
 
 # ---- the x86-64 counterpart (--x86): the same harness natively under callgrind ----------------
 def build_x86(jobs):
-    bdir = os.path.join(ROOT, "build", "release")
     run(["cmake", "--preset", "release"], cwd=ROOT, stdout=subprocess.DEVNULL)
-    run(["cmake", "--build", bdir, "-j", str(jobs), "--target", "dmm_heap"], stdout=subprocess.DEVNULL)
-    _, flags = cmake_build(bdir)
-    compiler = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    release = flags.split(" (")[0].split()
-    os.makedirs(os.path.join(ROOT, "build", "x86-count"), exist_ok=True)
-    prog = os.path.join(ROOT, "build", "x86-count", "vec_count")
-    cmd = ["cc", "-std=c11", *release, "-static", "-I", os.path.join(ROOT, "include"),
-           os.path.join(ROOT, "bench", "pool", "vec_count.c"), os.path.join(bdir, "lib", "libdmm_heap.a"), "-o", prog]
-    run(cmd)
-    return prog, compiler, f"{flags}; vec_count: {' '.join(cmd[1:len(release) + 3])}"
+    return link_vec_count("cc", os.path.join(ROOT, "build", "release"), os.path.join(ROOT, "build", "x86-count"), jobs)
 
 
 def main_x86(outdir, jobs):
