@@ -32,7 +32,7 @@ from pathlib import Path
 from .procs import PY_HINT, python_hint, python_interpreter  # noqa: F401 (python_hint: part of advise's API)
 from .cache import write_json_atomic
 from .errors import BAD_INPUT, RUNTIME, DmmkitError
-from .tools import Tools, validate_trace
+from .tools import Tools, validate_trace, warn_if_unoptimised
 from .ui import console
 
 SCHEMA = "dmmkit-advise/1"
@@ -277,6 +277,8 @@ def run_advise(tools: Tools | None, opts: AdviseOptions) -> dict:
             raise DmmkitError(f"program not found: {opts.program[0]} (not a file, not on PATH)", BAD_INPUT)
     if opts.trace:
         validate_trace(tools, opts.trace)
+    if tools is not None:
+        warn_if_unoptimised(tools, "advise")
     steps = (["record"] if not opts.trace else []) + ["analyse", "explore", "compare", "generate", "e2e", "report"]
     r = _Run(opts, steps)
     try:

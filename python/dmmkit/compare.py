@@ -38,7 +38,7 @@ from .measure import BudgetExceeded, TaskError, measure_timing
 from .textfmt import short_labels, tie_marker
 from .memfig import APPROX, Legend, footprint_kind, footprint_value, frag_text, is_exact, mark
 from .stats import MIN_SEPARABLE_PAIRS, geomean, noise_check, paired_ratios, paired_test, ratio_summary, repetition_decision, summarize, tie_groups
-from .tools import Tools, check_configs, validate_trace
+from .tools import Tools, check_configs, validate_trace, warn_if_unoptimised
 from .ui import console, fmt_interval, fmt_kib, fmt_num, fmt_ratio, progress, trace_refs
 
 DEFAULT_ALLOCATORS = "dmm:tlsf,dmm:p2012,dmm:dlmalloc,glibc,jemalloc,mimalloc,tcmalloc,tbbmalloc"
@@ -152,11 +152,13 @@ def run_compare(tools: Tools, opts: CompareOptions) -> dict:
     auto = opts.reps is None
     planned = min(opts.min_reps, opts.max_reps) if auto else opts.reps
     runs: dict[str, dict[str, list]] = {tr.label: {a.label: [] for a in allocs} for tr in refs}
+    tools_warning = warn_if_unoptimised(tools, "compare")
     doc = {
         "schema": "dmmkit-compare/1",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "argv": opts.argv,
         "tools": tools.as_dict(),
+        **({"tools_warning": tools_warning} if tools_warning else {}),
         "settings": {"reps": planned, "reps_mode": "auto" if auto else "fixed",
                      **({"min_reps": opts.min_reps, "max_reps": opts.max_reps, "ci_target": opts.ci_target}
                         if auto else {}),

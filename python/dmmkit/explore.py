@@ -42,7 +42,7 @@ from .measure import MEASURE_VERSION, BudgetExceeded, TaskError, count_instructi
 from .measure import reset_stop as measure_reset
 from .stats import geomean, relative, summarize
 from .textfmt import tie_marker
-from .tools import Tools, check_configs, validate_trace
+from .tools import Tools, check_configs, validate_trace, warn_if_unoptimised
 from .ui import TraceRef, console, fmt_interval, fmt_kib, fmt_num, fmt_ratio, trace_refs
 
 OBJECTIVES = ("speed", "memory", "balanced")
@@ -117,6 +117,7 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         raise DmmkitError("explore needs at least one trace")
     for t in opts.traces:
         validate_trace(tools, t)
+    tools_warning = warn_if_unoptimised(tools, "explore")
     refs = trace_refs(opts.traces)
     valgrind = None
     if opts.instructions:
@@ -337,6 +338,7 @@ def run_explore(tools: Tools, opts: Options) -> dict:
         "interrupted": interrupted,
         "argv": opts.argv,
         "tools": tools.as_dict(),
+        **({"tools_warning": tools_warning} if tools_warning else {}),
         "executor": executor_info,
         "context": _context(det),
         "settings": {"grid": opts.grid, "objective": opts.objective, "memory": opts.memory,

@@ -156,6 +156,7 @@ class Tools:
     root: Path | None
     installed: bool = False
     _build_id: str | None = field(default=None, repr=False)
+    _build: dict | None = field(default=None, repr=False)
 
     @property
     def build_id(self) -> str:
@@ -169,6 +170,20 @@ class Tools:
             self._build_id = h.hexdigest()[:16]
         return self._build_id
 
+    @property
+    def build(self) -> dict:
+        """How dmm-replay was built ({} when it cannot say: a replayer older
+        than `--build-info`, or one that fails to run)."""
+        if self._build is None:
+            self._build = {}
+            try:
+                p = subprocess.run([str(self.replay), "--build-info"], capture_output=True, text=True, timeout=30)
+                if p.returncode == 0:
+                    self._build = (json.loads(p.stdout) or {}).get("build") or {}
+            except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, AttributeError):
+                self._build = {}
+        return self._build
+
     def as_dict(self) -> dict:
         return {
             "replay": str(self.replay),
@@ -178,7 +193,49 @@ class Tools:
             "root": str(self.root) if self.root else None,
             "installed": self.installed,
             "build_id": self.build_id,
+            "build": self.build,
         }
+
+
+def unoptimised_reason(build: dict) -> str | None:
+    """Why tools built this way give timings and time budgets that say little
+    about the allocators (an unoptimised or sanitizer build), or None.  The
+    last -O flag decides, as it does for the compiler."""
+    flags = str(build.get("flags") or "")
+    if "sanitize=" in flags:
+        return f"a sanitizer build (flags '{flags}')"
+    level = None
+    for tok in flags.split():
+        if tok.startswith("-O"):
+            level = tok[2:]
+    if not build:
+        return None
+    if level is None or level in ("0", "g"):
+        kind = build.get("build_type") or "no build type"
+        return f"not optimised ({kind}, flags '{flags or 'none'}')"
+    return None
+
+
+_warned_unoptimised: set[str] = set()
+
+
+def warn_if_unoptimised(tools: Tools, what: str) -> str | None:
+    """One warning per process and replayer when `what` (explore, compare,
+    advise) times allocators with unoptimised tools: their replay loop, not
+    the allocator, then dominates every timing, and explore's per-config time
+    budget drops configs that an optimised replayer keeps.  Returns the
+    warning (also for the results file), or None."""
+    why = unoptimised_reason(tools.build)
+    if why is None:
+        return None
+    msg = (f"{tools.replay} is {why}: {what}'s times and time budgets measure the replayer more than the "
+           "allocators; build the release tools (cmake --preset release && cmake --build --preset release -j2) "
+           "or pass --tools-dir")
+    if str(tools.replay) not in _warned_unoptimised:
+        _warned_unoptimised.add(str(tools.replay))
+        from .ui import err_console
+        err_console.print(f"[bold yellow]warning[/]: {msg}", soft_wrap=True)
+    return msg
 
 
 def _tools_in(d: Path, explicit_root: Path | None, checkout: Path | None) -> Tools:

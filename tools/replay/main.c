@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/tcommon.h"
 #include "run.h"
 
 int main(int argc, char **argv)
@@ -22,6 +23,14 @@ int main(int argc, char **argv)
         return rc;
     if (o.check_configs)
         return rpx_check_configs(PROG, o.check_configs);
+    if (o.build_info) {
+        tj j;
+        tj_init(&j, stdout);
+        tj_obj(&j, NULL);
+        tc_json_build(&j, "build");
+        tj_obj_end(&j);
+        return tj_finish(&j) ? RP_EXIT_RUNTIME : RP_EXIT_OK;
+    }
     if ((rc = rp_run_setup(&r, &o)) >= 0) {
         rp_run_free(&r);
         return rc;

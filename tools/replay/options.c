@@ -23,6 +23,7 @@ static void usage(FILE *f)
                "                  [--heapmap-at peak|worst-frag] [--max-threads N]\n"
                "       " PROG " TRACE --count-sweep FILE\n"
                "       " PROG " --check-configs FILE\n"
+               "       " PROG " --build-info\n"
                "allocators (--alloc, chosen by prefix):\n");
     for (unsigned i = 0; rp_backend_classes[i]; i++)
         fputs(rp_backend_classes[i]->usage, f);
@@ -55,6 +56,8 @@ static void usage(FILE *f)
                "                      then gives every config its own instruction count\n"
                "  --check-configs FILE  check one dmm config per line ('-' = stdin), print\n"
                "                      'ok CONFIG' (normalised) or 'error REASON' per line; no trace\n"
+               "  --build-info        print how this dmm-replay was built (compiler, flags, build\n"
+               "                      type, commit) as one JSON object; no trace\n"
                "Outputs appear only when complete (written to a temporary file, then renamed).\n"
                "Exit status: 0 done, 1 run-time failure, 2 bad usage/trace/configuration,\n"
                "3 --expect mismatch, 4 --verify found corruption.\n",
@@ -83,7 +86,7 @@ static int parse_count(const char *s, uint64_t lo, uint64_t hi, unsigned *out)
 enum {
     O_ALLOC = 256, O_ARENA, O_REPS, O_WARM, O_NO_WARM, O_VERIFY, O_JSON, O_QUIET, O_MIN_ARENA, O_NO_TIMING,
     O_EXPECT, O_HIST, O_TIMELINE, O_HEAPMAP, O_HEAPMAP_AT, O_COUNT_SWEEP, O_CHECK_CONFIGS, O_MAX_THREADS, O_OPS,
-    O_HELP
+    O_BUILD_INFO, O_HELP
 };
 
 int rp_parse_options(int argc, char **argv, rp_options *o)
@@ -108,6 +111,7 @@ int rp_parse_options(int argc, char **argv, rp_options *o)
         {"count-sweep", required_argument, NULL, O_COUNT_SWEEP},
         {"check-configs", required_argument, NULL, O_CHECK_CONFIGS},
         {"max-threads", required_argument, NULL, O_MAX_THREADS},
+        {"build-info", no_argument, NULL, O_BUILD_INFO},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -173,6 +177,7 @@ int rp_parse_options(int argc, char **argv, rp_options *o)
             break;
         case O_COUNT_SWEEP: o->count_sweep = v; break;
         case O_CHECK_CONFIGS: o->check_configs = v; break;
+        case O_BUILD_INFO: o->build_info = 1; break;
         case 'h':
         case O_HELP: usage(stdout); return RP_EXIT_OK;
         case ':':
@@ -193,7 +198,11 @@ int rp_parse_options(int argc, char **argv, rp_options *o)
         }
         o->trace = argv[i];
     }
-    if (!o->trace && !o->check_configs) {
+    if (o->build_info && (o->trace || o->check_configs)) {
+        fprintf(stderr, PROG ": --build-info takes no trace and no other mode\n");
+        return RP_EXIT_USAGE;
+    }
+    if (!o->trace && !o->check_configs && !o->build_info) {
         fprintf(stderr, PROG ": no trace given (see " PROG " --help)\n");
         return RP_EXIT_USAGE;
     }

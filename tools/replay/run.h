@@ -39,6 +39,7 @@ typedef struct rp_options {
     const char *heapmap;       /* --heapmap FILE */
     int heapmap_worst;         /* --heapmap-at worst-frag (default: peak) */
     const char *check_configs; /* --check-configs FILE */
+    int build_info;            /* --build-info */
     const char *count_sweep;   /* --count-sweep FILE */
     int hist;                  /* --hist */
     uint64_t arena;            /* 0 = default */
