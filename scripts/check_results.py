@@ -286,7 +286,8 @@ def lint(m):
             problems.append(f"{rel}: not registered in bench/results/manifest.json")
     for g in m["groups"]:
         # the generator must still exist (a file whose generator is gone is stale)
-        for script in sorted(set(re.findall(r"\b(scripts/[\w.-]+)", g["generate"] + " " + g.get("update", "")))):
+        commands = " ".join((g["generate"], g.get("update", ""), g.get("without_env", "")))
+        for script in sorted(set(re.findall(r"\b(scripts/[\w.-]+)", commands))):
             if not os.path.exists(os.path.join(ROOT, script)):
                 problems.append(f"group {g['name']}: its generator {script} does not exist")
     # a registered directory: every .md / .json in it (but its README.md, prose)
@@ -322,11 +323,19 @@ def lint(m):
     return problems, pending
 
 
-def run_group(g, scratch, short):
+def run_group(g, scratch, short, fallback=False):
+    """Regenerates group g into scratch and compares it.  fallback: its
+    needs_env is not set, so its "without_env" command regenerates the rows
+    the repository alone reproduces (the dmm rows without the anchors built
+    by hand), compared as a partial group."""
     out = os.path.join(scratch, g["name"])
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    cmd = (g.get("short_command") if short and g.get("short_command") else g["generate"]).replace("{out}", out)
+    if fallback:
+        cmd = g["without_env"]
+    else:
+        cmd = g.get("short_command") if short and g.get("short_command") else g["generate"]
+    cmd = cmd.replace("{out}", out)
     log = os.path.join(scratch, g["name"] + ".log")
     t0 = time.time()
     print(f"check_results: {g['name']}: {cmd}", flush=True)
@@ -337,7 +346,7 @@ def run_group(g, scratch, short):
             tail = f.read().splitlines()[-15:]
         return [f"{g['name']}: the generator failed (exit {rc}; {log}):"] + ["    " + t for t in tail]
     problems = []
-    partial = g["partial"] or (short and bool(g.get("short_command")))
+    partial = g["partial"] or fallback or (short and bool(g.get("short_command")))
     n = 0
     for rel in g["files"]:
         if not rel.endswith((".md", ".json")):
@@ -405,6 +414,12 @@ def selftest(m):
     broken["groups"][0]["generate"] = "scripts/no-such-generator.sh --out {out}"
     if not any("no-such-generator" in p for p in lint(broken)[0]):
         failures.append("lint accepted a group whose generator does not exist")
+    broken = json.loads(json.dumps(m))
+    g_env = next((g for g in broken["groups"] if g.get("without_env")), None)
+    if g_env is not None:
+        g_env["without_env"] = "scripts/no-such-fallback.py --out {out}"
+        if not any("no-such-fallback" in p for p in lint(broken)[0]):
+            failures.append("lint accepted a group whose without_env command does not exist")
     # a file in a registered directory without the record must fail the lint
     # (checked on a scratch results directory: the tree is not written)
     dirs = [f for g in m["groups"] if g.get("provenance") != "pending" for f in g["files"] if f.endswith("/")]
@@ -447,6 +462,9 @@ def readme(m):
         files = ", ".join(f"`{f}`" for f in g["files"])
         note = f" {g['note']}." if g.get("note") else ""
         pend = " *Made before the provenance record; to be regenerated.*" if g.get("provenance") == "pending" else ""
+        if g.get("without_env"):
+            pend += (f" Without {', '.join(g.get('needs_env', []))}, `--full` checks the rows the repository "
+                     "reproduces alone (its `without_env` command).")
         cmd = g.get("update") or g["generate"]
         L.append(f"| {files} | {g['question']}{note}{pend} | {kinds.get(g['kind'], g['kind'])} | {tol} | "
                  f"`{cmd}` |")
@@ -524,6 +542,11 @@ def main(argv=None):
             print(f"check_results: {g['name']}: {g['kind']} figures are not compared")
             continue
         need = [v for v in g.get("needs_env", []) if not os.environ.get(v)]
+        if need and g.get("without_env"):
+            print(f"check_results: {g['name']}: {', '.join(need)} not set: comparing the rows the repository "
+                  "reproduces alone (the anchors' rows need the binaries built by hand; bench/results/README.md)")
+            problems += run_group(g, a.scratch, a.short, fallback=True)
+            continue
         if need:
             print(f"check_results: {g['name']}: skipped: needs {', '.join(need)} (a binary built outside the "
                   "repository; bench/results/README.md says how)")
