@@ -304,9 +304,16 @@ def generate(ctx, config, outdir, trace, results, whole, cc, jobs, no_build):
 @click.option("--peer", multiple=True, metavar="NAME=LIB.so",
               help="Another malloc library to preload (a `dmmkit generate` build, a variant of libdmm); studied "
                    "beside the --alloc list.")
+@click.option("--external", metavar="FILE",
+              help="A manifest of programs of your own (e.g. the mimalloc-bench programs you built): one a line, "
+                   "'NAME threaded|single [stdin=FILE] [check=output] -- PROGRAM ARGS', {threads} and {dir} "
+                   "replaced (docs/study.md).")
+@click.option("--external-dir", metavar="DIR", help="What {dir} stands for in --external (default: the "
+                                                    "manifest's directory).")
+@click.option("--pin", is_flag=True, help="Run each program on its first min(threads, CPUs) CPUs (taskset).")
 @click.pass_context
 def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, mt_dir, real, no_real, timeout,
-          no_analyse, seed, quick, peer):
+          no_analyse, seed, quick, peer, external, external_dir, pin):
     """The many-core heap study: a thread sweep of multi-threaded programs and
     real programs under glibc, jemalloc, mimalloc, tcmalloc, tbbmalloc and
     libdmm (LD_PRELOAD); time and peak RSS with confidence intervals, each
@@ -315,7 +322,7 @@ def study(ctx, outdir, threads, reps, allocators, workloads, scale, real_scale, 
     opts = StudyOptions(outdir=outdir, threads=parse_threads(threads), reps=reps, allocators=list(allocators),
                         workloads=list(workloads), scale=scale, real_scale=real_scale, mt_dir=mt_dir, real=real,
                         no_real=no_real, timeout=timeout, analyse=not no_analyse, seed=seed, quick=quick,
-                        peers=list(peer), argv=_argv())
+                        peers=list(peer), external=external, external_dir=external_dir, pin=pin, argv=_argv())
     try:
         tools = _tools(ctx)
     except DmmkitError as e:

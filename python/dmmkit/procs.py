@@ -38,12 +38,15 @@ def rss_method() -> str:
     return "gnu-time" if os.access(GNU_TIME, os.X_OK) else "wait4"
 
 
-def run_process(cmd: list[str], preload: str | None, timeout: float, cwd: str | None = None) \
+def run_process(cmd: list[str], preload: str | None, timeout: float, cwd: str | None = None,
+                stdin_path: str | None = None, usage: dict | None = None) \
         -> tuple[int | None, str, str, float, int | None, bool]:
     """Runs cmd with LD_PRELOAD=preload (None: no preload); returns (exit
     code, negative for a signal; stdout; stderr; wall seconds; peak RSS in
     KiB; timed out).  The process is reaped with os.wait4; on timeout its
-    whole process group is killed."""
+    whole process group is killed.  stdin_path: the file on its standard
+    input (default /dev/null).  usage: a dict that receives "cpu_s", the
+    user + system CPU seconds of the process and the descendants it reaped."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if preload and "/" in preload:
@@ -59,12 +62,20 @@ def run_process(cmd: list[str], preload: str | None, timeout: float, cwd: str | 
             full = [GNU_TIME, "-f", _RSS_TAG + "%M", "-o", rssf.name, *run, *cmd]
         else:
             full = [*run, *cmd]
+        try:
+            fin = open(stdin_path, "rb") if stdin_path else None
+        except OSError as e:
+            raise DmmkitError(f"cannot open {stdin_path} for the program's input: {e.strerror or e}",
+                              RUNTIME) from None
         t0 = time.perf_counter()
         try:
-            p = subprocess.Popen(full, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+            p = subprocess.Popen(full, stdout=out, stderr=err, stdin=fin or subprocess.DEVNULL, env=env, cwd=cwd,
                                  start_new_session=True)
         except OSError as e:
             raise DmmkitError(f"cannot run {full[0]}: {e.strerror or e}", RUNTIME) from None
+        finally:
+            if fin is not None:
+                fin.close()
         timed_out = threading.Event()
 
         def kill():
@@ -91,6 +102,8 @@ def run_process(cmd: list[str], preload: str | None, timeout: float, cwd: str | 
         finally:
             timer.cancel()
         wall = time.perf_counter() - t0
+        if usage is not None:
+            usage["cpu_s"] = ru.ru_utime + ru.ru_stime
         code = os.waitstatus_to_exitcode(status)
         p.returncode = code  # reaped here: Popen must not wait for it again
         rss: int | None = int(ru.ru_maxrss)

@@ -187,10 +187,11 @@ MEAN_CI = Obj(optional={"n": Opt(COUNT), "mean": ONUM, "ci95": ONUM, "sd": ONUM,
               what="a mean with its confidence interval (n, mean, ci95, ...)")
 STUDY_RUN = Obj({"workload": Str, "threads": Int(lo=1), "allocator": Str, "rep": COUNT,
                  "status": Enum("ok", "failed", "wrong")},
-                {"time_s": Opt(Num(lo=0)), "rss_kb": Opt(SIZE), "wall_ns": Opt(SIZE), "checksum": OSTR,
+                {"time_s": Opt(Num(lo=0)), "rss_kb": Opt(SIZE), "wall_ns": Opt(SIZE), "cpu_s": Opt(Num(lo=0)),
+                 "checksum": OSTR,
                  "out_sha": OSTR, "error": OSTR})
 STUDY_FIGURES = Obj({"time": MEAN_CI, "rss_kb": MEAN_CI, "runs": COUNT, "bad": COUNT},
-                    {"wall_ns": MEAN_CI, "ratio": Opt(MEAN_CI), "rss_ratio": ONUM, "errors": Arr(Str),
+                    {"wall_ns": MEAN_CI, "cpu_s": MEAN_CI, "ratio": Opt(MEAN_CI), "rss_ratio": ONUM, "errors": Arr(Str),
                      "known_failure": OSTR})
 STUDY_GOAL = Obj(optional={"value": ONUM, "cells": Opt(COUNT), "goal": OSTR})
 
@@ -234,7 +235,9 @@ STUDY_SHAPE = Check(Obj(
                      {"real_scale": Opt(Int(lo=1)), "order_seed": Opt(Int), "timeout": ONUM, "quick": OBOOL,
                       "rss_method": Opt(Enum("gnu-time", "wait4"))}),
      "allocators": Arr(Obj({"label": Str}, {"kind": OSTR, "lib": OSTR, "version": OSTR, "package": OSTR})),
-     "workloads": Arr(Obj({"name": Str, "kind": Enum("mt", "real")}, {"path": OSTR, "threaded": OBOOL})),
+     "workloads": Arr(Obj({"name": Str, "kind": Enum("mt", "real", "ext")},
+                          {"path": OSTR, "threaded": OBOOL, "command": Opt(Arr(Str)), "stdin": OSTR,
+                           "check_output": OBOOL})),
      "runs": Arr(STUDY_RUN),
      "summary": Map(Map(Map(STUDY_FIGURES)))},
     {"orders": Arr(Obj({"rep": COUNT, "workload": Str, "threads": Int(lo=1), "order": Arr(Str)})),

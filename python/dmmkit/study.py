@@ -40,6 +40,7 @@ import math
 import os
 import platform
 import random
+import re
 import shlex
 import shutil
 import subprocess
@@ -99,6 +100,8 @@ def mean_ci(values: list[float]) -> dict:
     m = sum(v) / n
     if n < 2:
         return {"n": 1, "mean": m, "ci95": None, "sd": None, "min": v[0], "max": v[0]}
+    if min(v) == max(v):
+        return {"n": n, "mean": m, "ci95": 0.0, "sd": 0.0, "min": v[0], "max": v[0]}
     d = _st.describe(v)
     sd = math.sqrt(d.variance)
     return {"n": n, "mean": m, "ci95": t95(n - 1) * float(_st.sem(v)), "sd": sd, "min": min(v), "max": max(v)}
@@ -108,16 +111,90 @@ def mean_ci(values: list[float]) -> dict:
 
 @dataclass
 class Workload:
-    name: str          # "larson" (mt-larson), "sqlite3" (real.sh sqlite3)
-    kind: str          # "mt" or "real"
-    path: Path         # the program (mt) or real.sh (real)
+    name: str          # "larson" (mt-larson), "sqlite3" (real.sh sqlite3), "cfrac" (an --external line)
+    kind: str          # "mt", "real" or "ext"
+    path: Path         # the program (mt, ext) or real.sh (real)
     threaded: bool = True
+    command: list[str] | None = None   # ext: the whole command, {threads} still in it
+    stdin: str | None = None           # ext: the file on its standard input
+    check_output: bool = False         # ext: its output must be glibc's (check=output)
 
     def thread_counts(self, threads: list[int]) -> list[int]:
         return list(threads) if self.threaded else [1]
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "path": str(self.path), "threaded": self.threaded}
+        d = {"name": self.name, "kind": self.kind, "path": str(self.path), "threaded": self.threaded}
+        if self.kind == "ext":
+            d.update(command=self.command, stdin=self.stdin, check_output=self.check_output)
+        return d
+
+
+EXT_KINDS = ("threaded", "single")
+
+
+def parse_external(manifest: Path, base: Path | None = None) -> tuple[list[Workload], list[str]]:
+    """The workloads of an --external manifest (docs/study.md, "Programs of
+    your own"): one a line, `NAME threaded|single [stdin=FILE] [check=output]
+    -- PROGRAM ARGS...`, shell-quoted, `#` comments.  `{dir}` in the command
+    and the stdin file is BASE (default: the manifest's directory), `{threads}`
+    the run's thread count, `{cpus}` the CPUs this process may use.  A bad line is an error naming FILE:LINE; a
+    program that is not there (not built) is left out with a note."""
+    try:
+        text = manifest.read_text()
+    except OSError as e:
+        raise DmmkitError(f"--external {manifest}: {e.strerror or e}", BAD_INPUT) from None
+    base = (base or manifest.resolve().parent).resolve()
+    out: list[Workload] = []
+    notes: list[str] = []
+    for no, line in enumerate(text.splitlines(), 1):
+        where = f"{manifest}:{no}"
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as e:
+            raise DmmkitError(f"{where}: {e}", BAD_INPUT) from None
+        if "--" not in words:
+            raise DmmkitError(f"{where}: expected 'NAME threaded|single [stdin=FILE] [check=output] -- PROGRAM "
+                              "ARGS...'", BAD_INPUT)
+        cut = words.index("--")
+        cpus = str(len(os.sched_getaffinity(0)))
+        head, cmd = words[:cut], [w.replace("{dir}", str(base)).replace("{cpus}", cpus) for w in words[cut + 1:]]
+        if len(head) < 2 or not cmd:
+            raise DmmkitError(f"{where}: expected a name, threaded or single, then -- and the command", BAD_INPUT)
+        name, kind, opts = head[0], head[1], head[2:]
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
+            raise DmmkitError(f"{where}: workload name {name!r}: use letters, digits and _.+-", BAD_INPUT)
+        if kind not in EXT_KINDS:
+            raise DmmkitError(f"{where}: {kind!r}: expected threaded or single", BAD_INPUT)
+        if any(w.name == name for w in out):
+            raise DmmkitError(f"{where}: workload {name!r} is named twice", BAD_INPUT)
+        stdin, check = None, False
+        for o in opts:
+            if o.startswith("stdin="):
+                stdin = str((base / o[6:].replace("{dir}", str(base))).resolve())
+            elif o == "check=output":
+                check = True
+            else:
+                raise DmmkitError(f"{where}: unknown option {o!r} (stdin=FILE, check=output)", BAD_INPUT)
+        if kind == "single" and any("{threads}" in w for w in cmd):
+            raise DmmkitError(f"{where}: a single-threaded workload cannot use {{threads}}", BAD_INPUT)
+        prog = cmd[0] if "/" in cmd[0] else (shutil.which(cmd[0]) or str(base / cmd[0]))
+        prog_path = Path(prog)
+        if not prog_path.is_absolute():
+            prog_path = (base / prog_path).resolve()
+        if not (prog_path.is_file() and os.access(prog_path, os.X_OK)):
+            notes.append(f"{name} left out: {cmd[0]} is not an executable file ({where})")
+            continue
+        if stdin is not None and not Path(stdin).is_file():
+            notes.append(f"{name} left out: its input {stdin} is not a file ({where})")
+            continue
+        cmd[0] = str(prog_path)
+        out.append(Workload(name, "ext", prog_path, kind == "threaded", command=cmd, stdin=stdin,
+                            check_output=check))
+    if not out and not notes:
+        raise DmmkitError(f"--external {manifest}: no workload in it", BAD_INPUT)
+    return out, notes
 
 
 def parse_threads(text: str) -> list[int]:
@@ -194,15 +271,19 @@ class RunResult:
     time_s: float | None
     rss_kb: int | None
     wall_ns: int | None = None
+    cpu_s: float | None = None
     checksum: str | None = None
     out_sha: str | None = None
     error: str | None = None
 
 
-def run_mt(w: Workload, threads: int, scale: int, preload: str | None, timeout: float) -> RunResult:
+def run_mt(w: Workload, threads: int, scale: int, preload: str | None, timeout: float,
+           pin: bool = False) -> RunResult:
     import json
-    cmd = [str(w.path), "--threads", str(threads), "--scale", str(scale), "--seed", str(MT_SEED), "--json"]
-    code, so, se, wall, rss, to = run_process(cmd, preload, timeout)
+    cmd = pin_prefix(threads, pin) + [str(w.path), "--threads", str(threads), "--scale", str(scale), "--seed",
+                                      str(MT_SEED), "--json"]
+    usage: dict = {}
+    code, so, se, wall, rss, to = run_process(cmd, preload, timeout, usage=usage)
     err = failure_text(code, se, so, to, timeout)
     doc = None
     for ln in so.splitlines():
@@ -216,7 +297,7 @@ def run_mt(w: Workload, threads: int, scale: int, preload: str | None, timeout: 
                 doc = d
     if err is None and doc is None:
         err = "no dmm-mtbench/1 JSON line in the output"
-    r = RunResult("failed" if err else "ok", wall, rss, error=err)
+    r = RunResult("failed" if err else "ok", wall, rss, cpu_s=usage.get("cpu_s"), error=err)
     if doc is not None:
         wn = doc.get("wall_ns")
         r.wall_ns = int(wn) if isinstance(wn, (int, float)) else None
@@ -226,23 +307,52 @@ def run_mt(w: Workload, threads: int, scale: int, preload: str | None, timeout: 
 
 
 def run_real(w: Workload, threads: int, scale: int | None, preload: str | None, timeout: float,
-             scratch: Path) -> RunResult:
+             scratch: Path, pin: bool = False) -> RunResult:
     work = Path(tempfile.mkdtemp(prefix=f"{w.name}-", dir=scratch))
+    usage: dict = {}
     try:
-        cmd = [str(w.path), w.name, "--workdir", str(work)]
+        cmd = pin_prefix(threads, pin) + [str(w.path), w.name, "--workdir", str(work)]
         if w.threaded:
             cmd += ["--threads", str(threads)]
         if scale is not None:
             cmd += ["--scale", str(scale)]
-        code, so, se, wall, rss, to = run_process(cmd, preload, timeout, cwd=str(work))
+        code, so, se, wall, rss, to = run_process(cmd, preload, timeout, cwd=str(work), usage=usage)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if code == NOT_INSTALLED and not to:
         return RunResult("skipped", None, None, error=first_error_line(se) or first_error_line(so)
                          or "not installed (real.sh exit 77)")
     err = failure_text(code, se, so, to, timeout)
-    return RunResult("failed" if err else "ok", wall, rss, out_sha=hashlib.sha256(so.encode()).hexdigest(),
-                     error=err)
+    return RunResult("failed" if err else "ok", wall, rss, cpu_s=usage.get("cpu_s"),
+                     out_sha=hashlib.sha256(so.encode()).hexdigest(), error=err)
+
+
+def pin_prefix(threads: int, pin: bool) -> list[str]:
+    """taskset -c 0..k-1 for a run of `threads` threads when --pin is asked
+    (k = threads, at most the CPUs this process may use: the first k of
+    them), else nothing."""
+    if not pin:
+        return []
+    cpus = sorted(os.sched_getaffinity(0))
+    return ["taskset", "-c", ",".join(map(str, cpus[:max(1, min(threads, len(cpus)))]))]
+
+
+def run_ext(w: Workload, threads: int, preload: str | None, timeout: float, scratch: Path,
+            pin: bool = False) -> RunResult:
+    """One run of an --external workload in a fresh working directory: exit
+    status 0 is required; with check=output its output is judged against
+    glibc's."""
+    work = Path(tempfile.mkdtemp(prefix=f"{w.name}-", dir=scratch))
+    usage: dict = {}
+    try:
+        cmd = pin_prefix(threads, pin) + [x.replace("{threads}", str(threads)) for x in (w.command or [])]
+        code, so, se, wall, rss, to = run_process(cmd, preload, timeout, cwd=str(work), stdin_path=w.stdin,
+                                                  usage=usage)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    err = failure_text(code, se, so, to, timeout)
+    return RunResult("failed" if err else "ok", wall, rss, cpu_s=usage.get("cpu_s"),
+                     out_sha=hashlib.sha256(so.encode()).hexdigest() if w.check_output else None, error=err)
 
 
 # ------------------------------------------------------------- judging ---
@@ -319,6 +429,7 @@ def summarise(doc: dict) -> None:
                 f = {"time": mean_ci([x for x in times if x is not None]),
                      "rss_kb": mean_ci([x["rss_kb"] for x in lst if x and x.get("rss_kb") is not None]),
                      "wall_ns": mean_ci([x["wall_ns"] for x in lst if x and x.get("wall_ns") is not None]),
+                     "cpu_s": mean_ci([x["cpu_s"] for x in lst if x and x.get("cpu_s") is not None]),
                      "runs": c["runs"], "bad": c["bad"], "errors": c["errors"][:3], "_times": times}
                 known = KNOWN_FAILURES.get((a, wl))
                 if known and c["bad"]:
@@ -427,6 +538,11 @@ def analyse_workload(tools: Tools, w: Workload, scale: int, outdir: Path, real_s
     work = None
     if w.kind == "mt":
         cmd = [str(w.path), "--threads", str(threads), "--scale", str(scale), "--seed", str(MT_SEED)]
+    elif w.kind == "ext":
+        # in a scratch directory, with its input, as the timed runs have them
+        work = Path(tempfile.mkdtemp(prefix=f"rec-{w.name}-"))
+        cmd = ["sh", "-c", 'cd "$0" || exit 1; f=$1; shift; exec "$@" < "$f"', str(work), w.stdin or os.devnull,
+               *[x.replace("{threads}", str(threads)) for x in (w.command or [])]]
     else:
         work = Path(tempfile.mkdtemp(prefix=f"rec-{w.name}-"))
         cmd = [str(w.path), w.name, "--workdir", str(work)] + (["--threads", str(threads)] if w.threaded else []) \
@@ -435,8 +551,9 @@ def analyse_workload(tools: Tools, w: Workload, scale: int, outdir: Path, real_s
         if tools.recorder is None:
             return {"threads": threads, "error": "the recorder libdmmrec.so was not found"}
         rc = record_quietly(tools, trace, cmd, log)
-        if rc != 0 or not trace.is_file():
-            return {"threads": threads, "error": f"recording failed (exit status {rc}; see {log})"}
+        if rc != 0 or not any(rec.glob(f"{w.name}.trace*")):
+            why = f"exit status {rc}" if rc != 0 else "no trace written: the program made no allocation"
+            return {"threads": threads, "error": f"recording failed ({why}; see {log})"}
         # A real workload is a driver script starting the program (and
         # helpers): the recorder writes one trace per process.  The one
         # that allocated the most is the program's.
@@ -587,6 +704,9 @@ class StudyOptions:
     quick: bool = False
     no_real: bool = False
     peers: list[str] = field(default_factory=list)       # NAME=/path/lib.so, studied beside the list
+    external: str | None = None                          # a manifest of programs of the user's own
+    external_dir: str | None = None                      # its {dir} (default: the manifest's directory)
+    pin: bool = False                                    # each run on its first `threads` CPUs (taskset)
     argv: list[str] = field(default_factory=list)
 
 
@@ -639,7 +759,25 @@ def plan(tools: Tools | None, opts: StudyOptions) -> tuple[list[Allocator], list
             notes.append("no real-program workloads (bench/workloads/real/real.sh not found; pass --real)")
         else:
             real = discover_real(rp)
-    every = mt + [w for w in real if w.name not in {m.name for m in mt}]
+    ext: list[Workload] = []
+    if opts.external:
+        mp = Path(opts.external)
+        if not mp.is_file():
+            raise DmmkitError(f"--external {opts.external}: no such file", BAD_INPUT)
+        if opts.external_dir and not Path(opts.external_dir).is_dir():
+            raise DmmkitError(f"--external-dir {opts.external_dir}: no such directory", BAD_INPUT)
+        ext, ext_notes = parse_external(mp, Path(opts.external_dir) if opts.external_dir else None)
+        notes.extend(ext_notes)
+        if not ext:
+            raise DmmkitError(f"--external {opts.external}: none of its programs is there ({ext_notes[0]})",
+                              BAD_INPUT)
+        clash = {w.name for w in mt + real} & {w.name for w in ext}
+        if clash:
+            raise DmmkitError(f"--external {opts.external}: workload name(s) {', '.join(sorted(clash))} are "
+                              "already mt or real workloads: rename them in the manifest", BAD_INPUT)
+    if opts.pin and not shutil.which("taskset"):
+        raise DmmkitError("--pin needs taskset (util-linux)", BAD_INPUT)
+    every = mt + [w for w in real if w.name not in {m.name for m in mt}] + ext
     if opts.workloads:
         by = {w.name: w for w in every}
         chosen = []
@@ -693,6 +831,8 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
         "machine": mach,
         "settings": {"threads": opts.threads, "reps": opts.reps, "scale": opts.scale, "real_scale": opts.real_scale,
                      "mt_seed": MT_SEED, "order_seed": opts.seed, "timeout": opts.timeout, "quick": opts.quick,
+                     "pin": ("each run on its first min(threads, CPUs) CPUs (taskset)" if opts.pin else None),
+                     "cpu_metric": "user + system CPU seconds of the process and its reaped descendants (wait4)",
                      "time_metric": "wall time of the whole process, measured by dmmkit (perf_counter)",
                      "rss_method": rss_method(),
                      "rss_metric": ("peak RSS (KiB): ru_maxrss of the program, or of its largest reaped descendant, "
@@ -748,9 +888,11 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
                             continue
                         preload = str(a.lib) if a.lib else None
                         if w.kind == "mt":
-                            r = run_mt(w, t, opts.scale, preload, opts.timeout)
+                            r = run_mt(w, t, opts.scale, preload, opts.timeout, opts.pin)
+                        elif w.kind == "ext":
+                            r = run_ext(w, t, preload, opts.timeout, scratch, opts.pin)
                         else:
-                            r = run_real(w, t, opts.real_scale, preload, opts.timeout, scratch)
+                            r = run_real(w, t, opts.real_scale, preload, opts.timeout, scratch, opts.pin)
                         if r.status == "skipped":
                             skipped[w.name] = r.error or "not installed"
                             console.print(f"[yellow]note[/]: {w.name} left out: {skipped[w.name]}", soft_wrap=True)
@@ -759,7 +901,7 @@ def run_study(tools: Tools | None, opts: StudyOptions) -> dict:
                             continue
                         doc["runs"].append({"workload": w.name, "threads": t, "allocator": a.label, "rep": rep,
                                             "status": r.status, "time_s": r.time_s, "rss_kb": r.rss_kb,
-                                            "wall_ns": r.wall_ns, "checksum": r.checksum, "out_sha": r.out_sha,
+                                            "cpu_s": r.cpu_s, "wall_ns": r.wall_ns, "checksum": r.checksum, "out_sha": r.out_sha,
                                             "error": r.error})
                         prog.advance(task)
                     save()
@@ -812,6 +954,10 @@ def _fmt_rss(f: dict) -> str:
     return _fmt_figure(f["rss_kb"], f.get("rss_ratio"), 1024.0, 1)
 
 
+def _fmt_cpu(f: dict) -> str:
+    return _fmt_figure(f.get("cpu_s") or {"mean": None}, None, 1.0, 3)
+
+
 def _cell_text(f: dict | None, fmt) -> str:
     if f is None:
         return "-"
@@ -847,7 +993,9 @@ def markdown(doc: dict, plots: list[str]) -> str:
           f"- **{m.get('note')}**",
           f"- threads {', '.join(map(str, s['threads']))}; {s['reps']} repetitions, interleaved (allocator order "
           f"shuffled per cell, seed {s['order_seed']}); mt programs at --scale {s['scale']} --seed {s['mt_seed']}",
-          f"- time: {s['time_metric']}; peak RSS: {s['rss_metric']}",
+          f"- time: {s['time_metric']}; peak RSS: {s['rss_metric']}"
+          + (f"; CPU time: {s['cpu_metric']}" if s.get("cpu_metric") else "")
+          + (f"; pinned: {s['pin']}" if s.get("pin") else ""),
           "- allocators: " + "; ".join(f"{a['label']} {a.get('version') or ''} ({a.get('lib') or 'no preload'})"
                                        for a in doc["allocators"]),
           ""]
@@ -876,14 +1024,27 @@ def markdown(doc: dict, plots: list[str]) -> str:
         for wl, w in (g.get("worst_ratio_to_best") or {}).items():
             L.append(f"| {wl} | {v(w['ratio']) if w else 'no good run'} | {w['threads'] if w else '-'} |")
         L.append("")
-    for title, fmt, unit in (("Time", _fmt_time, "seconds"), ("Peak RSS", _fmt_rss, "MiB")):
+    for title, fmt, unit, key in (("Time", _fmt_time, "seconds", "time"), ("Peak RSS", _fmt_rss, "MiB", "rss"),
+                                  ("CPU time", _fmt_cpu, "seconds, user + system", "cpu")):
+        if key == "cpu" and not any(f.get("cpu_s", {}).get("mean") is not None for per_t in
+                                    doc.get("summary", {}).values() for figs in per_t.values()
+                                    for f in figs.values()):
+            continue  # results made before CPU time was recorded
         L += [f"## {title} ({unit})", ""]
+        if key == "cpu":
+            L += ["Beside the wall time: on a shared machine CPU time varies less; for programs that run for a "
+                  "fixed time (they report their own throughput) it does not measure speed.", ""]
         for wl, per_t in doc.get("summary", {}).items():
             L += [f"### {wl}", "", "| threads | " + " | ".join(labels) + " | best |",
                   "|---|" + "---|" * (len(labels) + 1)]
             for t in _threads_sorted(per_t):
                 figs = per_t[t]
-                b = doc["best"][wl][t]["time" if title == "Time" else "rss"]
+                if key == "cpu":
+                    ok = {a: f["cpu_s"]["mean"] for a, f in figs.items()
+                          if (f.get("cpu_s") or {}).get("mean") is not None and f["time"]["mean"] is not None}
+                    b = min(ok, key=ok.get) if ok else None
+                else:
+                    b = doc["best"][wl][t][key]
                 cells = [_cell_text(figs.get(a), fmt) for a in labels]
                 L.append(f"| {t} | " + " | ".join(cells) + f" | {b or '-'} |")
             L.append("")

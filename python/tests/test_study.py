@@ -323,3 +323,80 @@ def test_compare_runs_libdmm(tiny_trace, tmp_path):
     libdmm = [a for a in doc["allocators"] if a["label"] == "libdmm"]
     assert libdmm and libdmm[0]["lib"] == str(LIBDMM.resolve())
     assert doc["summary"]["tiny"]["libdmm"]["failed"] == 0
+
+
+# ---- programs of the user's own (--external), CPU time, --pin ----------------
+
+EXT_PROG = """#!/bin/sh
+# prints its thread argument and its input, sorted; a second argument 'bad': another answer under a preload
+if [ -n "$LD_PRELOAD" ] && [ "$2" = bad ]; then echo different; exit 0; fi
+echo "threads=$1"
+sort
+"""
+
+
+def _manifest(tmp_path: Path, body: str) -> Path:
+    _script(tmp_path / "prog", EXT_PROG)
+    (tmp_path / "in.txt").write_text("b\na\nc\n")
+    (tmp_path / "bad.txt").write_text("bad\n")
+    m = tmp_path / "progs.study"
+    m.write_text(body)
+    return m
+
+
+def test_external_manifest_runs_the_users_programs(tmp_path):
+    """Each manifest line is a workload: {threads} and {dir} filled in, its
+    input on stdin, a missing program left out with FILE:LINE, check=output
+    judging the output against glibc's; CPU time recorded beside wall time;
+    --pin puts each run on its first min(threads, CPUs) CPUs."""
+    _need_builds()
+    m = _manifest(tmp_path, "# programs of mine\n"
+                            "sorter threaded stdin={dir}/in.txt check=output -- {dir}/prog {threads}\n"
+                            "judged single stdin=bad.txt check=output -- ./prog 1 bad\n"
+                            "gone single -- ./not-built\n")
+    out = tmp_path / "study"
+    p = run_cli(["study", "--reps", "2", "--threads", "1,2", "--alloc", "glibc,libdmm", "--mt-dir", str(MT_DIR),
+                 "--no-real", "--external", str(m), "--workloads", "sorter,judged", "--pin", "-o", str(out)],
+                timeout=300)
+    assert p.returncode == 0, p.stderr + p.stdout
+    doc = _load(out)
+    ext = {w["name"]: w for w in doc["workloads"]}
+    assert ext["sorter"]["kind"] == "ext" and ext["sorter"]["command"] == [str(tmp_path / "prog"), "{threads}"]
+    assert ext["sorter"]["stdin"] == str(tmp_path / "in.txt")
+    assert any(f"gone left out: ./not-built is not an executable file ({m}:4)" in n for n in doc["notes"])
+    by = {}
+    for r in doc["runs"]:
+        by.setdefault((r["workload"], r["allocator"]), []).append(r)
+    assert {r["threads"] for r in by[("sorter", "glibc")]} == {1, 2}
+    assert all(r["status"] == "ok" and r["cpu_s"] is not None and r["cpu_s"] >= 0 for r in by[("sorter", "libdmm")])
+    # the same output under both allocators at each thread count; a changed one is flagged
+    assert all(r["status"] == "wrong" and "output differs from glibc's" in r["error"] for r in by[("judged", "libdmm")])
+    assert all(r["status"] == "ok" for r in by[("judged", "glibc")])
+    assert doc["summary"]["sorter"]["2"]["glibc"]["cpu_s"]["n"] == 2
+    assert "taskset" in (doc["settings"]["pin"] or "")
+    md = (out / "study.md").read_text()
+    assert "## CPU time" in md and "### sorter" in md
+    # recorded for the request patterns like the other workloads
+    assert "error" not in doc["analysis"]["sorter"], doc["analysis"]["sorter"]
+
+
+@pytest.mark.parametrize("body,needles", [
+    ("a threaded ./prog\n", [":1: expected 'NAME threaded|single"]),
+    ("a both -- ./prog\n", [":1: 'both': expected threaded or single"]),
+    ("a single bogus=1 -- ./prog\n", [":1: unknown option 'bogus=1'"]),
+    ("a single -- ./prog {threads}\n", [":1: a single-threaded workload cannot use {threads}"]),
+    ("a single -- ./prog\na single -- ./prog\n", [":2: workload 'a' is named twice"]),
+    ("a/b single -- ./prog\n", [":1: workload name 'a/b'"]),
+    ("a single -- './prog\n", [":1: No closing quotation"]),
+    ("# nothing\n", ["no workload in it"]),
+    ("a single -- ./missing\n", ["none of its programs is there", "./missing"]),
+    ("larson threaded -- ./prog {threads}\n", ["larson", "already mt or real workloads"]),
+])
+def test_bad_external_manifest_is_one_line(tmp_path, body, needles):
+    _need_builds()
+    m = _manifest(tmp_path, body)
+    p = run_cli(["study", "--quick", "--no-analyse", "--alloc", "glibc", "--mt-dir", str(MT_DIR), "--no-real",
+                 "--external", str(m), "-o", str(tmp_path / "o")], timeout=60)
+    assert p.returncode == 2, p.stderr + p.stdout
+    _one_error_line(p, *needles)
+    assert not (tmp_path / "o" / "study.json").exists()
