@@ -172,7 +172,7 @@ def parse_external(manifest: Path, base: Path | None = None) -> tuple[list[Workl
         stdin, check = None, False
         for o in opts:
             if o.startswith("stdin="):
-                stdin = str((base / o[6:].replace("{dir}", str(base))).resolve())
+                stdin = os.path.abspath(base / o[6:].replace("{dir}", str(base)))  # lexically, as the shell would
             elif o == "check=output":
                 check = True
             else:
@@ -182,7 +182,7 @@ def parse_external(manifest: Path, base: Path | None = None) -> tuple[list[Workl
         prog = cmd[0] if "/" in cmd[0] else (shutil.which(cmd[0]) or str(base / cmd[0]))
         prog_path = Path(prog)
         if not prog_path.is_absolute():
-            prog_path = (base / prog_path).resolve()
+            prog_path = Path(os.path.abspath(base / prog_path))
         if not (prog_path.is_file() and os.access(prog_path, os.X_OK)):
             notes.append(f"{name} left out: {cmd[0]} is not an executable file ({where})")
             continue
