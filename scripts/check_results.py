@@ -263,6 +263,13 @@ def load_manifest():
     return m
 
 
+def compared(g):
+    """Whether --short/--full regenerate and compare group g: deterministic
+    and external groups, and a mixed group (timings beside model figures)
+    on its "fields", the model figures, when it names them."""
+    return g.get("kind") in ("deterministic", "external") or (g.get("kind") == "mixed" and bool(g.get("fields")))
+
+
 def group_files(g):
     return [os.path.join(RESULTS, f) for f in g["files"]]
 
@@ -443,6 +450,7 @@ def readme(m):
     """bench/results/README.md, from the manifest (check_results.py --readme)."""
     kinds = {"deterministic": "deterministic, checked", "external": "deterministic, checked where reproducible",
              "mixed": "timing + model figures, not checked", "timing": "timing, not checked"}
+    mixed_checked = "timing + model figures; the model figures checked"
     L = ["# bench/results: what each file answers and how to remake it", "",
          "Written by `scripts/check_results.py --readme` from `manifest.json` (edit that, not this).", "",
          "Every file carries a provenance record written by its generator through `scripts/provenance.py`: the",
@@ -456,8 +464,8 @@ def readme(m):
          "command from the repository root and commit the result with the code that changed it.", "",
          "| files | answers | kind | tolerance | remake with |", "|---|---|---|---|---|"]
     for g in m["groups"]:
-        tol = tol_text(g["tolerance"]) if g["kind"] in ("deterministic", "external") else "-"
-        if g["kind"] in ("deterministic", "external") and g.get("short"):
+        tol = tol_text(g["tolerance"]) if compared(g) else "-"
+        if compared(g) and g.get("short"):
             tol += " (short subset)"
         files = ", ".join(f"`{f}`" for f in g["files"])
         note = f" {g['note']}." if g.get("note") else ""
@@ -466,7 +474,8 @@ def readme(m):
             pend += (f" Without {', '.join(g.get('needs_env', []))}, `--full` checks the rows the repository "
                      "reproduces alone (its `without_env` command).")
         cmd = g.get("update") or g["generate"]
-        L.append(f"| {files} | {g['question']}{note}{pend} | {kinds.get(g['kind'], g['kind'])} | {tol} | "
+        kind = mixed_checked if g["kind"] == "mixed" and compared(g) else kinds.get(g["kind"], g["kind"])
+        L.append(f"| {files} | {g['question']}{note}{pend} | {kind} | {tol} | "
                  f"`{cmd}` |")
     L.append("")
     return "\n".join(L)
@@ -533,12 +542,11 @@ def main(argv=None):
     if a.group:
         groups = [g for g in m["groups"] if g["name"] in a.group]
     else:
-        groups = [g for g in m["groups"] if g.get("kind") in ("deterministic", "external")
-                  and (g["short"] or not a.short)]
+        groups = [g for g in m["groups"] if compared(g) and (g["short"] or not a.short)]
     os.makedirs(a.scratch, exist_ok=True)
     problems = []
     for g in groups:
-        if g.get("kind") not in ("deterministic", "external"):
+        if not compared(g):
             print(f"check_results: {g['name']}: {g['kind']} figures are not compared")
             continue
         need = [v for v in g.get("needs_env", []) if not os.environ.get(v)]
