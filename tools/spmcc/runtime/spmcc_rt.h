@@ -31,6 +31,13 @@
 #include "dmm/spm.h"
 
 extern dmm_spm *spmcc_heap;
+/* the global memory's size and the local memory (spmcc_run sets them): a
+ * global address is a byte offset below spmcc_gsize, and spmcc_run checks
+ * that no host object (stack, static data, C heap, the simulated memories)
+ * lies below it, so the _any translations below can tell them apart */
+extern uintptr_t spmcc_gsize;
+extern const char *spmcc_lbase;
+extern size_t spmcc_lsize;
 
 _Noreturn void spmcc_fail(const char *what, const void *g);
 int spmcc_run(int argc, char **argv, int (*fn)(int, char **));
@@ -84,6 +91,28 @@ static inline void *spmcc_s2p(const void *local)
     if (!a)
         spmcc_fail("s2p", local);
     return spmcc_p(a);
+}
+/* A pointer the pass found may hold a heap (global) address or the address
+ * of a host object (`node **link = &t->root` then `link = &p->left`): the
+ * _any translations translate the first and pass the second through. */
+static inline int spmcc_is_global(const void *p) { return p && (uintptr_t)p < spmcc_gsize; }
+static inline void *spmcc_p2s_any(const void *p) { return spmcc_is_global(p) ? spmcc_p2s(p) : (void *)(uintptr_t)p; }
+static inline void *spmcc_p2s_ro_any(const void *p)
+{
+    return spmcc_is_global(p) ? spmcc_p2s_ro(p) : (void *)(uintptr_t)p;
+}
+static inline void *spmcc_pin_any(const void *p) { return spmcc_is_global(p) ? spmcc_pin(p) : (void *)(uintptr_t)p; }
+static inline void spmcc_unpin_any(const void *p)
+{
+    if (spmcc_is_global(p))
+        dmm_spm_unpin(spmcc_heap, spmcc_g(p));
+}
+/* an address inside local memory goes back to its global address; the
+ * address of a host object stays what it is */
+static inline void *spmcc_s2p_any(const void *p)
+{
+    const char *c = (const char *)p;
+    return c >= spmcc_lbase && c < spmcc_lbase + spmcc_lsize ? spmcc_s2p(p) : (void *)(uintptr_t)p;
 }
 static inline void *spmcc_s2p_or_null(const void *local) { return local ? spmcc_s2p(local) : NULL; }
 
