@@ -1027,6 +1027,125 @@ class Pass:
             self.hoisted[t.key] = t.name
         return [t.key for t in ordered]
 
+    def iterate_loop(self, loop, body, cond, inc, while_body=False):
+        """One translation per iteration for the pointers a loop changes only in
+        its increment (`for (e = adj[u]; e; e = e->next) { ... e->w ... e->to }`):
+        made in the condition, which runs before every iteration, and used by
+        the body, the condition and the increment (which reads through it
+        before it changes the pointer), instead of once per region.
+        - When nothing in the loop may move data and this is the loop's only
+          translation (those hoisted before it aside), a p2s/p2s_ro: no other
+          translation runs before its last use.
+        - Otherwise, in a for loop with no return or goto out of it, a pin,
+          released at the end of the increment (a continue goes there too)
+          and after the loop (the last condition's pin: the pointer may be
+          NULL, which pins nothing).
+        Not when the body or the condition may change the pointer or what it
+        is read from, or a call into the program may (a pointer read from
+        memory), or the loop frees.  A while loop whose body ends with
+        `p = p->next` (or `n = k < n->key ? n->left : n->right`) is a for loop
+        with that statement as its increment; a pin there needs a body
+        without continue (which would skip the unpin).
+        Returns the keys (self.hoisted names)."""
+        if cond is None:
+            return []
+        if while_body:
+            stmts = _kids(body) if body.kind.name == "COMPOUND_STMT" else [body]
+            if stmts and stmts[-1].kind.name not in CONTROL_KINDS | SIMPLE_KINDS:
+                inc = stmts[-1]
+                parts = [cond] + stmts[:-1] + [inc]
+            else:
+                parts = [body, cond]
+        else:
+            parts = [x for x in (body, cond, inc) if x is not None]
+        infos = [self.collect(x) for x in parts]
+        if any(i.releases or i.comma for i in infos):
+            return []
+        sites = [x for i in infos for x in i.sites if x.key not in self.hoisted]
+        if not sites:
+            return []
+        moves = any(i.moves for i in infos)
+        user_call = any(i.user_call for i in infos)
+        changed = set().union(*(i.assigns for i in (infos[:-1] if inc is not None else infos)), set())
+        declared, jumps = set(), False
+        stack = list(parts)
+        while stack:
+            x = stack.pop()
+            if x.kind.name in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT") or \
+                    (while_body and x.kind.name == "CONTINUE_STMT"):
+                jumps = True
+            if x.kind.name in ("VAR_DECL", "PARM_DECL"):
+                declared.add(x.spelling)
+            stack.extend(x.get_children())
+        keys = list(dict.fromkeys(x.key for x in sites))
+        good = []
+        for key in keys:
+            bc, deps, g = self._deps[key]
+            names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
+            if key in self._chains or deps & changed or (g and user_call) or names & declared:
+                continue
+            if bc.kind.name != "DECL_REF_EXPR" or (inc is not None and deps & infos[-1].assigns
+                                                     and not self._follows(inc, bc)):
+                # the condition translates before it tests: only a variable
+                # (reading it cannot fault) that the increment sets to a
+                # pointer loaded from memory (NULL or an object, like the
+                # value it starts with) and not to `p + 1`, one past the end
+                continue
+            good.append(key)
+        if not good:
+            return []
+        single = len(keys) == 1 and not moves
+        if not single and (self.no_pin or inc is None or jumps):
+            return []
+        if not single:
+            # the pointers pinned here are read only through their own names;
+            # translations of other pointers in the body are made as usual
+            pass
+        decls, pre, post, after = [], [], [], []
+        for key in good:
+            bc, deps, g = self._deps[key]
+            ctype = self.decl_type(bc.type, bc)
+            name = self.fresh(key)
+            sfx = self.any_sfx(key)
+            written = any(x.written for x in sites if x.key == key)
+            decls.append(f"{ctype} {name};")
+            if single:
+                pre.append(f"{name} = ({ctype})spmcc_{'p2s' if written else 'p2s_ro'}{sfx}({key})")
+            else:
+                decls.append(f"void *{name}g = NULL;")
+                pre.append(f"{name}g = (void *)({key}), {name} = ({ctype})spmcc_pin{sfx}({name}g)")
+                post.insert(0, f"spmcc_unpin{sfx}({name}g)")
+                after.insert(0, f"spmcc_unpin{sfx}({name}g);")
+            self.hoisted[key] = name
+        self.insert(loop.extent.start.offset, "{ " + " ".join(decls) + " ", -4)
+        self.insert(self.stmt_end(loop), "\n" + " ".join(after) + " }", 4)
+        self.insert(cond.extent.start.offset, "(" + ", ".join(pre) + ", ", -5)
+        self.insert(cond.extent.end.offset, ")", 5)
+        if post and while_body:
+            self.insert(self.stmt_end(inc), " " + " ".join(p + ";" for p in post), 5)
+        elif post:
+            self.insert(inc.extent.start.offset, "(", -5)
+            self.insert(inc.extent.end.offset, "), " + ", ".join(post), 5)
+        return good
+
+    def _follows(self, inc, var):
+        """True when the increment is `var = LOAD` (`e = e->next`, `v = a[i]`)."""
+        c = self.strip_paren(inc)
+        if c.kind.name != "BINARY_OPERATOR" or self.binop(c) != "=":
+            return False
+        lhs, rhs = (self.strip_paren(x) for x in _kids(c))
+        if lhs.kind.name != "DECL_REF_EXPR" or lhs.referenced != var.referenced:
+            return False
+        return self._load(rhs)
+
+    def _load(self, r):
+        """A pointer loaded from memory, or a choice between such (`a ? x->l : x->r`)."""
+        r = self.strip(r)
+        if r.kind.name == "CONDITIONAL_OPERATOR":
+            return all(self._load(x) for x in _kids(r)[1:])
+        return r.kind.name in ("MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR") or \
+            (r.kind.name == "UNARY_OPERATOR" and self.unop(r)[0] == "*")
+
     def for_parts(self, c):
         """(init, cond, inc) cursors of a for statement (None when absent)."""
         toks = list(c.get_tokens())
@@ -1078,6 +1197,7 @@ class Pass:
             self.prelude(ch[0], c, "the condition")
         elif k == "WHILE_STMT":
             done = self.hoist_loop(c)
+            done += self.iterate_loop(c, ch[1], ch[0], None, while_body=True)
             self.body(ch[1], fn)
             self.prelude(ch[0], c, "the condition")
             for key in done:
@@ -1091,6 +1211,7 @@ class Pass:
         elif k == "FOR_STMT":
             init, cond, inc = self.for_parts(c)
             done = self.hoist_loop(c)
+            done += self.iterate_loop(c, ch[-1], cond, inc)
             self.body(ch[-1], fn)
             if init is not None:
                 if init.kind.name == "DECL_STMT":
