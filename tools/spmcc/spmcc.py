@@ -996,7 +996,16 @@ class Pass:
             ok[key] = good
             return good
 
-        keys = [k for k in dict.fromkeys(x.key for x in info.sites) if hoistable(k)]
+        keys = []
+        for k in dict.fromkeys(x.key for x in info.sites):
+            # a pointer read from the heap that the loop may change
+            # (`texts[t][i]` beside a char store): the pointer it is read
+            # through may still be loop-invariant, and the region then reads
+            # it through the translation made before the loop
+            while not hoistable(k) and k in self._chains:
+                k = self._chains[k][0]
+            if hoistable(k) and k not in keys:
+                keys.append(k)
         if not keys:
             return []
         trans, order = {}, 0

@@ -56,18 +56,18 @@ int spmcc_run(int argc, char **argv, int (*fn)(int, char **))
         fprintf(stderr, "spmcc: cannot allocate the simulated memories\n");
         return 2;
     }
-    /* Global addresses are offsets below gsize; a host object there could
-     * not be told from one by the _any translations (spmcc_rt.h).  The
+    /* Heap pointers are SPMCC_BIAS + global address; a host object there
+     * could not be told from one by the _any translations (spmcc_rt.h).  The
      * stack, static data, the C heap and the simulated memories are checked
-     * to lie above. */
+     * to lie below. */
     int on_stack = 0;
     void *c_heap = malloc(1);
     static const char rodata[] = "spmcc";
     const void *host[] = {&on_stack, &spmcc_heap, rodata, "literal", c_heap, gbuf, lbuf, argv};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
-        if ((uintptr_t)host[i] < gsize) {
-            fprintf(stderr, "spmcc: host object %zu at %p lies below the global memory's size %#zx\n", i,
-                    host[i], gsize);
+        if ((uintptr_t)host[i] >= SPMCC_BIAS || gsize - 1 > UINTPTR_MAX - SPMCC_BIAS) {
+            fprintf(stderr, "spmcc: host object %zu at %p lies in the range of heap pointers (%#lx + %#zx)\n", i,
+                    host[i], (unsigned long)SPMCC_BIAS, gsize);
             return 2;
         }
     free(c_heap);
