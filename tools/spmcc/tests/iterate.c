@@ -100,12 +100,12 @@ int main(void)
     for (int i = 0; i < 32; i++)
         low[i] = (char)(rows[t][i] - 32);
     low[32] = '\0';
-    long csum = 0;
+    unsigned long csum = 0;
     for (const cell *c = copies; c; c = c->next)
-        csum = csum * 7 + c->v;
+        csum = csum * 7 + (unsigned long)c->v;
     for (const cell *c = list; c; c = c->next)
-        csum = csum * 3 + c->v;
-    printf("sum=%ld made=%d csum=%ld depths=%ld low=%s\n", sum, made, csum, depths, low);
+        csum = csum * 3 + (unsigned long)c->v;
+    printf("sum=%ld made=%d csum=%lu depths=%ld low=%s\n", sum, made, csum, depths, low);
     free(low);
     for (int r = 0; r < 8; r++)
         free(rows[r]);

@@ -100,20 +100,21 @@ int main(void)
     (*end)->key = 5000;
     (*end)->next = NULL;
     item **empty_end = tail_link(&(item *){NULL});
-    long s = 0, prev = -1, sorted = 1;
+    unsigned long s = 0;
+    long prev = -1, sorted = 1;
     for (item *it = local_head; it; it = it->next) {
         sorted &= it->key >= prev;
         prev = it->key;
-        s = s * 31 + it->key;
+        s = s * 31 + (unsigned long)it->key;
     }
     for (item *it = global_head; it; it = it->next)
-        s = s * 17 + it->key;
+        s = s * 17 + (unsigned long)it->key;
     int local_cell = 7;
     int *cell = f.count > 1000 ? malloc(sizeof *cell) : &local_cell;
     *cell += f.count;
     int *heap_cell = f.count > 0 ? malloc(sizeof *heap_cell) : &local_cell;
     *heap_cell = 11;
-    printf("sorted=%ld list=%ld tree=%ld count=%d cell=%d heap=%d empty_end_null=%d\n", sorted, s,
+    printf("sorted=%ld list=%lu tree=%ld count=%d cell=%d heap=%d empty_end_null=%d\n", sorted, s,
            walk(f.root, 0), f.count, local_cell, *heap_cell, *empty_end == NULL);
     if (heap_cell != &local_cell)
         free(heap_cell);

@@ -52,17 +52,17 @@ int main(void)
     qsort(order, N, sizeof *order, by_weight);
     qsort(vals, N, sizeof *vals, by_value);
     qsort(few, 16, sizeof few[0], by_weight);
-    long s = 0;
+    unsigned long s = 0;
     for (i = 0; i < N; i++) {
         rec *r = order[i];
-        s = s * 131 + r->id + vals[i];
+        s = s * 131 + (unsigned long)r->id + (unsigned long)vals[i];
     }
     for (i = 0; i < 16; i++) {
         rec *r = few[i];
         s = s * 7 + r->w;
     }
     int last = N - 1;
-    printf("sorted checksum %ld first %d last %d\n", s, order[0]->id, order[last]->id);
+    printf("sorted checksum %lu first %d last %d\n", s, order[0]->id, order[last]->id);
     free(vals);
     free(order);
     while (list) {
