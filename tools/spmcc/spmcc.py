@@ -1137,6 +1137,43 @@ class Pass:
             self.insert(inc.extent.end.offset, "), " + ", ".join(post), 5)
         return good
 
+    def hoist_if(self, stmt, cond):
+        """An if statement whose accesses all go through one pointer (those
+        hoisted before it aside), which its condition accesses unconditionally
+        and nothing in it changes, moves data or frees: one p2s/p2s_ro made
+        in the condition serves the condition and both branches, instead of
+        one in the condition and one per region of the branches (rbtree's
+        walk: `if (prev == n->parent) { if (n->left) ... sum_u64(s, n->key)`).
+        No other translation runs while it is in use, so it needs no pin (a
+        return inside is fine).  Returns the key hoisted, if any."""
+        info = self.collect(stmt)
+        if info.moves or info.releases or info.comma:
+            return []
+        keys = {x.key for x in info.sites if x.key not in self.hoisted}
+        if len(keys) != 1:
+            return []
+        key = keys.pop()
+        bc, deps, g = self._deps[key]
+        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & info.assigns or info.escapes:
+            return []
+        ci = self.collect(cond)
+        c0 = self.strip_paren(cond)
+        guard = c0.kind.name == "BINARY_OPERATOR" and self.binop(c0) == "&&" and \
+            self.strip(_kids(c0)[0]).kind.name == "DECL_REF_EXPR" and \
+            self.strip(_kids(c0)[0]).referenced == bc.referenced      # `if (u && u->red)`: NULL passes
+        if not guard and not any(x.key == key and not x.conditional for x in ci.sites):
+            return []
+        ctype = self.decl_type(bc.type, bc)
+        name = self.fresh(key)
+        written = any(x.written for x in info.sites if x.key == key)
+        fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
+        self.insert(stmt.extent.start.offset, f"{{ {ctype} {name}; ", -4)
+        self.insert(self.stmt_end(stmt), " }", 4)
+        self.insert(cond.extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
+        self.insert(cond.extent.end.offset, ")", 5)
+        self.hoisted[key] = name
+        return [key]
+
     def _follows(self, inc, var):
         """True when the increment is `var = LOAD` (`e = e->next`, `v = a[i]`)."""
         c = self.strip_paren(inc)
@@ -1200,10 +1237,13 @@ class Pass:
         if k == "COMPOUND_STMT":
             self.compound(ch, fn)
         elif k == "IF_STMT":
+            done = self.hoist_if(c, ch[0])
             self.body(ch[1], fn)
             if len(ch) > 2:
                 self.body(ch[2], fn)
             self.prelude(ch[0], c, "the condition")
+            for key in done:
+                del self.hoisted[key]
         elif k == "WHILE_STMT":
             done = self.hoist_loop(c)
             done += self.iterate_loop(c, ch[1], ch[0], None, while_body=True)

@@ -5,7 +5,9 @@
  * leaves it to the release after the loop), a binary-tree search whose
  * while body ends with `n = k < n->key ? n->left : n->right`, and rows read
  * through a loop-invariant table beside a char store (the table is
- * translated before the loop, each row once per iteration). */
+ * translated before the loop, each row once per iteration); if statements
+ * whose accesses all go through one pointer the condition reads (one
+ * translation in the condition serves both branches, a return inside). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,18 @@ static int depth_of(const tn *n, int key)
     return n ? d : -1;
 }
 
+static int classify(const tn *n, int key)
+{
+    if (n && n->key == key) {
+        if (n->left && n->right)
+            return 3;
+        return n->left ? 1 : n->right ? 2 : 0;
+    } else if (n) {
+        return key < n->key ? -1 : -2;
+    }
+    return -3;
+}
+
 static void drop(tn *n)
 {
     if (!n)
@@ -87,7 +101,7 @@ int main(void)
         root = put(root, (i * 73) % 211);
     long depths = 0;
     for (int k = 0; k < 220; k++)
-        depths += depth_of(root, k);
+        depths += depth_of(root, k) * 8 + classify(root, k) + classify(root->left, k);
     char **rows = malloc(8 * sizeof *rows);
     for (int r = 0; r < 8; r++) {
         rows[r] = malloc(33);
