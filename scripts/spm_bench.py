@@ -16,9 +16,8 @@ Called by scripts/spm_bench.sh, which builds the programs first.
   table3  dynamic vs static global memory (Table I input sizes)
   fig11   1..6 execution cores sharing one manager
   swc     every program on the software-cache baseline beside the heap
-  rewrite the programs dmm-spmcc rewrites from the unmanaged sources
-          (dijkstra, fft, fft_inv, stringsearch, dfs) beside the hand-written
-          managed ones
+  rewrite the seven programs as dmm-spmcc rewrites them from the unmanaged
+          sources beside the hand-written managed ones
 
 Figures: the cycle model of scripts/spm_cycles.py (docs/spm.md, "The cycle
 model") for Table II, Fig. 9, Fig. 10, Table III and the cache comparison:
@@ -350,7 +349,7 @@ def exp_fig9(R, a):
     return {"mults": mults, "grans": grans, "min_heap_kib": {p: min_heap(R, p) for p in progs}, "runs": recs}, md
 
 
-REWRITTEN = ("dijkstra", "fft", "fft_inv", "stringsearch", "dfs")   # the programs dmm-spmcc accepts
+REWRITTEN = ("rbtree", "dijkstra", "fft", "fft_inv", "stringsearch", "dfs", "mst")   # the programs dmm-spmcc accepts
 T2_CONF = "table=65536,frames=16,unit=256,gran=16"
 
 
@@ -418,7 +417,7 @@ def exp_table2(R, a):
           "the core's side of the mailbox emulation left out, the cost model's DMA + mailbox cycles added. "
           "**share** = cycles inside malloc/calloc/realloc/free/p2s/p2s_ro/s2p/pin/unpin over all cycles (the "
           "seed's Table II metric) of the program **as built by the pass** (the unmanaged source rewritten by "
-          "dmm-spmcc; the hand-written managed program for rbtree and mst, which the pass refuses); "
+          "dmm-spmcc; the hand-written managed program where the pass refuses one); "
           "**slowdown** = its cycles over the unmanaged program's (raw backend, same model). hand-written: "
           "bench/spm (p2s + s2p around every scalar access). Kcycles = thousands of modelled cycles. p2s "
           "calls count p2s, p2s_ro and pin of the program as built.\n\n")
@@ -511,7 +510,7 @@ def exp_table3(R, a):
     md = ("Inputs sized to the seed's Table I (as Table II). Mean over H in {1, 4} x the program's minimum (at least "
           "4 KiB) and "
           "granularity {1, 4} (unit cap 1 KiB, T = 4 KB), modelled Kcycles (the cycle model of Table II; no host "
-          "time). The program as built by the pass (rewritten by dmm-spmcc; hand-written for rbtree and mst). "
+          "time). The program as built by the pass (rewritten by dmm-spmcc). "
           "Dynamic: every segment request and every segment given back is a mailbox message to the manager "
           "(its words at the cost model's price, plus the manager's work on the request, which the core waits "
           "for); static: the core carves its own slice with its own instructions.\n\n")
@@ -608,7 +607,7 @@ def exp_rewrite(R, a):
     """The seed's programs as dmm-spmcc rewrites them (from the unmanaged
     sources) against the hand-written managed versions, the Table II
     configuration, the same cycle model."""
-    progs = [p for p in ("dijkstra", "fft", "fft_inv", "stringsearch", "dfs") if not a.quick or p == "fft"]
+    progs = [p for p in REWRITTEN if not a.quick or p == "fft"]
     rows, recs = [], []
     conf = "table=65536,frames=16,unit=256,gran=16"
     for p in progs:
@@ -634,8 +633,7 @@ def exp_rewrite(R, a):
           "rewritten; the rewritten program pins every object a region holds at once, so it may need more). **hand-written**: bench/spm (hm.h: p2s + s2p around every "
           "scalar access); **rewritten**: the unmanaged program (bench/workloads/programs) as dmm-spmcc "
           "(tools/spmcc) rewrites it, run on tools/spmcc/runtime; the same cycle model (scripts/spm_cycles.py, "
-          "body = the program's main). p2s counts p2s, p2s_ro and pin calls. rbtree and mst are refused by the pass "
-          "(docs/spm.md).\n\n")
+          "body = the program's main). p2s counts p2s, p2s_ro and pin calls.\n\n")
     md += md_table(["program", "H KiB (min hand / rewritten)", "hand-written Mcycles", "rewritten Mcycles", "rewritten / hand",
                     "hand p2s calls", "rewritten p2s calls", "hand share", "rewritten share",
                     "hand slowdown", "rewritten slowdown"], rows)

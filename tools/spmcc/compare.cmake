@@ -7,6 +7,8 @@
 # STATIC=1: the rewritten run's global memory in static mode (SPMCC_STATIC).
 # REQUIRE_EVICTIONS=1: the rewritten run must have evicted units (its
 # statistics, SPMCC_STATS), so that the local memory really was too small.
+# MAX_P2S=N: the rewritten run may make at most N translations (p2s, p2s_ro
+# and pin calls in its statistics): the pass's region rules must not regress.
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND "${RAW}" ${args} RESULT_VARIABLE raw_rc OUTPUT_VARIABLE raw_out ERROR_VARIABLE raw_err)
 if(NOT raw_rc EQUAL 0)
@@ -17,7 +19,7 @@ set(ENV{SPMCC_CONFIG} "${CONFIG}")
 if(STATIC)
     set(ENV{SPMCC_STATIC} 1)
 endif()
-if(REQUIRE_EVICTIONS)
+if(REQUIRE_EVICTIONS OR MAX_P2S)
     set(ENV{SPMCC_STATS} 1)
 endif()
 execute_process(COMMAND "${SPM}" ${args} RESULT_VARIABLE spm_rc OUTPUT_VARIABLE spm_out ERROR_VARIABLE spm_err)
@@ -41,5 +43,15 @@ if(REQUIRE_EVICTIONS)
                             "is not small enough for this test\n${spm_err}")
     endif()
     message(STATUS "unit evictions: ${CMAKE_MATCH_1}")
+endif()
+if(MAX_P2S)
+    string(REGEX MATCH "\"p2s\":{\"calls\":([0-9]+)" _p2s "${spm_err}")
+    if(NOT _p2s)
+        message(FATAL_ERROR "${SPM}: no p2s count in its statistics\n${spm_err}")
+    endif()
+    if(CMAKE_MATCH_1 GREATER MAX_P2S)
+        message(FATAL_ERROR "${SPM} made ${CMAKE_MATCH_1} translations, more than ${MAX_P2S}")
+    endif()
+    message(STATUS "translations: ${CMAKE_MATCH_1} (at most ${MAX_P2S})")
 endif()
 message(STATUS "same output:\n${spm_out}")

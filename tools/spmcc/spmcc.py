@@ -71,12 +71,16 @@ EXTERN_OK = {
     "sprintf", "snprintf", "puts", "fputs", "fwrite", "fread", "sscanf", "atoi", "atol", "strtol", "strtoul",
     "strtod", "putchar",
 }
+# C library functions that call back a function of the program on elements of
+# their array argument (a heap array is pinned for the call)
+SORTS = {"qsort"}
+EXTERN_OK |= SORTS
 # ... of which these never write through any pointer argument
 EXTERN_RO = {"memcmp", "strlen", "strnlen", "strcmp", "strncmp", "strchr", "strrchr", "strstr", "strspn",
              "strcspn", "printf", "puts", "fputs", "fwrite", "atoi", "atol", "strtol", "strtoul", "strtod",
              "memchr", "putchar"}
 # ... and these write only through the argument at this index (the rest are read)
-EXTERN_WRITES_ARG = {"memcpy": 0, "memmove": 0, "memset": 0, "strcpy": 0, "strncpy": 0, "strcat": 0,
+EXTERN_WRITES_ARG = {"qsort": 0, "memcpy": 0, "memmove": 0, "memset": 0, "strcpy": 0, "strncpy": 0, "strcat": 0,
                      "strncat": 0, "sprintf": 0, "snprintf": 0, "fread": 0, "fprintf": -1}
 
 
@@ -121,6 +125,7 @@ class Trans:
     name: str = ""
     written: bool = False
     mode: str = ""      # p2s | p2s_ro | pin
+    any: str = ""       # "_any" when the pointer may also hold a host address
 
 
 @dataclass
@@ -174,6 +179,7 @@ class Pass:
         self._deps = {}
         self._chains = {}
         self.hoisted = {}        # key -> local name translated before the enclosing loop
+        self.same_loc = []       # (field location, `*q` location): the field's address is taken
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
@@ -246,7 +252,7 @@ class Pass:
             rec = c.referenced.semantic_parent.type.get_canonical().spelling if c.referenced else "?"
             return ("f", rec, c.spelling) if base is not None else None
         if k == "ARRAY_SUBSCRIPT_EXPR" or (k == "UNARY_OPERATOR" and self.unop(c)[0] == "*"):
-            return ("e", c.type.get_canonical().spelling)
+            return ("e", _unqual(c.type))
         return None
 
     def var_loc(self, decl):
@@ -254,7 +260,7 @@ class Pass:
         through pointers, so it shares the location of `*q` of its type."""
         vid = self.var_id(decl)
         if vid in self.addr_taken:
-            return ("e", decl.type.get_canonical().spelling)
+            return ("e", _unqual(decl.type))
         return ("v",) + vid
 
     def heap_lvalue(self, c):
@@ -274,6 +280,19 @@ class Pass:
             return "H" in self.kind(base)
         if k == "UNARY_OPERATOR" and self.unop(c)[0] == "*":
             return "H" in self.kind(_kids(c)[0])
+        return False
+
+    def host_lvalue(self, c):
+        """True when the lvalue c may lie outside the heap though heap_lvalue
+        says it may lie in it: accessed through a pointer that may be either."""
+        c = self.strip_paren(c)
+        k = c.kind.name
+        if k == "MEMBER_REF_EXPR" and self.is_ptr(_kids(c)[0].type):
+            return "N" in self.kind(_kids(c)[0])
+        if k == "ARRAY_SUBSCRIPT_EXPR" and not self.is_array(self.strip(_kids(c)[0]).type):
+            return "N" in self.kind(_kids(c)[0])
+        if k == "UNARY_OPERATOR" and self.unop(c)[0] == "*":
+            return "N" in self.kind(_kids(c)[0])
         return False
 
     def kind(self, c):
@@ -369,6 +388,20 @@ class Pass:
                 for x in _kids(c):
                     if self.is_ptr(x.type):
                         out.append((("init", x.location.offset), x))
+            if k == "UNARY_OPERATOR" and self.unop(c)[0] == "&":
+                # `&p->left`: the field is then also written and read as `*link`
+                inner = self.strip_paren(_kids(c)[0])
+                if inner.kind.name == "MEMBER_REF_EXPR" and self.is_ptr(inner.type):
+                    loc = self.loc_of(inner)
+                    if loc:
+                        self.same_loc.append((loc, ("e", _unqual(inner.type))))
+            if k == "CALL_EXPR" and self.aliases.get(c.spelling, c.spelling) in SORTS and len(_args(c)) >= 4:
+                # the comparator's two arguments point into the array being
+                # sorted: its local copy (pinned for the call) or a host array
+                cmp = self.user_callback(_args(c)[-1])
+                if cmp is not None:
+                    for prm in list(cmp.get_arguments())[:2]:
+                        out.append((self.var_loc(prm), {"N"}))
             for ch in c.get_children():
                 visit(ch, fn if k != "FUNCTION_DECL" else c)
 
@@ -408,6 +441,16 @@ class Pass:
                     changed = True
         return frees
 
+    def user_callback(self, a):
+        """The FUNCTION_DECL of the program's function passed as argument a, or None."""
+        x = self.strip(a)
+        if x.kind.name == "UNARY_OPERATOR" and self.unop(x)[0] == "&":
+            x = self.strip_paren(_kids(x)[0])
+        if x.kind.name == "DECL_REF_EXPR" and x.referenced is not None and \
+                x.referenced.kind.name == "FUNCTION_DECL" and x.spelling in self.user_fns:
+            return self.user_fns[x.spelling]
+        return None
+
     def find_addr_taken(self, c):
         for ch in c.get_children():
             if ch.kind.name == "UNARY_OPERATOR" and (ch.location.file is None or self.mine(ch)) \
@@ -431,10 +474,16 @@ class Pass:
         while changed:
             changed = False
             for loc, e in flows:
-                ks = self.kind(e)
+                ks = e if isinstance(e, set) else self.kind(e)
                 cur = self.kinds.setdefault(loc, set())
                 if not ks <= cur:
                     cur |= ks
+                    changed = True
+            for a, b in self.same_loc:
+                ka, kb = self.kinds.setdefault(a, set()), self.kinds.setdefault(b, set())
+                if ka != kb:
+                    ka |= kb
+                    kb |= ka
                     changed = True
         for loc, e in flows:
             if loc[0] == "init" and "H" in self.kinds.get(loc, ()):
@@ -449,13 +498,22 @@ class Pass:
         if k == "DECL_REF_EXPR" and c.referenced is not None and c.referenced.kind.name in ("VAR_DECL", "PARM_DECL"):
             vid = self.var_id(c.referenced)
             if vid in self.addr_taken:
-                self.refuse(c, f"the address of heap pointer '{c.spelling}' is taken: the pass cannot follow "
-                               "writes through it")
+                # a variable whose address is taken (`push(&head, k)`,
+                # `insert(&t, k)` then `t.root->red`): any store through a
+                # pointer ("*", "F*"), into an object outside the file's
+                # sight ("*") or call into the program may change it
+                return c, {vid, "*", "F*"}, True
             return c, {vid}, vid in self.globals
         if k == "MEMBER_REF_EXPR":
             base = _kids(c)[0]
             if self.is_ptr(base.type):
-                return None
+                # `t->root`, t pointing at a host object only: read like a
+                # member of a local struct (any store through a pointer or
+                # call into the program may change it)
+                if self.kind(base) - {"N"} or self.strip(base).kind.name != "DECL_REF_EXPR":
+                    return None
+                r = self.stable(base)
+                return r if r is None else (c, r[1] | {"*"}, True)
             r = self.stable(base)
             return r if r is None else (c, r[1] | {"*"}, True)
         if k == "ARRAY_SUBSCRIPT_EXPR":
@@ -520,9 +578,12 @@ class Pass:
                 extra.add(self.var_id(ix.referenced))
             else:
                 return None
+        elif k == "UNARY_OPERATOR" and self.unop(c)[0] == "*":
+            b = _kids(c)[0]       # `(*link)->key`: read as link[0]
+            suffix, extra = "[0]", {"F*"}
         else:
             return None
-        if self.kind(b) != {"H"}:
+        if "H" not in self.kind(b):     # (a pointer that may also be a host address: _any)
             return None
         bs = self.strip(b)
         inner = self.stable(bs) or self.chain(bs)
@@ -569,10 +630,7 @@ class Pass:
             acc, ptr = is_access(c)
             if acc and ptr is not None:
                 ks = self.kind(ptr)
-                if "H" in ks and "N" in ks:
-                    self.refuse(c, f"'{self.text(ptr)}' may point into the heap or elsewhere; the pass "
-                                   "cannot tell which translation it needs")
-                if ks == {"H"}:
+                if "H" in ks:       # a heap pointer, or one that may be (an _any translation)
                     bc, deps, g = self.base_of(ptr)
                     info.sites.append(Site(parent_addr or c, bc, self.text(bc), written, cond, parent_addr is not None))
                     self._deps[self.text(bc)] = (bc, deps, g)
@@ -653,15 +711,33 @@ class Pass:
                         visit(a, cond, False, None)
                     return
                 heap_args = []
-                for a in _args(c):
+                for i, a in enumerate(_args(c)):
                     if self.is_ptr(a.type) or self.is_array(a.type):
                         ks = self.kind(a)
                         if "H" in ks and "N" in ks:
-                            self.refuse(a, f"'{self.text(a)}' may point into the heap or elsewhere")
+                            self.refuse(a, f"'{self.text(a)}' may point into the heap or elsewhere; a function "
+                                           "outside this file needs one or the other")
                         if "H" in ks:
                             heap_args.append(a)
                             continue
+                        if _arg_written(name, i) and self.user_callback(a) is None:
+                            info.assigns.add("*")    # it may store into the object (`f(&s)`)
                     visit(a, cond, False, None)
+                cbs = [f for f in map(self.user_callback, _args(c)) if f is not None]
+                fptr = [a for a in _args(c) if self.user_callback(a) is None and _is_fnptr(a.type) and self.kind(a)]
+                if cbs or fptr:
+                    # it calls back into the program: data may move, globals change
+                    info.moves = True
+                    info.user_call = True
+                    frees = fptr or any(f.spelling in self.may_free for f in cbs)
+                    if name in SORTS and heap_args and (fptr or frees):
+                        self.refuse(c, f"'{name}' sorts a heap array (pinned for the call) with a comparator "
+                                       + ("the pass cannot see" if fptr else "that may free: the pin could be dropped"))
+                    if frees:
+                        info.releases = True
+                        info.user_frees.append((c.extent.start.offset, c.extent.end.offset))
+                elif name in SORTS and heap_args:
+                    self.refuse(c, f"'{name}' with a comparator the pass cannot see")
                 if heap_args:
                     if name not in EXTERN_OK:
                         self.refuse(c, f"heap pointer passed to '{name}', a function outside this file whose "
@@ -722,6 +798,8 @@ class Pass:
             if r is not None:
                 info.assigns |= r[1]
         if c.kind.name in ("ARRAY_SUBSCRIPT_EXPR", "MEMBER_REF_EXPR", "UNARY_OPERATOR"):
+            if self.host_lvalue(c):
+                info.assigns.add("*")      # through a pointer that may also hold a host address
             if not self.heap_lvalue(c):
                 info.assigns.add("*")
             elif c.kind.name == "MEMBER_REF_EXPR":
@@ -749,6 +827,12 @@ class Pass:
             self.refuse(c, f"cannot declare a local pointer of type '{s}'")
         return s
 
+    def any_sfx(self, key):
+        """"_any" when the pointer key may hold a heap address or the address
+        of a host object (spmcc_rt.h: the _any translations)."""
+        ks = self.kind(self._deps[key][0])
+        return "_any" if "H" in ks and "N" in ks else ""
+
     def insert(self, off, text, prio=0):
         self.edits.append((off, off, text, prio))
 
@@ -756,7 +840,7 @@ class Pass:
         b = s.base
         self.edits.append((b.extent.start.offset, b.extent.end.offset, local, 0))
         if s.addr:   # &heap_lvalue: s2p back
-            self.insert(s.cur.extent.start.offset, f"(({escape_cast})spmcc_s2p(")
+            self.insert(s.cur.extent.start.offset, f"(({escape_cast})spmcc_s2p{self.any_sfx(s.key)}(")
             self.insert(s.cur.extent.end.offset, "))")
 
     def inline(self, c, where):
@@ -784,11 +868,11 @@ class Pass:
             self.refuse(s.cur, f"{where} reads the heap pointer '{s.key}' from the heap and accesses through it; "
                                "compute it into a variable in a statement first")
         ctype = self.decl_type(s.base.type, s.base)
-        fn = "spmcc_p2s" if s.written else "spmcc_p2s_ro"
+        fn = ("spmcc_p2s" if s.written else "spmcc_p2s_ro") + self.any_sfx(s.key)
         self.edits.append((s.base.extent.start.offset, s.base.extent.end.offset,
                            f"(({ctype})({fn}({self.text(s.base)})))", 0))
         if s.addr:
-            self.insert(s.cur.extent.start.offset, f"(({self.decl_type(s.cur.type, s.cur)})spmcc_s2p(")
+            self.insert(s.cur.extent.start.offset, f"(({self.decl_type(s.cur.type, s.cur)})spmcc_s2p{self.any_sfx(s.key)}(")
             self.insert(s.cur.extent.end.offset, "))")
         self.emit_escapes(info)
 
@@ -800,6 +884,9 @@ class Pass:
         the runtime's translations pass NULL through).  A pointer read from
         the heap only under a condition is refused (its read could fault)."""
         uncond = {x.key for x in info.sites if not x.conditional}
+        # `z->parent && z->parent->red`: the pointer is read unconditionally
+        # by an access of its own, so reading it early reads nothing new
+        uncond |= {self.text(x.cur) for x in info.sites if not x.conditional and not x.addr}
         for x in info.sites:
             if x.conditional and x.key not in uncond and x.key in self._chains:
                 self.refuse(x.cur, f"{where} reads the heap pointer '{x.key}' from the heap only under a "
@@ -845,9 +932,9 @@ class Pass:
             decls.append(f"{t.ctype} {t.name};")
             if t.mode == "pin":
                 decls.append(f"void *{t.name}g;")
-                assigns.append(f"{t.name}g = (void *)({src}), {t.name} = ({t.ctype})spmcc_pin({t.name}g)")
+                assigns.append(f"{t.name}g = (void *)({src}), {t.name} = ({t.ctype})spmcc_pin{t.any}({t.name}g)")
             else:
-                assigns.append(f"{t.name} = ({t.ctype})spmcc_{t.mode}({src})")
+                assigns.append(f"{t.name} = ({t.ctype})spmcc_{t.mode}{t.any}({src})")
         self.counter += 1
         cname = f"spmcc_c{self.counter}"
         decls.append(f"{value_type or 'int'} {cname};")
@@ -855,7 +942,7 @@ class Pass:
             name = trans[x.key].name if x.key in trans else self.hoisted[x.key]
             self.site_edit(x, name, self.decl_type(x.cur.type, x.cur) if x.addr else "")
         self.emit_escapes(info)
-        unpins = "".join(f", spmcc_unpin({t.name}g)" for t in reversed(ordered) if t.mode == "pin")
+        unpins = "".join(f", spmcc_unpin{t.any}({t.name}g)" for t in reversed(ordered) if t.mode == "pin")
         if value_type is not None:
             # an initialiser: its value itself, the variables declared before
             # the declaration (no block: what it declares stays in scope)
@@ -909,7 +996,16 @@ class Pass:
             ok[key] = good
             return good
 
-        keys = [k for k in dict.fromkeys(x.key for x in info.sites) if hoistable(k)]
+        keys = []
+        for k in dict.fromkeys(x.key for x in info.sites):
+            # a pointer read from the heap that the loop may change
+            # (`texts[t][i]` beside a char store): the pointer it is read
+            # through may still be loop-invariant, and the region then reads
+            # it through the translation made before the loop
+            while not hoistable(k) and k in self._chains:
+                k = self._chains[k][0]
+            if hoistable(k) and k not in keys:
+                keys.append(k)
         if not keys:
             return []
         trans, order = {}, 0
@@ -930,15 +1026,171 @@ class Pass:
                 ikey, suffix = self._chains[t.key]
                 src = (trans[ikey].name if ikey in trans else self.hoisted[ikey]) + suffix
             if t.mode == "pin":
-                code.append(f"void *{t.name}g = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin({t.name}g);")
+                code.append(f"void *{t.name}g = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin{t.any}({t.name}g);")
             else:
-                code.append(f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}({src});")
-        unpins = "".join(f" spmcc_unpin({t.name}g);" for t in reversed(ordered) if t.mode == "pin")
+                code.append(f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}{t.any}({src});")
+        unpins = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in reversed(ordered) if t.mode == "pin")
         self.insert(loop.extent.start.offset, "{ " + " ".join(code) + " ", -3)
         self.insert(self.stmt_end(loop), "\n" + unpins + " }", 3)
         for t in ordered:
             self.hoisted[t.key] = t.name
         return [t.key for t in ordered]
+
+    def iterate_loop(self, loop, body, cond, inc, while_body=False):
+        """One translation per iteration for the pointers a loop changes only in
+        its increment (`for (e = adj[u]; e; e = e->next) { ... e->w ... e->to }`):
+        made in the condition, which runs before every iteration, and used by
+        the body, the condition and the increment (which reads through it
+        before it changes the pointer), instead of once per region.
+        - When nothing in the loop may move data and this is the loop's only
+          translation (those hoisted before it aside), a p2s/p2s_ro: no other
+          translation runs before its last use.
+        - Otherwise, in a for loop with no return or goto out of it, a pin,
+          released at the end of the increment (a continue goes there too)
+          and after the loop (the last condition's pin: the pointer may be
+          NULL, which pins nothing).
+        Not when the body or the condition may change the pointer or what it
+        is read from, or a call into the program may (a pointer read from
+        memory), or the loop frees.  A while loop whose body ends with
+        `p = p->next` (or `n = k < n->key ? n->left : n->right`) is a for loop
+        with that statement as its increment; a pin there needs a body
+        without continue (which would skip the unpin).
+        Returns the keys (self.hoisted names)."""
+        if cond is None:
+            return []
+        if while_body:
+            stmts = _kids(body) if body.kind.name == "COMPOUND_STMT" else [body]
+            if stmts and stmts[-1].kind.name not in CONTROL_KINDS | SIMPLE_KINDS:
+                inc = stmts[-1]
+                parts = [cond] + stmts[:-1] + [inc]
+            else:
+                parts = [body, cond]
+        else:
+            parts = [x for x in (body, cond, inc) if x is not None]
+        infos = [self.collect(x) for x in parts]
+        if any(i.releases or i.comma for i in infos):
+            return []
+        sites = [x for i in infos for x in i.sites if x.key not in self.hoisted]
+        if not sites:
+            return []
+        moves = any(i.moves for i in infos)
+        user_call = any(i.user_call for i in infos)
+        changed = set().union(*(i.assigns for i in (infos[:-1] if inc is not None else infos)), set())
+        declared, jumps = set(), False
+        stack = list(parts)
+        while stack:
+            x = stack.pop()
+            if x.kind.name in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT") or \
+                    (while_body and x.kind.name == "CONTINUE_STMT"):
+                jumps = True
+            if x.kind.name in ("VAR_DECL", "PARM_DECL"):
+                declared.add(x.spelling)
+            stack.extend(x.get_children())
+        keys = list(dict.fromkeys(x.key for x in sites))
+        good = []
+        for key in keys:
+            bc, deps, g = self._deps[key]
+            names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
+            if key in self._chains or deps & changed or (g and user_call) or names & declared:
+                continue
+            if bc.kind.name != "DECL_REF_EXPR" or (inc is not None and deps & infos[-1].assigns
+                                                     and not self._follows(inc, bc)):
+                # the condition translates before it tests: only a variable
+                # (reading it cannot fault) that the increment sets to a
+                # pointer loaded from memory (NULL or an object, like the
+                # value it starts with) and not to `p + 1`, one past the end
+                continue
+            good.append(key)
+        if not good:
+            return []
+        single = len(keys) == 1 and not moves
+        if not single and (self.no_pin or inc is None or jumps):
+            return []
+        if not single:
+            # the pointers pinned here are read only through their own names;
+            # translations of other pointers in the body are made as usual
+            pass
+        decls, pre, post, after = [], [], [], []
+        for key in good:
+            bc, deps, g = self._deps[key]
+            ctype = self.decl_type(bc.type, bc)
+            name = self.fresh(key)
+            sfx = self.any_sfx(key)
+            written = any(x.written for x in sites if x.key == key)
+            decls.append(f"{ctype} {name};")
+            if single:
+                pre.append(f"{name} = ({ctype})spmcc_{'p2s' if written else 'p2s_ro'}{sfx}({key})")
+            else:
+                decls.append(f"void *{name}g = NULL;")
+                pre.append(f"{name}g = (void *)({key}), {name} = ({ctype})spmcc_pin{sfx}({name}g)")
+                post.insert(0, f"spmcc_unpin{sfx}({name}g)")
+                after.insert(0, f"spmcc_unpin{sfx}({name}g);")
+            self.hoisted[key] = name
+        self.insert(loop.extent.start.offset, "{ " + " ".join(decls) + " ", -4)
+        self.insert(self.stmt_end(loop), "\n" + " ".join(after) + " }", 4)
+        self.insert(cond.extent.start.offset, "(" + ", ".join(pre) + ", ", -5)
+        self.insert(cond.extent.end.offset, ")", 5)
+        if post and while_body:
+            self.insert(self.stmt_end(inc), " " + " ".join(p + ";" for p in post), 5)
+        elif post:
+            self.insert(inc.extent.start.offset, "(", -5)
+            self.insert(inc.extent.end.offset, "), " + ", ".join(post), 5)
+        return good
+
+    def hoist_if(self, stmt, cond):
+        """An if statement whose accesses all go through one pointer (those
+        hoisted before it aside), which its condition accesses unconditionally
+        and nothing in it changes, moves data or frees: one p2s/p2s_ro made
+        in the condition serves the condition and both branches, instead of
+        one in the condition and one per region of the branches (rbtree's
+        walk: `if (prev == n->parent) { if (n->left) ... sum_u64(s, n->key)`).
+        No other translation runs while it is in use, so it needs no pin (a
+        return inside is fine).  Returns the key hoisted, if any."""
+        info = self.collect(stmt)
+        if info.moves or info.releases or info.comma:
+            return []
+        keys = {x.key for x in info.sites if x.key not in self.hoisted}
+        if len(keys) != 1:
+            return []
+        key = keys.pop()
+        bc, deps, g = self._deps[key]
+        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & info.assigns or info.escapes:
+            return []
+        ci = self.collect(cond)
+        c0 = self.strip_paren(cond)
+        guard = c0.kind.name == "BINARY_OPERATOR" and self.binop(c0) == "&&" and \
+            self.strip(_kids(c0)[0]).kind.name == "DECL_REF_EXPR" and \
+            self.strip(_kids(c0)[0]).referenced == bc.referenced      # `if (u && u->red)`: NULL passes
+        if not guard and not any(x.key == key and not x.conditional for x in ci.sites):
+            return []
+        ctype = self.decl_type(bc.type, bc)
+        name = self.fresh(key)
+        written = any(x.written for x in info.sites if x.key == key)
+        fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
+        self.insert(stmt.extent.start.offset, f"{{ {ctype} {name}; ", -4)
+        self.insert(self.stmt_end(stmt), " }", 4)
+        self.insert(cond.extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
+        self.insert(cond.extent.end.offset, ")", 5)
+        self.hoisted[key] = name
+        return [key]
+
+    def _follows(self, inc, var):
+        """True when the increment is `var = LOAD` (`e = e->next`, `v = a[i]`)."""
+        c = self.strip_paren(inc)
+        if c.kind.name != "BINARY_OPERATOR" or self.binop(c) != "=":
+            return False
+        lhs, rhs = (self.strip_paren(x) for x in _kids(c))
+        if lhs.kind.name != "DECL_REF_EXPR" or lhs.referenced != var.referenced:
+            return False
+        return self._load(rhs)
+
+    def _load(self, r):
+        """A pointer loaded from memory, or a choice between such (`a ? x->l : x->r`)."""
+        r = self.strip(r)
+        if r.kind.name == "CONDITIONAL_OPERATOR":
+            return all(self._load(x) for x in _kids(r)[1:])
+        return r.kind.name in ("MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR") or \
+            (r.kind.name == "UNARY_OPERATOR" and self.unop(r)[0] == "*")
 
     def for_parts(self, c):
         """(init, cond, inc) cursors of a for statement (None when absent)."""
@@ -985,12 +1237,16 @@ class Pass:
         if k == "COMPOUND_STMT":
             self.compound(ch, fn)
         elif k == "IF_STMT":
+            done = self.hoist_if(c, ch[0])
             self.body(ch[1], fn)
             if len(ch) > 2:
                 self.body(ch[2], fn)
             self.prelude(ch[0], c, "the condition")
+            for key in done:
+                del self.hoisted[key]
         elif k == "WHILE_STMT":
             done = self.hoist_loop(c)
+            done += self.iterate_loop(c, ch[1], ch[0], None, while_body=True)
             self.body(ch[1], fn)
             self.prelude(ch[0], c, "the condition")
             for key in done:
@@ -1004,6 +1260,7 @@ class Pass:
         elif k == "FOR_STMT":
             init, cond, inc = self.for_parts(c)
             done = self.hoist_loop(c)
+            done += self.iterate_loop(c, ch[-1], cond, inc)
             self.body(ch[-1], fn)
             if init is not None:
                 if init.kind.name == "DECL_STMT":
@@ -1123,7 +1380,7 @@ class Pass:
         for k in reversed(need):
             kb, kdeps, kg = self._deps[k]
             order += 1
-            trans[k] = Trans(k, kb, self.decl_type(kb.type, kb), kdeps, kg, stmt, order)
+            trans[k] = Trans(k, kb, self.decl_type(kb.type, kb), kdeps, kg, stmt, order, any=self.any_sfx(k))
         return order
 
     def _assign_rhs_only(self, st, site):
@@ -1167,9 +1424,9 @@ class Pass:
                 ikey, suffix = self._chains[t.key]
                 src = (tr[ikey].name if ikey in tr else self.hoisted[ikey]) + suffix
             if t.mode == "pin":
-                code = (f"void *{gname} = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin({gname}); ")
+                code = (f"void *{gname} = (void *)({src}); {t.ctype} {t.name} = ({t.ctype})spmcc_pin{t.any}({gname}); ")
             else:
-                code = f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}({src}); "
+                code = f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}{t.any}({src}); "
             self.insert(at.extent.start.offset, code)
         for info in infos:
             for s in info.sites:
@@ -1180,11 +1437,11 @@ class Pass:
             for key in info.frees:
                 t = tr.get(key)
                 if t is not None and t.mode == "pin" and infos.index(info) >= t.stmt:
-                    self.insert(info.cur.extent.start.offset, f"spmcc_unpin({t.name}g); ")
+                    self.insert(info.cur.extent.start.offset, f"spmcc_unpin{t.any}({t.name}g); ")
                     t.mode = "pin-freed"
         pins = [t for t in reversed(ordered) if t.mode == "pin"]
         last = infos[-1].cur
-        unpin = "".join(f" spmcc_unpin({t.name}g);" for t in pins)
+        unpin = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in pins)
         end = self.stmt_end(last)
         if last.kind.name == "RETURN_STMT" and pins:
             e = _kids(last)
@@ -1263,6 +1520,18 @@ class Pass:
             tail = ("\nstatic int spmcc_main_shim(int argc, char **argv) { (void)argc; (void)argv; return "
                     + call + "; }\nint main(int argc, char **argv) { return spmcc_run(argc, argv, spmcc_main_shim); }\n")
         return head + "".join(out) + tail
+
+
+def _is_fnptr(t):
+    t = t.get_canonical()
+    return t.kind.name == "POINTER" and t.get_pointee().kind.name in ("FUNCTIONPROTO", "FUNCTIONNOPROTO")
+
+
+def _unqual(t):
+    """A type's canonical spelling without qualifiers: `const T *const` and
+    `T *` name the same pointer location (a comparator's casts)."""
+    words = t.get_canonical().spelling.replace("*", " * ").split()
+    return " ".join(w for w in words if w not in ("const", "volatile", "restrict")).replace(" *", "*")
 
 
 def _field_dep(d):

@@ -9,6 +9,9 @@
 #include <string.h>
 
 dmm_spm *spmcc_heap;
+uintptr_t spmcc_gsize;
+const char *spmcc_lbase;
+size_t spmcc_lsize;
 static unsigned long spmcc_errors;
 
 _Noreturn void spmcc_fail(const char *what, const void *g)
@@ -53,6 +56,24 @@ int spmcc_run(int argc, char **argv, int (*fn)(int, char **))
         fprintf(stderr, "spmcc: cannot allocate the simulated memories\n");
         return 2;
     }
+    /* Heap pointers are SPMCC_BIAS + global address; a host object there
+     * could not be told from one by the _any translations (spmcc_rt.h).  The
+     * stack, static data, the C heap and the simulated memories are checked
+     * to lie below. */
+    int on_stack = 0;
+    void *c_heap = malloc(1);
+    static const char rodata[] = "spmcc";
+    const void *host[] = {&on_stack, &spmcc_heap, rodata, "literal", c_heap, gbuf, lbuf, argv};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        if ((uintptr_t)host[i] >= SPMCC_BIAS || gsize - 1 > UINTPTR_MAX - SPMCC_BIAS) {
+            fprintf(stderr, "spmcc: host object %zu at %p lies in the range of heap pointers (%#lx + %#zx)\n", i,
+                    host[i], (unsigned long)SPMCC_BIAS, gsize);
+            return 2;
+        }
+    free(c_heap);
+    spmcc_gsize = gsize;
+    spmcc_lbase = lbuf;
+    spmcc_lsize = lsize;
     dmm_spm_global *g;
     dmm_spm_global_config gc = dmm_spm_global_default_config();
     gc.cores = 1;

@@ -3,7 +3,9 @@
  *
  * A program rewritten by dmm-spmcc (tools/spmcc/spmcc.py) keeps its pointer
  * types, but every heap pointer holds a GLOBAL address of the scratchpad
- * heap (dmm_gaddr, carried in the pointer's bits).  Before the accesses of a
+ * heap (dmm_gaddr, carried in the pointer's bits as SPMCC_BIAS + the
+ * address: the top quarter of the host's address space, where no host
+ * object lies and a dereference the pass missed faults).  Before the accesses of a
  * region the pass inserts one spmcc_p2s / spmcc_p2s_ro / spmcc_pin per
  * pointer and accesses through the local address it returns; pins are
  * released with spmcc_unpin at the end of the region; spmcc_s2p turns an
@@ -31,12 +33,21 @@
 #include "dmm/spm.h"
 
 extern dmm_spm *spmcc_heap;
+/* the global memory's size and the local memory (spmcc_run sets them): a
+ * heap pointer lies in [SPMCC_BIAS, SPMCC_BIAS + spmcc_gsize), and spmcc_run
+ * checks that the host's objects (stack, static data, C heap, the simulated
+ * memories) lie below SPMCC_BIAS, so the _any translations below can tell
+ * the two apart */
+#define SPMCC_BIAS ((uintptr_t)0 - ((uintptr_t)1 << (sizeof(uintptr_t) * 8 - 2)))
+extern uintptr_t spmcc_gsize;
+extern const char *spmcc_lbase;
+extern size_t spmcc_lsize;
 
 _Noreturn void spmcc_fail(const char *what, const void *g);
 int spmcc_run(int argc, char **argv, int (*fn)(int, char **));
 
-static inline dmm_gaddr spmcc_g(const void *p) { return (dmm_gaddr)(uintptr_t)p; }
-static inline void *spmcc_p(dmm_gaddr a) { return (void *)(uintptr_t)a; }
+static inline dmm_gaddr spmcc_g(const void *p) { return p ? (dmm_gaddr)((uintptr_t)p - SPMCC_BIAS) : DMM_GNULL; }
+static inline void *spmcc_p(dmm_gaddr a) { return a ? (void *)(uintptr_t)(SPMCC_BIAS + (uintptr_t)a) : NULL; }
 
 static inline void *spmcc_malloc(size_t n) { return spmcc_p(dmm_spm_malloc(spmcc_heap, n)); }
 static inline void *spmcc_calloc(size_t n, size_t sz) { return spmcc_p(dmm_spm_calloc(spmcc_heap, n, sz)); }
@@ -84,6 +95,28 @@ static inline void *spmcc_s2p(const void *local)
     if (!a)
         spmcc_fail("s2p", local);
     return spmcc_p(a);
+}
+/* A pointer the pass found may hold a heap (global) address or the address
+ * of a host object (`node **link = &t->root` then `link = &p->left`): the
+ * _any translations translate the first and pass the second through. */
+static inline int spmcc_is_global(const void *p) { return (uintptr_t)p - SPMCC_BIAS < spmcc_gsize; }
+static inline void *spmcc_p2s_any(const void *p) { return spmcc_is_global(p) ? spmcc_p2s(p) : (void *)(uintptr_t)p; }
+static inline void *spmcc_p2s_ro_any(const void *p)
+{
+    return spmcc_is_global(p) ? spmcc_p2s_ro(p) : (void *)(uintptr_t)p;
+}
+static inline void *spmcc_pin_any(const void *p) { return spmcc_is_global(p) ? spmcc_pin(p) : (void *)(uintptr_t)p; }
+static inline void spmcc_unpin_any(const void *p)
+{
+    if (spmcc_is_global(p))
+        dmm_spm_unpin(spmcc_heap, spmcc_g(p));
+}
+/* an address inside local memory goes back to its global address; the
+ * address of a host object stays what it is */
+static inline void *spmcc_s2p_any(const void *p)
+{
+    const char *c = (const char *)p;
+    return c >= spmcc_lbase && c < spmcc_lbase + spmcc_lsize ? spmcc_s2p(p) : (void *)(uintptr_t)p;
 }
 static inline void *spmcc_s2p_or_null(const void *local) { return local ? spmcc_s2p(local) : NULL; }
 
