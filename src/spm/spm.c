@@ -122,6 +122,7 @@ static spm_frame *page_frame(dmm_spm *s, dmm_gaddr seg, bool fetch)
         i = (int)v;
     }
     s->last_frame = (unsigned)i;
+    s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)i;
     s->frames[i].stamp = ++s->tick;
     return &s->frames[i];
 }
@@ -645,6 +646,8 @@ dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm
     s->local = (uint8_t *)local;
     s->size = size;
     s->control_bytes = control;
+    while (((size_t)1 << s->seg_shift) < c.segment)
+        s->seg_shift++;
     s->page = c.table_bytes / c.table_frames;
     s->page_entries = s->page / DMM_SPM_ENTRY_BYTES - 2u;
     s->table = s->local + control;
@@ -1035,6 +1038,15 @@ size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a)
     return hdr_of(r.f)->slot_size;
 }
 
+/* Remembers t in the translation cache (its entry by start address). */
+static void xc_put(dmm_spm *s, const spm_xlate *t)
+{
+    spm_xc *x = &s->xc[xc_index(s, t->g)];
+    x->g4 = (uint32_t)(t->g >> 4);
+    x->u4 = (uint16_t)(((uint8_t *)t->u - s->local) >> 4);
+    x->n4 = (uint16_t)(t->n >> 4);
+}
+
 /* Remembers x as the last translation, in the next recent slot. */
 static void recent_add(dmm_spm *s, const spm_xlate *x)
 {
@@ -1055,14 +1067,54 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
     t.u = u;
     t.n = n;
     recent_add(s, &t);
-    spm_xc *x = &s->xc[xc_index(s, t.g)];
-    x->g4 = (uint32_t)(t.g >> 4);
-    x->u4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
-    x->n4 = (uint16_t)(n >> 4);
+    xc_put(s, &t);
+}
+
+/* A live object of a resident unit, found through its table page when that
+ * page is in a frame (reading a frame is a local access, as reading the
+ * translations is): the segment of a, its frame, the entry and the slot, a
+ * few dozen instructions and no port call, where the general path peeks the
+ * segment header, looks the frame up twice and resolves the translations
+ * again.  Nothing is reported and nothing changes but the frame's use stamp
+ * (as the general path's lookup sets it): any doubt (a's page not resident,
+ * a header that is not ours, no live object at a, its unit not resident)
+ * returns NULL and the general path decides and reports.  *x describes the
+ * object. */
+static spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xlate *x)
+{
+    dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
+    unsigned fi = s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)];
+    spm_frame *f = &s->frames[fi];
+    if (!seg || f->seg != seg) /* not the hinted frame (a free frame has seg 0) */
+        return NULL;
+    const spm_seghdr *h = hdr_of(f);
+    size_t stride = stride_of(h);
+    uint64_t off = a - seg;
+    if (h->magic != (SPM_MAGIC ^ (uint32_t)(seg >> 4)) || h->core != s->core || stride == 0 || off < s->page)
+        return NULL;
+    uint64_t k = off - s->page, i = k / stride;
+    if (i >= h->units || i >= s->page_entries)
+        return NULL;
+    const spm_entry *e = entry_of(f, (unsigned)i);
+    uint64_t in = k - i * stride;
+    unsigned slot = (unsigned)(in / h->slot_size);
+    if ((e->flags & (SPM_E_VALID | SPM_E_RESIDENT)) != (SPM_E_VALID | SPM_E_RESIDENT) || !(e->live >> slot & 1u) ||
+        e->local4 == 0)
+        return NULL;
+    spm_unit *u = unit_at(s, e);
+    s->last_frame = fi;
+    f->stamp = ++s->tick;
+    size_t o = (size_t)slot * h->slot_size;
+    x->g = seg + s->page + i * stride + o;
+    x->n = h->slot_size;
+    x->l = udata(u) + o;
+    x->u = u;
+    return u;
 }
 
 /* The hit path: a live resident object found among the translations
- * (recent ones by range, then the cache by start address); NULL when it is
+ * (recent ones by range; the table page in its frame, resident_in_frame;
+ * then the cache by start address); NULL when it is
  * not there.  Marks the unit dirty (p2s, pin), sets its clock bit. */
 /* The unit of a live resident object containing a, found among the
  * translations (recent ones by range, then the cache by start address)
@@ -1086,12 +1138,17 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
             r = &s->recent[i];
             break;
         }
+    spm_xlate t;
+    if (!r && resident_in_frame(s, a, &t)) {
+        xc_put(s, &t); /* for when its page has left the frames */
+        recent_add(s, &t);
+        r = &s->recent[s->recent_last];
+    }
     if (!r) {
         const spm_xc *x = &s->xc[xc_index(s, a)];
         dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
         if (!x->n4 || a - g >= (dmm_gaddr)x->n4 << 4)
             return NULL;
-        spm_xlate t;
         t.u = xc_unit(s, x);
         t.g = g;
         t.n = (size_t)x->n4 << 4;
@@ -1284,7 +1341,10 @@ void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
     }
     /* a pinned object among the translations (the hit path's entry went to
      * another address since the pin): drop the pin without a table walk */
+    spm_xlate x;
     spm_unit *pu = fast_ok(s) ? resident_unit(s, a) : NULL;
+    if (!pu && fast_ok(s))
+        pu = resident_in_frame(s, a, &x);
     if (pu && pu->pins) {
         pu->pins--;
         s->st.calls[DMM_SPM_FN_S2P]++;

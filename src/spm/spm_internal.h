@@ -27,6 +27,7 @@
 #define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
 #define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
 #define SPM_KEEP 4u                /* empty segments kept for reuse, at most */
+#define SPM_FHINT 4u              /* miss path: segment -> frame hints (a power of two) */
 #define SPM_TC 8u                  /* hit-path translation cache: entries (a power of two) */
 
 enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
@@ -160,6 +161,14 @@ struct dmm_spm {
     spm_xc xc_one;
     uint64_t cyc;    /* port cycles of the running API call (t_end charges them) */
     bool heap_full;  /* the local heap refused a unit and nothing was freed since */
+    /* fhint[(seg >> seg_shift) % SPM_FHINT]: the frame that last held the
+     * page of a segment with that index (page_frame sets it), so that the
+     * miss path finds a resident page with one compare; a hint, checked
+     * against the frame's seg, never trusted.  These 5 bytes sit in the
+     * padding after heap_full: the control block (which comes out of local
+     * memory, so out of H) does not grow. */
+    uint8_t seg_shift; /* log2 cfg.segment */
+    uint8_t fhint[SPM_FHINT];
     spm_unit *lru_head, *lru_tail;
     size_t resident;
     spm_unit *quarantine; /* paranoid: evicted, poisoned, not yet freed */

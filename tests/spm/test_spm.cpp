@@ -688,6 +688,81 @@ TEST(SpmTranslations, ResidentObjectsNeedNoTablePage)
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
 
+// More resident objects than the translations hold (8 hit-path entries, 4
+// recent, the direct-mapped cache), in units of several objects, their pages
+// resident: a miss of the translations is answered from the table page in
+// its frame (the miss path's frame hint).  Each answer must be the object's
+// own byte, count as a hit, mark, pin and unpin the right unit, and a slot
+// freed inside a resident unit must still be reported, not answered.
+TEST(SpmTranslations, ResidentUnitsAnsweredFromTheirFrames)
+{
+    Rig r({DMM_SPM_STATIC, 32768, "table=1024,frames=4,gran=4,unit=256,segment=4096"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 96; i++) { // 48-byte objects, 4 per unit, in 2 segments
+        dmm_gaddr a = dmm_spm_malloc(r.s, 48);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, i + 1, 48);
+        objs.push_back(a);
+    }
+    ASSERT_TRUE(r.ok());
+    dmm_spm_stats before = dmm_spm_get_stats(r.s);
+    ASSERT_EQ(before.unit_evictions, 0u);
+    uint64_t gets = r.hp.gets;
+    size_t n = 0;
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < objs.size(); i += 7) { // strided: few translations reused
+            size_t off = 8 * (i % 6);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, objs[i] + off));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(p[0], round == 0 ? i + 1 : i + 101);
+            ASSERT_EQ(dmm_spm_s2p(r.s, p), objs[i] + off);
+            p[0] = static_cast<unsigned char>(i + 101); // written: the unit must go back dirty
+            n++;
+        }
+    }
+    dmm_spm_stats after = dmm_spm_get_stats(r.s);
+    EXPECT_EQ(after.p2s_hits - before.p2s_hits, n);
+    EXPECT_EQ(after.unit_fetches, before.unit_fetches);
+    EXPECT_EQ(after.page_fetches, before.page_fetches);
+    EXPECT_EQ(r.hp.gets, gets); // no port transfer at all
+    // pins through the same path hold and balance
+    for (size_t i = 1; i < objs.size(); i += 11) {
+        ASSERT_NE(dmm_spm_pin(r.s, objs[i] + 40), nullptr);
+    }
+    for (size_t i = 1; i < objs.size(); i += 11) {
+        dmm_spm_unpin(r.s, objs[i] + 40);
+    }
+    EXPECT_EQ(r.err.count, 0);
+    dmm_spm_unpin(r.s, objs[12]); // never pinned: reported
+    EXPECT_EQ(r.err.count, 1);
+    // a freed slot of a resident unit (its neighbours live) is not answered
+    dmm_spm_free(r.s, objs[29]);
+    ASSERT_NE(dmm_spm_p2s(r.s, objs[28]), nullptr);
+    EXPECT_EQ(dmm_spm_p2s(r.s, objs[29] + 16), nullptr);
+    EXPECT_EQ(r.err.count, 2);
+    EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK); // the writes reached global memory
+    for (size_t i = 0; i < objs.size(); i += 7) {
+        if (i == 29) {
+            continue;
+        }
+        const auto *h = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, objs[i] + 8 * (i % 6), 1));
+        ASSERT_NE(h, nullptr);
+        EXPECT_EQ(h[0], i + 101);
+    }
+    for (size_t i = 0; i < objs.size(); i++) {
+        if (i != 29) {
+            dmm_spm_free(r.s, objs[i]);
+        }
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
+}
+
 // An object larger than a segment spans a run of segments and only the first
 // carries a header: every address inside it must still resolve (p2s of an
 // interior byte gives that byte), and addresses just past it must not.
