@@ -1166,9 +1166,11 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
     return r->l + (a - r->g);
 }
 
-static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+/* tried: the caller's p2s_hit found nothing just before (the miss path), so
+ * it is not asked again. */
+static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, bool tried)
 {
-    void *hit = p2s_hit(s, a, dirty, pin);
+    void *hit = tried ? NULL : p2s_hit(s, a, dirty, pin);
     if (hit)
         return hit;
     spm_ref r;
@@ -1213,11 +1215,11 @@ dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
                 bool ok = true;
                 for (size_t o = 0; o < n && ok; o += SPM_BOUNCE) {
                     size_t k = n - o < SPM_BOUNCE ? n - o : SPM_BOUNCE;
-                    const uint8_t *src = p2s_core(s, a + o, false, 0);
+                    const uint8_t *src = p2s_core(s, a + o, false, 0, false);
                     ok = src != NULL;
                     if (ok)
                         dmm_port_memcpy(s->bounce, src, k);
-                    uint8_t *dst = ok ? p2s_core(s, b + o, true, 0) : NULL;
+                    uint8_t *dst = ok ? p2s_core(s, b + o, true, 0, false) : NULL;
                     ok = dst != NULL;
                     if (ok)
                         dmm_port_memcpy(dst, s->bounce, k);
@@ -1257,11 +1259,11 @@ static inline void *fast_p2s(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 
 /* The general path of p2s, p2s_ro and pin (out of line: the hit path
  * above stays small). */
-static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, bool tried)
 {
     spm_clock c = t_begin(s);
     paranoid_sweep(s);
-    void *p = p2s_core(s, a, dirty, pin);
+    void *p = p2s_core(s, a, dirty, pin, tried);
     t_end(s, DMM_SPM_FN_P2S, c);
     return p;
 }
@@ -1270,7 +1272,7 @@ static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned
 static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
 {
     void *hit = fast_p2s(s, a, dirty, 0);
-    return hit ? hit : p2s_slow(s, a, dirty, 0);
+    return hit ? hit : p2s_slow(s, a, dirty, 0, fast_ok(s));
 }
 
 /* pin that the translation cache cannot answer: a resident object among the
@@ -1279,7 +1281,7 @@ static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
 static DMM_NOINLINE void *pin_miss(dmm_spm *s, dmm_gaddr a)
 {
     void *hit = fast_p2s(s, a, true, 1);
-    return hit ? hit : p2s_slow(s, a, true, 1);
+    return hit ? hit : p2s_slow(s, a, true, 1, fast_ok(s));
 }
 
 /* The hit path (docs/spm.md): the entry of a's 16-byte line holds a live
