@@ -122,7 +122,7 @@ static spm_frame *page_frame(dmm_spm *s, dmm_gaddr seg, bool fetch)
         i = (int)v;
     }
     s->last_frame = (unsigned)i;
-    s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)i;
+    s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)i; /* frame_hint */
     s->frames[i].stamp = ++s->tick;
     return &s->frames[i];
 }
@@ -1080,13 +1080,26 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
  * a header that is not ours, no live object at a, its unit not resident)
  * returns NULL and the general path decides and reports.  *x describes the
  * object. */
-static spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xlate *x)
+static inline unsigned frame_hint(const dmm_spm *s, dmm_gaddr seg)
+{
+    return s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)];
+}
+
+/* Whether the hinted frame holds the page of a's segment (the cheap first
+ * test of resident_in_frame, inline where it is called). */
+static inline bool page_hinted(const dmm_spm *s, dmm_gaddr a)
 {
     dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
-    unsigned fi = s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)];
-    spm_frame *f = &s->frames[fi];
-    if (!seg || f->seg != seg) /* not the hinted frame (a free frame has seg 0) */
+    return seg && s->frames[frame_hint(s, seg)].seg == seg; /* a free frame has seg 0 */
+}
+
+static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xlate *x)
+{
+    if (!page_hinted(s, a))
         return NULL;
+    dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
+    unsigned fi = frame_hint(s, seg);
+    spm_frame *f = &s->frames[fi];
     const spm_seghdr *h = hdr_of(f);
     size_t stride = stride_of(h);
     uint64_t off = a - seg;
@@ -1139,7 +1152,7 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
             break;
         }
     spm_xlate t;
-    if (!r && resident_in_frame(s, a, &t)) {
+    if (!r && page_hinted(s, a) && resident_in_frame(s, a, &t)) {
         xc_put(s, &t); /* for when its page has left the frames */
         recent_add(s, &t);
         r = &s->recent[s->recent_last];
