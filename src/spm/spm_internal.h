@@ -96,7 +96,7 @@ typedef struct spm_xc {
  * from it without a call): the live resident object [g, g + n) is at local
  * l in unit u; w and r count the p2s and p2s_ro hits answered from it since
  * they were last folded into u (dirty, clock bit) and the stats.  Indexed by
- * the 16-byte line of the address asked for; 64 bytes, so that the index
+ * the 32-byte block of the address asked for (tc_slot); 64 bytes, so that the index
  * is one shift and one mask.  n == 0: empty. */
 typedef union spm_tc {
     struct {

@@ -963,7 +963,7 @@ TEST(SpmHitPath, CountsFoldIntoDirtyPinsStatsAndStatus)
 }
 
 // Objects that share the hit path's entry (objects that fill a segment start
-// at the same offset of theirs, so their 16-byte lines are equal modulo the
+// at the same offset of theirs, so their 32-byte blocks are equal modulo the
 // cache): a pin or unpin whose entry went to the other object finds its unit
 // among the translations, with no table walk (which reads the segment's
 // header line or table page through the port: no get may happen), and the
@@ -975,7 +975,7 @@ TEST(SpmHitPath, PinAndUnpinBesideTheEntryNeedNoTableWalk)
     dmm_gaddr a = dmm_spm_malloc(r.s, 1536), b = dmm_spm_malloc(r.s, 1536);
     ASSERT_NE(a, DMM_GNULL);
     ASSERT_NE(b, DMM_GNULL);
-    ASSERT_EQ((a >> 4) % 8, (b >> 4) % 8); // the same entry of the hit path's cache
+    ASSERT_EQ((a >> 5) % 8, (b >> 5) % 8); // the same entry of the hit path's cache
     ASSERT_NE(a / 2048, b / 2048);         // in two segments: one table frame holds one page
     auto *pa = static_cast<unsigned char *>(dmm_spm_pin(r.s, a));
     ASSERT_NE(pa, nullptr);
