@@ -127,6 +127,19 @@ static spm_frame *page_frame(dmm_spm *s, dmm_gaddr seg, bool fetch)
     return &s->frames[i];
 }
 
+static inline unsigned frame_hint(const dmm_spm *s, dmm_gaddr seg)
+{
+    return s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)];
+}
+
+/* Whether the hinted frame holds the page of a's segment (the cheap first
+ * test of resident_in_frame, inline where it is called). */
+static inline bool page_hinted(const dmm_spm *s, dmm_gaddr a)
+{
+    dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
+    return seg && s->frames[frame_hint(s, seg)].seg == seg; /* a free frame has seg 0 */
+}
+
 static spm_seghdr *hdr_of(spm_frame *f) { return (spm_seghdr *)(void *)f->mem; }
 static spm_entry *entry_of(spm_frame *f, unsigned i)
 {
@@ -515,7 +528,9 @@ static bool lookup(dmm_spm *s, dmm_gaddr a, dmm_op op, bool start, spm_ref *r)
         report(s, op, DMM_ERR_FOREIGN_POINTER, a, "address outside global memory");
         return false;
     }
-    dmm_gaddr seg = segment_of(s, a);
+    /* the page of a's segment in the hinted frame: a segment with a page
+     * (validated below), no header to peek */
+    dmm_gaddr seg = page_hinted(s, a) ? a & ~(dmm_gaddr)(s->cfg.segment - 1) : segment_of(s, a);
     if (!seg) {
         report(s, op, DMM_ERR_FOREIGN_POINTER, a, "address not in a segment of this core");
         return false;
@@ -1083,19 +1098,6 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
  * a header that is not ours, no live object at a, its unit not resident)
  * returns NULL and the general path decides and reports.  *x describes the
  * object. */
-static inline unsigned frame_hint(const dmm_spm *s, dmm_gaddr seg)
-{
-    return s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)];
-}
-
-/* Whether the hinted frame holds the page of a's segment (the cheap first
- * test of resident_in_frame, inline where it is called). */
-static inline bool page_hinted(const dmm_spm *s, dmm_gaddr a)
-{
-    dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
-    return seg && s->frames[frame_hint(s, seg)].seg == seg; /* a free frame has seg 0 */
-}
-
 static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xlate *x)
 {
     if (!page_hinted(s, a))
