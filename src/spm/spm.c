@@ -777,10 +777,12 @@ static void open_add(dmm_spm *s, uint32_t cls, dmm_gaddr seg)
         if (!s->open[i].seg) {
             s->open[i].seg = seg;
             s->open[i].cls = cls;
+            s->open[i].from = 0;
             return;
         }
     s->open[s->open_next].seg = seg;
     s->open[s->open_next].cls = cls;
+    s->open[s->open_next].from = 0;
     s->open_next = (s->open_next + 1) % SPM_OPEN;
 }
 
@@ -896,7 +898,8 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
             f = page_frame(s, seg, true);
             spm_seghdr *h = hdr_of(f);
             int free_idx = -1;
-            for (unsigned i = 0; i < h->units; i++) {
+            unsigned i = s->open[k].from;
+            for (; i < h->units; i++) {
                 spm_entry *e = entry_of(f, i);
                 if (e->flags & SPM_E_VALID) {
                     if (e->live != (uint16_t)((1u << e->slots) - 1u)) {
@@ -908,6 +911,9 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                     free_idx = (int)i;
                 }
             }
+            /* the units scanned before the first free entry or the unit
+             * found are full */
+            s->open[k].from = (uint16_t)(free_idx >= 0 && (unsigned)free_idx < i ? (unsigned)free_idx : i);
             if (!found && free_idx >= 0) {
                 idx = (unsigned)free_idx;
                 found = true;
@@ -994,6 +1000,9 @@ static void do_free(dmm_spm *s, dmm_gaddr a)
     spm_entry *e = entry_of(r.f, r.idx);
     e->live = (uint16_t)(e->live & ~(1u << r.slot));
     r.f->dirty = true;
+    for (unsigned k = 0; k < SPM_OPEN; k++) /* unit idx has room now */
+        if (s->open[k].seg == r.seg && s->open[k].from > r.idx)
+            s->open[k].from = (uint16_t)r.idx;
     s->st.live_objects--;
     s->st.live_bytes -= h->slot_size;
     if (e->live)
@@ -1579,10 +1588,17 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
             r = "segment header broken";
             goto out;
         }
-        unsigned used = 0;
+        unsigned used = 0, from = 0;
+        for (unsigned k = 0; k < SPM_OPEN; k++)
+            if (s->open[k].seg == seg && s->open[k].from > from)
+                from = s->open[k].from;
         for (unsigned i = 0; i < h->units; i++) {
             spm_entry *e = entry_of(f, i);
             dmm_gaddr unit = seg + s->page + (dmm_gaddr)i * stride_of(h);
+            if (i < from && (!(e->flags & SPM_E_VALID) || e->live != (uint16_t)((1u << e->slots) - 1u))) {
+                r = "a unit with room before its open segment's scan start";
+                goto out;
+            }
             if (!(e->flags & SPM_E_VALID)) {
                 if (e->flags || e->live) {
                     r = "free entry not clear";

@@ -118,8 +118,13 @@ typedef struct spm_frame {
     bool dirty;
 } spm_frame;
 
+/* A segment with room for objects of class cls.  Every unit before index
+ * `from` is valid and full (do_malloc raises it past the units its scan
+ * found full, do_free lowers it to a unit it frees a slot in), so the scan
+ * for a free slot starts there.  from sits in the padding after cls. */
 typedef struct spm_open {
     uint32_t cls;
+    uint16_t from;
     dmm_gaddr seg;
 } spm_open;
 

@@ -339,6 +339,44 @@ TEST(SpmSegments, EmptySegmentsKeptForReuseWithABound)
     EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
 }
 
+// malloc looks for a free slot from its open segment's scan start; a free in
+// a unit before that start must bring it back, or the hole is never reused
+// (and dmm_spm_check, run by the shadow-model tests after every call, reports
+// a unit with room before the scan start).
+TEST(SpmSegments, SlotsFreedBeforeTheScanStartAreReused)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=1,gran=4,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 20; i++) { // 48-byte objects, 4 per unit: units 0-4 of one segment
+        dmm_gaddr a = dmm_spm_malloc(r.s, 48);
+        ASSERT_NE(a, DMM_GNULL);
+        objs.push_back(a);
+    }
+    ASSERT_EQ(objs[19] / 2048, objs[0] / 2048);
+    ASSERT_TRUE(r.ok());
+    dmm_spm_free(r.s, objs[1]); // unit 0, slot 1
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(dmm_spm_malloc(r.s, 48), objs[1]);
+    for (int i = 4; i < 8; i++) { // unit 1 empties: its entry is cleared
+        dmm_spm_free(r.s, objs[static_cast<size_t>(i)]);
+    }
+    ASSERT_TRUE(r.ok());
+    for (int i = 4; i < 8; i++) {
+        EXPECT_EQ(dmm_spm_malloc(r.s, 48), objs[static_cast<size_t>(i)]);
+    }
+    dmm_spm_free(r.s, objs[18]);
+    dmm_spm_free(r.s, objs[2]);
+    EXPECT_EQ(dmm_spm_malloc(r.s, 48), objs[2]); // the lowest unit with room first
+    EXPECT_EQ(dmm_spm_malloc(r.s, 48), objs[18]);
+    ASSERT_TRUE(r.ok());
+    for (dmm_gaddr a : objs) {
+        dmm_spm_free(r.s, a);
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
+}
+
 const SpmSetup kSetups[] = {
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=1,unit=256,segment=2048"},
     {DMM_SPM_STATIC, 4096, "table=256,frames=2,gran=4,unit=256,segment=2048"},
