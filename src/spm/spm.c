@@ -170,6 +170,20 @@ static void line_close(dmm_spm *s, dmm_gaddr ga, uint8_t *p)
 
 static size_t stride_of(const spm_seghdr *h) { return (size_t)h->slot_size * h->slots; }
 
+/* The offset of seg's first unit: its table page, then its colour, 0-7
+ * 32-byte blocks from the segment's number (s->colours): the first objects
+ * of different segments, which the pass asks for by their start, then use
+ * different entries of the hit path's cache, which is indexed by the
+ * 32-byte block of the address (without colours, they all shared one).  A
+ * colour costs a small segment at most one unit. */
+static size_t data_off(const dmm_spm *s, dmm_gaddr seg)
+{
+    return s->page + ((size_t)((seg >> s->seg_shift) & s->colours) << 5);
+}
+
+/* The most a colour shifts a segment's units. */
+static size_t colour_max(const dmm_spm *s) { return (size_t)s->colours << 5; }
+
 /* ---- resident units --------------------------------------------------------- */
 
 static uint8_t *udata(spm_unit *u) { return (uint8_t *)u + SPM_UHDR; }
@@ -513,11 +527,12 @@ static dmm_gaddr segment_of(dmm_spm *s, dmm_gaddr a)
     uint32_t bytes;
     if (header_at(s, seg, &large, &bytes)) /* reads a resident page's frame, else 16 bytes */
         return seg;
-    for (dmm_gaddr back = s->cfg.segment; back <= seg && back < s->page + s->max_object + s->cfg.segment;
+    for (dmm_gaddr back = s->cfg.segment;
+         back <= seg && back < s->page + colour_max(s) + s->max_object + s->cfg.segment;
          back += s->cfg.segment) {
         dmm_gaddr s0 = seg - back;
         if (header_at(s, s0, &large, &bytes))
-            return large && a < s0 + s->page + bytes ? s0 : 0;
+            return large && a < s0 + data_off(s, s0) + bytes ? s0 : 0;
     }
     return 0;
 }
@@ -543,13 +558,13 @@ static bool lookup(dmm_spm *s, dmm_gaddr a, dmm_op op, bool start, spm_ref *r)
         return false;
     }
     uint64_t off = a - seg;
-    size_t stride = stride_of(h);
-    if (off < s->page || (off - s->page) / stride >= h->units) {
+    size_t stride = stride_of(h), d = data_off(s, seg);
+    if (off < d || (off - d) / stride >= h->units) {
         report(s, op, DMM_ERR_INVALID_POINTER, a, "address inside a segment but not in a unit");
         return false;
     }
-    unsigned i = (unsigned)((off - s->page) / stride);
-    uint64_t in = off - s->page - (uint64_t)i * stride;
+    unsigned i = (unsigned)((off - d) / stride);
+    uint64_t in = off - d - (uint64_t)i * stride;
     unsigned slot = (unsigned)(in / h->slot_size);
     bool boundary = in % h->slot_size == 0;
     spm_entry *e = entry_of(f, i);
@@ -568,7 +583,7 @@ static bool lookup(dmm_spm *s, dmm_gaddr a, dmm_op op, bool start, spm_ref *r)
     r->seg = seg;
     r->idx = i;
     r->slot = slot;
-    r->unit = seg + s->page + (dmm_gaddr)i * stride;
+    r->unit = seg + d + (dmm_gaddr)i * stride;
     r->f = f;
     return true;
 }
@@ -667,6 +682,9 @@ dmm_status dmm_spm_create(dmm_spm **out, void *local, size_t size, const dmm_spm
     while (((size_t)1 << s->seg_shift) < c.segment)
         s->seg_shift++;
     s->page = c.table_bytes / c.table_frames;
+    /* Colours (data_off) where a segment holds at least 16 of the largest
+     * units, so that one unit less is at most a sixteenth of it. */
+    s->colours = c.segment - s->page >= 16u * c.unit_bytes ? 7u : 0u;
     s->page_entries = s->page / DMM_SPM_ENTRY_BYTES - 2u;
     s->table = s->local + control;
     for (unsigned i = 0; i < c.table_frames; i++)
@@ -831,7 +849,7 @@ static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t s
     h->kind = kind;
     h->slots = (uint8_t)slots;
     h->slot_size = slot_size;
-    size_t m = kind == SPM_KIND_LARGE ? 1 : (s->cfg.segment - s->page) / ((size_t)slot_size * slots);
+    size_t m = kind == SPM_KIND_LARGE ? 1 : (s->cfg.segment - data_off(s, seg)) / ((size_t)slot_size * slots);
     h->units = (uint16_t)(m < s->page_entries ? m : s->page_entries);
     h->used = 0;
     h->prev = 0;
@@ -879,7 +897,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         return 0;
     }
     size_t cls = r16(size);
-    bool large = s->page + cls > s->cfg.segment;
+    bool large = s->page + colour_max(s) + cls > s->cfg.segment;
     unsigned slots = 1;
     if (!large && cls <= s->cfg.unit_bytes) {
         size_t n = s->cfg.unit_bytes / cls;
@@ -925,7 +943,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     if (!found) {
         size_t bytes = s->cfg.segment;
         if (large)
-            bytes = ((s->page + cls + s->cfg.segment - 1) / s->cfg.segment) * s->cfg.segment;
+            bytes = ((s->page + colour_max(s) + cls + s->cfg.segment - 1) / s->cfg.segment) * s->cfg.segment;
         f = segment_new(s, bytes, large ? SPM_KIND_LARGE : SPM_KIND_SMALL, (uint32_t)cls, slots,
                         &seg);
         if (!f)
@@ -936,7 +954,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         fresh = true;
     }
     spm_entry *e = entry_of(f, idx);
-    dmm_gaddr unit = seg + s->page + (dmm_gaddr)idx * stride;
+    dmm_gaddr unit = seg + data_off(s, seg) + (dmm_gaddr)idx * stride;
     unsigned slot = 0;
     if (e->flags & SPM_E_VALID) {
         while (e->live >> slot & 1u)
@@ -1119,7 +1137,10 @@ static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xla
     uint64_t off = a - seg;
     if (h->magic != (SPM_MAGIC ^ (uint32_t)(seg >> 4)) || h->core != s->core || stride == 0 || off < s->page)
         return NULL;
-    uint64_t k = off - s->page, i = k / stride;
+    size_t d = data_off(s, seg);
+    if (off < d)
+        return NULL;
+    uint64_t k = off - d, i = k / stride;
     if (i >= h->units || i >= s->page_entries)
         return NULL;
     const spm_entry *e = entry_of(f, (unsigned)i);
@@ -1132,7 +1153,7 @@ static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xla
     s->last_frame = fi;
     f->stamp = ++s->tick;
     size_t o = (size_t)slot * h->slot_size;
-    x->g = seg + s->page + i * stride + o;
+    x->g = seg + d + i * stride + o;
     x->n = h->slot_size;
     x->l = udata(u) + o;
     x->u = u;
@@ -1594,7 +1615,7 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
                 from = s->open[k].from;
         for (unsigned i = 0; i < h->units; i++) {
             spm_entry *e = entry_of(f, i);
-            dmm_gaddr unit = seg + s->page + (dmm_gaddr)i * stride_of(h);
+            dmm_gaddr unit = seg + data_off(s, seg) + (dmm_gaddr)i * stride_of(h);
             if (i < from && (!(e->flags & SPM_E_VALID) || e->live != (uint16_t)((1u << e->slots) - 1u))) {
                 r = "a unit with room before its open segment's scan start";
                 goto out;

@@ -8,7 +8,8 @@
  * Global memory: segments of cfg.segment bytes aligned to their size.  A
  * segment starts with its table page (P bytes): a 32-byte segment header
  * (two 16-byte lines) and then M <= P/16 - 2 entries of 16 bytes, one per
- * unit; unit i lives at seg + P + i * stride.
+ * unit; unit i lives at seg + P + colour + i * stride (colour: 0-7 32-byte
+ * blocks, from the segment's number; spm.c, data_off).
  */
 #ifndef DMM_SPM_INTERNAL_H
 #define DMM_SPM_INTERNAL_H
@@ -174,6 +175,11 @@ struct dmm_spm {
      * memory, so out of H) does not grow. */
     uint8_t seg_shift; /* log2 cfg.segment */
     uint8_t fhint[SPM_FHINT];
+    /* Units start at seg + P + colour: ((seg >> seg_shift) & colours) 32-byte
+     * blocks (data_off), so objects at the same place of different segments
+     * fall on different entries of the hit path's cache.  colours = 7, or 0
+     * when a segment has no room to spare for it.  Also in the padding. */
+    uint8_t colours;
     spm_unit *lru_head, *lru_tail;
     size_t resident;
     spm_unit *quarantine; /* paranoid: evicted, poisoned, not yet freed */

@@ -386,6 +386,9 @@ const SpmSetup kSetups[] = {
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048,harden=paranoid"},
     // a heap region large enough for a translation cache of 16 entries
     {DMM_SPM_DYNAMIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"},
+    // segments of at least 16 units: units start at a colour (0-7 32-byte
+    // blocks) after the table page
+    {DMM_SPM_STATIC, 8192, "table=512,frames=2,gran=4,unit=128,segment=4096"},
 };
 
 class SpmRandom : public ::testing::TestWithParam<int> {};
@@ -402,7 +405,8 @@ TEST_P(SpmRandom, ShadowModelSeeds)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom, ::testing::Range(0, 6));
+INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom,
+                         ::testing::Range(0, static_cast<int>(sizeof kSetups / sizeof kSetups[0])));
 
 // ---- bad input: reported, nothing changed ----------------------------------
 
