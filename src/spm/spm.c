@@ -1135,10 +1135,8 @@ static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xla
     const spm_seghdr *h = hdr_of(f);
     size_t stride = stride_of(h);
     uint64_t off = a - seg;
-    if (h->magic != (SPM_MAGIC ^ (uint32_t)(seg >> 4)) || h->core != s->core || stride == 0 || off < s->page)
-        return NULL;
     size_t d = data_off(s, seg);
-    if (off < d)
+    if (h->magic != (SPM_MAGIC ^ (uint32_t)(seg >> 4)) || h->core != s->core || stride == 0 || off < d)
         return NULL;
     uint64_t k = off - d, i = k / stride;
     if (i >= h->units || i >= s->page_entries)
