@@ -8,7 +8,8 @@
  * Global memory: segments of cfg.segment bytes aligned to their size.  A
  * segment starts with its table page (P bytes): a 32-byte segment header
  * (two 16-byte lines) and then M <= P/16 - 2 entries of 16 bytes, one per
- * unit; unit i lives at seg + P + i * stride.
+ * unit; unit i lives at seg + P + colour + i * stride (colour: 0-7 32-byte
+ * blocks, from the segment's number; spm.c, data_off).
  */
 #ifndef DMM_SPM_INTERNAL_H
 #define DMM_SPM_INTERNAL_H
@@ -27,6 +28,7 @@
 #define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
 #define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
 #define SPM_KEEP 4u                /* empty segments kept for reuse, at most */
+#define SPM_FHINT 4u              /* miss path: segment -> frame hints (a power of two) */
 #define SPM_TC 8u                  /* hit-path translation cache: entries (a power of two) */
 
 enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
@@ -95,7 +97,7 @@ typedef struct spm_xc {
  * from it without a call): the live resident object [g, g + n) is at local
  * l in unit u; w and r count the p2s and p2s_ro hits answered from it since
  * they were last folded into u (dirty, clock bit) and the stats.  Indexed by
- * the 16-byte line of the address asked for; 64 bytes, so that the index
+ * the 32-byte block of the address asked for (tc_slot); 64 bytes, so that the index
  * is one shift and one mask.  n == 0: empty. */
 typedef union spm_tc {
     struct {
@@ -117,8 +119,13 @@ typedef struct spm_frame {
     bool dirty;
 } spm_frame;
 
+/* A segment with room for objects of class cls.  Every unit before index
+ * `from` is valid and full (do_malloc raises it past the units its scan
+ * found full, do_free lowers it to a unit it frees a slot in), so the scan
+ * for a free slot starts there.  from sits in the padding after cls. */
 typedef struct spm_open {
     uint32_t cls;
+    uint16_t from;
     dmm_gaddr seg;
 } spm_open;
 
@@ -160,6 +167,19 @@ struct dmm_spm {
     spm_xc xc_one;
     uint64_t cyc;    /* port cycles of the running API call (t_end charges them) */
     bool heap_full;  /* the local heap refused a unit and nothing was freed since */
+    /* fhint[(seg >> seg_shift) % SPM_FHINT]: the frame that last held the
+     * page of a segment with that index (page_frame sets it), so that the
+     * miss path finds a resident page with one compare; a hint, checked
+     * against the frame's seg, never trusted.  These 5 bytes sit in the
+     * padding after heap_full: the control block (which comes out of local
+     * memory, so out of H) does not grow. */
+    uint8_t seg_shift; /* log2 cfg.segment */
+    uint8_t fhint[SPM_FHINT];
+    /* Units start at seg + P + colour: ((seg >> seg_shift) & colours) 32-byte
+     * blocks (data_off), so objects at the same place of different segments
+     * fall on different entries of the hit path's cache.  colours = 7, or 0
+     * when a segment has no room to spare for it.  Also in the padding. */
+    uint8_t colours;
     spm_unit *lru_head, *lru_tail;
     size_t resident;
     spm_unit *quarantine; /* paranoid: evicted, poisoned, not yet freed */

@@ -339,6 +339,44 @@ TEST(SpmSegments, EmptySegmentsKeptForReuseWithABound)
     EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
 }
 
+// malloc looks for a free slot from its open segment's scan start; a free in
+// a unit before that start must bring it back, or the hole is never reused
+// (and dmm_spm_check, run by the shadow-model tests after every call, reports
+// a unit with room before the scan start).
+TEST(SpmSegments, SlotsFreedBeforeTheScanStartAreReused)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=1,gran=4,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 20; i++) { // 48-byte objects, 4 per unit: units 0-4 of one segment
+        dmm_gaddr a = dmm_spm_malloc(r.s, 48);
+        ASSERT_NE(a, DMM_GNULL);
+        objs.push_back(a);
+    }
+    ASSERT_EQ(objs[19] / 2048, objs[0] / 2048);
+    ASSERT_TRUE(r.ok());
+    dmm_spm_free(r.s, objs[1]); // unit 0, slot 1
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(dmm_spm_malloc(r.s, 48), objs[1]);
+    for (int i = 4; i < 8; i++) { // unit 1 empties: its entry is cleared
+        dmm_spm_free(r.s, objs[static_cast<size_t>(i)]);
+    }
+    ASSERT_TRUE(r.ok());
+    for (int i = 4; i < 8; i++) {
+        EXPECT_EQ(dmm_spm_malloc(r.s, 48), objs[static_cast<size_t>(i)]);
+    }
+    dmm_spm_free(r.s, objs[18]);
+    dmm_spm_free(r.s, objs[2]);
+    EXPECT_EQ(dmm_spm_malloc(r.s, 48), objs[2]); // the lowest unit with room first
+    EXPECT_EQ(dmm_spm_malloc(r.s, 48), objs[18]);
+    ASSERT_TRUE(r.ok());
+    for (dmm_gaddr a : objs) {
+        dmm_spm_free(r.s, a);
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
+}
+
 const SpmSetup kSetups[] = {
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=1,unit=256,segment=2048"},
     {DMM_SPM_STATIC, 4096, "table=256,frames=2,gran=4,unit=256,segment=2048"},
@@ -348,6 +386,9 @@ const SpmSetup kSetups[] = {
     {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=4,unit=256,segment=2048,harden=paranoid"},
     // a heap region large enough for a translation cache of 16 entries
     {DMM_SPM_DYNAMIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"},
+    // segments of at least 16 units: units start at a colour (0-7 32-byte
+    // blocks) after the table page
+    {DMM_SPM_STATIC, 8192, "table=512,frames=2,gran=4,unit=128,segment=4096"},
 };
 
 class SpmRandom : public ::testing::TestWithParam<int> {};
@@ -364,7 +405,8 @@ TEST_P(SpmRandom, ShadowModelSeeds)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom, ::testing::Range(0, 6));
+INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom,
+                         ::testing::Range(0, static_cast<int>(sizeof kSetups / sizeof kSetups[0])));
 
 // ---- bad input: reported, nothing changed ----------------------------------
 
@@ -688,6 +730,81 @@ TEST(SpmTranslations, ResidentObjectsNeedNoTablePage)
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
 
+// More resident objects than the translations hold (8 hit-path entries, 4
+// recent, the direct-mapped cache), in units of several objects, their pages
+// resident: a miss of the translations is answered from the table page in
+// its frame (the miss path's frame hint).  Each answer must be the object's
+// own byte, count as a hit, mark, pin and unpin the right unit, and a slot
+// freed inside a resident unit must still be reported, not answered.
+TEST(SpmTranslations, ResidentUnitsAnsweredFromTheirFrames)
+{
+    Rig r({DMM_SPM_STATIC, 32768, "table=1024,frames=4,gran=4,unit=256,segment=4096"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 96; i++) { // 48-byte objects, 4 per unit, in 2 segments
+        dmm_gaddr a = dmm_spm_malloc(r.s, 48);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, i + 1, 48);
+        objs.push_back(a);
+    }
+    ASSERT_TRUE(r.ok());
+    dmm_spm_stats before = dmm_spm_get_stats(r.s);
+    ASSERT_EQ(before.unit_evictions, 0u);
+    uint64_t gets = r.hp.gets;
+    size_t n = 0;
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < objs.size(); i += 7) { // strided: few translations reused
+            size_t off = 8 * (i % 6);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, objs[i] + off));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(p[0], round == 0 ? i + 1 : i + 101);
+            ASSERT_EQ(dmm_spm_s2p(r.s, p), objs[i] + off);
+            p[0] = static_cast<unsigned char>(i + 101); // written: the unit must go back dirty
+            n++;
+        }
+    }
+    dmm_spm_stats after = dmm_spm_get_stats(r.s);
+    EXPECT_EQ(after.p2s_hits - before.p2s_hits, n);
+    EXPECT_EQ(after.unit_fetches, before.unit_fetches);
+    EXPECT_EQ(after.page_fetches, before.page_fetches);
+    EXPECT_EQ(r.hp.gets, gets); // no port transfer at all
+    // pins through the same path hold and balance
+    for (size_t i = 1; i < objs.size(); i += 11) {
+        ASSERT_NE(dmm_spm_pin(r.s, objs[i] + 40), nullptr);
+    }
+    for (size_t i = 1; i < objs.size(); i += 11) {
+        dmm_spm_unpin(r.s, objs[i] + 40);
+    }
+    EXPECT_EQ(r.err.count, 0);
+    dmm_spm_unpin(r.s, objs[12]); // never pinned: reported
+    EXPECT_EQ(r.err.count, 1);
+    // a freed slot of a resident unit (its neighbours live) is not answered
+    dmm_spm_free(r.s, objs[29]);
+    ASSERT_NE(dmm_spm_p2s(r.s, objs[28]), nullptr);
+    EXPECT_EQ(dmm_spm_p2s(r.s, objs[29] + 16), nullptr);
+    EXPECT_EQ(r.err.count, 2);
+    EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK); // the writes reached global memory
+    for (size_t i = 0; i < objs.size(); i += 7) {
+        if (i == 29) {
+            continue;
+        }
+        const auto *h = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, objs[i] + 8 * (i % 6), 1));
+        ASSERT_NE(h, nullptr);
+        EXPECT_EQ(h[0], i + 101);
+    }
+    for (size_t i = 0; i < objs.size(); i++) {
+        if (i != 29) {
+            dmm_spm_free(r.s, objs[i]);
+        }
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
+}
+
 // An object larger than a segment spans a run of segments and only the first
 // carries a header: every address inside it must still resolve (p2s of an
 // interior byte gives that byte), and addresses just past it must not.
@@ -888,7 +1005,7 @@ TEST(SpmHitPath, CountsFoldIntoDirtyPinsStatsAndStatus)
 }
 
 // Objects that share the hit path's entry (objects that fill a segment start
-// at the same offset of theirs, so their 16-byte lines are equal modulo the
+// at the same offset of theirs, so their 32-byte blocks are equal modulo the
 // cache): a pin or unpin whose entry went to the other object finds its unit
 // among the translations, with no table walk (which reads the segment's
 // header line or table page through the port: no get may happen), and the
@@ -900,7 +1017,7 @@ TEST(SpmHitPath, PinAndUnpinBesideTheEntryNeedNoTableWalk)
     dmm_gaddr a = dmm_spm_malloc(r.s, 1536), b = dmm_spm_malloc(r.s, 1536);
     ASSERT_NE(a, DMM_GNULL);
     ASSERT_NE(b, DMM_GNULL);
-    ASSERT_EQ((a >> 4) % 8, (b >> 4) % 8); // the same entry of the hit path's cache
+    ASSERT_EQ((a >> 5) % 8, (b >> 5) % 8); // the same entry of the hit path's cache
     ASSERT_NE(a / 2048, b / 2048);         // in two segments: one table frame holds one page
     auto *pa = static_cast<unsigned char *>(dmm_spm_pin(r.s, a));
     ASSERT_NE(pa, nullptr);
