@@ -489,3 +489,93 @@ TEST(AddrTreeDamage, GarbageLinkIsRefused) {
         EXPECT_TRUE(x.guards_intact(3)); // g3 was freed
     }
 }
+
+// A descent checks each decoded child's order and region only; the header
+// of a node is read where the operation writes the node (or hands it out).
+// Here a forged link, in address order and inside the region, leads an
+// insertion to a used block: the insertion would write its subtree maximum
+// and its link to the new node into that block's payload. The write must
+// be refused with a report, and the used block left as it was.
+TEST(AddrTreeDamage, InsertionThroughForgedLinkDoesNotWriteAUsedBlock) {
+    Three x(kBig);
+    ASSERT_TRUE(x.shape_ok());
+    // two large blocks from the top, after g3: freeing the first merges with
+    // nothing (g3 and the second are used), so it is inserted by a descent
+    // root b -> right c -> right (forged) g3
+    void *big1 = dmm_heap_malloc(x.h, 2000), *big2 = dmm_heap_malloc(x.h, 2000);
+    ASSERT_TRUE(big1 && big2);
+    ASSERT_GT(big1, x.g[3]);
+    ASSERT_TRUE(x.errs.errors.empty());
+    word(x.c, 1) = x.enc(x.c, x.g[3]); // c's empty right link now names guard g3, above c
+    dmm_heap_free(x.h, big1);
+    EXPECT_TRUE(x.only_free_list_reports()) << "the forged link must be reported";
+    EXPECT_TRUE(x.guards_intact()) << "the insertion wrote into a used block";
+    EXPECT_NE(x.check().invariant, DMM_INV_NONE);
+}
+
+// The same for a removal. The root's left link is forged to name guard g1
+// (between a and b, so in address order), and g1's payload to read as a node
+// whose left child is a (a forger with the keys; the words are valid links).
+// Taking a (the first fit) unlinks it from its parent on the path, g1: that
+// write must be refused with a report, and g1's words left as they were.
+TEST(AddrTreeDamage, RemovalThroughForgedLinkDoesNotWriteAUsedBlock) {
+    for (size_t req : {kBig, kMin}) {
+        Three x(req);
+        ASSERT_TRUE(x.shape_ok()) << req;
+        void *g1 = x.g[1];
+        ASSERT_TRUE(x.a < g1 && g1 < x.b);
+        word(g1, 0) = x.enc(g1, x.a);
+        word(g1, 1) = x.enc(g1, nullptr);
+        if (req == kBig)
+            word(g1, 2) = 4096; // its "subtree maximum": the search goes down to a
+        const uintptr_t w0 = word(g1, 0), w1 = word(g1, 1);
+        word(x.b, 0) = x.enc(x.b, g1);
+        void *p = dmm_heap_malloc(x.h, req);
+        EXPECT_TRUE(x.only_free_list_reports()) << req;
+        EXPECT_EQ(word(g1, 0), w0) << "the removal wrote into a used block (" << req << ")";
+        EXPECT_EQ(word(g1, 1), w1) << req;
+        for (void *gi : x.g)
+            EXPECT_NE(p, gi) << "a used block was handed out";
+        EXPECT_TRUE(x.guards_intact(1)) << req;
+    }
+}
+
+// A descent checks a child in one compare against a window cut from the
+// region of the last look-up; a node in another region of the heap falls
+// outside it and is checked against its ancestors' bounds instead. Two
+// regions fragmented alike put nodes of both in each tree, so descents cross
+// between them all the time: no false report, and the checker agrees.
+TEST(AddrTreeHardening, NodesInTwoRegionsAreNotReported) {
+    dmm_heap_config cfg = tree_cfg();
+    ASSERT_GE(cfg.harden, DMM_HARDEN_CHECKED);
+    ErrorLog errs;
+    errs.attach(&cfg);
+    Buffer one(20 * 1024, 0), two(20 * 1024, 0); // the live set (~25 KiB) needs both
+    dmm_heap *h = nullptr;
+    ASSERT_EQ(dmm_heap_init(&h, one.data(), one.size(), &cfg), DMM_OK);
+    ASSERT_EQ(dmm_heap_add_region(h, two.data(), two.size()), DMM_OK);
+    Rng rng(0x2f2f);
+    std::vector<void *> live(160, nullptr);
+    size_t in_two = 0, in_one = 0;
+    for (int op = 0; op < 20000; ++op) {
+        void *&slot = live[rng.below(live.size())];
+        if (slot) {
+            dmm_heap_free(h, slot);
+            slot = nullptr;
+        } else {
+            size_t n = rng.chance(30) ? (size_t)rng.range(1, 16) : (size_t)rng.range(17, 900);
+            slot = dmm_heap_malloc(h, n);
+            if (slot) {
+                (two.contains(slot, n) ? in_two : in_one)++;
+            }
+        }
+        if (op % 64 == 0) {
+            dmm_heap_check_report r{};
+            ASSERT_EQ(dmm_heap_check(h, &r), DMM_OK) << "op " << op << ": " << report_str(r);
+        }
+    }
+    EXPECT_GT(in_one, 1000u);
+    EXPECT_GT(in_two, 1000u) << "the second region should serve many requests";
+    EXPECT_TRUE(errs.errors.empty()) << errs.errors.size() << " reports, the first: " << errs.errors[0].message;
+    dmm_heap_destroy(h);
+}

@@ -30,13 +30,15 @@
  * kept in a stack of AT_DEPTH entries: an AVL tree of n nodes is less than
  * 1.45 log2(n + 2) high, and no heap holds more than 2^(bits - 4) blocks.
  *
- * Hardening (CHECKED up), the lists' level: every decoded child must be a
- * listed free block of its tree's size class where its node words lie
- * inside a region (at_in and the header's state and size), and
- * on a descent it must lie strictly between the addresses of the ancestors
- * that bound it (so a forged link can neither form a cycle nor make a node
- * reachable twice); a bad link is reported and read as an empty subtree
- * (the blocks behind it are lost to the tree, none is handed out).  At
+ * Hardening (CHECKED up), the lists' level: every decoded child must lie
+ * where its node words can be read, inside a region (at_in), and strictly
+ * between the addresses of the ancestors that bound it (so a forged link
+ * can neither form a cycle nor make a node reachable twice); a bad link is
+ * reported and read as an empty subtree (the blocks behind it are lost to
+ * the tree, none is handed out).  The header (a listed free block of the
+ * tree's size class) is read only for the nodes the operation writes
+ * (at_need, before the first write) and for the block it hands out: reading
+ * a used block's payload as a node is harmless, writing it is not.  At
  * every level a descent stops at AT_DEPTH nodes (with a report), so no
  * damage can overrun the path stack.
  */
@@ -142,31 +144,107 @@ static DMM_ALWAYS_INLINE bool at_in(dmm_heap *h, at_keys k, const blk *c)
     return sen && (const char *)c + MINB <= (const char *)sen;
 }
 
-/* c (decoded from a link of b, non-NULL) checked as a node of tree `big`
- * lying strictly inside (lo, hi) where its words can be read: c itself, or
- * NULL after a report. */
-static DMM_ALWAYS_INLINE blk *at_ok(dmm_heap *h, at_keys k, const blk *b, blk *c, bool big, uintptr_t lo, uintptr_t hi)
+/* Is c's header that of a free node of tree `big` (listed, of the tree's
+ * size class)? */
+static DMM_ALWAYS_INLINE bool at_live(const blk *c, bool big)
 {
-    if (HARDENED(h) && DMM_UNLIKELY((uintptr_t)c <= lo || (uintptr_t)c >= hi || !at_in(h, k, c) ||
-                                    (c->head & F_STATE) ||
-                                    (big ? bsize(c) <= MINB : bsize(c) != MINB)))
+    const size_t hd = c->head;
+    return !(hd & F_STATE) && (big ? (hd & ~F_MASK) > MINB : (hd & ~F_MASK) == MINB);
+}
+
+/* c (decoded from a link of b, non-NULL) lying strictly inside (lo, hi)
+ * where its node words can be read: c itself, or NULL after a report.  Its
+ * header is not read here: a node a descent only passes through or reads is
+ * safe to read once it is in order and in a region; at_need checks the
+ * header of each node before the operation writes it, and at_take the block
+ * it hands out. */
+static DMM_ALWAYS_INLINE blk *at_ok(dmm_heap *h, at_keys k, const blk *b, blk *c, uintptr_t lo, uintptr_t hi)
+{
+    if (HARDENED(h) && DMM_UNLIKELY((uintptr_t)c <= lo || (uintptr_t)c >= hi || !at_in(h, k, c)))
         return at_bad(h, b, "a free-tree link was overwritten (use after free?)");
     return c;
 }
 
-/* Child dir of b, checked (within (lo, hi) on a descent). */
-static DMM_ALWAYS_INLINE blk *at_child(dmm_heap *h, at_keys k, const blk *b, unsigned dir, bool big, uintptr_t lo, uintptr_t hi)
+/* Before the operation writes node c (reached through links at_ok
+ * checked): false after a report when c's header is not that of a free
+ * node of tree `big` (a forged link led to a used block or to the other
+ * tree). */
+static DMM_ALWAYS_INLINE bool at_need(dmm_heap *h, blk *c, bool big)
 {
-    uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
-    return c != at_nil(h, b) ? at_ok(h, k, b, (blk *)c, big, lo, hi) : NULL;
+    if (HARDENED(h) && DMM_UNLIKELY(!at_live(c, big))) {
+        at_bad(h, c, "a free-tree link names a block that is not a free node (use after free?)");
+        return false;
+    }
+    return true;
 }
 
-static AT_SHARED at_node at_read(dmm_heap *h, at_keys k, const blk *b, bool big)
+/* Child dir of b, checked (within (lo, hi) on a descent). */
+static DMM_ALWAYS_INLINE blk *at_child(dmm_heap *h, at_keys k, const blk *b, unsigned dir, uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
+    return c != at_nil(h, b) ? at_ok(h, k, b, (blk *)c, lo, hi) : NULL;
+}
+
+/* A descent's window (CHECKED up): N granules from L where the node at the
+ * current position may lie (the hinted region cut to the interval its
+ * ancestors bound, as far as they lie in that region), and t, the current
+ * node's granule offset in it.  A child is then checked with one subtract,
+ * rotate and compare (order, region and alignment at once): its window is
+ * [L, node) on the left, [node + GRAN, L + N granules) on the right.  A
+ * child outside the window is checked by at_ok against the ancestors' bounds
+ * lo and hi (a node in another region of the heap passes there) and gets
+ * an empty window, so its subtree is checked the same slow way. */
+typedef struct at_win {
+    uintptr_t L;
+    size_t N, t;
+} at_win;
+
+static DMM_ALWAYS_INLINE at_win at_win_of(at_keys k)
+{
+    at_win w = {k.lo, k.node_g, 0};
+    return w;
+}
+
+/* c (decoded from a link of b, non-NULL) checked in window *w (whose t it
+ * sets): c, or NULL after a report. */
+static DMM_ALWAYS_INLINE blk *at_wcheck(dmm_heap *h, at_keys k, const blk *b, blk *c, at_win *w, uintptr_t lo, uintptr_t hi)
+{
+    w->t = rotr_w((uintptr_t)c - w->L, GRAN_LOG2);
+    if (DMM_LIKELY(w->t < w->N))
+        return c;
+    if (!at_ok(h, k, b, c, lo, hi))
+        return NULL;
+    w->L = (uintptr_t)c; /* an empty window for its children */
+    w->N = 1;
+    w->t = 0;
+    return c;
+}
+
+/* Child dir of b, whose window is *w, checked as at_child does; *cw (may
+ * be w) receives the child's window. */
+static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, const blk *b, unsigned dir, uintptr_t lo, uintptr_t hi,
+                                        const at_win *w, at_win *cw)
+{
+    uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
+    at_win x;
+    if (c == at_nil(h, b))
+        return NULL;
+    if (!HARDENED(h))
+        return (blk *)c;
+    x.L = dir ? (uintptr_t)b + GRAN : w->L;
+    x.N = dir ? w->N - w->t - 1u : w->t;
+    x.t = 0;
+    *cw = x;
+    return at_wcheck(h, k, b, (blk *)c, cw, lo, hi);
+}
+
+/* b's children (checked by at_ok) and balance. */
+static AT_SHARED at_node at_read(dmm_heap *h, at_keys k, const blk *b)
 {
     uintptr_t l = at_wd(h, k, b, 0), r = at_wd(h, k, b, 1);
     at_node n;
-    n.c[0] = (l & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(l & ~AT_HEAVY), big, 0, (uintptr_t)b) : NULL;
-    n.c[1] = (r & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(r & ~AT_HEAVY), big, (uintptr_t)b, UINTPTR_MAX) : NULL;
+    n.c[0] = (l & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(l & ~AT_HEAVY), 0, (uintptr_t)b) : NULL;
+    n.c[1] = (r & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(r & ~AT_HEAVY), (uintptr_t)b, UINTPTR_MAX) : NULL;
     n.bal = (int)(r & AT_HEAVY) - (int)(l & AT_HEAVY);
     return n;
 }
@@ -223,7 +301,7 @@ static DMM_ALWAYS_INLINE size_t at_fix_below(dmm_heap *h, at_keys k, blk *b, uns
 {
     size_t m = bsize(b);
     const unsigned od = !dir;
-    blk *o = at_child(h, k, b, od, true, od ? (uintptr_t)b : 0, od ? UINTPTR_MAX : (uintptr_t)b);
+    blk *o = at_child(h, k, b, od, od ? (uintptr_t)b : 0, od ? UINTPTR_MAX : (uintptr_t)b);
     if (below && *at_maxp(below) > m)
         m = *at_maxp(below);
     if (o && *at_maxp(o) > m)
@@ -232,12 +310,13 @@ static DMM_ALWAYS_INLINE size_t at_fix_below(dmm_heap *h, at_keys k, blk *b, uns
     return m;
 }
 
-/* Makes c the subtree at path level i (the root when i == 0). */
+/* Makes c the subtree at path level i (the root when i == 0); the parent
+ * it writes is checked first (at_need). */
 static DMM_ALWAYS_INLINE void at_relink(dmm_heap *h, at_keys k, const at_path *p, unsigned i, blk *c, bool big)
 {
     if (i == 0)
         *at_root(h, big) = c;
-    else
+    else if (at_need(h, p->n[i - 1], big))
         at_set_child(h, k, p->n[i - 1], p->d[i - 1], c);
 }
 
@@ -255,25 +334,26 @@ static DMM_ALWAYS_INLINE bool at_push(dmm_heap *h, at_path *p, unsigned *n, blk 
     return true;
 }
 
-/* Rebalances the subtree at a whose side dir is two levels taller than the
- * other.  Returns its new root (NULL if a node it needs was lost to a bad
- * link: the subtree is then left as it is); *shorter: the subtree is one
- * level lower than before the insertion or deletion that unbalanced it. */
+/* Rebalances the subtree at a (checked by at_need) whose side dir is two
+ * levels taller than the other.  Returns its new root (NULL if a node it
+ * needs was lost to a bad link or is not a node: the subtree is then left
+ * as it is); *shorter: the subtree is one level lower than before the
+ * insertion or deletion that unbalanced it. */
 static inline blk *at_rotate(dmm_heap *h, blk *a, unsigned dir, bool big, bool *shorter)
 {
     const at_keys k = at_keys_of(h);
     const int sd = dir ? 1 : -1;
-    at_node A = at_read(h, k, a, big), X;
+    at_node A = at_read(h, k, a), X;
     blk *x = A.c[dir];
-    if (!x)
+    if (!x || !at_need(h, x, big))
         return NULL;
-    X = at_read(h, k, x, big);
+    X = at_read(h, k, x);
     if (X.bal == -sd) { /* x leans the other way: double rotation through y */
         blk *y = X.c[!dir];
         at_node Y;
-        if (!y)
+        if (!y || !at_need(h, y, big))
             return NULL;
-        Y = at_read(h, k, y, big);
+        Y = at_read(h, k, y);
         at_put(h, k, a, dir, Y.c[!dir], A.c[!dir], Y.bal == sd ? -sd : 0);
         at_put(h, k, x, dir, X.c[dir], Y.c[dir], Y.bal == -sd ? sd : 0);
         at_put(h, k, y, dir, x, a, 0);
@@ -311,9 +391,10 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
     size_t s = bsize(b);
     uintptr_t lo = 0, hi = UINTPTR_MAX;
     blk *c = *at_root(h, big);
+    at_win w = at_win_of(k);
     unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_ok(h, k, b, c, big, lo, hi);
+        c = at_wcheck(h, k, b, c, &w, lo, hi);
     while (c) {
         unsigned dir = b > c;
         if (DMM_UNLIKELY(c == b)) {
@@ -322,13 +403,16 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
         }
         if (!at_push(h, &p, &n, c, dir))
             return;
-        if (big && *at_maxp(c) < s)
+        if (big && *at_maxp(c) < s) {
+            if (!at_need(h, c, big))
+                return;
             *at_maxp(c) = s;
+        }
         if (dir)
             lo = (uintptr_t)c;
         else
             hi = (uintptr_t)c;
-        c = at_child(h, k, c, dir, big, lo, hi);
+        c = at_wchild(h, k, c, dir, lo, hi, &w, &w);
     }
     at_write(h, k, b, NULL, NULL, 0);
     if (big)
@@ -340,6 +424,8 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
         const int sd = p.d[i] ? 1 : -1;
         const int bal = at_bal(h, k, a);
         bool shorter;
+        if (!at_need(h, a, big))
+            return;
         if (bal == -sd) {
             at_flip(h, k, a, !p.d[i]); /* balanced, as high as before */
             return;
@@ -358,7 +444,7 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
 static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
 {
     const at_keys k = at_keys_of(h);
-    at_node B = at_read(h, k, b, big);
+    at_node B = at_read(h, k, b);
     const unsigned j = p->k;
     size_t gone = bsize(b), ys = 0; /* the sizes that left the subtrees on the path */
     bool balancing = true, two = B.c[0] && B.c[1];
@@ -371,17 +457,21 @@ static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool
         unsigned n = p->k;
         if (!at_push(h, p, &n, b, 1))
             return;
-        while ((yl = at_child(h, k, y, 0, big, (uintptr_t)b, (uintptr_t)y)) != NULL) {
+        while ((yl = at_child(h, k, y, 0, (uintptr_t)b, (uintptr_t)y)) != NULL) {
             if (!at_push(h, p, &n, y, 0))
                 return;
             y = yl;
         }
         p->k = n;
-        Y = at_read(h, k, y, big);
+        if (!at_need(h, y, big))
+            return;
+        Y = at_read(h, k, y);
         ys = bsize(y);
         if (p->k - 1u == j) {
             at_write(h, k, y, B.c[0], Y.c[1], B.bal);
         } else {
+            if (!at_need(h, p->n[p->k - 1u], big))
+                return;
             at_set_child(h, k, p->n[p->k - 1u], 0, Y.c[1]);
             at_write(h, k, y, B.c[0], B.c[1], B.bal);
         }
@@ -390,9 +480,12 @@ static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool
     }
     for (unsigned i = p->k; i-- > 0;) { /* the side d[i] of n[i] got lower */
         blk *a = p->n[i];
+        const bool writes = balancing; /* the header is checked before a's first write */
         if (balancing) {
             const unsigned dir = p->d[i];
             const int sd = dir ? 1 : -1, bal = at_bal(h, k, a);
+            if (!at_need(h, a, big))
+                return;
             if (bal == 0) {
                 at_flip(h, k, a, !dir); /* now taller on the other side, as high as before */
                 balancing = false;
@@ -410,7 +503,10 @@ static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool
             /* below level j the subtrees lost y, from j up they lost b; y's
              * own maximum (at j) is stale */
             if ((two && i == j) || *at_maxp(a) <= (i > j ? ys : gone)) {
-                at_node A = at_read(h, k, a, true);
+                at_node A;
+                if (!writes && !at_need(h, a, true))
+                    return;
+                A = at_read(h, k, a);
                 at_fix(a, &A);
             } else if (!balancing && i < j) {
                 return; /* nothing above changes */
@@ -436,9 +532,10 @@ static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_keys k, at_path *p, blk *c
 {
     blk *c = *at_root(h, big);
     uintptr_t lo = 0, hi = UINTPTR_MAX;
+    at_win w = at_win_of(k);
     unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_ok(h, k, c0, c, big, lo, hi);
+        c = at_wcheck(h, k, c0, c, &w, lo, hi);
     while (c != c0) {
         unsigned dir = c0 > c;
         if (!c) {
@@ -451,7 +548,7 @@ static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_keys k, at_path *p, blk *c
             lo = (uintptr_t)c;
         else
             hi = (uintptr_t)c;
-        c = at_child(h, k, c, dir, big, lo, hi);
+        c = at_wchild(h, k, c, dir, lo, hi, &w, &w);
     }
     p->k = n;
     return true;
@@ -484,10 +581,13 @@ static inline void at_insert(dmm_heap *h, blk *b)
 
 
 /* The subtree maxima on path p after a block of its subtree grew to s. */
-static DMM_ALWAYS_INLINE void at_raise(at_path *p, size_t s)
+static DMM_ALWAYS_INLINE void at_raise(dmm_heap *h, at_path *p, size_t s)
 {
-    for (unsigned i = p->k; i-- > 0 && *at_maxp(p->n[i]) < s;)
+    for (unsigned i = p->k; i-- > 0 && *at_maxp(p->n[i]) < s;) {
+        if (!at_need(h, p->n[i], true))
+            return;
         *at_maxp(p->n[i]) = s;
+    }
 }
 
 /* The subtree maxima on path p after a block of size `was` there shrank or
@@ -498,8 +598,11 @@ static DMM_ALWAYS_INLINE void at_raise(at_path *p, size_t s)
  * checked). */
 static DMM_ALWAYS_INLINE void at_lower(dmm_heap *h, at_keys k, at_path *p, size_t was, const blk *below)
 {
-    for (unsigned i = p->k; i-- > 0 && *at_maxp(p->n[i]) == was; below = p->n[i])
+    for (unsigned i = p->k; i-- > 0 && *at_maxp(p->n[i]) == was; below = p->n[i]) {
+        if (!at_need(h, p->n[i], true))
+            return;
         at_fix_below(h, k, p->n[i], p->d[i], below);
+    }
 }
 
 /* nb takes node c's place (same neighbours in address order: no block lies
@@ -507,7 +610,7 @@ static DMM_ALWAYS_INLINE void at_lower(dmm_heap *h, at_keys k, at_path *p, size_
  * subtree maximum. */
 static DMM_ALWAYS_INLINE size_t at_replace(dmm_heap *h, at_keys k, at_path *p, blk *c, blk *nb)
 {
-    at_node C = at_read(h, k, c, true);
+    at_node C = at_read(h, k, c);
     at_write(h, k, nb, C.c[0], C.c[1], C.bal);
     at_relink(h, k, p, p->k, nb, true);
     return at_fix(nb, &C);
@@ -542,7 +645,7 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
         mark_free(pv, s, 0);
         if (*at_maxp(pv) < s)
             *at_maxp(pv) = s;
-        at_raise(&p, s);
+        at_raise(h, &p, s);
         return true;
     }
     if (!blisted(nx) || (ns = bsize(nx)) == MINB || !at_find(h, k, &p, nx, true))
@@ -550,7 +653,7 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
     at_replace(h, k, &p, nx, b);
     mark_free(b, s + ns, 0);
     *at_maxp(b) = *at_maxp(b) > s + ns ? *at_maxp(b) : s + ns;
-    at_raise(&p, s + ns);
+    at_raise(h, &p, s + ns);
     return true;
 }
 
@@ -558,10 +661,11 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
 static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_keys k, at_path *p, bool big, uint64_t *steps)
 {
     blk *c = *at_root(h, big), *l;
+    at_win w = at_win_of(k);
     unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_ok(h, k, c, c, big, 0, UINTPTR_MAX);
-    while (c && (l = at_child(h, k, c, 0, big, 0, (uintptr_t)c)) != NULL) {
+        c = at_wcheck(h, k, c, c, &w, 0, UINTPTR_MAX);
+    while (c && (l = at_wchild(h, k, c, 0, 0, (uintptr_t)c, &w, &w)) != NULL) {
         ++*steps;
         if (!at_push(h, p, &n, c, 0))
             return NULL;
@@ -585,10 +689,11 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     if (s <= MINB) {
         /* any block fits: the lower of the two trees' leftmost blocks */
         blk *a = at_leftmost(h, k, &p, false, &steps);
+        at_win w = at_win_of(k);
         c = *at_root(h, true);
         if (c && HARDENED(h))
-            c = at_ok(h, k, c, c, true, 0, UINTPTR_MAX);
-        for (blk *l; c && (l = at_child(h, k, c, 0, true, 0, (uintptr_t)c)) != NULL; c = l)
+            c = at_wcheck(h, k, c, c, &w, 0, UINTPTR_MAX);
+        for (blk *l; c && (l = at_wchild(h, k, c, 0, 0, (uintptr_t)c, &w, &w)) != NULL; c = l)
             ++steps;
         if (a && (!c || a < c)) {
             f = a;
@@ -598,19 +703,21 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
         }
     } else {
         uintptr_t lo = 0, hi = UINTPTR_MAX;
+        at_win w = at_win_of(k), lw;
         unsigned n = 0;
         c = *at_root(h, true);
         if (c && HARDENED(h))
-            c = at_ok(h, k, c, c, true, lo, hi);
+            c = at_wcheck(h, k, c, c, &w, lo, hi);
         if (c && *at_maxp(c) >= s) {
             for (;;) {
-                blk *l = at_child(h, k, c, 0, true, lo, (uintptr_t)c);
+                blk *l = at_wchild(h, k, c, 0, lo, (uintptr_t)c, &w, &lw);
                 ++steps;
                 if (l && *at_maxp(l) >= s) {
                     if (!at_push(h, &p, &n, c, 0))
                         break;
                     hi = (uintptr_t)c;
                     c = l;
+                    w = lw;
                     continue;
                 }
                 if (bsize(c) >= s) {
@@ -620,7 +727,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
                 if (!at_push(h, &p, &n, c, 1))
                     break;
                 lo = (uintptr_t)c;
-                c = at_child(h, k, c, 1, true, lo, hi);
+                c = at_wchild(h, k, c, 1, lo, hi, &w, &w);
                 if (!c || *at_maxp(c) < s) {
                     at_bad(h, p.n[n - 1u], "a free-tree node's subtree maximum was overwritten");
                     break;
@@ -632,7 +739,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     st_steps(h, steps);
     if (!f)
         return NULL;
-    if (HARDENED(h) && DMM_UNLIKELY(bsize(f) < s || !node_ok(h, f, 0)))
+    if (HARDENED(h) && DMM_UNLIKELY(bsize(f) < s || !node_ok(h, f, 0) || !at_live(f, big)))
         return at_bad(h, f, "a free-tree link names a block too small for the request");
     if (split && big && P_SPLIT(h) && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE && h->cfg.coalesce_max == 0 && !P_POISON(h) &&
         bsize(f) - s >= h->split_min && bsize(f) - s > MINB) {
