@@ -149,13 +149,16 @@ class StmtInfo:
     releases: bool = False                       # calls free or realloc
     comma: bool = False                          # holds a comma operator
     user_frees: list = field(default_factory=list)  # calls into the program that may free: (start, end)
+    free_calls: list = field(default_factory=list)  # free() calls: (call cursor, argument cursor)
+    reallocs: bool = False                       # calls realloc
     escapes: list = field(default_factory=list)  # (call cursor, arg cursors) of RETURNS_ARG0 calls
     ext_args: list = field(default_factory=list)  # heap arguments of C library calls
 
 
 class Pass:
-    def __init__(self, ci, path, args, no_pin=False, aliases=None):
+    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False):
         self.no_pin = no_pin
+        self.no_drop = no_drop   # tests: leave out the pin drops before a free
         self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
@@ -180,6 +183,7 @@ class Pass:
         self._chains = {}
         self.hoisted = {}        # key -> local name translated before the enclosing loop
         self.same_loc = []       # (field location, `*q` location): the field's address is taken
+        self._object_start = {}  # variable id -> holds only object starts (object_start)
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
@@ -693,6 +697,10 @@ class Pass:
                         info.moves = True
                     if name in ("free", "realloc"):
                         info.releases = True
+                    if name == "realloc":
+                        info.reallocs = True
+                    if name == "free" and _args(c):
+                        info.free_calls.append((c, self.strip(_args(c)[0])))
                     if name in ("free", "realloc") and _args(c):
                         a0 = self.strip(_args(c)[0])
                         r = self.stable(a0) if "H" in self.kind(a0) else None
@@ -964,7 +972,15 @@ class Pass:
         loop may move data, and released after it.  Returns the keys hoisted
         (their sites use the names in self.hoisted)."""
         info = self.collect(loop)
-        if not info.sites or info.releases or info.comma:
+        if not info.sites or info.comma:
+            return []
+        # a loop that frees: only through free(variable) (no realloc, no call
+        # of the program that may free), and only pointers that hold the
+        # start of an object are hoisted; before each free a pinned one is
+        # released when it is the object freed (docs/spm.md, "Loops")
+        frees = info.releases
+        if frees and (info.reallocs or info.user_frees or
+                      any(a.kind.name != "DECL_REF_EXPR" for _, a in info.free_calls)):
             return []
         declared, jumps = set(), False
         stack = [loop]
@@ -990,7 +1006,8 @@ class Pass:
             # spelt the same: such a pointer stays with its regions
             names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
             good = not (deps & info.assigns) and not (deps & declared) and not (g and info.user_call) \
-                and key not in self.hoisted and not (names & declared_names)
+                and key not in self.hoisted and not (names & declared_names) \
+                and (not frees or self.object_start(bc))
             if good and key in self._chains:
                 good = hoistable(self._chains[key][0])
             ok[key] = good
@@ -1030,11 +1047,70 @@ class Pass:
             else:
                 code.append(f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}{t.any}({src});")
         unpins = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in reversed(ordered) if t.mode == "pin")
+        pinned = [t for t in ordered if t.mode == "pin"]
+        for call, arg in info.free_calls if pinned and not self.no_drop else ():
+            # free(x) of the object a hoisted pin holds: both hold an object's
+            # start, so it is that object exactly when x equals the pin's
+            # address; the pin goes first and the unpin after the loop finds
+            # NULL (any later access through the pointer is a use after free
+            # in the program as written)
+            x = self.text(arg)
+            drops = "".join(f"spmcc_drop_pin({x}, &{t.name}g), " for t in pinned)
+            self.insert(call.extent.start.offset, "(" + drops, 1)
+            self.insert(call.extent.end.offset, ")", 6)
         self.insert(loop.extent.start.offset, "{ " + " ".join(code) + " ", -3)
         self.insert(self.stmt_end(loop), "\n" + unpins + " }", 3)
         for t in ordered:
             self.hoisted[t.key] = t.name
         return [t.key for t in ordered]
+
+    def object_start(self, bc):
+        """True when the pointer bc always holds the start of a heap object or
+        NULL: a variable local to a function (not a parameter, its address
+        never taken) that is only ever set from malloc/calloc/realloc."""
+        d = bc.referenced if bc.kind.name == "DECL_REF_EXPR" else None
+        if d is None or d.kind.name != "VAR_DECL" or d.linkage.name != "NO_LINKAGE" or \
+                self.var_id(d) in self.addr_taken:
+            return False
+        vid = self.var_id(d)
+        if vid not in self._object_start:
+            self._object_start[vid] = self._only_allocated(d)
+        return self._object_start[vid]
+
+    def _only_allocated(self, d):
+        def alloc(e):
+            e = self.strip(e)
+            while e.kind.name in WRAPPERS | {"CSTYLE_CAST_EXPR"} and _kids(e):
+                e = self.strip(_kids(e)[-1])
+            return e.kind.name == "CALL_EXPR" and \
+                self.aliases.get(e.spelling, e.spelling) in MOVING_ALLOC
+        fn = d.semantic_parent
+        while fn is not None and fn.kind.name != "FUNCTION_DECL":
+            fn = fn.semantic_parent
+        if fn is None:
+            return False
+        inits = [e for e in _kids(d) if e.kind.is_expression()]
+        if inits and not alloc(inits[-1]):
+            return False
+        stack = [fn]
+        while stack:
+            x = stack.pop()
+            stack.extend(x.get_children())
+            k = x.kind.name
+            if k in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR"):
+                ch = _kids(x)
+                if not ch:
+                    continue
+                lhs = self.strip_paren(ch[0])
+                if lhs.kind.name != "DECL_REF_EXPR" or lhs.referenced is None or \
+                        self.var_id(lhs.referenced) != self.var_id(d):
+                    continue
+                if k == "UNARY_OPERATOR":
+                    if self.unop(x)[0] in ("++", "--"):
+                        return False
+                elif k == "COMPOUND_ASSIGNMENT_OPERATOR" or self.binop(x) == "=" and not alloc(ch[1]):
+                    return False
+        return True
 
     def iterate_loop(self, loop, body, cond, inc, while_body=False):
         """One translation per iteration for the pointers a loop changes only in
@@ -1571,6 +1647,7 @@ def main(argv=None):
     ap.add_argument("--alloc", action="append", default=[], metavar="NAME=malloc|calloc|realloc|free",
                     help="treat calls to NAME (a wrapper defined in a header) as the C library's function")
     ap.add_argument("--unsafe-no-pin", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
+    ap.add_argument("--unsafe-no-drop", action="store_true", help=argparse.SUPPRESS)  # tests: frees a pinned object
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -1588,7 +1665,8 @@ def main(argv=None):
             if what not in ALLOC or not name:
                 ap.error(f"--alloc {x}: expected NAME=malloc|calloc|realloc|free")
             aliases[name] = what
-        p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases)
+        p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases,
+                     no_drop=a.unsafe_no_drop)
         text = p.rewrite()
     except Refusal as r:
         loc = r.loc.location if hasattr(r.loc, "location") else r.loc

@@ -89,6 +89,16 @@ static inline void spmcc_unpin(const void *g)
     if (g)
         dmm_spm_unpin(spmcc_heap, spmcc_g(g));
 }
+/* Before free(x) inside a loop that holds a pin made before it (*g, both the
+ * start of an object): when x is that object, the pin goes first and *g
+ * becomes NULL, so the unpin after the loop does nothing. */
+static inline void spmcc_drop_pin(const void *x, void **g)
+{
+    if (x && x == *g) {
+        spmcc_unpin(*g);
+        *g = NULL;
+    }
+}
 static inline void *spmcc_s2p(const void *local)
 {
     dmm_gaddr a = dmm_spm_s2p(spmcc_heap, local);
