@@ -158,7 +158,7 @@ class StmtInfo:
 class Pass:
     def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False):
         self.no_pin = no_pin
-        self.no_drop = no_drop   # tests: leave out the pin drops before a free
+        self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
         self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
@@ -974,13 +974,12 @@ class Pass:
         info = self.collect(loop)
         if not info.sites or info.comma:
             return []
-        # a loop that frees: only through free(variable) (no realloc, no call
-        # of the program that may free), and only pointers that hold the
-        # start of an object are hoisted; before each free a pinned one is
-        # released when it is the object freed (docs/spm.md, "Loops")
+        # a loop that frees (here or in a function of the program it calls):
+        # only pointers that hold the start of an object are hoisted, and
+        # their pins go on the runtime's guard stack, which free and realloc
+        # consult: the object freed loses its pin first (docs/spm.md, "Loops")
         frees = info.releases
-        if frees and (info.reallocs or info.user_frees or
-                      any(a.kind.name != "DECL_REF_EXPR" for _, a in info.free_calls)):
+        if frees and info.reallocs:
             return []
         declared, jumps = set(), False
         stack = [loop]
@@ -1047,17 +1046,11 @@ class Pass:
             else:
                 code.append(f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}{t.any}({src});")
         unpins = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in reversed(ordered) if t.mode == "pin")
-        pinned = [t for t in ordered if t.mode == "pin"]
-        for call, arg in info.free_calls if pinned and not self.no_drop else ():
-            # free(x) of the object a hoisted pin holds: both hold an object's
-            # start, so it is that object exactly when x equals the pin's
-            # address; the pin goes first and the unpin after the loop finds
-            # NULL (any later access through the pointer is a use after free
-            # in the program as written)
-            x = self.text(arg)
-            drops = "".join(f"spmcc_drop_pin({x}, &{t.name}g), " for t in pinned)
-            self.insert(call.extent.start.offset, "(" + drops, 1)
-            self.insert(call.extent.end.offset, ")", 6)
+        guarded = [t for t in ordered if t.mode == "pin"] if frees and not self.no_drop else []
+        if guarded:
+            code += [f"spmcc_guard_push({t.name}g);" for t in guarded]
+            unpins = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in reversed(ordered)
+                             if t.mode == "pin" and t not in guarded) + f" spmcc_guard_pop({len(guarded)});"
         self.insert(loop.extent.start.offset, "{ " + " ".join(code) + " ", -3)
         self.insert(self.stmt_end(loop), "\n" + unpins + " }", 3)
         for t in ordered:
@@ -1647,7 +1640,7 @@ def main(argv=None):
     ap.add_argument("--alloc", action="append", default=[], metavar="NAME=malloc|calloc|realloc|free",
                     help="treat calls to NAME (a wrapper defined in a header) as the C library's function")
     ap.add_argument("--unsafe-no-pin", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
-    ap.add_argument("--unsafe-no-drop", action="store_true", help=argparse.SUPPRESS)  # tests: frees a pinned object
+    ap.add_argument("--unsafe-no-drop", action="store_true", help=argparse.SUPPRESS)  # tests: no guard stack
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()

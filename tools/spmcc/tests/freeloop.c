@@ -1,10 +1,11 @@
 /* Loops that free (docs/spm.md, "Loops"): arrays that only ever hold an
  * object's start (set from malloc alone) are translated once before a loop
- * that mallocs and frees list cells, pinned for the loop, instead of once per
- * region of every iteration.  Before each free inside such a loop the pass
- * drops a hoisted pin whose object is the one freed: the last loop frees the
- * very array it read at the top of the same iteration (`tab`), and the
- * program frees through a copy of that pointer (`victim`). */
+ * that mallocs and frees list cells (directly, or in pop(), a function of the
+ * program), pinned for the loop, instead of once per region of every
+ * iteration.  free drops such a pin when its object is the one freed (the
+ * runtime's guard stack): the last loop frees the very array it read at the
+ * top of the same iteration (`tab`), through a copy of the pointer
+ * (`victim`) and inside a function of the program (release()). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,6 +13,15 @@ typedef struct cell {
     int v;
     struct cell *next;
 } cell;
+
+static cell *pop(cell *top)
+{
+    cell *next = top->next;
+    free(top);
+    return next;
+}
+
+static void release(int *p) { free(p); }
 
 int main(void)
 {
@@ -40,12 +50,17 @@ int main(void)
             seen[k] += 1 + (i & 1);
         }
     }
+    int *hist = malloc(8 * sizeof *hist);
+    for (int i = 0; i < 8; i++)
+        hist[i] = 0;
     while (stack) {
-        cell *top = stack;
-        sum += top->v;
-        stack = top->next;
-        free(top);
+        sum += stack->v;
+        hist[stack->v & 7]++;
+        stack = pop(stack);
     }
+    for (int i = 0; i < 8; i++)
+        sum = sum * 3 + hist[i];
+    free(hist);
     unsigned long mix = 0;
     for (int i = 0; i < n; i++)
         mix = mix * 31 + (unsigned long)(seen[i] * 7 + last[i]);
@@ -61,7 +76,7 @@ int main(void)
         int *victim = tab;
         free(c);
         if (i == 63)
-            free(victim);
+            release(victim);
     }
     printf("sum=%ld mix=%lu tsum=%ld\n", sum, mix, tsum);
     free(last);
