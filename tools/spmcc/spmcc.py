@@ -184,6 +184,7 @@ class Pass:
         self.hoisted = {}        # key -> local name translated before the enclosing loop
         self.same_loc = []       # (field location, `*q` location): the field's address is taken
         self._object_start = {}  # variable id -> holds only object starts (object_start)
+        self.lead = None         # (key, name, pin name, offset): lead_in's pin until its run ends
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
@@ -1307,9 +1308,15 @@ class Pass:
             self.compound(ch, fn)
         elif k == "IF_STMT":
             done = self.hoist_if(c, ch[0])
+            lead = None if done else self.lead_in(c, ch)
             self.body(ch[1], fn)
+            if self.lead is not None:
+                self.refuse(c, "internal: the condition's pin was not released in its branch")
             if len(ch) > 2:
                 self.body(ch[2], fn)
+            if lead:
+                self.hoisted[lead[0]] = lead[1]
+                done = [lead[0]]
             self.prelude(ch[0], c, "the condition")
             for key in done:
                 del self.hoisted[key]
@@ -1350,15 +1357,88 @@ class Pass:
         # goto / break / continue: nothing to do
 
     def compound(self, stmts, fn):
-        run = []
+        run, first = [], True
         for s in stmts:
             if s.kind.name in CONTROL_KINDS:
                 self.run(run, fn)
+                if first:
+                    self.end_lead(stmts, run)
+                first = False
                 run = []
                 self.control(s, fn)
             else:
                 run.append(s)
         self.run(run, fn)
+        if first:
+            self.end_lead(stmts, run)
+
+    def end_lead(self, stmts, run):
+        """The end of a then-branch's first run whose pointer the condition
+        pinned (lead_in): the pin is released after its last statement."""
+        if self.lead is None or not stmts or stmts[0].extent.start.offset != self.lead[3]:
+            return
+        key, name, g, _ = self.lead
+        self.lead = None
+        del self.hoisted[key]
+        self.insert(self.stmt_end(run[-1]), f" spmcc_unpin({g});", 7)
+
+    def lead_in(self, c, ch):
+        """An if statement whose condition reads through one variable,
+        unconditionally, and whose then-branch begins with statements that
+        access the heap through it (dfs: `if (top->it) { w = top->it->to;
+        top->it = top->it->next; ...`): the condition pins it, the branch's
+        first run of statements uses that pin and releases it after them, and
+        the else branch releases it first.  Not when the condition moves
+        data or changes the variable, when that run changes it, frees or
+        returns, or when the branches are not both blocks.
+        Returns (key, name, pin address name, first statement offset)."""
+        if self.no_pin or len(ch) != 3 or ch[1].kind.name != "COMPOUND_STMT" or \
+                ch[2].kind.name != "COMPOUND_STMT":
+            return None
+        ci = self.collect(ch[0])
+        keys = {x.key for x in ci.sites if x.key not in self.hoisted}
+        if len(keys) != 1 or ci.moves or ci.releases or ci.comma or ci.escapes:
+            return None
+        key = keys.pop()
+        bc, deps, g = self._deps[key]
+        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & ci.assigns or \
+                not any(x.key == key and not x.conditional for x in ci.sites):
+            return None
+        stmts = _kids(ch[1])
+        run = []
+        for st in stmts:
+            if st.kind.name in CONTROL_KINDS:
+                break
+            run.append(st)
+        if not run:
+            return None
+        uses = False
+        for st in run:
+            info = self.collect(st)
+            if st.kind.name == "RETURN_STMT" or info.releases or info.comma or deps & info.assigns or \
+                    self.self_declaring(info):
+                return None
+            uses |= any(self._root(x.key) == key for x in info.sites)
+        if not uses:
+            return None
+        ctype = self.decl_type(bc.type, bc)
+        name = self.fresh(key)
+        gname = name + "g"
+        sfx = self.any_sfx(key)
+        self.insert(c.extent.start.offset, f"{{ {ctype} {name}; void *{gname}; ", -4)
+        self.insert(self.stmt_end(c), " }", 4)
+        self.insert(ch[0].extent.start.offset,
+                    f"({gname} = (void *)({key}), {name} = ({ctype})spmcc_pin{sfx}({gname}), ", -5)
+        self.insert(ch[0].extent.end.offset, ")", 5)
+        self.insert(ch[2].extent.start.offset + 1, f" spmcc_unpin{sfx}({gname});", -7)
+        self.hoisted[key] = name
+        self.lead = (key, name, gname, stmts[0].extent.start.offset)
+        return self.lead
+
+    def _root(self, key):
+        while key in self._chains:
+            key = self._chains[key][0]
+        return key
 
     def run(self, stmts, fn, wrap=False):
         """One straight-line run: regions, translations, pins."""
