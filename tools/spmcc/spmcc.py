@@ -149,13 +149,16 @@ class StmtInfo:
     releases: bool = False                       # calls free or realloc
     comma: bool = False                          # holds a comma operator
     user_frees: list = field(default_factory=list)  # calls into the program that may free: (start, end)
+    free_calls: list = field(default_factory=list)  # free() calls: (call cursor, argument cursor)
+    reallocs: bool = False                       # calls realloc
     escapes: list = field(default_factory=list)  # (call cursor, arg cursors) of RETURNS_ARG0 calls
     ext_args: list = field(default_factory=list)  # heap arguments of C library calls
 
 
 class Pass:
-    def __init__(self, ci, path, args, no_pin=False, aliases=None):
+    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False):
         self.no_pin = no_pin
+        self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
         self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
@@ -180,6 +183,8 @@ class Pass:
         self._chains = {}
         self.hoisted = {}        # key -> local name translated before the enclosing loop
         self.same_loc = []       # (field location, `*q` location): the field's address is taken
+        self._object_start = {}  # variable id -> holds only object starts (object_start)
+        self.lead = None         # (key, name, pin name, offset): lead_in's pin until its run ends
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
@@ -693,6 +698,10 @@ class Pass:
                         info.moves = True
                     if name in ("free", "realloc"):
                         info.releases = True
+                    if name == "realloc":
+                        info.reallocs = True
+                    if name == "free" and _args(c):
+                        info.free_calls.append((c, self.strip(_args(c)[0])))
                     if name in ("free", "realloc") and _args(c):
                         a0 = self.strip(_args(c)[0])
                         r = self.stable(a0) if "H" in self.kind(a0) else None
@@ -964,7 +973,14 @@ class Pass:
         loop may move data, and released after it.  Returns the keys hoisted
         (their sites use the names in self.hoisted)."""
         info = self.collect(loop)
-        if not info.sites or info.releases or info.comma:
+        if not info.sites or info.comma:
+            return []
+        # a loop that frees (here or in a function of the program it calls):
+        # only pointers that hold the start of an object are hoisted, and
+        # their pins go on the runtime's guard stack, which free and realloc
+        # consult: the object freed loses its pin first (docs/spm.md, "Loops")
+        frees = info.releases
+        if frees and info.reallocs:
             return []
         declared, jumps = set(), False
         stack = [loop]
@@ -990,7 +1006,8 @@ class Pass:
             # spelt the same: such a pointer stays with its regions
             names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
             good = not (deps & info.assigns) and not (deps & declared) and not (g and info.user_call) \
-                and key not in self.hoisted and not (names & declared_names)
+                and key not in self.hoisted and not (names & declared_names) \
+                and (not frees or self.object_start(bc))
             if good and key in self._chains:
                 good = hoistable(self._chains[key][0])
             ok[key] = good
@@ -1030,11 +1047,64 @@ class Pass:
             else:
                 code.append(f"{t.ctype} {t.name} = ({t.ctype})spmcc_{t.mode}{t.any}({src});")
         unpins = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in reversed(ordered) if t.mode == "pin")
+        guarded = [t for t in ordered if t.mode == "pin"] if frees and not self.no_drop else []
+        if guarded:
+            code += [f"spmcc_guard_push({t.name}g);" for t in guarded]
+            unpins = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in reversed(ordered)
+                             if t.mode == "pin" and t not in guarded) + f" spmcc_guard_pop({len(guarded)});"
         self.insert(loop.extent.start.offset, "{ " + " ".join(code) + " ", -3)
         self.insert(self.stmt_end(loop), "\n" + unpins + " }", 3)
         for t in ordered:
             self.hoisted[t.key] = t.name
         return [t.key for t in ordered]
+
+    def object_start(self, bc):
+        """True when the pointer bc always holds the start of a heap object or
+        NULL: a variable local to a function (not a parameter, its address
+        never taken) that is only ever set from malloc/calloc/realloc."""
+        d = bc.referenced if bc.kind.name == "DECL_REF_EXPR" else None
+        if d is None or d.kind.name != "VAR_DECL" or d.linkage.name != "NO_LINKAGE" or \
+                self.var_id(d) in self.addr_taken:
+            return False
+        vid = self.var_id(d)
+        if vid not in self._object_start:
+            self._object_start[vid] = self._only_allocated(d)
+        return self._object_start[vid]
+
+    def _only_allocated(self, d):
+        def alloc(e):
+            e = self.strip(e)
+            while e.kind.name in WRAPPERS | {"CSTYLE_CAST_EXPR"} and _kids(e):
+                e = self.strip(_kids(e)[-1])
+            return e.kind.name == "CALL_EXPR" and \
+                self.aliases.get(e.spelling, e.spelling) in MOVING_ALLOC
+        fn = d.semantic_parent
+        while fn is not None and fn.kind.name != "FUNCTION_DECL":
+            fn = fn.semantic_parent
+        if fn is None:
+            return False
+        inits = [e for e in _kids(d) if e.kind.is_expression()]
+        if inits and not alloc(inits[-1]):
+            return False
+        stack = [fn]
+        while stack:
+            x = stack.pop()
+            stack.extend(x.get_children())
+            k = x.kind.name
+            if k in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR"):
+                ch = _kids(x)
+                if not ch:
+                    continue
+                lhs = self.strip_paren(ch[0])
+                if lhs.kind.name != "DECL_REF_EXPR" or lhs.referenced is None or \
+                        self.var_id(lhs.referenced) != self.var_id(d):
+                    continue
+                if k == "UNARY_OPERATOR":
+                    if self.unop(x)[0] in ("++", "--"):
+                        return False
+                elif k == "COMPOUND_ASSIGNMENT_OPERATOR" or self.binop(x) == "=" and not alloc(ch[1]):
+                    return False
+        return True
 
     def iterate_loop(self, loop, body, cond, inc, while_body=False):
         """One translation per iteration for the pointers a loop changes only in
@@ -1238,9 +1308,15 @@ class Pass:
             self.compound(ch, fn)
         elif k == "IF_STMT":
             done = self.hoist_if(c, ch[0])
+            lead = None if done else self.lead_in(c, ch)
             self.body(ch[1], fn)
+            if self.lead is not None:
+                self.refuse(c, "internal: the condition's pin was not released in its branch")
             if len(ch) > 2:
                 self.body(ch[2], fn)
+            if lead:
+                self.hoisted[lead[0]] = lead[1]
+                done = [lead[0]]
             self.prelude(ch[0], c, "the condition")
             for key in done:
                 del self.hoisted[key]
@@ -1281,15 +1357,88 @@ class Pass:
         # goto / break / continue: nothing to do
 
     def compound(self, stmts, fn):
-        run = []
+        run, first = [], True
         for s in stmts:
             if s.kind.name in CONTROL_KINDS:
                 self.run(run, fn)
+                if first:
+                    self.end_lead(stmts, run)
+                first = False
                 run = []
                 self.control(s, fn)
             else:
                 run.append(s)
         self.run(run, fn)
+        if first:
+            self.end_lead(stmts, run)
+
+    def end_lead(self, stmts, run):
+        """The end of a then-branch's first run whose pointer the condition
+        pinned (lead_in): the pin is released after its last statement."""
+        if self.lead is None or not stmts or stmts[0].extent.start.offset != self.lead[3]:
+            return
+        key, name, g, _ = self.lead
+        self.lead = None
+        del self.hoisted[key]
+        self.insert(self.stmt_end(run[-1]), f" spmcc_unpin({g});", 7)
+
+    def lead_in(self, c, ch):
+        """An if statement whose condition reads through one variable,
+        unconditionally, and whose then-branch begins with statements that
+        access the heap through it (dfs: `if (top->it) { w = top->it->to;
+        top->it = top->it->next; ...`): the condition pins it, the branch's
+        first run of statements uses that pin and releases it after them, and
+        the else branch releases it first.  Not when the condition moves
+        data or changes the variable, when that run changes it, frees or
+        returns, or when the branches are not both blocks.
+        Returns (key, name, pin address name, first statement offset)."""
+        if self.no_pin or len(ch) != 3 or ch[1].kind.name != "COMPOUND_STMT" or \
+                ch[2].kind.name != "COMPOUND_STMT":
+            return None
+        ci = self.collect(ch[0])
+        keys = {x.key for x in ci.sites if x.key not in self.hoisted}
+        if len(keys) != 1 or ci.moves or ci.releases or ci.comma or ci.escapes:
+            return None
+        key = keys.pop()
+        bc, deps, g = self._deps[key]
+        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & ci.assigns or \
+                not any(x.key == key and not x.conditional for x in ci.sites):
+            return None
+        stmts = _kids(ch[1])
+        run = []
+        for st in stmts:
+            if st.kind.name in CONTROL_KINDS:
+                break
+            run.append(st)
+        if not run:
+            return None
+        uses = False
+        for st in run:
+            info = self.collect(st)
+            if st.kind.name == "RETURN_STMT" or info.releases or info.comma or deps & info.assigns or \
+                    self.self_declaring(info):
+                return None
+            uses |= any(self._root(x.key) == key for x in info.sites)
+        if not uses:
+            return None
+        ctype = self.decl_type(bc.type, bc)
+        name = self.fresh(key)
+        gname = name + "g"
+        sfx = self.any_sfx(key)
+        self.insert(c.extent.start.offset, f"{{ {ctype} {name}; void *{gname}; ", -4)
+        self.insert(self.stmt_end(c), " }", 4)
+        self.insert(ch[0].extent.start.offset,
+                    f"({gname} = (void *)({key}), {name} = ({ctype})spmcc_pin{sfx}({gname}), ", -5)
+        self.insert(ch[0].extent.end.offset, ")", 5)
+        self.insert(ch[2].extent.start.offset + 1, f" spmcc_unpin{sfx}({gname});", -7)
+        self.hoisted[key] = name
+        self.lead = (key, name, gname, stmts[0].extent.start.offset)
+        return self.lead
+
+    def _root(self, key):
+        while key in self._chains:
+            key = self._chains[key][0]
+        return key
 
     def run(self, stmts, fn, wrap=False):
         """One straight-line run: regions, translations, pins."""
@@ -1571,6 +1720,7 @@ def main(argv=None):
     ap.add_argument("--alloc", action="append", default=[], metavar="NAME=malloc|calloc|realloc|free",
                     help="treat calls to NAME (a wrapper defined in a header) as the C library's function")
     ap.add_argument("--unsafe-no-pin", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
+    ap.add_argument("--unsafe-no-drop", action="store_true", help=argparse.SUPPRESS)  # tests: no guard stack
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -1588,7 +1738,8 @@ def main(argv=None):
             if what not in ALLOC or not name:
                 ap.error(f"--alloc {x}: expected NAME=malloc|calloc|realloc|free")
             aliases[name] = what
-        p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases)
+        p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases,
+                     no_drop=a.unsafe_no_drop)
         text = p.rewrite()
     except Refusal as r:
         loc = r.loc.location if hasattr(r.loc, "location") else r.loc

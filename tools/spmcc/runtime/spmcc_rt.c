@@ -10,6 +10,8 @@
 
 dmm_spm *spmcc_heap;
 uintptr_t spmcc_gsize;
+void *spmcc_guard[SPMCC_GUARDS];
+unsigned spmcc_nguard;
 const char *spmcc_lbase;
 size_t spmcc_lsize;
 static unsigned long spmcc_errors;

@@ -42,6 +42,13 @@ extern dmm_spm *spmcc_heap;
 extern uintptr_t spmcc_gsize;
 extern const char *spmcc_lbase;
 extern size_t spmcc_lsize;
+/* Pins made before a loop that frees (docs/spm.md, "Loops"): their global
+ * addresses, each the start of an object, innermost loop last.  free and
+ * realloc of such an object drop its pin first and clear the entry, so the
+ * unpin after the loop (spmcc_guard_pop) does nothing. */
+#define SPMCC_GUARDS 64
+extern void *spmcc_guard[SPMCC_GUARDS];
+extern unsigned spmcc_nguard;
 
 _Noreturn void spmcc_fail(const char *what, const void *g);
 int spmcc_run(int argc, char **argv, int (*fn)(int, char **));
@@ -51,11 +58,26 @@ static inline void *spmcc_p(dmm_gaddr a) { return a ? (void *)(uintptr_t)(SPMCC_
 
 static inline void *spmcc_malloc(size_t n) { return spmcc_p(dmm_spm_malloc(spmcc_heap, n)); }
 static inline void *spmcc_calloc(size_t n, size_t sz) { return spmcc_p(dmm_spm_calloc(spmcc_heap, n, sz)); }
-static inline void *spmcc_realloc(void *g, size_t n) { return spmcc_p(dmm_spm_realloc(spmcc_heap, spmcc_g(g), n)); }
-static inline void spmcc_free(void *g)
+static inline void spmcc_unguard(const void *g)
+{
+    for (unsigned i = 0; i < spmcc_nguard; i++)
+        if (spmcc_guard[i] == g) {
+            dmm_spm_unpin(spmcc_heap, spmcc_g(g));
+            spmcc_guard[i] = NULL;
+        }
+}
+static inline void *spmcc_realloc(void *g, size_t n)
 {
     if (g)
+        spmcc_unguard(g);
+    return spmcc_p(dmm_spm_realloc(spmcc_heap, spmcc_g(g), n));
+}
+static inline void spmcc_free(void *g)
+{
+    if (g) {
+        spmcc_unguard(g);
         dmm_spm_free(spmcc_heap, spmcc_g(g));
+    }
 }
 static inline void *spmcc_p2s(const void *g)
 {
@@ -88,6 +110,21 @@ static inline void spmcc_unpin(const void *g)
 {
     if (g)
         dmm_spm_unpin(spmcc_heap, spmcc_g(g));
+}
+static inline void spmcc_guard_push(void *g)
+{
+    if (spmcc_nguard == SPMCC_GUARDS)
+        spmcc_fail("more nested loops holding pins than SPMCC_GUARDS", g);
+    spmcc_guard[spmcc_nguard++] = g;
+}
+/* unpins the last n guarded pins (those of the loop that just ended) */
+static inline void spmcc_guard_pop(unsigned n)
+{
+    while (n--) {
+        void *g = spmcc_guard[--spmcc_nguard];
+        if (g)
+            dmm_spm_unpin(spmcc_heap, spmcc_g(g));
+    }
 }
 static inline void *spmcc_s2p(const void *local)
 {
