@@ -211,6 +211,8 @@ typedef struct theap {
                                   written by that thread (or the holder of
                                   the parked heap) only */
     _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
+    _Atomic bool warm;         /* parked with its memory kept (WARM_HEAPS;
+                                  set and cleared under parked_lock) */
     size_t mfreed;             /* parked: medium bytes freed since the last
                                   discard walk */
     uint32_t dirty_pages;      /* retired small pages of its segments not
@@ -268,6 +270,20 @@ static inline void olock_unlock(olock *l) { atomic_store_explicit(&l->holder, 0,
 
 static inline bool olock_mine(olock *l) { return atomic_load_explicit(&l->holder, memory_order_relaxed) == self_id(); }
 
+/* Warm parking (default mode).  mimalloc-bench's mstress starts and ends
+ * threads all the time, and a thread adopts the heap the last one left:
+ * when every exit gave back the heap's free pages and its medium heap's
+ * free memory at once, the next thread faulted all of it in again (35,000
+ * page faults a run where mimalloc took 3,800).  So the WARM_HEAPS heaps
+ * parked last are tidied with their memory kept (heap_tidy_keep: within
+ * DIRTY_PAGES_MAX retired pages and WARM_MEDIUM_BYTES of free medium
+ * memory each), and the next threads adopt them first (the parked list is
+ * last in, first out).  The purge is delayed, not dropped: parking one more
+ * heap tidies the oldest warm one in full, as malloc_trim tidies them all;
+ * a free into a parked heap gives back what it empties, as before. */
+#define WARM_HEAPS 2u
+#define WARM_MEDIUM_BYTES ((size_t)8 << 20)
+
 /* ---- process state ---- */
 static struct {
     _Atomic int state; /* 0 none, 1 initialising, 2 ready */
@@ -283,6 +299,8 @@ static struct {
     olock seg_lock;  /* every heap's list of small segments (segs): changed
                         by the owner under it, walked by the statistics */
     theap *parked;
+    struct theap *warm[WARM_HEAPS]; /* the heaps parked last with their memory kept */
+    unsigned warm_next; /* warm[warm_next]: the oldest (under parked_lock) */
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
     _Atomic uint64_t retired;     /* pages retired (malloc_trim's answer) */
@@ -762,9 +780,34 @@ static void heap_discard_dirty(theap *h)
     }
 }
 
+/* A heap's small segments without a page in use: in default mode one of
+ * them stays mapped (its pages retired, so resident only within
+ * DIRTY_PAGES_MAX), and the heap's next page_new takes it instead of
+ * mapping a new one.  mimalloc-bench's mstress, whose threads empty and
+ * fill segments again, paid an munmap, an aligned mmap (an 8 MiB mapping
+ * trimmed by two munmaps) and a page fault per 4 KiB every time.  Keeps
+ * the first `keep` of them and unmaps the others. */
+static void heap_free_empty_segs(theap *h, unsigned keep)
+{
+    segment *s = h->segs;
+    while (s) {
+        segment *nx = s->next;
+        if (s->pages_used == 0) {
+            if (keep) {
+                keep--;
+            } else {
+                h->dirty_pages -= (uint32_t)__builtin_popcountll(s->dirty);
+                segment_free(h, s);
+            }
+        }
+        s = nx;
+    }
+}
+
 /* Gives an empty page back to its segment (and the segment to the OS when
- * it has no page left).  The page's memory is discarded (in default mode on
- * a schedule: heap_discard_dirty). */
+ * it has no page left, but for the one kept: heap_free_empty_segs).  The
+ * page's memory is discarded (in default mode on a schedule:
+ * heap_discard_dirty). */
 static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
 {
     segment *s = seg_of(pg);
@@ -780,8 +823,7 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
     if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
-    if (--s->pages_used == 0) {
-        h->dirty_pages -= (uint32_t)__builtin_popcountll(s->dirty);
+    if (--s->pages_used == 0 && G.secure) {
         segment_free(h, s);
     } else if (G.secure) { /* secure mode hands pages out zero-filled */
         dmm_port_pages_discard(page_start(s, i), PAGE_SIZE);
@@ -789,6 +831,8 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
         s->dirty |= (uint64_t)1 << i;
         if (++h->dirty_pages > DIRTY_PAGES_MAX)
             heap_discard_dirty(h);
+        if (s->pages_used == 0)
+            heap_free_empty_segs(h, 1u);
     }
 }
 
@@ -899,7 +943,10 @@ static bool heap_take_parked(theap *h)
 static void heap_put_parked(theap *h) { atomic_store_explicit(&h->pstate, HEAP_PARKED, memory_order_seq_cst); }
 
 static void heap_tidy(theap *h);
+static void heap_tidy_keep(theap *h, bool warm);
 static void quarantine_flush(theap *h);
+static size_t medium_free_bytes(theap *h);
+
 
 static theap *heap_adopt(void)
 {
@@ -907,8 +954,13 @@ static theap *heap_adopt(void)
         theap *h;
         olock_lock(&G.parked_lock);
         h = G.parked;
-        if (h)
+        if (h) {
             G.parked = h->next_parked;
+            for (unsigned i = 0; i < WARM_HEAPS; i++) /* no longer parked: not for a purge */
+                if (G.warm[i] == h)
+                    G.warm[i] = NULL;
+            atomic_store_explicit(&h->warm, false, memory_order_relaxed);
+        }
         olock_unlock(&G.parked_lock);
         if (!h)
             return NULL;
@@ -958,6 +1010,15 @@ static theap *heap_get(void)
  * pages inside its free blocks).  The caller owns h or holds it BUSY. */
 static void heap_tidy(theap *h)
 {
+    heap_tidy_keep(h, false);
+}
+
+/* heap_tidy, or when warm, the part of it that keeps the heap's memory for
+ * the next thread (see WARM_HEAPS): empty pages retired but resident
+ * (within DIRTY_PAGES_MAX), one empty segment mapped, and the medium heap
+ * as it is unless its free space is over WARM_MEDIUM_BYTES. */
+static void heap_tidy_keep(theap *h, bool warm)
+{
     quarantine_flush(h);
     for (unsigned c = 0; c < NCLASS; c++) {
         mpage *pg = h->pages[c];
@@ -969,7 +1030,14 @@ static void heap_tidy(theap *h)
             pg = nx;
         }
     }
+    if (warm) {
+        heap_free_empty_segs(h, 1u);
+        if (h->mheap && medium_free_bytes(h) > WARM_MEDIUM_BYTES)
+            medium_release_if_empty(h);
+        return;
+    }
     heap_discard_dirty(h);
+    heap_free_empty_segs(h, 0);
     medium_release_if_empty(h);
 }
 
@@ -982,8 +1050,10 @@ static void heap_abandon(void *arg)
     theap *h = arg;
     if (!h)
         return;
+    theap *cold = NULL;
+    bool warm = !G.secure;
     atomic_store_explicit(&h->pstate, HEAP_BUSY, memory_order_seq_cst);
-    heap_tidy(h);
+    heap_tidy_keep(h, warm);
     if (tl_heap == h) {
         tl_heap = NULL;
         tl_fast = &empty_heap;
@@ -992,7 +1062,20 @@ static void heap_abandon(void *arg)
     olock_lock(&G.parked_lock);
     h->next_parked = G.parked;
     G.parked = h;
+    if (warm) { /* h takes the oldest warm heap's place */
+        cold = G.warm[G.warm_next];
+        G.warm[G.warm_next] = h;
+        G.warm_next = (G.warm_next + 1u) % WARM_HEAPS;
+        atomic_store_explicit(&h->warm, true, memory_order_relaxed);
+        if (cold)
+            atomic_store_explicit(&cold->warm, false, memory_order_relaxed);
+    }
     olock_unlock(&G.parked_lock);
+    /* still parked (not adopted since, nor lost in a fork child): its purge */
+    if (cold && cold != h && heap_take_parked(cold)) {
+        heap_tidy(cold);
+        heap_put_parked(cold);
+    }
 }
 
 /* A free that pushed its block on a remote list of h, which it saw owned:
@@ -1508,7 +1591,10 @@ static void medium_free_parked(theap *h, void *p)
     dmm_heap_free(h->mheap, p);
     freed = before - mlive(h);
     book(-freed);
-    if (dmm_heap_get_counters(h->mheap).live_block_bytes == 0)
+    if (atomic_load_explicit(&h->warm, memory_order_relaxed)) { /* kept within its bound */
+        if (medium_free_bytes(h) > WARM_MEDIUM_BYTES)
+            medium_release_if_empty(h);
+    } else if (dmm_heap_get_counters(h->mheap).live_block_bytes == 0)
         medium_destroy(h);
     else if ((h->mfreed += (size_t)freed) >= PARKED_DISCARD_BYTES)
         medium_discard(h);
@@ -1534,6 +1620,18 @@ static void medium_free(segment *s, void *p)
         b->next = head;
     while (!atomic_compare_exchange_weak_explicit(&h->mxfree, &head, b, memory_order_seq_cst, memory_order_relaxed));
     remote_recheck(h);
+}
+
+/* The bytes of h's medium segments not handed out as blocks (h->mheap
+ * set): an upper bound of its free memory (heap overhead included). */
+static size_t medium_free_bytes(theap *h)
+{
+    size_t region = 0, live;
+    medium_drain(h);
+    for (segment *s = h->msegs; s; s = s->next)
+        region += SEG_SIZE - MEDIUM_OFF;
+    live = (size_t)dmm_heap_get_counters(h->mheap).live_block_bytes;
+    return region > live ? region - live : 0;
 }
 
 /* A heap not in use (thread exit, a parked heap being tidied): the medium
@@ -1714,7 +1812,10 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
             page_collect(pg);
             if (pg->used == 0) {
                 page_retire(o, pg);
-                heap_discard_dirty(o); /* a parked heap keeps no free page resident */
+                if (!atomic_load_explicit(&o->warm, memory_order_relaxed)) {
+                    heap_discard_dirty(o); /* a cold parked heap keeps no free page resident */
+                    heap_free_empty_segs(o, 0);
+                }
             }
             heap_put_parked(o);
             return;

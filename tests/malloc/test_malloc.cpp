@@ -1007,6 +1007,95 @@ TEST(MallocChild, DirtyPages)
         dmm_free(p);
 }
 
+// Issue 27, mimalloc-bench's mstress: a thread's exit gave back its free
+// small pages, its empty segments and its medium heap at once, and the next
+// thread (which adopts the parked heap) faulted it all in again.  Now the
+// last two heaps parked keep that memory (bounded) for the next thread; a
+// third exit purges the oldest, and malloc_trim purges all.  Residency read
+// with mincore (an unmapped range reads as not resident).  Fresh process.
+TEST(MallocThreads, ExitedThreadsMemoryIsKeptWarmAndBounded)
+{
+    run_child_test("WarmHeaps", nullptr, 60);
+}
+
+namespace {
+bool os_page_resident(const void *p)
+{
+    size_t os = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    unsigned char v = 0;
+    void *pg = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(p) & ~(os - 1u));
+    return mincore(pg, os, &v) == 0 && (v & 1u);
+}
+struct Used {
+    uintptr_t small = 0, medium = 0; // the middle of a freed block of each
+};
+// Allocates, writes and frees 40 small blocks of 2 KiB and 100 medium
+// blocks of 6,000 B; what it used.
+Used churn_once()
+{
+    std::vector<void *> v;
+    Used u;
+    for (int i = 0; i < 140; i++) {
+        size_t n = i < 40 ? 2048 : 6000;
+        void *p = dmm_malloc(n);
+        EXPECT_NE(p, nullptr);
+        std::memset(p, 0x77, n);
+        v.push_back(p);
+    }
+    u.small = reinterpret_cast<uintptr_t>(v[20]) + 1024;
+    u.medium = reinterpret_cast<uintptr_t>(v[90]) + 3000;
+    for (void *p : v)
+        dmm_free(p);
+    return u;
+}
+} // namespace
+
+TEST(MallocChild, WarmHeaps)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.ExitedThreadsMemoryIsKeptWarmAndBounded";
+    Used a;
+    std::thread([&a] { a = churn_once(); }).join();
+    // kept: the small segment and the medium heap, their memory resident
+    EXPECT_EQ(dmm_malloc_get_stats().segments, 2u) << "the exited thread's segments were unmapped";
+    EXPECT_TRUE(os_page_resident(reinterpret_cast<void *>(a.small))) << "free small page given back at exit";
+    EXPECT_TRUE(os_page_resident(reinterpret_cast<void *>(a.medium))) << "free medium memory given back at exit";
+    // the next thread adopts the heap and uses that memory: nothing mapped
+    std::thread([] {
+        (void)churn_once();
+        EXPECT_EQ(dmm_malloc_get_stats().segments, 2u) << "the adopting thread mapped new segments";
+    }).join();
+    // bounded: three threads end in turn; the first one's heap is purged
+    // when the third is parked
+    std::vector<Used> c(3);
+    std::atomic<int> ready{0}, turn{-1};
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 3; i++)
+        ts.emplace_back([&, i] {
+            c[i] = churn_once();
+            void *hold = dmm_malloc(100); // keeps a page in use until the exit
+            ready++;
+            while (turn.load() != i)
+                std::this_thread::yield();
+            dmm_free(hold);
+        });
+    while (ready.load() != 3)
+        std::this_thread::yield();
+    for (int i = 0; i < 3; i++) {
+        turn = i;
+        ts[i].join();
+    }
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[0].small))) << "oldest warm heap not purged";
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[0].medium))) << "oldest warm heap not purged";
+    EXPECT_TRUE(os_page_resident(reinterpret_cast<void *>(c[2].small))) << "the last heap parked was purged";
+    EXPECT_LE(dmm_malloc_get_stats().segments, 2u * 2u) << "more than two parked heaps keep segments";
+    // malloc_trim purges the warm heaps
+    EXPECT_EQ(dmm_malloc_trim(), 1);
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[2].small)));
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[2].medium)));
+    EXPECT_EQ(dmm_malloc_get_stats().segments, 0u) << "malloc_trim left empty segments mapped";
+}
+
 // Secure mode (DMM_SECURE=1, issue 27): canaries at the end of small blocks,
 // a poisoned quarantine that delays reuse and catches writes after free,
 // guard pages after large blocks, canaries and poison in the medium heaps.
