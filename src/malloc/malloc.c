@@ -311,6 +311,9 @@ static struct {
 
 
 static _Thread_local theap *tl_heap;
+/* The thread's heap was parked (its exit has begun): a free from a later
+ * destructor must not bind it a heap again. */
+static _Thread_local bool tl_exited;
 
 /* The fast paths' view of the calling thread's heap (dmm_malloc, dmm_free):
  * its heap in the default and unhardened modes; empty_heap before the
@@ -976,13 +979,15 @@ static theap *heap_adopt(void)
     }
 }
 
-static theap *heap_get(void)
+/* Binds the calling thread a heap: a parked one when adopt (the first
+ * malloc), else a new one (see small_release_remote). */
+static theap *heap_bind(bool adopt)
 {
     theap *h = tl_heap;
     if (h)
         return h;
     global_init();
-    if ((h = heap_adopt())) {
+    if (adopt && (h = heap_adopt())) {
         atomic_fetch_add_explicit(&G.adopted, 1, memory_order_relaxed);
     } else {
         size_t pg = dmm_port_page_size();
@@ -1004,6 +1009,8 @@ static theap *heap_get(void)
         dmm_port_tkey_set(G.key, h);
     return h;
 }
+
+static theap *heap_get(void) { return heap_bind(true); }
 
 /* Gives back what a heap not in use can: every page that is empty once
  * remote frees are in, and the medium heap (whole when empty, else the
@@ -1057,6 +1064,7 @@ static void heap_abandon(void *arg)
     if (tl_heap == h) {
         tl_heap = NULL;
         tl_fast = &empty_heap;
+        tl_exited = true;
     }
     heap_put_parked(h);
     olock_lock(&G.parked_lock);
@@ -1801,6 +1809,8 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
  * else on the page's remote list. */
 static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
 {
+    if (!tl_heap && !tl_exited) /* a thread that only frees books on a heap of its own (book): */
+        (void)heap_bind(false); /* a new one, not the parked heap of this very block */
     {
         theap *o = pg->heap;
         mblock *head;
@@ -2179,22 +2189,33 @@ static DMM_NOINLINE void free_slow(void *p)
  * a multiple of the block size iff the low half of off * recip is below
  * recip: exact for off < 2^16 and block sizes up to 8 KiB, whose recip is at
  * least 2^19) among the blocks threaded so far (below bump), and the block does
- * not carry the free tag.  Any check that fails goes to free_slow, which
- * checks again and reports. */
+ * not carry the free tag.  A block of a page another heap owns passes the
+ * same checks (and that the page is in use) and goes to the remote free.
+ * Any check that fails goes to free_slow, which checks again and reports. */
 void dmm_free(void *p)
 {
     uintptr_t u = (uintptr_t)p;
     if (reg_kind_of(u) == SEG_SMALL) {
         theap *h = tl_fast;
         mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
+        uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
         if (pg->heap == h) {
-            uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
             if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
                 (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
                 *tag_slot(p) = ftag(p);
                 owner_push(h, pg, p);
                 return;
             }
+        } else if (!G.secure && pg->heap && off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
+                   (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
+            /* a block of a page in use by another heap, with the same
+             * checks: straight to the remote free, not through
+             * free_general's dispatch and check_free's second look
+             * (mimalloc-bench's xmalloc-test and larson, whose frees are
+             * mostly of other threads' blocks) */
+            *tag_slot(p) = ftag(p);
+            small_release_remote(pg, p);
+            return;
         }
     }
     free_slow(p);

@@ -422,6 +422,42 @@ TEST(MallocThreads, MisuseOfABlockOnARemoteListIsCaught)
     dmm_malloc_set_abort_on_error(was);
 }
 
+// mimalloc-bench's xmalloc-test: threads that only free other threads'
+// blocks took free_general's path, and having no heap, booked every free
+// on one process-wide counter with an atomic add.  Now dmm_free sends such
+// a block straight to the remote free, with the owner path's checks, and
+// the freeing thread books on a heap of its own.  Misuse from such a thread
+// is still caught: a double free, a pointer inside a block, a block never
+// handed out.
+TEST(MallocThreads, FreeOnlyThreadsBookOnTheirOwnHeap)
+{
+    int was = dmm_malloc_set_abort_on_error(0);
+    std::vector<void *> v;
+    for (int i = 0; i < 200; i++)
+        v.push_back(dmm_malloc(64));
+    dmm_malloc_stats a = dmm_malloc_get_stats();
+    std::thread([&v] {
+        for (void *p : v)
+            dmm_free(p);
+    }).join();
+    dmm_malloc_stats b = dmm_malloc_get_stats();
+    EXPECT_EQ(b.heaps + b.heaps_adopted, a.heaps + a.heaps_adopted + 1) << "the freeing thread got no heap";
+    EXPECT_EQ(b.live_bytes + 200u * 64u, a.live_bytes);
+    EXPECT_EQ(b.errors, a.errors);
+    auto *x = static_cast<char *>(dmm_malloc(64));
+    ASSERT_NE(x, nullptr);
+    std::thread([x] {
+        dmm_free(x + 16); // inside the block
+        dmm_free(x);
+        dmm_free(x); // again
+        // the last block of its 64 KiB page: past the blocks threaded so far
+        auto last = (reinterpret_cast<uintptr_t>(x) | ((64u << 10) - 1u)) + 1u - 64u;
+        dmm_free(reinterpret_cast<void *>(last));
+    }).join();
+    EXPECT_EQ(dmm_malloc_get_stats().errors, b.errors + 3);
+    dmm_malloc_set_abort_on_error(was);
+}
+
 // The fast paths keep no statistics counter: small blocks are counted by
 // their pages.  A block another thread frees stays in its page's count until
 // the owner collects it; the count must still drop at once, and not drop
