@@ -2173,9 +2173,32 @@ static inline bool secure_free_owned(void *p)
     return true;
 }
 
+/* Default and unhardened modes: a block of a small page in use by another
+ * heap, with the fast path's checks, straight to the remote free, not
+ * through free_general's dispatch and check_free's second look
+ * (mimalloc-bench's xmalloc-test and larson, whose frees are mostly of
+ * other threads' blocks).  false, with nothing done, for any other
+ * pointer. */
+static DMM_NOINLINE bool free_remote(void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    mpage *pg;
+    uint32_t off;
+    if (reg_kind_of(u) != SEG_SMALL)
+        return false;
+    pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
+    off = (uint32_t)(u & (PAGE_SIZE - 1u));
+    if (!pg->heap || pg->heap == tl_heap || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) ||
+        (uint32_t)((uint64_t)off * pg->recip) >= pg->recip || tagged_free(p))
+        return false;
+    *tag_slot(p) = ftag(p);
+    small_release_remote(pg, p);
+    return true;
+}
+
 static DMM_NOINLINE void free_slow(void *p)
 {
-    if (G.secure && secure_free_owned(p))
+    if (G.secure ? secure_free_owned(p) : free_remote(p))
         return;
     free_general(p);
 }
@@ -2189,33 +2212,24 @@ static DMM_NOINLINE void free_slow(void *p)
  * a multiple of the block size iff the low half of off * recip is below
  * recip: exact for off < 2^16 and block sizes up to 8 KiB, whose recip is at
  * least 2^19) among the blocks threaded so far (below bump), and the block does
- * not carry the free tag.  A block of a page another heap owns passes the
- * same checks (and that the page is in use) and goes to the remote free.
- * Any check that fails goes to free_slow, which checks again and reports. */
+ * not carry the free tag.  Any check that fails goes to free_slow, which
+ * sends a block of a page another heap owns, past the same checks, to the
+ * remote free, and anything else to free_general, which checks again and
+ * reports. */
 void dmm_free(void *p)
 {
     uintptr_t u = (uintptr_t)p;
     if (reg_kind_of(u) == SEG_SMALL) {
         theap *h = tl_fast;
         mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
-        uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
         if (pg->heap == h) {
+            uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
             if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
                 (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
                 *tag_slot(p) = ftag(p);
                 owner_push(h, pg, p);
                 return;
             }
-        } else if (!G.secure && pg->heap && off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
-                   (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
-            /* a block of a page in use by another heap, with the same
-             * checks: straight to the remote free, not through
-             * free_general's dispatch and check_free's second look
-             * (mimalloc-bench's xmalloc-test and larson, whose frees are
-             * mostly of other threads' blocks) */
-            *tag_slot(p) = ftag(p);
-            small_release_remote(pg, p);
-            return;
         }
     }
     free_slow(p);
