@@ -951,14 +951,17 @@ static void quarantine_flush(theap *h);
 static size_t medium_free_bytes(theap *h);
 
 
-static theap *heap_adopt(void)
+/* Takes the parked heap parked last, other than `except` (NULL: any). */
+static theap *heap_adopt(const theap *except)
 {
     for (;;) {
-        theap *h;
+        theap *h, **pp;
         olock_lock(&G.parked_lock);
-        h = G.parked;
+        for (pp = &G.parked; *pp && *pp == except;)
+            pp = &(*pp)->next_parked;
+        h = *pp;
         if (h) {
-            G.parked = h->next_parked;
+            *pp = h->next_parked;
             for (unsigned i = 0; i < WARM_HEAPS; i++) /* no longer parked: not for a purge */
                 if (G.warm[i] == h)
                     G.warm[i] = NULL;
@@ -979,15 +982,17 @@ static theap *heap_adopt(void)
     }
 }
 
-/* Binds the calling thread a heap: a parked one when adopt (the first
- * malloc), else a new one (see small_release_remote). */
-static theap *heap_bind(bool adopt)
+/* Binds the calling thread a heap: a parked one other than `except` if
+ * there is one (the first malloc: any; the first remote free: not the
+ * parked owner of the block being freed, see small_release_remote), else
+ * a new one. */
+static theap *heap_bind(const theap *except)
 {
     theap *h = tl_heap;
     if (h)
         return h;
     global_init();
-    if (adopt && (h = heap_adopt())) {
+    if ((h = heap_adopt(except))) {
         atomic_fetch_add_explicit(&G.adopted, 1, memory_order_relaxed);
     } else {
         size_t pg = dmm_port_page_size();
@@ -1010,7 +1015,7 @@ static theap *heap_bind(bool adopt)
     return h;
 }
 
-static theap *heap_get(void) { return heap_bind(true); }
+static theap *heap_get(void) { return heap_bind(NULL); }
 
 /* Gives back what a heap not in use can: every page that is empty once
  * remote frees are in, and the medium heap (whole when empty, else the
@@ -1809,8 +1814,11 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
  * else on the page's remote list. */
 static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
 {
-    if (!tl_heap && !tl_exited) /* a thread that only frees books on a heap of its own (book): */
-        (void)heap_bind(false); /* a new one, not the parked heap of this very block */
+    /* a thread that only frees books on a heap of its own (book); not the
+     * parked heap of this very block, whose memory would then stay with
+     * the freeing thread instead of going back as it is freed */
+    if (!tl_heap && !tl_exited)
+        (void)heap_bind(pg->heap);
     {
         theap *o = pg->heap;
         mblock *head;
