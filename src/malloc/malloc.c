@@ -2187,7 +2187,7 @@ static inline bool secure_free_owned(void *p)
  * (mimalloc-bench's xmalloc-test and larson, whose frees are mostly of
  * other threads' blocks).  false, with nothing done, for any other
  * pointer. */
-static DMM_NOINLINE bool free_remote(void *p)
+static DMM_ALWAYS_INLINE bool free_remote(void *p)
 {
     uintptr_t u = (uintptr_t)p;
     mpage *pg;
