@@ -954,6 +954,20 @@ static void quarantine_flush(theap *h);
 static size_t medium_free_bytes(theap *h);
 
 
+/* A warm parked heap (held BUSY) whose free memory went over its bound
+ * while others freed into it: no longer warm, so the frees that follow
+ * give memory back as into any parked heap (a discard walk every
+ * PARKED_DISCARD_BYTES freed), not a walk on every free. */
+static void heap_cool(theap *h)
+{
+    olock_lock(&G.parked_lock);
+    for (unsigned i = 0; i < WARM_HEAPS; i++)
+        if (G.warm[i] == h)
+            G.warm[i] = NULL;
+    atomic_store_explicit(&h->warm, false, memory_order_relaxed);
+    olock_unlock(&G.parked_lock);
+}
+
 /* Takes the parked heap parked last, other than `except` (NULL: any). */
 static theap *heap_adopt(const theap *except)
 {
@@ -1607,10 +1621,12 @@ static void medium_free_parked(theap *h, void *p)
     dmm_heap_free(h->mheap, p);
     freed = before - mlive(h);
     book(-freed);
-    if (atomic_load_explicit(&h->warm, memory_order_relaxed)) { /* kept within its bound */
-        if (medium_free_bytes(h) > WARM_MEDIUM_BYTES)
-            medium_release_if_empty(h);
-    } else if (dmm_heap_get_counters(h->mheap).live_block_bytes == 0)
+    if (atomic_load_explicit(&h->warm, memory_order_relaxed)) {
+        if (medium_free_bytes(h) <= WARM_MEDIUM_BYTES)
+            return; /* kept, within its bound */
+        heap_cool(h); /* over it: a parked heap like any other from now on */
+    }
+    if (dmm_heap_get_counters(h->mheap).live_block_bytes == 0)
         medium_destroy(h);
     else if ((h->mfreed += (size_t)freed) >= PARKED_DISCARD_BYTES)
         medium_discard(h);
