@@ -282,7 +282,7 @@ static inline bool olock_mine(olock *l) { return atomic_load_explicit(&l->holder
  * heap tidies the oldest warm one in full, as malloc_trim tidies them all;
  * a free into a parked heap gives back what it empties, as before.  One
  * warm heap: with two, the exited-thread churn of bench/malloc/
- * exited_thread.c peaked at 1.23x glibc's RSS (1.12x with one), and
+ * exited_thread.c peaked at 1.23x glibc's RSS (with one 1.05x), and
  * mstress's faults were the same. */
 #define WARM_HEAPS 1u
 #define WARM_MEDIUM_BYTES ((size_t)8 << 20)
