@@ -211,6 +211,8 @@ typedef struct theap {
                                   written by that thread (or the holder of
                                   the parked heap) only */
     _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
+    _Atomic bool warm;         /* parked with its memory kept (WARM_HEAPS;
+                                  set and cleared under parked_lock) */
     size_t mfreed;             /* parked: medium bytes freed since the last
                                   discard walk */
     uint32_t dirty_pages;      /* retired small pages of its segments not
@@ -268,6 +270,23 @@ static inline void olock_unlock(olock *l) { atomic_store_explicit(&l->holder, 0,
 
 static inline bool olock_mine(olock *l) { return atomic_load_explicit(&l->holder, memory_order_relaxed) == self_id(); }
 
+/* Warm parking (default mode).  mimalloc-bench's mstress starts and ends
+ * threads all the time, and a thread adopts the heap the last one left:
+ * when every exit gave back the heap's free pages and its medium heap's
+ * free memory at once, the next thread faulted all of it in again (35,000
+ * page faults a run where mimalloc took 3,800).  So the WARM_HEAPS heaps
+ * parked last are tidied with their memory kept (heap_tidy_keep: within
+ * DIRTY_PAGES_MAX retired pages and WARM_MEDIUM_BYTES of free medium
+ * memory each), and the next threads adopt them first (the parked list is
+ * last in, first out).  The purge is delayed, not dropped: parking one more
+ * heap tidies the oldest warm one in full, as malloc_trim tidies them all;
+ * a free into a parked heap gives back what it empties, as before.  One
+ * warm heap: with two, the exited-thread churn of bench/malloc/
+ * exited_thread.c peaked at 1.23x glibc's RSS (with one 1.05x), and
+ * mstress's faults were the same. */
+#define WARM_HEAPS 1u
+#define WARM_MEDIUM_BYTES ((size_t)8 << 20)
+
 /* ---- process state ---- */
 static struct {
     _Atomic int state; /* 0 none, 1 initialising, 2 ready */
@@ -283,6 +302,8 @@ static struct {
     olock seg_lock;  /* every heap's list of small segments (segs): changed
                         by the owner under it, walked by the statistics */
     theap *parked;
+    struct theap *warm[WARM_HEAPS]; /* the heaps parked last with their memory kept */
+    unsigned warm_next; /* warm[warm_next]: the oldest (under parked_lock) */
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
     _Atomic uint64_t retired;     /* pages retired (malloc_trim's answer) */
@@ -293,6 +314,9 @@ static struct {
 
 
 static _Thread_local theap *tl_heap;
+/* The thread's heap was parked (its exit has begun): a free from a later
+ * destructor must not bind it a heap again. */
+static _Thread_local bool tl_exited;
 
 /* The fast paths' view of the calling thread's heap (dmm_malloc, dmm_free):
  * its heap in the default and unhardened modes; empty_heap before the
@@ -762,9 +786,34 @@ static void heap_discard_dirty(theap *h)
     }
 }
 
+/* A heap's small segments without a page in use: in default mode one of
+ * them stays mapped (its pages retired, so resident only within
+ * DIRTY_PAGES_MAX), and the heap's next page_new takes it instead of
+ * mapping a new one.  mimalloc-bench's mstress, whose threads empty and
+ * fill segments again, paid an munmap, an aligned mmap (an 8 MiB mapping
+ * trimmed by two munmaps) and a page fault per 4 KiB every time.  Keeps
+ * the first `keep` of them and unmaps the others. */
+static void heap_free_empty_segs(theap *h, unsigned keep)
+{
+    segment *s = h->segs;
+    while (s) {
+        segment *nx = s->next;
+        if (s->pages_used == 0) {
+            if (keep) {
+                keep--;
+            } else {
+                h->dirty_pages -= (uint32_t)__builtin_popcountll(s->dirty);
+                segment_free(h, s);
+            }
+        }
+        s = nx;
+    }
+}
+
 /* Gives an empty page back to its segment (and the segment to the OS when
- * it has no page left).  The page's memory is discarded (in default mode on
- * a schedule: heap_discard_dirty). */
+ * it has no page left, but for the one kept: heap_free_empty_segs).  The
+ * page's memory is discarded (in default mode on a schedule:
+ * heap_discard_dirty). */
 static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
 {
     segment *s = seg_of(pg);
@@ -780,8 +829,7 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
     if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
-    if (--s->pages_used == 0) {
-        h->dirty_pages -= (uint32_t)__builtin_popcountll(s->dirty);
+    if (--s->pages_used == 0 && G.secure) {
         segment_free(h, s);
     } else if (G.secure) { /* secure mode hands pages out zero-filled */
         dmm_port_pages_discard(page_start(s, i), PAGE_SIZE);
@@ -789,6 +837,8 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
         s->dirty |= (uint64_t)1 << i;
         if (++h->dirty_pages > DIRTY_PAGES_MAX)
             heap_discard_dirty(h);
+        if (s->pages_used == 0)
+            heap_free_empty_segs(h, 1u);
     }
 }
 
@@ -899,16 +949,41 @@ static bool heap_take_parked(theap *h)
 static void heap_put_parked(theap *h) { atomic_store_explicit(&h->pstate, HEAP_PARKED, memory_order_seq_cst); }
 
 static void heap_tidy(theap *h);
+static void heap_tidy_keep(theap *h, bool warm);
 static void quarantine_flush(theap *h);
+static size_t medium_free_bytes(theap *h);
 
-static theap *heap_adopt(void)
+
+/* A warm parked heap (held BUSY) whose free memory went over its bound
+ * while others freed into it: no longer warm, so the frees that follow
+ * give memory back as into any parked heap (a discard walk every
+ * PARKED_DISCARD_BYTES freed), not a walk on every free. */
+static void heap_cool(theap *h)
+{
+    olock_lock(&G.parked_lock);
+    for (unsigned i = 0; i < WARM_HEAPS; i++)
+        if (G.warm[i] == h)
+            G.warm[i] = NULL;
+    atomic_store_explicit(&h->warm, false, memory_order_relaxed);
+    olock_unlock(&G.parked_lock);
+}
+
+/* Takes the parked heap parked last, other than `except` (NULL: any). */
+static theap *heap_adopt(const theap *except)
 {
     for (;;) {
-        theap *h;
+        theap *h, **pp;
         olock_lock(&G.parked_lock);
-        h = G.parked;
-        if (h)
-            G.parked = h->next_parked;
+        for (pp = &G.parked; *pp && *pp == except;)
+            pp = &(*pp)->next_parked;
+        h = *pp;
+        if (h) {
+            *pp = h->next_parked;
+            for (unsigned i = 0; i < WARM_HEAPS; i++) /* no longer parked: not for a purge */
+                if (G.warm[i] == h)
+                    G.warm[i] = NULL;
+            atomic_store_explicit(&h->warm, false, memory_order_relaxed);
+        }
         olock_unlock(&G.parked_lock);
         if (!h)
             return NULL;
@@ -924,13 +999,17 @@ static theap *heap_adopt(void)
     }
 }
 
-static theap *heap_get(void)
+/* Binds the calling thread a heap: a parked one other than `except` if
+ * there is one (the first malloc: any; the first remote free: not the
+ * parked owner of the block being freed, see small_release_remote), else
+ * a new one. */
+static theap *heap_bind(const theap *except)
 {
     theap *h = tl_heap;
     if (h)
         return h;
     global_init();
-    if ((h = heap_adopt())) {
+    if ((h = heap_adopt(except))) {
         atomic_fetch_add_explicit(&G.adopted, 1, memory_order_relaxed);
     } else {
         size_t pg = dmm_port_page_size();
@@ -953,10 +1032,21 @@ static theap *heap_get(void)
     return h;
 }
 
+static theap *heap_get(void) { return heap_bind(NULL); }
+
 /* Gives back what a heap not in use can: every page that is empty once
  * remote frees are in, and the medium heap (whole when empty, else the
  * pages inside its free blocks).  The caller owns h or holds it BUSY. */
 static void heap_tidy(theap *h)
+{
+    heap_tidy_keep(h, false);
+}
+
+/* heap_tidy, or when warm, the part of it that keeps the heap's memory for
+ * the next thread (see WARM_HEAPS): empty pages retired but resident
+ * (within DIRTY_PAGES_MAX), one empty segment mapped, and the medium heap
+ * as it is unless its free space is over WARM_MEDIUM_BYTES. */
+static void heap_tidy_keep(theap *h, bool warm)
 {
     quarantine_flush(h);
     for (unsigned c = 0; c < NCLASS; c++) {
@@ -969,7 +1059,14 @@ static void heap_tidy(theap *h)
             pg = nx;
         }
     }
+    if (warm) {
+        heap_free_empty_segs(h, 1u);
+        if (h->mheap && medium_free_bytes(h) > WARM_MEDIUM_BYTES)
+            medium_release_if_empty(h);
+        return;
+    }
     heap_discard_dirty(h);
+    heap_free_empty_segs(h, 0);
     medium_release_if_empty(h);
 }
 
@@ -982,17 +1079,33 @@ static void heap_abandon(void *arg)
     theap *h = arg;
     if (!h)
         return;
+    theap *cold = NULL;
+    bool warm = !G.secure;
     atomic_store_explicit(&h->pstate, HEAP_BUSY, memory_order_seq_cst);
-    heap_tidy(h);
+    heap_tidy_keep(h, warm);
     if (tl_heap == h) {
         tl_heap = NULL;
         tl_fast = &empty_heap;
+        tl_exited = true;
     }
     heap_put_parked(h);
     olock_lock(&G.parked_lock);
     h->next_parked = G.parked;
     G.parked = h;
+    if (warm) { /* h takes the oldest warm heap's place */
+        cold = G.warm[G.warm_next];
+        G.warm[G.warm_next] = h;
+        G.warm_next = (G.warm_next + 1u) % WARM_HEAPS;
+        atomic_store_explicit(&h->warm, true, memory_order_relaxed);
+        if (cold)
+            atomic_store_explicit(&cold->warm, false, memory_order_relaxed);
+    }
     olock_unlock(&G.parked_lock);
+    /* still parked (not adopted since, nor lost in a fork child): its purge */
+    if (cold && cold != h && heap_take_parked(cold)) {
+        heap_tidy(cold);
+        heap_put_parked(cold);
+    }
 }
 
 /* A free that pushed its block on a remote list of h, which it saw owned:
@@ -1508,6 +1621,11 @@ static void medium_free_parked(theap *h, void *p)
     dmm_heap_free(h->mheap, p);
     freed = before - mlive(h);
     book(-freed);
+    if (atomic_load_explicit(&h->warm, memory_order_relaxed)) {
+        if (medium_free_bytes(h) <= WARM_MEDIUM_BYTES)
+            return; /* kept, within its bound */
+        heap_cool(h); /* over it: a parked heap like any other from now on */
+    }
     if (dmm_heap_get_counters(h->mheap).live_block_bytes == 0)
         medium_destroy(h);
     else if ((h->mfreed += (size_t)freed) >= PARKED_DISCARD_BYTES)
@@ -1534,6 +1652,18 @@ static void medium_free(segment *s, void *p)
         b->next = head;
     while (!atomic_compare_exchange_weak_explicit(&h->mxfree, &head, b, memory_order_seq_cst, memory_order_relaxed));
     remote_recheck(h);
+}
+
+/* The bytes of h's medium segments not handed out as blocks (h->mheap
+ * set): an upper bound of its free memory (heap overhead included). */
+static size_t medium_free_bytes(theap *h)
+{
+    size_t region = 0, live;
+    medium_drain(h);
+    for (segment *s = h->msegs; s; s = s->next)
+        region += SEG_SIZE - MEDIUM_OFF;
+    live = (size_t)dmm_heap_get_counters(h->mheap).live_block_bytes;
+    return region > live ? region - live : 0;
 }
 
 /* A heap not in use (thread exit, a parked heap being tidied): the medium
@@ -1703,6 +1833,11 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
  * else on the page's remote list. */
 static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
 {
+    /* a thread that only frees books on a heap of its own (book); not the
+     * parked heap of this very block, whose memory would then stay with
+     * the freeing thread instead of going back as it is freed */
+    if (!tl_heap && !tl_exited)
+        (void)heap_bind(pg->heap);
     {
         theap *o = pg->heap;
         mblock *head;
@@ -1714,7 +1849,10 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
             page_collect(pg);
             if (pg->used == 0) {
                 page_retire(o, pg);
-                heap_discard_dirty(o); /* a parked heap keeps no free page resident */
+                if (!atomic_load_explicit(&o->warm, memory_order_relaxed)) {
+                    heap_discard_dirty(o); /* a cold parked heap keeps no free page resident */
+                    heap_free_empty_segs(o, 0);
+                }
             }
             heap_put_parked(o);
             return;
@@ -2062,9 +2200,32 @@ static inline bool secure_free_owned(void *p)
     return true;
 }
 
+/* Default and unhardened modes: a block of a small page in use by another
+ * heap, with the fast path's checks, straight to the remote free, not
+ * through free_general's dispatch and check_free's second look
+ * (mimalloc-bench's xmalloc-test and larson, whose frees are mostly of
+ * other threads' blocks).  false, with nothing done, for any other
+ * pointer. */
+static DMM_ALWAYS_INLINE bool free_remote(void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    mpage *pg;
+    uint32_t off;
+    if (reg_kind_of(u) != SEG_SMALL)
+        return false;
+    pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
+    off = (uint32_t)(u & (PAGE_SIZE - 1u));
+    if (!pg->heap || pg->heap == tl_heap || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) ||
+        (uint32_t)((uint64_t)off * pg->recip) >= pg->recip || tagged_free(p))
+        return false;
+    *tag_slot(p) = ftag(p);
+    small_release_remote(pg, p);
+    return true;
+}
+
 static DMM_NOINLINE void free_slow(void *p)
 {
-    if (G.secure && secure_free_owned(p))
+    if (G.secure ? secure_free_owned(p) : free_remote(p))
         return;
     free_general(p);
 }
@@ -2079,7 +2240,9 @@ static DMM_NOINLINE void free_slow(void *p)
  * recip: exact for off < 2^16 and block sizes up to 8 KiB, whose recip is at
  * least 2^19) among the blocks threaded so far (below bump), and the block does
  * not carry the free tag.  Any check that fails goes to free_slow, which
- * checks again and reports. */
+ * sends a block of a page another heap owns, past the same checks, to the
+ * remote free, and anything else to free_general, which checks again and
+ * reports. */
 void dmm_free(void *p)
 {
     uintptr_t u = (uintptr_t)p;

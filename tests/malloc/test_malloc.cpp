@@ -422,6 +422,42 @@ TEST(MallocThreads, MisuseOfABlockOnARemoteListIsCaught)
     dmm_malloc_set_abort_on_error(was);
 }
 
+// mimalloc-bench's xmalloc-test: threads that only free other threads'
+// blocks took free_general's path, and having no heap, booked every free
+// on one process-wide counter with an atomic add.  Now dmm_free sends such
+// a block straight to the remote free, with the owner path's checks, and
+// the freeing thread books on a heap of its own.  Misuse from such a thread
+// is still caught: a double free, a pointer inside a block, a block never
+// handed out.
+TEST(MallocThreads, FreeOnlyThreadsBookOnTheirOwnHeap)
+{
+    int was = dmm_malloc_set_abort_on_error(0);
+    std::vector<void *> v;
+    for (int i = 0; i < 200; i++)
+        v.push_back(dmm_malloc(64));
+    dmm_malloc_stats a = dmm_malloc_get_stats();
+    std::thread([&v] {
+        for (void *p : v)
+            dmm_free(p);
+    }).join();
+    dmm_malloc_stats b = dmm_malloc_get_stats();
+    EXPECT_EQ(b.heaps + b.heaps_adopted, a.heaps + a.heaps_adopted + 1) << "the freeing thread got no heap";
+    EXPECT_EQ(b.live_bytes + 200u * 64u, a.live_bytes);
+    EXPECT_EQ(b.errors, a.errors);
+    auto *x = static_cast<char *>(dmm_malloc(64));
+    ASSERT_NE(x, nullptr);
+    std::thread([x] {
+        dmm_free(x + 16); // inside the block
+        dmm_free(x);
+        dmm_free(x); // again
+        // the last block of its 64 KiB page: past the blocks threaded so far
+        auto last = (reinterpret_cast<uintptr_t>(x) | ((64u << 10) - 1u)) + 1u - 64u;
+        dmm_free(reinterpret_cast<void *>(last));
+    }).join();
+    EXPECT_EQ(dmm_malloc_get_stats().errors, b.errors + 3);
+    dmm_malloc_set_abort_on_error(was);
+}
+
 // The fast paths keep no statistics counter: small blocks are counted by
 // their pages.  A block another thread frees stays in its page's count until
 // the owner collects it; the count must still drop at once, and not drop
@@ -1005,6 +1041,96 @@ TEST(MallocChild, DirtyPages)
         EXPECT_FALSE(resident(page_of(many[i]))) << "page " << i << " still resident after malloc_trim";
     for (void *p : many.back())
         dmm_free(p);
+}
+
+// Issue 27, mimalloc-bench's mstress: a thread's exit gave back its free
+// small pages, its empty segments and its medium heap at once, and the next
+// thread (which adopts the parked heap) faulted it all in again.  Now the
+// heap parked last keeps that memory (bounded) for the next thread; the
+// next exit purges it, and malloc_trim purges all.  Residency read
+// with mincore (an unmapped range reads as not resident).  Fresh process.
+TEST(MallocThreads, ExitedThreadsMemoryIsKeptWarmAndBounded)
+{
+    run_child_test("WarmHeaps", nullptr, 60);
+}
+
+namespace {
+bool os_page_resident(const void *p)
+{
+    size_t os = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    unsigned char v = 0;
+    void *pg = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(p) & ~(os - 1u));
+    return mincore(pg, os, &v) == 0 && (v & 1u);
+}
+struct Used {
+    uintptr_t small = 0, medium = 0; // the middle of a freed block of each
+};
+// Allocates, writes and frees 40 small blocks of 2 KiB and 100 medium
+// blocks of 6,000 B; what it used.
+Used churn_once()
+{
+    std::vector<void *> v;
+    Used u;
+    for (int i = 0; i < 140; i++) {
+        size_t n = i < 40 ? 2048 : 6000;
+        void *p = dmm_malloc(n);
+        EXPECT_NE(p, nullptr);
+        std::memset(p, 0x77, n);
+        v.push_back(p);
+    }
+    u.small = reinterpret_cast<uintptr_t>(v[20]) + 1024;
+    u.medium = reinterpret_cast<uintptr_t>(v[90]) + 3000;
+    for (void *p : v)
+        dmm_free(p);
+    return u;
+}
+} // namespace
+
+TEST(MallocChild, WarmHeaps)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.ExitedThreadsMemoryIsKeptWarmAndBounded";
+    Used a;
+    std::thread([&a] { a = churn_once(); }).join();
+    // kept: the small segment and the medium heap, their memory resident
+    EXPECT_EQ(dmm_malloc_get_stats().segments, 2u) << "the exited thread's segments were unmapped";
+    EXPECT_TRUE(os_page_resident(reinterpret_cast<void *>(a.small))) << "free small page given back at exit";
+    EXPECT_TRUE(os_page_resident(reinterpret_cast<void *>(a.medium))) << "free medium memory given back at exit";
+    // the next thread adopts the heap and uses that memory: nothing mapped
+    std::thread([] {
+        (void)churn_once();
+        EXPECT_EQ(dmm_malloc_get_stats().segments, 2u) << "the adopting thread mapped new segments";
+    }).join();
+    // bounded: three threads end in turn; only the last one's heap stays
+    // warm
+    std::vector<Used> c(3);
+    std::atomic<int> ready{0}, turn{-1};
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 3; i++)
+        ts.emplace_back([&, i] {
+            c[i] = churn_once();
+            void *hold = dmm_malloc(100); // keeps a page in use until the exit
+            ready++;
+            while (turn.load() != i)
+                std::this_thread::yield();
+            dmm_free(hold);
+        });
+    while (ready.load() != 3)
+        std::this_thread::yield();
+    for (int i = 0; i < 3; i++) {
+        turn = i;
+        ts[i].join();
+    }
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[0].small))) << "oldest warm heap not purged";
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[0].medium))) << "oldest warm heap not purged";
+    EXPECT_TRUE(os_page_resident(reinterpret_cast<void *>(c[2].small))) << "the last heap parked was purged";
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[1].small))) << "second warm heap kept";
+    EXPECT_LE(dmm_malloc_get_stats().segments, 2u) << "more than one parked heap keeps segments";
+    // malloc_trim purges the warm heaps
+    EXPECT_EQ(dmm_malloc_trim(), 1);
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[2].small)));
+    EXPECT_FALSE(os_page_resident(reinterpret_cast<void *>(c[2].medium)));
+    EXPECT_EQ(dmm_malloc_get_stats().segments, 0u) << "malloc_trim left empty segments mapped";
 }
 
 // Secure mode (DMM_SECURE=1, issue 27): canaries at the end of small blocks,
