@@ -206,6 +206,27 @@ static DMM_ALWAYS_INLINE blk *k_next(const dmm_heap *h, const lkeys *k, const bl
 static DMM_ALWAYS_INLINE blk *k_prev(const dmm_heap *h, const lkeys *k, const blk *b) { return kdec(h, k, b, *lprev(b)); }
 static DMM_ALWAYS_INLINE void k_set_next(const dmm_heap *h, const lkeys *k, blk *b, blk *v) { *lnext(b) = kenc(h, k, b, v); }
 static DMM_ALWAYS_INLINE void k_set_prev(const dmm_heap *h, const lkeys *k, blk *b, blk *v) { *lprev(b) = kenc(h, k, b, v); }
+/* The back-link checks compare a decoded link with a known block and need
+ * no NULL mapping.  k_names: does link word e of block `owner` name t
+ * (t not NULL and not owner)?  The same as kdec(owner, e) == t, since a
+ * word that decodes to its own block (NULL) never decodes to t.
+ * k_names_none: does it name no block?  Only the encoding of NULL that
+ * kenc writes (the owner itself) passes; a word that decodes to address 0,
+ * which kenc never writes, fails the fast check and goes to the cold path,
+ * which judges it as kdec does (NULL).  Hardened heaps only. */
+static DMM_ALWAYS_INLINE bool k_names(const lkeys *k, blk *e, const blk *t)
+{
+    return (((uintptr_t)e * k->kinv) ^ k->key2) == (uintptr_t)t;
+}
+static DMM_ALWAYS_INLINE bool k_names_none(const lkeys *k, const blk *owner, blk *e)
+{
+    return k_names(k, e, owner);
+}
+/* Does nx's back link name pred (NULL: no block)? */
+static DMM_ALWAYS_INLINE bool k_back_is(const lkeys *k, const blk *nx, const blk *pred)
+{
+    return pred ? k_names(k, *lprev(nx), pred) : k_names_none(k, nx, *lprev(nx));
+}
 
 /* The same with the keys read from the heap (cold code, the checker). */
 static inline blk *ldecode(const dmm_heap *h, const blk *b, blk *e)
@@ -363,7 +384,7 @@ static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, uns
         /* pred -> nx and nx <- pred agree, and nx is in range: enough to
          * write nx's back link (nx's header is checked when it is taken) */
         nx = pred ? k_next(h, k, pred) : h->heads[n];
-        if (nx && DMM_UNLIKELY(!k_in(k, nx) || k_prev(h, k, nx) != pred))
+        if (nx && DMM_UNLIKELY(!k_in(k, nx) || !k_back_is(k, nx, pred)))
             nx = back_fault(h, pred, nx, tail_of(h, n)); /* cut: nothing is written through the bad link */
     } else {
         nx = pred ? follow_check(h, k, pred, 0, tail_of(h, n), true) : h->heads[n];
@@ -435,7 +456,7 @@ static DMM_ALWAYS_INLINE void list_remove_k(dmm_heap *h, const lkeys *k, unsigne
         /* b -> nx and nx <- b agree and nx is in range: the unlink is safe
          * (nx's header is checked when nx is taken) */
         nx = k_next(h, k, b);
-        if (nx && DMM_UNLIKELY(!k_in(k, nx) || k_prev(h, k, nx) != b)) {
+        if (nx && DMM_UNLIKELY(!k_in(k, nx) || !k_names(k, *lprev(nx), b))) {
             nx = back_fault(h, b, nx, tail_of(h, n));
             if (!nx && P_ORDER(h) == DMM_ORDER_FIFO)
                 h->tails[n] = b; /* cut: the rest of the list is dropped, not followed */
@@ -493,7 +514,7 @@ static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
         /* pred <- b and pred -> b agree, pred in range (or b is the head):
          * b's links are its own, the unlink writes only into list nodes */
         if (HARDENED(h) &&
-            DMM_UNLIKELY(pred ? !k_in(&k, pred) || k_next(h, &k, pred) != b : h->heads[n] != b) &&
+            DMM_UNLIKELY(pred ? !k_in(&k, pred) || !k_names(&k, *lnext(pred), b) : h->heads[n] != b) &&
             !unlink_fault(h, b, pred, n))
             return false;
     } else {
