@@ -512,9 +512,12 @@ static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
     if (DOUBLY(h)) {
         pred = k_prev(h, &k, b);
         /* pred <- b and pred -> b agree, pred in range (or b is the head):
-         * b's links are its own, the unlink writes only into list nodes */
+         * b's links are its own, the unlink writes only into list nodes.
+         * (k_names here instead of k_next measured -0.5 to -0.8 Ir/op on
+         * tlsf and halffit but +1.2 to +3.7 on dlmalloc's best-fit malloc,
+         * through gcc's register allocation of the whole scan: not kept.) */
         if (HARDENED(h) &&
-            DMM_UNLIKELY(pred ? !k_in(&k, pred) || !k_names(&k, *lnext(pred), b) : h->heads[n] != b) &&
+            DMM_UNLIKELY(pred ? !k_in(&k, pred) || k_next(h, &k, pred) != b : h->heads[n] != b) &&
             !unlink_fault(h, b, pred, n))
             return false;
     } else {
