@@ -382,9 +382,13 @@ static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, uns
     blk *nx;
     if (DOUBLY(h) && HARDENED(h)) {
         /* pred -> nx and nx <- pred agree, and nx is in range: enough to
-         * write nx's back link (nx's header is checked when it is taken) */
+         * write nx's back link (nx's header is checked when it is taken).
+         * A list head needs no range compare: it is read from the control
+         * block, and every pointer stored there was a block (pushed) or
+         * passed the range and back-link compares (a successor that became
+         * the head); only decoded words are range-checked. */
         nx = pred ? k_next(h, k, pred) : h->heads[n];
-        if (nx && DMM_UNLIKELY(!k_in(k, nx) || !k_back_is(k, nx, pred)))
+        if (nx && DMM_UNLIKELY((pred && !k_in(k, nx)) || !k_back_is(k, nx, pred)))
             nx = back_fault(h, pred, nx, tail_of(h, n)); /* cut: nothing is written through the bad link */
     } else {
         nx = pred ? follow_check(h, k, pred, 0, tail_of(h, n), true) : h->heads[n];

@@ -175,11 +175,11 @@ static DMM_ALWAYS_INLINE bool h_taken_ok(const dmm_heap *h, const blk *b, size_t
 }
 
 /* Would a push of a block onto a bin (LIFO) whose head is hd pass
- * list_insert_after's check?  (hd in range, its back link naming no
- * predecessor.) */
+ * list_insert_after's check?  (hd's back link names no predecessor; hd
+ * itself is a block: see list_insert_after.) */
 static DMM_ALWAYS_INLINE bool h_head_ok(const dmm_heap *h, const blk *hd)
 {
-    return !HARDENED(h) || !hd || (h_in(h, hd) && h_names(h, *lprev(hd), hd));
+    return !HARDENED(h) || !hd || h_names(h, *lprev(hd), hd);
 }
 
 /* Pushes free block b (links not yet written) on bin n whose head is hd. */
