@@ -166,12 +166,14 @@ static DMM_ALWAYS_INLINE bool h_names(const dmm_heap *h, blk *e, const blk *t)
     return (((uintptr_t)e * h->link_kinv) ^ h->link_key2) == (uintptr_t)t;
 }
 
-/* The fast form of taken_ok: b, with head word hd, is a listed block of
- * at least s bytes inside the region of the last look-up. */
+/* The fast form of taken_ok for a bin head b (a block: see
+ * list_insert_after), with head word hd: a listed block of at least s
+ * bytes inside the region of the last look-up.  A block is aligned, so
+ * one compare tells whether it lies in that region. */
 static DMM_ALWAYS_INLINE bool h_taken_ok(const dmm_heap *h, const blk *b, size_t hd, size_t s)
 {
-    size_t bs = hd & ~F_MASK;
-    return h_in(h, b) && (hd & F_STATE) == 0 && bs >= s && bs <= h->hint_span - ((uintptr_t)b - h->hint_lo);
+    size_t bs = hd & ~F_MASK, off = (size_t)((uintptr_t)b - h->hint_lo);
+    return off < h->hint_span && (hd & F_STATE) == 0 && bs >= s && bs <= h->hint_span - off;
 }
 
 /* Would a push of a block onto a bin (LIFO) whose head is hd pass
