@@ -386,9 +386,11 @@ static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, uns
          * A list head needs no range compare: it is read from the control
          * block, and every pointer stored there was a block (pushed) or
          * passed the range and back-link compares (a successor that became
-         * the head); only decoded words are range-checked. */
+         * the head); only decoded words are range-checked.  (Other
+         * orders keep the compare: dropping it there changed nothing but
+         * gcc's register allocation, +0.3 to +1.3 Ir/op on dlmalloc.) */
         nx = pred ? k_next(h, k, pred) : h->heads[n];
-        if (nx && DMM_UNLIKELY((pred && !k_in(k, nx)) || !k_back_is(k, nx, pred)))
+        if (nx && DMM_UNLIKELY(((pred || P_ORDER(h) != DMM_ORDER_LIFO) && !k_in(k, nx)) || !k_back_is(k, nx, pred)))
             nx = back_fault(h, pred, nx, tail_of(h, n)); /* cut: nothing is written through the bad link */
     } else {
         nx = pred ? follow_check(h, k, pred, 0, tail_of(h, n), true) : h->heads[n];
