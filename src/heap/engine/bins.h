@@ -373,6 +373,7 @@ static DMM_COLD blk *back_fault(dmm_heap *h, blk *pred, blk *nx, blk **tail)
 static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, unsigned n, blk *pred, blk *b)
 {
     DMM_ASSERT(blisted(b) && n < h->nbins);
+    DMM_ASSERT(!pred || P_ORDER(h) != DMM_ORDER_LIFO); /* LIFO inserts at the head only */
     DMM_ASSERT_LOCAL(bnext(b)->foot == bsize(b) && !bpused(bnext(b)));
     blk *nx;
     if (DOUBLY(h) && HARDENED(h)) {
@@ -387,8 +388,8 @@ static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, uns
          * new forms only moved gcc's register allocation (+0.3 to +1.3
          * Ir/op on dlmalloc at -O2, +56 B at -Os). */
         nx = pred ? k_next(h, k, pred) : h->heads[n];
-        if (P_ORDER(h) == DMM_ORDER_LIFO && !pred ? nx && DMM_UNLIKELY(!k_names_none(k, nx, *lprev(nx)))
-                                                   : nx && DMM_UNLIKELY(!k_in(k, nx) || k_prev(h, k, nx) != pred))
+        if (P_ORDER(h) == DMM_ORDER_LIFO ? nx && DMM_UNLIKELY(!k_names_none(k, nx, *lprev(nx)))
+                                          : nx && DMM_UNLIKELY(!k_in(k, nx) || k_prev(h, k, nx) != pred))
             nx = back_fault(h, pred, nx, tail_of(h, n)); /* cut: nothing is written through the bad link */
     } else {
         nx = pred ? follow_check(h, k, pred, 0, tail_of(h, n), true) : h->heads[n];
