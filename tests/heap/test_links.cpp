@@ -124,3 +124,57 @@ TEST(LinkForging, LeakedLinkDoesNotForgeAnother) {
         }
     }
 }
+
+TEST(LinkForging, BackLinkNamingItsOwnBlockIsReported) {
+    // The back-link checks compare the decoded word with the block they
+    // expect without mapping a word that names its own block to NULL
+    // (engine/bins.h, k_names).  Such a word (what kenc writes for "no
+    // predecessor", here copied from a list head onto a block in the
+    // middle of its list) must still fail the check that expects a real
+    // predecessor: the free that merges with the list head and unlinks it
+    // reports the damaged back link, and nothing is written through it.
+    // With the back-link check of the unlink removed, this fails.
+    const size_t req = 100;
+    for (dmm_heap_preset p : {DMM_PRESET_TLSF, DMM_PRESET_DLMALLOC, DMM_PRESET_HALFFIT, DMM_PRESET_P2012}) {
+        dmm_heap_config cfg = dmm_heap_preset_config(p);
+        cfg.harden = DMM_HARDEN_CHECKED;
+        if (cfg.links != DMM_LINKS_DOUBLY)
+            continue;
+        SCOPED_TRACE(dmm_heap_preset_name(p));
+        ErrorLog errs;
+        errs.attach(&cfg);
+        Buffer buf(64 * 1024, 0);
+        dmm_heap *h = nullptr;
+        ASSERT_EQ(dmm_heap_init(&h, buf.data(), buf.size(), &cfg), DMM_OK);
+        void *g0 = dmm_heap_malloc(h, req), *a = dmm_heap_malloc(h, req), *g1 = dmm_heap_malloc(h, req);
+        void *b = dmm_heap_malloc(h, req), *g2 = dmm_heap_malloc(h, req);
+        ASSERT_TRUE(g0 && a && g1 && b && g2);
+        dmm_heap_free(h, a);
+        dmm_heap_free(h, b);
+        ASSERT_EQ(dmm_heap_check(h, nullptr), DMM_OK);
+        void *head = next_link(a) == dmm__heap_link_encode(h, a, b) ? a : b;
+        void *second = head == a ? b : a;
+        if (next_link(head) != dmm__heap_link_encode(h, head, second) ||
+            prev_link(second) != dmm__heap_link_encode(h, second, head)) {
+            dmm_heap_destroy(h);
+            continue; // a and b are not one doubly linked list in this preset
+        }
+        ASSERT_TRUE(errs.errors.empty());
+        prev_link(second) = dmm__heap_link_encode(h, second, nullptr); // "no predecessor"
+        dmm_heap_free(h, g1); // merges with a and b: unlinks the head, whose successor's back link lies
+        ASSERT_FALSE(errs.errors.empty()) << "a back link naming its own block passed as the head's";
+        EXPECT_EQ(errs.errors[0].kind, DMM_ERR_FREE_LIST);
+        EXPECT_EQ(errs.errors[0].op, DMM_OP_FREE);
+        // the heap goes on: what the report left is still usable
+        for (int i = 0; i < 100; ++i) {
+            void *q = dmm_heap_malloc(h, req);
+            if (!q)
+                break;
+            EXPECT_FALSE((char *)q + req > (char *)g0 && (char *)q < (char *)g0 + req) << "a live block handed out";
+            EXPECT_FALSE((char *)q + req > (char *)g2 && (char *)q < (char *)g2 + req) << "a live block handed out";
+        }
+        dmm_heap_destroy(h);
+        if (HasFailure())
+            return;
+    }
+}

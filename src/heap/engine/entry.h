@@ -158,20 +158,30 @@ static DMM_ALWAYS_INLINE bool h_in(const dmm_heap *h, const void *x)
     return rotr_w((uintptr_t)x - h->hint_lo, GRAN_LOG2) < h->hint_span / GRAN;
 }
 
-/* The fast form of taken_ok: b, with head word hd, is a listed block of
- * at least s bytes inside the region of the last look-up. */
+/* k_names (engine/bins.h) with the keys read from the heap: does link
+ * word e name t (t not NULL and not the word's own block; or, to ask "no
+ * block", t the word's own block)? */
+static DMM_ALWAYS_INLINE bool h_names(const dmm_heap *h, blk *e, const blk *t)
+{
+    return (((uintptr_t)e * h->link_kinv) ^ h->link_key2) == (uintptr_t)t;
+}
+
+/* The fast form of taken_ok for a bin head b (a block: see
+ * list_insert_after), with head word hd: a listed block of at least s
+ * bytes inside the region of the last look-up.  A block is aligned, so
+ * one compare tells whether it lies in that region. */
 static DMM_ALWAYS_INLINE bool h_taken_ok(const dmm_heap *h, const blk *b, size_t hd, size_t s)
 {
-    size_t bs = hd & ~F_MASK;
-    return h_in(h, b) && (hd & F_STATE) == 0 && bs >= s && bs <= h->hint_span - ((uintptr_t)b - h->hint_lo);
+    size_t bs = hd & ~F_MASK, off = (size_t)((uintptr_t)b - h->hint_lo);
+    return off < h->hint_span && (hd & F_STATE) == 0 && bs >= s && bs <= h->hint_span - off;
 }
 
 /* Would a push of a block onto a bin (LIFO) whose head is hd pass
- * list_insert_after's check?  (hd in range, its back link naming no
- * predecessor.) */
+ * list_insert_after's check?  (hd's back link names no predecessor; hd
+ * itself is a block: see list_insert_after.) */
 static DMM_ALWAYS_INLINE bool h_head_ok(const dmm_heap *h, const blk *hd)
 {
-    return !HARDENED(h) || !hd || (h_in(h, hd) && get_prev(h, hd) == NULL);
+    return !HARDENED(h) || !hd || h_names(h, *lprev(hd), hd);
 }
 
 /* Pushes free block b (links not yet written) on bin n whose head is hd. */
@@ -216,7 +226,7 @@ static void *e_malloc_bin_leaf(dmm_heap *h, size_t size)
     if (HARDENED(h) && DMM_UNLIKELY(!h_taken_ok(h, b, hd, s)))
         goto full;
     nx = get_next(h, b);
-    if (HARDENED(h) && nx && DMM_UNLIKELY(!h_in(h, nx) || get_prev(h, nx) != b))
+    if (HARDENED(h) && nx && DMM_UNLIKELY(!h_in(h, nx) || !h_names(h, *lprev(nx), b)))
         goto full;
     rs = bs - s;
     if (rs >= h->split_min) {
