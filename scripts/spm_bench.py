@@ -475,7 +475,10 @@ def exp_table3(R, a):
         rew = p in REWRITTEN and R.spmcc_dir
         # at least 4 KiB: the minimum is measured at granularity 1, and a 1 KiB unit of granularity 4
         # needs room beside the local heap's bookkeeping (hand-written mst's minimum is 2 KiB)
-        m = max(4, min_heap(R, p, sz), min_heap_rewritten(R, p, "table=4096,unit=1024,gran=4", sz, 4096) if rew else 0)
+        # (the rewritten program's minimum at both granularities of the sweep: the pass's pins hold
+        # whole units, so a finer granularity can need more room, as dfs's four pinned arrays do)
+        m = max(4, min_heap(R, p, sz), *(min_heap_rewritten(R, p, "table=4096,unit=1024,gran=%d" % g, sz, 4096)
+                                         for g in (1, 4)) if rew else (0,))
         # the optimized configuration's coarser units need a larger region (8 KiB, or what the
         # rewritten program's pinned units need)
         mo = min_heap_rewritten(R, p, "table=65536,frames=16,unit=1024,gran=16", sz) if rew else 0
