@@ -477,10 +477,10 @@ stage_python() {
 # and frozen_header_*, mhsim_{determinism,badopts,json,offline} and the managed
 # programs' spm_programs.* run a tool (dmm-config, dmm-mhsim, bench/spm's
 # programs) from a CMake script, outside the emulator; so do the spm compiler
-# pass's corpus and seed-program runs spmcc.<program>.<run> (its refusal
+# pass's corpus, seed-program and translation-count runs spmcc.<program>.<run> (its refusal
 # tests run on the host's Python and stay).  Everything else labelled "unit"
 # runs.
-AARCH64_EXCLUDE='^(AbortPolicy\.(DoubleFree|ForeignPointer|Canary)StopsTheProgram|ForgedLinks\.CycleDoesNotHangMalloc|HostPort\.IllegalTransfersStop|frozen_header_.*|mhsim_(determinism|badopts|json|offline)|spm_programs\..*|spmcc\.[a-z_]+\.(paranoid|frames|without_pins_fails|dynamic|static))$'
+AARCH64_EXCLUDE='^(AbortPolicy\.(DoubleFree|ForeignPointer|Canary)StopsTheProgram|ForgedLinks\.CycleDoesNotHangMalloc|HostPort\.IllegalTransfersStop|frozen_header_.*|mhsim_(determinism|badopts|json|offline)|spm_programs\..*|spmcc\.[a-z_]+\.(paranoid|frames|without_pins_fails|without_drops_fails|translations|dynamic|static))$'
 
 # cross_stage <name> <toolchain file> <exclude regex> [<check> [<tool>...]]:
 # configure build/<name> with cmake/<toolchain file> (RelWithDebInfo, no
