@@ -536,9 +536,15 @@ stage_arm32() {
 }
 
 # 32-bit x86 programs run natively (cmake/toolchain-i686.cmake), so every
-# other "unit" test runs, death tests and CMake-script tests included.
+# other "unit" test runs, death tests and CMake-script tests included, except
+# the spm compiler pass's program runs: its runtime tells a heap pointer from
+# a host one by a bias in the top quarter of the address space
+# (tools/spmcc/runtime/spmcc_rt.h, SPMCC_BIAS), where a 32-bit process's
+# stack lies, so the runtime refuses to start there (its own check, with a
+# one-line message); the rewritten programs need a 64-bit host.
+X86_32_EXCLUDE='^spmcc\.[a-z_]+\.(paranoid|frames|without_pins_fails|without_drops_fails|translations|dynamic|static)$'
 stage_x86_32() {
-    cross_stage x86_32 toolchain-i686.cmake "" "" i686-linux-gnu-gcc i686-linux-gnu-g++
+    cross_stage x86_32 toolchain-i686.cmake "$X86_32_EXCLUDE" "" i686-linux-gnu-gcc i686-linux-gnu-g++
 }
 
 # ---------------------------------------------------------------------------
