@@ -146,6 +146,7 @@ def parse_external(manifest: Path, base: Path | None = None) -> tuple[list[Workl
     base = (base or manifest.resolve().parent).resolve()
     out: list[Workload] = []
     notes: list[str] = []
+    cpus = str(len(os.sched_getaffinity(0)))
     for no, line in enumerate(text.splitlines(), 1):
         where = f"{manifest}:{no}"
         if not line.strip() or line.lstrip().startswith("#"):
@@ -158,7 +159,6 @@ def parse_external(manifest: Path, base: Path | None = None) -> tuple[list[Workl
             raise DmmkitError(f"{where}: expected 'NAME threaded|single [stdin=FILE] [check=output] -- PROGRAM "
                               "ARGS...'", BAD_INPUT)
         cut = words.index("--")
-        cpus = str(len(os.sched_getaffinity(0)))
         head, cmd = words[:cut], [w.replace("{dir}", str(base)).replace("{cpus}", cpus) for w in words[cut + 1:]]
         if len(head) < 2 or not cmd:
             raise DmmkitError(f"{where}: expected a name, threaded or single, then -- and the command", BAD_INPUT)

@@ -201,6 +201,8 @@ def unoptimised_reason(build: dict) -> str | None:
     """Why tools built this way give timings and time budgets that say little
     about the allocators (an unoptimised or sanitizer build), or None.  The
     last -O flag decides, as it does for the compiler."""
+    if not build:
+        return None
     flags = str(build.get("flags") or "")
     if "sanitize=" in flags:
         return f"a sanitizer build (flags '{flags}')"
@@ -208,8 +210,6 @@ def unoptimised_reason(build: dict) -> str | None:
     for tok in flags.split():
         if tok.startswith("-O"):
             level = tok[2:]
-    if not build:
-        return None
     if level is None or level in ("0", "g"):
         kind = build.get("build_type") or "no build type"
         return f"not optimised ({kind}, flags '{flags or 'none'}')"
