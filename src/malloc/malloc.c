@@ -343,23 +343,32 @@ static _Thread_local theap *tl_fast = &empty_heap;
  * tl_fast is empty_heap or its heap has the shared tag SEG_SMALL. */
 static _Thread_local uint8_t tl_tag = TAG_NONE;
 static inline uint8_t fast_tag(const theap *h) { return h->tag >= TAG_FIRST ? h->tag : (uint8_t)TAG_NONE; }
-/* The malloc fast path's view: tl_fast's fast[] itself, kept in the thread's
- * own storage (a copy: the heap's array stays the truth, for the next
- * thread to adopt it), so that the fast path loads the class's page with
- * no load of the heap pointer first.  Written by heap_set_head when its
- * heap is tl_fast (the calling thread's: no other thread changes an owned
- * heap's lists), and whole by fast_view. */
-#define EMPTY4 &empty_page, &empty_page, &empty_page, &empty_page
-static _Thread_local mpage *tl_fastv[NCLASS] = {EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4};
-#undef EMPTY4
+/* The malloc fast path's view: tl_fast's fast[] itself, by 16-byte step
+ * of the request (tl_fastv[(n + 15) / 16] = fast[class_of(n)]) for
+ * requests up to FAST_MAX, kept in the thread's own storage (a copy: the
+ * heap's array stays the truth, for the next thread to adopt it), so that
+ * the fast path loads the class's page with no class lookup and no load of
+ * the heap pointer first.  Written by heap_set_head when its heap is
+ * tl_fast (the calling thread's: no other thread changes an owned heap's
+ * lists), and whole by fast_view.  1 KiB of each thread's static TLS;
+ * requests above FAST_MAX (DMM_MALLOC_SMALL_MAX above 2048) take
+ * alloc_aligned's path to the same pages. */
+#define FAST_MAX (SMALL_MAX < 2048u ? SMALL_MAX : (size_t)2048u)
+#define FAST_STEPS 129u /* 2048 / 16 + 1 */
+#define EMPTY8 &empty_page, &empty_page, &empty_page, &empty_page, &empty_page, &empty_page, &empty_page, &empty_page
+#define EMPTY64 EMPTY8, EMPTY8, EMPTY8, EMPTY8, EMPTY8, EMPTY8, EMPTY8, EMPTY8
+static _Thread_local mpage *tl_fastv[FAST_STEPS] = {EMPTY64, EMPTY64, &empty_page};
+#undef EMPTY64
+#undef EMPTY8
 
-/* Makes h (empty_heap: none) the calling thread's fast paths' heap. */
+/* Makes h (empty_heap: none) the calling thread's fast paths' heap; the
+ * class table is set (global_init has run). */
 static void fast_view(theap *h)
 {
     tl_fast = h;
     tl_tag = fast_tag(h);
-    for (unsigned c = 0; c < NCLASS; c++)
-        tl_fastv[c] = h->fast[c];
+    for (unsigned i = 0; i < FAST_STEPS; i++)
+        tl_fastv[i] = h->fast[class_by16[i]];
 }
 
 /* Sets the head of h's page list of class cls (NULL: none). */
@@ -367,8 +376,9 @@ static inline void heap_set_head(theap *h, unsigned cls, mpage *pg)
 {
     h->pages[cls] = pg;
     h->fast[cls] = pg ? pg : &empty_page;
-    if (h == tl_fast)
-        tl_fastv[cls] = h->fast[cls];
+    if (h == tl_fast) /* the steps of class cls: (class_size[cls - 1], class_size[cls]] */
+        for (size_t i = cls ? class_size[cls - 1u] / 16u + 1u : 0u; i < FAST_STEPS && i <= class_size[cls] / 16u; i++)
+            tl_fastv[i] = h->fast[cls];
 }
 
 /* Freed large mappings kept for reuse (large_free, large_alloc): at most
@@ -1805,8 +1815,8 @@ static void *alloc_aligned(size_t n, size_t align)
  * secure mode, whose page never has a block). */
 void *dmm_malloc(size_t n)
 {
-    if (small_size(n)) {
-        mpage *pg = tl_fastv[class_of(n)];
+    if (n <= FAST_MAX) {
+        mpage *pg = tl_fastv[(n + 15u) >> 4];
         mblock *b = pg->free;
         if (!b && (b = pg->local_free)) /* the owner's frees become the free list */
             pg->local_free = NULL;
