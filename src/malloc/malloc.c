@@ -325,14 +325,14 @@ static _Thread_local theap *tl_heap;
  * destructor must not bind it a heap again. */
 static _Thread_local bool tl_exited;
 
-/* The fast paths' view of the calling thread's heap (dmm_malloc, dmm_free):
- * its heap in the default and unhardened modes; empty_heap before the
- * thread has one, after it exited, and always in secure mode, whose every
- * call takes the slow paths.  empty_heap's classes all point at
- * empty_page, which has no free block and no owner, so the fast paths
- * test neither the heap nor the page for NULL: malloc finds no block and
- * free finds the page not owned by empty_heap, and both fall through to
- * the slow paths. */
+/* The fast paths' view of the calling thread's heap (dmm_malloc through
+ * tl_fastv, dmm_free through tl_tag, both set by fast_view): its heap in
+ * the default and unhardened modes; empty_heap before the thread has one,
+ * after it exited, and always in secure mode, whose every call takes the
+ * slow paths.  empty_heap's classes all point at empty_page, which has no
+ * free block, so the fast paths test neither the heap nor the page for
+ * NULL: malloc finds no block and free finds no segment with the tag
+ * TAG_NONE, and both fall through to the slow paths. */
 static mpage empty_page;
 #define EMPTY4 &empty_page, &empty_page, &empty_page, &empty_page
 static theap empty_heap = {.fast = {EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4}, .tag = SEG_SMALL};
@@ -1811,8 +1811,8 @@ static void *alloc_aligned(size_t n, size_t align)
 /* The fast path: the first block of the class's current page (when its
  * free list is empty, the blocks this thread freed into it become the free
  * list: page_collect does the same, with the remote frees, on the slow
- * path), its free tag cleared (tl_fast: empty_heap when this thread has no heap or in
- * secure mode, whose page never has a block). */
+ * path), its free tag cleared; the page from tl_fastv (empty_page when
+ * this thread has no heap or in secure mode: it never has a block). */
 void *dmm_malloc(size_t n)
 {
     if (n <= FAST_MAX) {
