@@ -350,13 +350,20 @@ static inline void heap_set_head(theap *h, unsigned cls, mpage *pg)
  * one that LCACHE_DECAY later large frees did not reuse is unmapped.  A
  * mapping and unmapping per call (and the page faults on every reuse)
  * made a program that cycles large blocks spend its time in the kernel.
- * While cached a mapping is inaccessible (its pages stay resident), so a
- * read or write through a stale pointer faults, and it is not handed out
- * again before another large block has been freed (es[] < tick), so the
- * block freed last is never the next one's address. */
+ * While cached, a mapping of at most LGUARD_MAX is inaccessible (its pages
+ * stay resident), so a read or write through a stale pointer faults (an
+ * mprotect each way; on bigger ones its cost grows with the resident pages:
+ * mimalloc-bench's malloc-large, 5-25 MiB blocks, spent 3 s more in the
+ * kernel per 2,000 blocks).  Nor is such a mapping handed out again before
+ * another large block has been freed (es[] < tick), so the block freed last
+ * is never the next one's address (on bigger ones that cost malloc-large
+ * 1.5 s more: it frees each block after making the next, and the newest
+ * entry is the likeliest fit). */
 #define LCACHE 8u
 #define LCACHE_BYTES ((size_t)64 << 20)
 #define LCACHE_DECAY 32u
+#define LGUARD_MAX ((size_t)1 << 20)
+#define lcache_guarded(bytes) (G.harden && (bytes) <= LGUARD_MAX)
 static struct {
     olock lock;
     struct segment *e[LCACHE]; /* inaccessible while cached (large_free): */
@@ -1369,7 +1376,7 @@ static void large_free(segment *s)
         large_unmap(s); /* secure mode never reuses a freed block's memory */
         return;
     }
-    if (G.harden && !dmm_port_pages_guard(s, bytes)) { /* stale pointers fault while it waits */
+    if (lcache_guarded(bytes) && !dmm_port_pages_guard(s, bytes)) { /* stale pointers fault while it waits */
         large_unmap_bytes(s, bytes);
         return;
     }
@@ -1396,8 +1403,8 @@ static void large_free(segment *s)
 }
 
 /* A cached mapping of at least bytes (and not half as much again), made
- * accessible again, or NULL.  Not the one the last large free put there
- * (hardened): a freed block's address is not the next block's. */
+ * accessible again, or NULL.  Not a guarded one the last large free put
+ * there: a freed block's address is not the next block's. */
 static segment *lcache_take(size_t bytes)
 {
     segment *s = NULL;
@@ -1406,7 +1413,7 @@ static segment *lcache_take(size_t bytes)
         return NULL;
     olock_lock(&LC.lock);
     for (unsigned i = LC.n; i-- > 0;) { /* the newest first: its pages are the warmest */
-        if (LC.eb[i] >= bytes && LC.eb[i] - bytes <= bytes / 2u && !(G.harden && LC.es[i] == LC.tick)) {
+        if (LC.eb[i] >= bytes && LC.eb[i] - bytes <= bytes / 2u && !(lcache_guarded(LC.eb[i]) && LC.es[i] == LC.tick)) {
             s = LC.e[i];
             have = LC.eb[i];
             LC.bytes -= have;
@@ -1419,7 +1426,7 @@ static segment *lcache_take(size_t bytes)
     }
     atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
     olock_unlock(&LC.lock);
-    if (s && G.harden && !dmm_port_pages_unguard(s, have)) {
+    if (s && lcache_guarded(have) && !dmm_port_pages_unguard(s, have)) {
         large_unmap_bytes(s, have);
         s = NULL;
     }

@@ -1306,8 +1306,15 @@ TEST(MallocLarge, StaleAndDamagedLargeBlocksAreCaught)
     EXPECT_NE(q, (void *)p) << "the large block just freed was handed out again";
     void *r = dmm_malloc(n / 2);
     EXPECT_NE(r, (void *)p);
-    dmm_free(q);
     dmm_free(r);
+    dmm_free(q);
+    // once another large block has been freed, the mapping is reused (and
+    // accessible again), not left to the kernel
+    auto *t = static_cast<unsigned char *>(dmm_calloc(1, n - 1000));
+    EXPECT_EQ(t, (void *)p) << "the cached mapping was not reused";
+    for (size_t i = 0; i < n - 1000; i += 997)
+        ASSERT_EQ(t[i], 0u) << "calloc from a reused mapping not zero at " << i;
+    dmm_free(t);
     // an underflow into the block's front is caught at free, and at realloc
     EXPECT_DEATH({
         auto *u = static_cast<char *>(dmm_malloc(n));
@@ -1343,12 +1350,6 @@ TEST(Malloc, LargeMappingsAreReused)
     uint64_t held = dmm_malloc_get_stats().mapped;
     dmm_free(a);
     EXPECT_EQ(dmm_malloc_get_stats().mapped, held) << "the freed mapping was unmapped, not kept";
-    // not handed out again at once (the last large block freed), but once
-    // another large block has been freed
-    auto *d = static_cast<unsigned char *>(dmm_malloc(n));
-    ASSERT_NE(d, nullptr);
-    EXPECT_NE(d, a) << "the large block freed last was handed out again at once";
-    dmm_free(d);
     auto *b = static_cast<unsigned char *>(dmm_calloc(1, n - 1000));
     EXPECT_EQ(b, a) << "the freed mapping was not reused";
     for (size_t i = 0; i < n - 1000; i += 997)
