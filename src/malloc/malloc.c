@@ -89,7 +89,12 @@
 #ifndef DMM_MALLOC_MEDIUM_DEFAULT
 #define DMM_MALLOC_MEDIUM_DEFAULT "tlsf"
 #endif
-#define MEDIUM_MAX ((size_t)1 << 20)
+/* Requests above medium_max() are large blocks.  With size-class pages on,
+ * that is 128 KiB in every mode (glibc's default mmap threshold): a large
+ * block's own mapping is what lets a stale pointer or a far overflow fault
+ * (large_free).  "Whole" mode (SMALL_MAX 0, generated allocators) keeps
+ * its policy heap serving up to 1 MiB unless secure. */
+#define MEDIUM_MAX (SMALL_MAX ? (size_t)128 << 10 : (size_t)1 << 20)
 #define medium_max() (G.secure ? SECURE_MEDIUM_MAX : MEDIUM_MAX)
 #define LARGE_HDR 64u
 #define SEG_MAGIC 0x444d4d5345474d31ull /* "DMMSEGM1" */
@@ -101,9 +106,8 @@ enum { SEG_SMALL = 1, SEG_LARGE = 2, SEG_MEDIUM = 3, SEG_ZERO = 4 };
 #define TAG_LAST 254u
 #define TAG_NONE 255u
 /* Secure mode: requests above this are large blocks (their own mapping,
- * a guard page after, made inaccessible when freed), as glibc maps blocks
- * above its default mmap threshold; the default mode keeps medium blocks
- * up to MEDIUM_MAX. */
+ * a guard page after, discarded and made inaccessible when freed), as
+ * glibc maps blocks above its default mmap threshold. */
 #define SECURE_MEDIUM_MAX ((size_t)128 << 10)
 
 typedef struct mblock {
@@ -144,11 +148,12 @@ typedef struct segment {
                                   header; SEG_SIZE for an alignment of a
                                   segment or more: see large_alloc) */
     size_t large_guard;        /* large, secure mode: guard bytes at the end */
+    bool large_front;          /* large: the bytes before the block hold a
+                                  keyed fill (large_front_fill) */
     bool large_dirty;          /* large: reused from the cache, not zero */
     uint64_t dirty;            /* small, default mode: bit i set = page i is
                                   retired but its memory not yet discarded
                                   (owner only; see page_retire) */
-    uint64_t large_stamp;      /* large, cached: the cache tick it came in at */
     struct theap *heap;        /* small, medium: owner */
     struct segment *next;      /* small, medium: the owner's segments */
     _Alignas(64) mpage page[PAGES]; /* one cache line each */
@@ -385,13 +390,26 @@ static inline void heap_set_head(theap *h, unsigned cls, mpage *pg)
  * LCACHE of them and LCACHE_BYTES in all, each at most LCACHE_BYTES / 2;
  * one that LCACHE_DECAY later large frees did not reuse is unmapped.  A
  * mapping and unmapping per call (and the page faults on every reuse)
- * made a program that cycles large blocks spend its time in the kernel. */
+ * made a program that cycles large blocks spend its time in the kernel.
+ * While cached, a mapping of at most LGUARD_MAX is inaccessible (its pages
+ * stay resident), so a read or write through a stale pointer faults (an
+ * mprotect each way; on bigger ones its cost grows with the resident pages:
+ * mimalloc-bench's malloc-large, 5-25 MiB blocks, spent 3 s more in the
+ * kernel per 2,000 blocks).  Nor is such a mapping handed out again before
+ * another large block has been freed (es[] < tick), so the block freed last
+ * is never the next one's address (on bigger ones that cost malloc-large
+ * 1.5 s more: it frees each block after making the next, and the newest
+ * entry is the likeliest fit). */
 #define LCACHE 8u
 #define LCACHE_BYTES ((size_t)64 << 20)
 #define LCACHE_DECAY 32u
+#define LGUARD_MAX ((size_t)1 << 20)
+#define lcache_guarded(bytes) (G.harden && (bytes) <= LGUARD_MAX)
 static struct {
     olock lock;
-    struct segment *e[LCACHE];
+    struct segment *e[LCACHE]; /* inaccessible while cached (large_free): */
+    size_t eb[LCACHE];         /* so their sizes */
+    uint64_t es[LCACHE];       /* and free ticks are kept here */
     unsigned n;
     _Atomic unsigned peek; /* n, for a look without the lock */
     size_t bytes;
@@ -660,8 +678,8 @@ static void global_init(void)
         if (e && e[0] == '1') {
             G.secure = 1;
             G.harden = 1;
-            G.secret = canary_seed();
         }
+        G.secret = canary_seed(); /* canaries (secure) and large blocks' front fill (hardened) */
         G.rkey = canary_seed() * 0x9e3779b97f4a7c15ull;
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
         G.abort_on_error = !(e && e[0] == '0'); /* abort unless asked to report and continue */
@@ -1252,24 +1270,27 @@ static void *small_alloc(theap *h, unsigned cls)
 }
 
 /* ---- large blocks ---- */
-static void large_unmap(segment *s)
+static void large_unmap_bytes(void *s, size_t bytes)
 {
-    atomic_fetch_sub_explicit(&G.mapped, s->map_bytes, memory_order_relaxed);
-    dmm_port_pages_unmap(s, s->map_bytes);
+    atomic_fetch_sub_explicit(&G.mapped, bytes, memory_order_relaxed);
+    dmm_port_pages_unmap(s, bytes);
 }
+static void large_unmap(segment *s) { large_unmap_bytes(s, s->map_bytes); }
 
 /* Takes the cache's entries out that decayed (all of them when all is
- * set) into out; returns how many.  LC.lock held. */
-static unsigned lcache_expire(segment **out, bool all)
+ * set) into out (their sizes into outb); returns how many.  LC.lock held. */
+static unsigned lcache_expire(segment **out, size_t *outb, bool all)
 {
     unsigned k = 0, j = 0;
     for (unsigned i = 0; i < LC.n; i++) {
-        segment *c = LC.e[i];
-        if (all || LC.tick - c->large_stamp > LCACHE_DECAY) {
-            out[k++] = c;
-            LC.bytes -= c->map_bytes;
+        if (all || LC.tick - LC.es[i] > LCACHE_DECAY) {
+            out[k] = LC.e[i];
+            outb[k++] = LC.eb[i];
+            LC.bytes -= LC.eb[i];
         } else {
-            LC.e[j++] = c;
+            LC.e[j] = LC.e[i];
+            LC.eb[j] = LC.eb[i];
+            LC.es[j++] = LC.es[i];
         }
     }
     LC.n = j;
@@ -1280,13 +1301,14 @@ static unsigned lcache_expire(segment **out, bool all)
 static int lcache_flush(void)
 {
     segment *out[LCACHE];
+    size_t outb[LCACHE];
     unsigned k;
     olock_lock(&LC.lock);
-    k = lcache_expire(out, true);
+    k = lcache_expire(out, outb, true);
     atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
     olock_unlock(&LC.lock);
     for (unsigned i = 0; i < k; i++)
-        large_unmap(out[i]);
+        large_unmap_bytes(out[i], outb[i]);
     return k != 0;
 }
 
@@ -1398,7 +1420,7 @@ static bool large_front_intact(segment *s)
 
 static void large_free(segment *s)
 {
-    size_t bytes = s->map_bytes;
+    size_t bytes = s->map_bytes, outb[LCACHE + 1u];
     segment *out[LCACHE + 1u];
     unsigned k = 0;
     reg_set((uintptr_t)s, 0);
@@ -1413,44 +1435,60 @@ static void large_free(segment *s)
         large_unmap(s); /* secure mode never reuses a freed block's memory */
         return;
     }
+    if (lcache_guarded(bytes) && !dmm_port_pages_guard(s, bytes)) { /* stale pointers fault while it waits */
+        large_unmap_bytes(s, bytes);
+        return;
+    }
     olock_lock(&LC.lock);
     LC.tick++;
-    k = lcache_expire(out, false);
+    k = lcache_expire(out, outb, false);
     while (LC.n && (LC.n == LCACHE || LC.bytes + bytes > LCACHE_BYTES)) { /* the oldest go */
-        out[k++] = LC.e[0];
-        LC.bytes -= LC.e[0]->map_bytes;
+        out[k] = LC.e[0];
+        outb[k++] = LC.eb[0];
+        LC.bytes -= LC.eb[0];
         memmove(&LC.e[0], &LC.e[1], (LC.n - 1u) * sizeof LC.e[0]);
+        memmove(&LC.eb[0], &LC.eb[1], (LC.n - 1u) * sizeof LC.eb[0]);
+        memmove(&LC.es[0], &LC.es[1], (LC.n - 1u) * sizeof LC.es[0]);
         LC.n--;
     }
-    s->large_stamp = LC.tick;
-    LC.e[LC.n++] = s;
+    LC.e[LC.n] = s;
+    LC.eb[LC.n] = bytes;
+    LC.es[LC.n++] = LC.tick;
     LC.bytes += bytes;
     atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
     olock_unlock(&LC.lock);
     for (unsigned i = 0; i < k; i++)
-        large_unmap(out[i]);
+        large_unmap_bytes(out[i], outb[i]);
 }
 
-/* A cached mapping of at least bytes (and not half as much again), or
- * NULL. */
+/* A cached mapping of at least bytes (and not half as much again), made
+ * accessible again, or NULL.  Not a guarded one the last large free put
+ * there: a freed block's address is not the next block's. */
 static segment *lcache_take(size_t bytes)
 {
     segment *s = NULL;
+    size_t have = 0;
     if (!atomic_load_explicit(&LC.peek, memory_order_relaxed)) /* an empty cache costs no lock */
         return NULL;
     olock_lock(&LC.lock);
     for (unsigned i = LC.n; i-- > 0;) { /* the newest first: its pages are the warmest */
-        segment *c = LC.e[i];
-        if (c->map_bytes >= bytes && c->map_bytes - bytes <= bytes / 2u) {
-            s = c;
-            LC.bytes -= c->map_bytes;
+        if (LC.eb[i] >= bytes && LC.eb[i] - bytes <= bytes / 2u && !(lcache_guarded(LC.eb[i]) && LC.es[i] == LC.tick)) {
+            s = LC.e[i];
+            have = LC.eb[i];
+            LC.bytes -= have;
             memmove(&LC.e[i], &LC.e[i + 1u], (LC.n - 1u - i) * sizeof LC.e[0]);
+            memmove(&LC.eb[i], &LC.eb[i + 1u], (LC.n - 1u - i) * sizeof LC.eb[0]);
+            memmove(&LC.es[i], &LC.es[i + 1u], (LC.n - 1u - i) * sizeof LC.es[0]);
             LC.n--;
             break;
         }
     }
     atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
     olock_unlock(&LC.lock);
+    if (s && lcache_guarded(have) && !dmm_port_pages_unguard(s, have)) {
+        large_unmap_bytes(s, have);
+        s = NULL;
+    }
     return s;
 }
 
@@ -1471,10 +1509,10 @@ static void large_high_water(uint64_t count, uint64_t bytes)
 
 static void *large_alloc(size_t n, size_t align)
 {
-    size_t off = LARGE_HDR, pgsz = dmm_port_page_size(), bytes, body;
+    size_t off = G.harden ? LARGE_HDR + LARGE_FRONT : LARGE_HDR, pgsz = dmm_port_page_size(), bytes, body;
     segment *s;
     if (align > LARGE_HDR)
-        off = align;
+        off = align > off ? align : off;
     if (align >= SEG_SIZE) {
         /* The block starts on a SEG_SIZE boundary, where a header would be:
          * the header goes one SEG_SIZE before it (block_seg).  Over-map by
@@ -1513,7 +1551,8 @@ static void *large_alloc(size_t n, size_t align)
             s->large_guard = guard;
         }
         s->large_off = off;
-        if (s->large_guard)
+        s->large_front = G.harden;
+        if (s->large_front)
             large_front_fill(s);
     }
     if (!reg_set((uintptr_t)s, SEG_LARGE)) {
@@ -1540,8 +1579,8 @@ static void *large_grow(segment *s, void *p, size_t n)
 {
     size_t off = (size_t)((unsigned char *)p - (unsigned char *)s), pgsz = dmm_port_page_size(), bytes, old;
     segment *t;
-    if (n > SIZE_MAX - off - pgsz)
-        return NULL;
+    if (n > SIZE_MAX - off - pgsz || (s->large_front && !large_front_intact(s)))
+        return NULL; /* (a damaged front is reported by the free after the copy) */
     bytes = (off + n + pgsz - 1u) / pgsz * pgsz;
     old = s->map_bytes;
     if (!(t = dmm_port_pages_map_aligned(bytes, SEG_SIZE)))
@@ -1559,6 +1598,8 @@ static void *large_grow(segment *s, void *p, size_t n)
     }
     t->map_bytes = bytes;
     t->large_off = off;
+    if (t->large_front)
+        large_front_fill(t); /* the fill is keyed by address */
     atomic_fetch_add_explicit(&G.mapped, bytes - old, memory_order_relaxed);
     raise_to(&G.large_bytes_max,
              atomic_fetch_add_explicit(&G.large_bytes, bytes - old, memory_order_relaxed) + bytes - old);
@@ -2182,7 +2223,7 @@ static DMM_NOINLINE void free_general(void *p)
         s = block_seg(p);
     }
     if (s->kind == SEG_LARGE) {
-        if (s->large_guard && !large_front_intact(s)) {
+        if (s->large_front && !large_front_intact(s)) {
             report("write before the start of", p);
             if (G.abort_on_error)
                 return;

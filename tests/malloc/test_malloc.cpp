@@ -1400,9 +1400,68 @@ TEST(MallocChild, Secure)
 // Large blocks (issue 27): a freed mapping is kept for reuse (bounded), so
 // a program that cycles large blocks does not map and unmap each time; a
 // reused block given by calloc is zero; malloc_trim unmaps the cache.
+// The default mode's large blocks (above 128 KiB, glibc's mmap threshold):
+// a freed block's mapping is inaccessible while it is cached, so a read or
+// write through a stale pointer faults; an underflow into the bytes before
+// the block is reported at free (and at realloc); the next block of the
+// same size gets another address (mimalloc-bench's security programs
+// write_after_free_large, zero_after_free_large, 32_byte_underflow_large,
+// malloc_reuse_large, malloc_reuse_downsize_large).
+TEST(MallocLarge, StaleAndDamagedLargeBlocksAreCaught)
+{
+    const size_t n = (size_t)256 << 10;
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    uint64_t large = dmm_malloc_get_stats().large_count;
+    auto *p = static_cast<volatile char *>(dmm_malloc(n));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(dmm_malloc_get_stats().large_count, large + 1) << "a 256 KiB request is not a large block";
+    p[0] = 'A';
+    dmm_free((void *)p);
+    EXPECT_DEATH({ p[0] = 'B'; }, "") << "a write after free of a large block did not fault";
+    EXPECT_DEATH({ volatile char c = p[n - 1]; (void)c; }, "") << "a read after free of a large block did not fault";
+    void *q = dmm_malloc(n);
+    EXPECT_NE(q, (void *)p) << "the large block just freed was handed out again";
+    void *r = dmm_malloc(n / 2);
+    EXPECT_NE(r, (void *)p);
+    dmm_free(r);
+    dmm_free(q);
+    // once another large block has been freed, the mapping is reused (and
+    // accessible again), not left to the kernel
+    auto *t = static_cast<unsigned char *>(dmm_calloc(1, n - 1000));
+    EXPECT_EQ(t, (void *)p) << "the cached mapping was not reused";
+    for (size_t i = 0; i < n - 1000; i += 997)
+        ASSERT_EQ(t[i], 0u) << "calloc from a reused mapping not zero at " << i;
+    dmm_free(t);
+    // an underflow into the block's front is caught at free, and at realloc
+    EXPECT_DEATH({
+        auto *u = static_cast<char *>(dmm_malloc(n));
+        u[-32] ^= 'A';
+        dmm_free(u);
+    }, "write before the start of");
+    EXPECT_DEATH({
+        auto *u = static_cast<char *>(dmm_malloc(n));
+        u[-1] ^= 'A';
+        void *v = dmm_realloc(u, 4 * n);
+        dmm_free(v);
+    }, "write before the start of");
+    // an intact block grown by realloc keeps its contents and its front check
+    auto *g = static_cast<unsigned char *>(dmm_malloc(n));
+    ASSERT_NE(g, nullptr);
+    std::memset(g, 0x5a, n);
+    auto *h = static_cast<unsigned char *>(dmm_realloc(g, 8 * n));
+    ASSERT_NE(h, nullptr);
+    for (size_t i = 0; i < n; i += 4093)
+        ASSERT_EQ(h[i], 0x5a);
+    uint64_t e = dmm_malloc_get_stats().errors;
+    dmm_free(h);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e) << "a grown block's front read as damaged";
+    dmm_malloc_trim();
+}
+
 TEST(Malloc, LargeMappingsAreReused)
 {
     const size_t n = (size_t)3 << 20;
+    dmm_malloc_trim(); // no mapping of an earlier test left in the cache to decay during this one
     auto *a = static_cast<unsigned char *>(dmm_malloc(n));
     ASSERT_NE(a, nullptr);
     std::memset(a, 0x77, n);
