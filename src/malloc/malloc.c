@@ -101,6 +101,10 @@
 #define FRESH_BYTES 4096u /* fresh blocks threaded per refill: about one OS page */
 
 enum { SEG_SMALL = 1, SEG_LARGE = 2, SEG_MEDIUM = 3, SEG_ZERO = 4 };
+/* Registry bytes of small segments: heap tags (see reg_small). */
+#define TAG_FIRST 16u
+#define TAG_LAST 254u
+#define TAG_NONE 255u
 /* Secure mode: requests above this are large blocks (their own mapping,
  * a guard page after, discarded and made inaccessible when freed), as
  * glibc maps blocks above its default mmap threshold. */
@@ -216,6 +220,9 @@ typedef struct theap {
                                   written by that thread (or the holder of
                                   the parked heap) only */
     _Atomic int pstate;        /* HEAP_OWNED, _PARKED, _BUSY, _LOST */
+    uint8_t tag;               /* its small segments' registry byte (see
+                                  reg_kind): TAG_FIRST.. for the first heaps,
+                                  SEG_SMALL for the others */
     _Atomic bool warm;         /* parked with its memory kept (WARM_HEAPS;
                                   set and cleared under parked_lock) */
     size_t mfreed;             /* parked: medium bytes freed since the last
@@ -323,26 +330,60 @@ static _Thread_local theap *tl_heap;
  * destructor must not bind it a heap again. */
 static _Thread_local bool tl_exited;
 
-/* The fast paths' view of the calling thread's heap (dmm_malloc, dmm_free):
- * its heap in the default and unhardened modes; empty_heap before the
- * thread has one, after it exited, and always in secure mode, whose every
- * call takes the slow paths.  empty_heap's classes all point at
- * empty_page, which has no free block and no owner, so the fast paths
- * test neither the heap nor the page for NULL: malloc finds no block and
- * free finds the page not owned by empty_heap, and both fall through to
- * the slow paths. */
+/* The fast paths' view of the calling thread's heap (dmm_malloc through
+ * tl_fastv, dmm_free through tl_tag, both set by fast_view): its heap in
+ * the default and unhardened modes; empty_heap before the thread has one,
+ * after it exited, and always in secure mode, whose every call takes the
+ * slow paths.  empty_heap's classes all point at empty_page, which has no
+ * free block, so the fast paths test neither the heap nor the page for
+ * NULL: malloc finds no block and free finds no segment with the tag
+ * TAG_NONE, and both fall through to the slow paths. */
 static mpage empty_page;
 #define EMPTY4 &empty_page, &empty_page, &empty_page, &empty_page
-static theap empty_heap = {.fast = {EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4}};
+static theap empty_heap = {.fast = {EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4}, .tag = SEG_SMALL};
 #undef EMPTY4
 _Static_assert(NCLASS == 32u, "empty_heap's initialiser lists NCLASS pages");
 static _Thread_local theap *tl_fast = &empty_heap;
+/* The free fast path's view: the tag of tl_fast's segments, TAG_NONE when
+ * tl_fast is empty_heap or its heap has the shared tag SEG_SMALL. */
+static _Thread_local uint8_t tl_tag = TAG_NONE;
+static inline uint8_t fast_tag(const theap *h) { return h->tag >= TAG_FIRST ? h->tag : (uint8_t)TAG_NONE; }
+/* The malloc fast path's view: tl_fast's fast[] itself, by 16-byte step
+ * of the request (tl_fastv[(n + 15) / 16] = fast[class_of(n)]) for
+ * requests up to FAST_MAX, kept in the thread's own storage (a copy: the
+ * heap's array stays the truth, for the next thread to adopt it), so that
+ * the fast path loads the class's page with no class lookup and no load of
+ * the heap pointer first.  Written by heap_set_head when its heap is
+ * tl_fast (the calling thread's: no other thread changes an owned heap's
+ * lists), and whole by fast_view.  1 KiB of each thread's static TLS;
+ * requests above FAST_MAX (DMM_MALLOC_SMALL_MAX above 2048) take
+ * alloc_aligned's path to the same pages. */
+#define FAST_MAX (SMALL_MAX < 2048u ? SMALL_MAX : (size_t)2048u)
+#define FAST_STEPS 129u /* 2048 / 16 + 1 */
+#define EMPTY8 &empty_page, &empty_page, &empty_page, &empty_page, &empty_page, &empty_page, &empty_page, &empty_page
+#define EMPTY64 EMPTY8, EMPTY8, EMPTY8, EMPTY8, EMPTY8, EMPTY8, EMPTY8, EMPTY8
+static _Thread_local mpage *tl_fastv[FAST_STEPS] = {EMPTY64, EMPTY64, &empty_page};
+#undef EMPTY64
+#undef EMPTY8
+
+/* Makes h (empty_heap: none) the calling thread's fast paths' heap; the
+ * class table is set (global_init has run). */
+static void fast_view(theap *h)
+{
+    tl_fast = h;
+    tl_tag = fast_tag(h);
+    for (unsigned i = 0; i < FAST_STEPS; i++)
+        tl_fastv[i] = h->fast[class_by16[i]];
+}
 
 /* Sets the head of h's page list of class cls (NULL: none). */
 static inline void heap_set_head(theap *h, unsigned cls, mpage *pg)
 {
     h->pages[cls] = pg;
     h->fast[cls] = pg ? pg : &empty_page;
+    if (h == tl_fast) /* the steps of class cls: (class_size[cls - 1], class_size[cls]] */
+        for (size_t i = cls ? class_size[cls - 1u] / 16u + 1u : 0u; i < FAST_STEPS && i <= class_size[cls] / 16u; i++)
+            tl_fastv[i] = h->fast[cls];
 }
 
 /* Freed large mappings kept for reuse (large_free, large_alloc): at most
@@ -401,6 +442,16 @@ static inline void book(int64_t delta) { book_on(tl_heap, delta); }
 #define REG_ADDR_BITS (UINTPTR_MAX > 0xffffffffu ? 48u : 32u)
 #define REG_UNITS ((uint64_t)1 << (REG_ADDR_BITS - SEG_SHIFT))
 static _Atomic uint8_t reg_kind[REG_UNITS];
+
+/* A small segment's registry byte is its heap's tag, not SEG_SMALL, for
+ * the first TAG_LAST - TAG_FIRST + 1 heaps made (a heap is never destroyed,
+ * and a segment never changes heap, so the tag is for good): the free fast
+ * path's one byte compare, the registry's byte against the calling thread's
+ * tag (tl_tag), tells at once that the block is in a segment of small pages
+ * and that the segment is this thread's heap's, with no look at the page's
+ * owner.  Heaps made after those have the tag SEG_SMALL, and tl_tag
+ * TAG_NONE (matches no registry byte): their frees take free_slow. */
+static inline bool reg_small(unsigned k) { return k == SEG_SMALL || k >= TAG_FIRST; }
 
 /* Registers seg as a segment of kind (0: unregisters it); false when seg is
  * outside the registry's range. */
@@ -674,7 +725,7 @@ static segment *segment_map(theap *h, uint32_t kind, segment **list)
     segment *s = dmm_port_pages_map_aligned(SEG_SIZE, SEG_SIZE);
     if (!s)
         return NULL;
-    if (!reg_set((uintptr_t)s, kind)) {
+    if (!reg_set((uintptr_t)s, kind == SEG_SMALL ? h->tag : kind)) {
         dmm_port_pages_unmap(s, SEG_SIZE);
         return NULL;
     }
@@ -844,6 +895,9 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
         pg->next->prev = pg->prev;
     pg->heap = NULL;
     pg->block_size = 0;
+    /* no block below bump: the free fast path, which does not read the
+     * page's owner, refuses a page not in use (see dmm_free) */
+    atomic_store_explicit(&pg->bump, 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
     if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
@@ -1037,6 +1091,11 @@ static theap *heap_bind(const theap *except)
         atomic_fetch_add_explicit(&G.heaps, 1, memory_order_relaxed);
         for (unsigned c = 0; c < NCLASS; c++)
             h->fast[c] = &empty_page;
+        {
+            static _Atomic unsigned next_tag = TAG_FIRST;
+            unsigned t = atomic_fetch_add_explicit(&next_tag, 1u, memory_order_relaxed);
+            h->tag = (uint8_t)(t <= TAG_LAST ? t : SEG_SMALL);
+        }
         h->next_all = atomic_load_explicit(&G.all, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(&G.all, &h->next_all, h, memory_order_release,
                                                       memory_order_relaxed))
@@ -1044,7 +1103,7 @@ static theap *heap_bind(const theap *except)
     }
     h->next_parked = NULL;
     tl_heap = h;
-    tl_fast = G.secure ? &empty_heap : h;
+    fast_view(G.secure ? &empty_heap : h);
     if (G.have_key)
         dmm_port_tkey_set(G.key, h);
     return h;
@@ -1103,7 +1162,7 @@ static void heap_abandon(void *arg)
     heap_tidy_keep(h, warm);
     if (tl_heap == h) {
         tl_heap = NULL;
-        tl_fast = &empty_heap;
+        fast_view(&empty_heap);
         tl_exited = true;
     }
     heap_put_parked(h);
@@ -1793,13 +1852,12 @@ static void *alloc_aligned(size_t n, size_t align)
 /* The fast path: the first block of the class's current page (when its
  * free list is empty, the blocks this thread freed into it become the free
  * list: page_collect does the same, with the remote frees, on the slow
- * path), its free tag cleared (tl_fast: empty_heap when this thread has no heap or in
- * secure mode, whose page never has a block). */
+ * path), its free tag cleared; the page from tl_fastv (empty_page when
+ * this thread has no heap or in secure mode: it never has a block). */
 void *dmm_malloc(size_t n)
 {
-    if (small_size(n)) {
-        theap *h = tl_fast;
-        mpage *pg = h->fast[class_of(n)];
+    if (n <= FAST_MAX) {
+        mpage *pg = tl_fastv[(n + 15u) >> 4];
         mblock *b = pg->free;
         if (!b && (b = pg->local_free)) /* the owner's frees become the free list */
             pg->local_free = NULL;
@@ -2224,7 +2282,7 @@ static inline bool secure_free_owned(void *p)
     size_t pi;
     mpage *pg;
     uint32_t off;
-    if (reg_kind_of(u) != SEG_SMALL || !h)
+    if (!reg_small(reg_kind_of(u)) || !h)
         return false;
     s = seg_of(p);
     pi = page_index(s, p);
@@ -2252,7 +2310,7 @@ static DMM_ALWAYS_INLINE bool free_remote(void *p)
     uintptr_t u = (uintptr_t)p;
     mpage *pg;
     uint32_t off;
-    if (reg_kind_of(u) != SEG_SMALL)
+    if (!reg_small(reg_kind_of(u)))
         return false;
     pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
@@ -2273,31 +2331,36 @@ static DMM_NOINLINE void free_slow(void *p)
 
 /* The fast path, default and unhardened modes: a small block of a page the
  * calling thread owns, validated on one path, cheapest checks first: the
- * registry says the pointer's unit starts a segment of small pages (NULL and
- * foreign pointers: no), the page is owned by this thread (page 0, the
- * header, and unused pages have no owner; in secure mode tl_fast is
- * empty_heap, which owns nothing), the pointer is a block boundary (off is
- * a multiple of the block size iff the low half of off * recip is below
+ * registry's byte for the pointer's unit is the calling thread's tag
+ * (tl_tag), so the unit starts a segment of small pages of this thread's
+ * heap (NULL and foreign pointers, other heaps' segments: no; in secure
+ * mode, after the thread's exit and before it has a heap, tl_tag is
+ * TAG_NONE, which no unit has), the pointer is a block boundary (off is a
+ * multiple of the block size iff the low half of off * recip is below
  * recip: exact for off < 2^16 and block sizes up to 8 KiB, whose recip is at
- * least 2^19) among the blocks threaded so far (below bump), and the block does
- * not carry the free tag.  Any check that fails goes to free_slow, which
- * sends a block of a page another heap owns, past the same checks, to the
- * remote free, and anything else to free_general, which checks again and
+ * least 2^19) among the blocks threaded so far (below bump: page 0, the
+ * header, and pages not in use have bump 0, so the page is in use and, its
+ * segment being this heap's, owned by it), and the block does not carry
+ * the free tag.  Any check that fails goes to free_slow, which sends a
+ * block of a page another heap owns, past the same checks, to the remote
+ * free, and anything else to free_general, which checks again and
  * reports. */
 void dmm_free(void *p)
 {
     uintptr_t u = (uintptr_t)p;
-    if (reg_kind_of(u) == SEG_SMALL) {
-        theap *h = tl_fast;
+    uint64_t unit = (uint64_t)u >> SEG_SHIFT;
+    if (unit < REG_UNITS && atomic_load_explicit(&reg_kind[unit], memory_order_acquire) == tl_tag) {
         mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
-        if (pg->heap == h) {
-            uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
-            if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
-                (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
-                *tag_slot(p) = ftag(p);
-                owner_push(h, pg, p);
-                return;
-            }
+        uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
+        if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
+            (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
+            mblock *b = p;
+            *tag_slot(p) = ftag(p);
+            b->next = pg->local_free;
+            pg->local_free = b;
+            if (DMM_UNLIKELY(--pg->used == 0) && pg->prev) /* empty and not the class's current page */
+                page_retire(pg->heap, pg);
+            return;
         }
     }
     free_slow(p);

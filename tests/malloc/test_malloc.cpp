@@ -295,6 +295,63 @@ TEST(Malloc, MisuseAbortsByDefault)
 // Regression (issue 27): memalign with an alignment no power of two can
 // reach is EINVAL (glibc's rule), and alignments of a segment (4 MiB) and
 // more are served by over-mapping.
+// A free of a block of a page the thread's heap gave back (retired, its
+// memory discarded by malloc_trim, so no free tag is left in it): the free
+// fast path, which tells an owned block by the registry's byte (its heap's
+// tag) and the page's threaded end, not by the page's owner, must not take
+// the page for one in use.  The report is the double free's; the class
+// hands out distinct blocks after it.
+TEST(Malloc, FreeIntoARetiredPageIsCaught)
+{
+    int was = dmm_malloc_set_abort_on_error(0);
+    const size_t size = 2000; // class 2048: 32 blocks a page
+    std::vector<void *> blocks;
+    for (int i = 0; i < 200; i++)
+        blocks.push_back(dmm_malloc(size));
+    // a page whose 32 blocks are all ours, not the class's current page (the
+    // page of the last block)
+    auto page = [](void *p) { return reinterpret_cast<uintptr_t>(p) >> 16; };
+    uintptr_t cur = page(blocks.back()), victim = 0;
+    for (void *p : blocks) {
+        size_t n = 0;
+        for (void *q : blocks)
+            n += page(q) == page(p);
+        if (n == 32 && page(p) != cur) {
+            victim = page(p);
+            break;
+        }
+    }
+    ASSERT_NE(victim, 0u);
+    std::vector<void *> freed, live;
+    for (void *p : blocks)
+        (page(p) == victim ? freed : live).push_back(p);
+    for (void *p : live)
+        fill(p, size, 5);
+    for (void *p : freed)
+        dmm_free(p); // the page empties: retired
+    EXPECT_NE(dmm_malloc_trim(), 0); // its memory discarded: zeros, no free tags
+    uint64_t errors = dmm_malloc_get_stats().errors;
+    dmm_free(freed[3]);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 1) << "free into a retired page not caught";
+    std::vector<void *> again;
+    for (int i = 0; i < 100; i++) {
+        again.push_back(dmm_malloc(size));
+        fill(again.back(), size, 7);
+    }
+    std::vector<void *> all(again);
+    all.insert(all.end(), live.begin(), live.end());
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a block handed out twice";
+    for (void *p : live)
+        EXPECT_TRUE(intact(p, size, 5));
+    for (void *p : again)
+        EXPECT_TRUE(intact(p, size, 7));
+    for (void *p : all)
+        dmm_free(p);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 1);
+    dmm_malloc_set_abort_on_error(was);
+}
+
 TEST(Malloc, HugeAlignments)
 {
     errno = 0;
@@ -332,6 +389,66 @@ TEST(Malloc, HugeAlignments)
     dmm_free(edge);
     EXPECT_EQ(dmm_malloc_get_stats().errors, errors + 1);
     dmm_free(big);
+    dmm_malloc_set_abort_on_error(was);
+}
+
+// More heaps than registry tags (libdmm's first 239 heaps tag their small
+// segments; the others share SEG_SMALL and their frees take the slow path):
+// 260 threads alive at once, each with a heap, allocate, check, free (some
+// into another thread's blocks) and double free one block each; every
+// double free is reported, no block is handed out twice or corrupted.
+TEST(MallocThreads, HeapsBeyondTheTaggedOnesCheckTheirFrees)
+{
+    constexpr int kThreads = 260, kBlocks = 64;
+    int was = dmm_malloc_set_abort_on_error(0);
+    uint64_t errors0 = dmm_malloc_get_stats().errors;
+    std::atomic<int> arrived{0}, bad{0};
+    std::vector<void *> shared(kThreads, nullptr);
+    std::atomic<int> published{0};
+    auto worker = [&](int t) {
+        std::mt19937_64 rng(seed() + static_cast<uint64_t>(t));
+        std::vector<uint8_t *> mine;
+        for (int i = 0; i < kBlocks; i++) {
+            size_t n = 16 + rng() % 500;
+            auto *p = static_cast<uint8_t *>(dmm_malloc(n));
+            std::memset(p, t & 0xff, 16);
+            mine.push_back(p);
+        }
+        shared[t] = dmm_malloc(48);
+        published.fetch_add(1);
+        arrived.fetch_add(1); // every thread has its heap before any frees
+        while (arrived.load() < kThreads)
+            std::this_thread::yield();
+        for (int i = 0; i < kBlocks; i += 2) { // own frees, then reuse
+            for (int k = 0; k < 16; k++)
+                if (mine[i][k] != (t & 0xff))
+                    bad.fetch_add(1);
+            dmm_free(mine[i]);
+            mine[i] = static_cast<uint8_t *>(dmm_malloc(32));
+            std::memset(mine[i], t & 0xff, 16);
+        }
+        dmm_free(mine[1]);
+        dmm_free(mine[1]); // the double free: reported
+        mine[1] = nullptr;
+        while (published.load() < kThreads)
+            std::this_thread::yield();
+        dmm_free(shared[(t + 1) % kThreads]); // a remote free
+        for (uint8_t *p : mine)
+            if (p) {
+                for (int k = 0; k < 16; k++)
+                    if (p[k] != (t & 0xff))
+                        bad.fetch_add(1);
+                dmm_free(p);
+            }
+    };
+    std::vector<std::thread> th;
+    for (int t = 0; t < kThreads; t++)
+        th.emplace_back(worker, t);
+    for (auto &x : th)
+        x.join();
+    EXPECT_GE(dmm_malloc_get_stats().heaps, 240u);
+    EXPECT_EQ(bad.load(), 0) << "a block corrupted or handed out twice";
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors0 + kThreads) << "double frees missed or false reports";
     dmm_malloc_set_abort_on_error(was);
 }
 
