@@ -144,6 +144,8 @@ typedef struct segment {
                                   the rest guarded until first used (owner
                                   only) */
     size_t map_bytes;          /* large: whole mapping */
+    size_t mtop;               /* medium: [MEDIUM_OFF, mtop) is its heap's, the
+                                  rest inaccessible (medium_segment) */
     size_t large_off;          /* large: where the block starts (from the
                                   header; SEG_SIZE for an alignment of a
                                   segment or more: see large_alloc) */
@@ -1609,7 +1611,41 @@ static void *large_grow(segment *s, void *p, size_t n)
 /* ---- medium blocks ---- */
 #define MEDIUM_OFF PAGE_SIZE /* the heap's memory starts after the segment header */
 
-static segment *medium_segment(theap *h) { return segment_map(h, SEG_MEDIUM, &h->msegs); }
+/* A medium segment is given to its heap MCHUNK bytes at a time, in address
+ * order (medium_alloc); the rest stays inaccessible until the heap needs
+ * it, so a far overflow of a medium block (mimalloc-bench's
+ * one_mbyte_overflow of a 4 KiB block) faults in a segment that is not yet
+ * full, as it does past small pages (segment_new).  One mprotect per chunk,
+ * once.  Whole mode keeps whole segments: its blocks go up to 1 MiB. */
+#define MCHUNK (SMALL_MAX ? (size_t)512 << 10 : SEG_SIZE)
+
+static segment *medium_segment(theap *h)
+{
+    segment *s = segment_map(h, SEG_MEDIUM, &h->msegs);
+    if (!s)
+        return NULL;
+    s->mtop = SEG_SIZE;
+    if (MCHUNK < SEG_SIZE && dmm_port_pages_guard((unsigned char *)s + MCHUNK, SEG_SIZE - MCHUNK))
+        s->mtop = MCHUNK; /* (a port that cannot guard gives the heap the whole segment) */
+    return s;
+}
+
+/* The heap's next chunk of its newest segment, or a new segment's first,
+ * added to it.  false when there is none. */
+static bool medium_extend(theap *h)
+{
+    segment *s = h->msegs;
+    if (s && s->mtop < SEG_SIZE) {
+        unsigned char *lo = (unsigned char *)s + s->mtop;
+        if (!dmm_port_pages_unguard(lo, MCHUNK))
+            return false;
+        s->mtop += MCHUNK;
+        return dmm_heap_add_region(h->mheap, lo, MCHUNK) == DMM_OK;
+    }
+    if (!(s = medium_segment(h)))
+        return false;
+    return dmm_heap_add_region(h->mheap, (unsigned char *)s + MEDIUM_OFF, s->mtop - MEDIUM_OFF) == DMM_OK;
+}
 
 /* Block bytes the medium heap has handed out (its own O(1) counter): the
  * medium booking is the change of this around each call, so a bad pointer
@@ -1641,20 +1677,20 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
     if (!h->mheap) {
         if (!(s = medium_segment(h)))
             return NULL;
-        if (dmm_heap_init(&h->mheap, (unsigned char *)s + MEDIUM_OFF, SEG_SIZE - MEDIUM_OFF, &G.mcfg) != DMM_OK) {
+        if (dmm_heap_init(&h->mheap, (unsigned char *)s + MEDIUM_OFF, s->mtop - MEDIUM_OFF, &G.mcfg) != DMM_OK) {
             h->mheap = NULL;
             return NULL;
         }
     }
-    for (int tries = 0; tries < 2; tries++) {
+    /* every request fits a chunk: at worst the rest of a segment's chunks
+     * and one new segment are tried */
+    for (unsigned tries = 0; tries <= SEG_SIZE / MCHUNK + 1u; tries++) {
         int64_t before = mlive(h);
         p = align > DMM_MALLOC_ALIGN ? dmm_heap_aligned_alloc(h->mheap, align, n) : dmm_heap_malloc(h->mheap, n);
         if (p)
             book(mlive(h) - before);
-        if (p || !(s = medium_segment(h)))
+        if (p || !medium_extend(h))
             return p;
-        if (dmm_heap_add_region(h->mheap, (unsigned char *)s + MEDIUM_OFF, SEG_SIZE - MEDIUM_OFF) != DMM_OK)
-            return NULL;
     }
     return NULL;
 }

@@ -1046,6 +1046,41 @@ TEST(MallocChild, FarOverflow)
     dmm_free((void *)p);
 }
 
+// A medium segment is given to its heap 512 KiB at a time, the rest kept
+// inaccessible: a write 1 MiB past a 4 KiB block faults in a program that
+// uses a few medium blocks (mimalloc-bench's security/one_mbyte_overflow_medium),
+// and a program that needs the whole segment still gets it.  In a fresh process.
+TEST(MallocThreads, FarOverflowOfAMediumBlockFaults)
+{
+    run_child_test("FarOverflowMedium", nullptr, 60);
+}
+
+TEST(MallocChild, FarOverflowMedium)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.FarOverflowOfAMediumBlockFaults";
+    uint64_t segs = dmm_malloc_get_stats().segments;
+    auto *p = static_cast<volatile char *>(dmm_malloc(4096));
+    ASSERT_NE(p, nullptr);
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH({ p[(size_t)1 << 20] ^= 'A'; }, "");
+    // blocks filling the segment's later chunks are accessible and kept
+    std::vector<unsigned char *> v;
+    const size_t n = (size_t)100 << 10;
+    for (int i = 0; i < 36; i++) { // 3.5 MiB: most of one 4 MiB segment
+        v.push_back(static_cast<unsigned char *>(dmm_malloc(n)));
+        ASSERT_NE(v.back(), nullptr);
+        std::memset(v.back(), i, n);
+    }
+    for (int i = 0; i < 36; i++)
+        for (size_t j = 0; j < n; j += 4099)
+            ASSERT_EQ(v[i][j], (unsigned char)i);
+    EXPECT_LE(dmm_malloc_get_stats().segments, segs + 3) << "chunks of a segment left unused";
+    for (unsigned char *q : v)
+        dmm_free(q);
+    dmm_free((void *)p);
+}
+
 TEST(MallocChild, Trim)
 {
     if (child_only())
