@@ -13,15 +13,22 @@ exact and deterministic, the proxy for cycles spent in allocation):
     (explore's figure: instructions inside the allocator's entry points per
     trace operation, re-measured on dmm-replay built frozen to the
     candidate, geometric mean over the traces).  Its ratio to explore's
-    dlmalloc *preset* is the comparison made so far.
- 2. That configuration and the dlmalloc preset are built frozen at
+    dlmalloc *preset* is the comparison made so far.  Then the same grid
+    points again at the seed's terms, harden=off (the seed's allocators
+    check nothing): explore --grid none with one --config per point, the
+    dlmalloc preset so its reference.  Counters stay on in explore
+    (dmm-replay reads the footprint from them and turns stats=off into
+    counters); the harness runs the chosen policy with stats=off too.
+ 2. Both best configurations and the dlmalloc preset (as shipped and lean)
+    are built frozen at
     `-O2 -DNDEBUG` (build/seed001) into the Heap v2 harness
     (bench/anchors/heap_v2.c + adapter_dmm.c), and measured with
     scripts/bench_heap_v2.py beside dlmalloc 2.8.6 built by hand into the same
     harness (bench/README.md, "Anchors": ONLY_MSPACES=1 USE_LOCKS=0
-    HAVE_MMAP=0, -O2), on the harness's `kernels` workload (the same four
-    kernels, one run each, back to back on one heap): instructions per
-    malloc+free call and minimum arena.  Nothing of dlmalloc is in the
+    HAVE_MMAP=0, -O2), on the eight one-kernel workloads (each kernel alone
+    on a fresh heap, and with its frees redrawn, -rf; their geometric mean
+    is the headline) and the `kernels` workload (the four back to back on
+    one heap): instructions per malloc or free call and minimum arena.  Nothing of dlmalloc is in the
     repository: its harness binary is an argument.
  3. Code size: the linked init+malloc+free path on Cortex-M4 (-Os) of the
     best configuration frozen against the dlmalloc preset
@@ -30,9 +37,9 @@ exact and deterministic, the proxy for cycles spent in allocation):
   scripts/seed001_bench.py --dlmalloc /tmp/anchors/bin/heap_v2_dlmalloc_O2
   scripts/seed001_bench.py --dlmalloc PATH --out DIR      (default bench/results)
 
-Writes seed001.json and seed001.md.  About 5 minutes on 2 cores (explore:
-23 configs x 6 traces under callgrind, 6 frozen builds; 2 more frozen
-libraries; 4 size builds).  Environment: DMM_PYTHON (the Python with the
+Writes seed001.json and seed001.md.  About 10 minutes on 2 cores (two
+explores: 23 configs x 6 traces under callgrind, 6 frozen builds each; 4
+more frozen libraries; 4 size builds).  Environment: DMM_PYTHON (the Python with the
 dmmkit front end; default .venv/bin/python), DMM_JOBS (default 2).
 """
 import argparse
@@ -51,6 +58,33 @@ TRACES = ["integral", "gaussian", "fast", "fast-rf", "matmul", "matmul-rf"]
 HARNESS = ["integral", "gaussian", "fast", "matmul", "integral-rf", "gaussian-rf", "fast-rf", "matmul-rf"]
 SEED_RATIO = 0.38   # the seed's "62 % fewer cycles in allocation"
 CFLAGS = "-std=c11 -O2 -DNDEBUG"
+
+
+# The seed's terms in explore: hardening off.  Counters stay on there: dmm-replay reads the footprint from
+# them and turns stats=off into counters (tools/replay/backends.c), so a build frozen to stats=off refuses the
+# config it is handed.  The harness (which reads no statistics) then runs the chosen policy at stats=off.
+LEAN = ",stats=counters,harden=off"
+LEAN_REF = "preset=dlmalloc" + LEAN
+
+
+def lean_spec(spec):
+    """A grid point's spec with hardening off (a bare preset name becomes preset=NAME)."""
+    return (spec if "=" in spec else "preset=" + spec) + LEAN
+
+
+def stats_off(config):
+    """A normalised config with stats=off and harden=off."""
+    kv = [x for x in config.split(",") if not x.startswith(("stats=", "harden="))]
+    return ",".join(kv + ["stats=off", "harden=off"])
+
+
+def best_of(ex):
+    """The feasible config with the fewest allocation instructions per call (explore's frozen figure)."""
+    feasible = [c for c in ex["configs"] if c.get("feasible") and c["aggregate"].get("instr_per_op_ranked")]
+    best = min(feasible, key=lambda c: c["aggregate"]["instr_per_op_ranked"])
+    if best["aggregate"].get("instr_source") != "frozen":
+        die(f"the best config {best['id']} has no frozen figure (explore --frozen-max too small?)")
+    return best
 
 
 def geomean(xs):
@@ -130,11 +164,21 @@ def main():
         "--objective", "speed", "--no-pictures", "--results", ej, "--cache", os.path.join(work, "cache"),
         "-j", str(jobs)], log=os.path.join(work, "explore.log"))
     ex = json.load(open(ej))
-    feasible = [c for c in ex["configs"] if c.get("feasible") and c["aggregate"].get("instr_per_op_ranked")]
-    best = min(feasible, key=lambda c: c["aggregate"]["instr_per_op_ranked"])
+    best = best_of(ex)
     pre = next(c for c in ex["configs"] if c["id"] == "dlmalloc")
-    if best["aggregate"].get("instr_source") != "frozen":
-        die(f"the best config {best['id']} has no frozen figure (explore --frozen-max too small?)")
+
+    # 1b. the same grid at the seed's terms: every point with hardening off (the seed's allocators check
+    # nothing; counters stay on in explore, see LEAN); the dlmalloc preset so first, explore's reference
+    lean_specs = [LEAN_REF] + [s for s in (lean_spec(c["spec"]) for c in ex["configs"]) if s != LEAN_REF]
+    ejl = os.path.join(work, "explore_lean.json")
+    sh([py, "-m", "dmmkit", "--root", ROOT, "explore", *traces, "--grid", "none",
+        *[x for s in lean_specs for x in ("--config", s)], "--no-timing", "--objective", "speed", "--no-pictures",
+        "--results", ejl, "--cache", os.path.join(work, "cache"), "-j", str(jobs)],
+       log=os.path.join(work, "explore_lean.log"))
+    exl = json.load(open(ejl))
+    best_l = best_of(exl)
+    name_l = best_l["name"][:-len(LEAN)] if best_l["name"].endswith(LEAN) else best_l["name"]
+    pre_l = next(c for c in exl["configs"] if c["spec"] == LEAN_REF)
 
     def per_trace(c):
         return {t: {"ops": v["ops"], "instructions_per_call": v.get("instr_per_op_frozen", v.get("instr_per_op")),
@@ -146,17 +190,19 @@ def main():
     with open(hdr_best, "w") as f:
         f.write(subprocess.run([os.path.join(ROOT, "build", "release", "tools", "dmm-config"), "header",
                                 best["config"]], capture_output=True, text=True, check=True).stdout)
-    # the same policy without counters and hardening (the seed's allocator has neither)
-    lean_cfg = ",".join(kv for kv in best["config"].split(",") if not kv.startswith(("stats=", "harden=")))
-    lean_cfg += ",stats=off,harden=off"
+    # the best config of the explore at the seed's terms, with stats off too (the seed's allocator keeps
+    # no counters; the harness reads none)
+    lean_cfg = stats_off(best_l["config"])
     hdr_lean = os.path.join(work, "best_lean.h")
     with open(hdr_lean, "w") as f:
         f.write(subprocess.run([os.path.join(ROOT, "build", "release", "tools", "dmm-config"), "header",
                                 lean_cfg], capture_output=True, text=True, check=True).stdout)
     hdr_pre = os.path.join(ROOT, "configs", "frozen", "dlmalloc.h")
+    hdr_pre_l = os.path.join(ROOT, "configs", "frozen", "lean", "dlmalloc.h")
     bin_best = frozen_harness("best", hdr_best, work, jobs)
     bin_pre = frozen_harness("dlmalloc-preset", hdr_pre, work, jobs)
     bin_lean = frozen_harness("best-lean", hdr_lean, work, jobs)
+    bin_pre_l = frozen_harness("dlmalloc-preset-lean", hdr_pre_l, work, jobs)
     hv2 = os.path.join(work, "hv2")
     lst = subprocess.run([a.dlmalloc, "--list"], capture_output=True, text=True).stdout
     missing = [w for w in HARNESS if not any(l.startswith(w + "\t") for l in lst.splitlines())]
@@ -166,14 +212,15 @@ def main():
     sh([sys.executable, os.path.join(ROOT, "scripts", "bench_heap_v2.py"), "--no-build",
         "--workloads", ",".join(HARNESS + ["kernels"]),
         "--out", hv2, "--jobs", str(jobs), "--peer", "dlmalloc-2.8.6=" + os.path.abspath(a.dlmalloc),
-        bin_best, bin_pre, bin_lean], log=os.path.join(work, "heap_v2.log"))
+        bin_best, bin_pre, bin_lean, bin_pre_l], log=os.path.join(work, "heap_v2.log"))
     h = json.load(open(os.path.join(hv2, "heap_v2.json")))
     names = {os.path.abspath(os.path.join(ROOT, t["binary"])): t["name"] for t in h["targets"]}
     res = {(r["target"], r["workload"]): r for r in h["results"]}
     subjects = [("dlmalloc 2.8.6 (mspace, -O2)", "dlmalloc-2.8.6"),
                 (f"dmm best ({best['name']}), frozen -O2", names[bin_best]),
                 ("dmm dlmalloc preset, frozen -O2", names[bin_pre]),
-                (f"dmm best, lean (stats and hardening off), frozen -O2", names[bin_lean])]
+                (f"dmm best at the seed's terms ({name_l}, stats and hardening off), frozen -O2", names[bin_lean]),
+                ("dmm dlmalloc preset, lean, frozen -O2", names[bin_pre_l])]
 
     def hrow(label, target, w):
         r = res[(target, w)]
@@ -183,7 +230,7 @@ def main():
 
     hrows = [hrow(label, t, w) for w in HARNESS + ["kernels"] for label, t in subjects]
     gm = {label: geomean([res[(t, w)]["ir_per_op"] for w in HARNESS]) for label, t in subjects}
-    lab_dl, lab_best, lab_pre, lab_lean = (s[0] for s in subjects)
+    lab_dl, lab_best, lab_pre, lab_lean, lab_pre_l = (s[0] for s in subjects)
 
     # 3. code size, Cortex-M4 -Os, linked init+malloc+free
     size_dir = os.path.join(work, "size")
@@ -219,6 +266,20 @@ def main():
                                 "per_trace": per_trace(pre)},
             "ratio_best_over_preset": ratio_pre_x,
         },
+        "explore_seed_terms": {
+            "what": "the same grid points with harden=off (the seed's allocators check nothing); explore "
+                    "--grid none with one --config per point, the dlmalloc preset so first (explore's reference). "
+                    "Counters stay on here: dmm-replay reads the footprint from them (it turns stats=off into "
+                    "counters); the harness runs the chosen policy with stats=off too",
+            "configs": len(exl["configs"]), "specs": lean_specs,
+            "best_config": best_l["config"], "best_id": best_l["id"], "best_name": best_l["name"],
+            "best": {"instructions_per_call": best_l["aggregate"]["instr_per_op_ranked"],
+                     "per_trace": per_trace(best_l)},
+            "dlmalloc_preset_harden_off": {"instructions_per_call": pre_l["aggregate"]["instr_per_op_ranked"],
+                                     "per_trace": per_trace(pre_l)},
+            "ratio_best_over_preset": best_l["aggregate"]["instr_per_op_ranked"]
+            / pre_l["aggregate"]["instr_per_op_ranked"],
+        },
         "harness": {
             "workloads": HARNESS,
             "aggregate": "geometric mean over the workloads of instructions per malloc or free call",
@@ -227,13 +288,15 @@ def main():
             "ratio_best_over_dlmalloc": ratio_dl,
             "ratio_best_over_preset": ratio_pre_h,
             "ratio_best_lean_over_dlmalloc": gm[lab_lean] / gm[lab_dl],
+            "ratio_best_lean_over_preset_lean": gm[lab_lean] / gm[lab_pre_l],
             "best_lean_config": lean_cfg,
             "goal_met": ratio_dl <= SEED_RATIO,
+            "goal_met_seed_terms": gm[lab_lean] / gm[lab_dl] <= SEED_RATIO,
             "also": "kernels: the four kernels back to back on one heap (not in the mean)",
         },
         "size": {"target": "cortex-m4", "flags": sz["best"]["flags"], "probe": "heap init+malloc+free, linked",
                  "rows": [size_row(f"dmm best ({best['name']}), frozen", sz["best"]),
-                          size_row(f"dmm best ({best['name']}), lean, frozen", sz["best_lean"]),
+                          size_row(f"dmm best at the seed's terms ({name_l}, stats and hardening off), frozen", sz["best_lean"]),
                           size_row("dmm dlmalloc preset (as shipped)", sz["dlmalloc"]),
                           size_row("dmm dlmalloc preset, lean", sz["lean/dlmalloc"])],
                  "ratio_best_over_preset": sz["best"]["probes"]["heap_min"]["text"]
@@ -260,7 +323,21 @@ def main():
         L.append(f"| {t} | {b['ops']} | {b['instructions_per_call']:.1f} | {p['instructions_per_call']:.1f} | "
                  f"{b['instructions_per_call'] / p['instructions_per_call']:.3f} |")
     L += [f"| geometric mean | | {e['best']['instructions_per_call']:.1f} | "
-          f"{e['dlmalloc_preset']['instructions_per_call']:.1f} | {e['ratio_best_over_preset']:.3f} |", "",
+          f"{e['dlmalloc_preset']['instructions_per_call']:.1f} | {e['ratio_best_over_preset']:.3f} |", ""]
+    el = doc["explore_seed_terms"]
+    L += ["### At the seed's terms (hardening off)", "",
+          f"The same {el['configs']} grid points with `harden=off` (the seed's allocators check nothing), the "
+          f"same figure. Counters stay on in this step: dmm-replay reads the footprint from them and turns "
+          f"`stats=off` into counters; section 2 runs the chosen policy with `stats=off` too. Best: "
+          f"**{el['best_name']}** (`{el['best_config']}`).", "",
+          "| trace | ops | best: instructions per call | dlmalloc preset, harden=off | best / preset |",
+          "|---|---:|---:|---:|---:|"]
+    for t in TRACES:
+        b, p = el["best"]["per_trace"][t], el["dlmalloc_preset_harden_off"]["per_trace"][t]
+        L.append(f"| {t} | {b['ops']} | {b['instructions_per_call']:.1f} | {p['instructions_per_call']:.1f} | "
+                 f"{b['instructions_per_call'] / p['instructions_per_call']:.3f} |")
+    L += [f"| geometric mean | | {el['best']['instructions_per_call']:.1f} | "
+          f"{el['dlmalloc_preset_harden_off']['instructions_per_call']:.1f} | {el['ratio_best_over_preset']:.3f} |", "",
           "## 2. Against dlmalloc 2.8.6 itself (Heap v2 harness, one kernel per heap)", "",
           "Each kernel (bench/workloads' generator of it; the bundled traces were recorded from the kernel "
           "programs, whose operation counts differ, so explore's figures and these are not the same runs) "
@@ -282,13 +359,19 @@ def main():
         L.append(f"| {r['workload']} | {r['subject']} | {r['instructions_per_malloc']:.1f} | "
                  f"{r['instructions_per_free']:.1f} | {r['min_arena_over_peak_live']:.3f} |")
     pct = (1 - hh["ratio_best_over_dlmalloc"]) * 100
-    L += ["", f"Best / dlmalloc 2.8.6: **{hh['ratio_best_over_dlmalloc']:.3f}** "
+    pct_l = (1 - hh["ratio_best_lean_over_dlmalloc"]) * 100
+    L += ["", f"At explore's defaults (counters and `checked` hardening), best / dlmalloc 2.8.6: "
+          f"**{hh['ratio_best_over_dlmalloc']:.3f}** "
           f"({abs(pct):.0f} % {'fewer' if pct >= 0 else 'more'} allocation instructions; the seed: 62 % fewer, "
           f"0.38). Goal (<= {SEED_RATIO}x): **{'met' if hh['goal_met'] else 'missed'}**. "
           f"Best / the dlmalloc preset on the same harness: {hh['ratio_best_over_preset']:.3f} (explore's "
-          f"comparison, on the traces: {e['ratio_best_over_preset']:.3f}). The same policy lean, without "
-          f"counters and hardening (`{hh['best_lean_config']}`): "
-          f"{hh['ratio_best_lean_over_dlmalloc']:.3f}x dlmalloc 2.8.6.", "",
+          f"comparison, on the traces: {e['ratio_best_over_preset']:.3f}).", "",
+          f"At the seed's terms (stats and hardening off, as the seed's allocators; dlmalloc 2.8.6 keeps its own "
+          f"cheap checks), best (`{hh['best_lean_config']}`) / dlmalloc 2.8.6: "
+          f"**{hh['ratio_best_lean_over_dlmalloc']:.3f}** ({abs(pct_l):.0f} % "
+          f"{'fewer' if pct_l >= 0 else 'more'} allocation instructions). Goal (<= {SEED_RATIO}x): "
+          f"**{'met' if hh['goal_met_seed_terms'] else 'missed'}**. Best / the lean dlmalloc preset on the same "
+          f"harness: {hh['ratio_best_lean_over_preset_lean']:.3f}.", "",
           "## 3. Code size (Cortex-M4, linked init+malloc+free)", "",
           f"`{s['flags']}`, scripts/size_report.sh.", "",
           "| heap | linked .text+.rodata (B) | heap component .text (B) |", "|---|---:|---:|"]
@@ -303,8 +386,11 @@ def main():
           "- The workloads are re-implementations of the seed's four kernels (bench/workloads), not its traces; "
           "explore chooses on the recorded traces (and their randomised-free variants), the harness replays the "
           "generators' kernels, each on its own heap.",
-          "- The dmm configurations keep explore's defaults, counters and `checked` hardening (dlmalloc 2.8.6 "
-          "checks far less); their cost is part of the figure.", ""]
+          "- Hardening and counters: the first figure keeps explore's defaults, counters and `checked` hardening "
+          "(dlmalloc 2.8.6 checks far less: its own cheap checks on free and unlink), and their cost is part of "
+          "it; the second turns both off, as in the seed's allocators, while dlmalloc 2.8.6 keeps its checks.",
+          "- The harness counts the call into the allocator too: `bench_op_*` and the adapter add the same few "
+          "instructions per call to every allocator (bench/anchors/heap_v2.c).", ""]
     with open(os.path.join(a.out, "seed001.md"), "w") as f:
         f.write("\n".join(L))
     print("\n".join(L))

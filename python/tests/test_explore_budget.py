@@ -99,14 +99,14 @@ def test_screening_keeps_the_best(tools, work, tiny_trace):
     scr = run_cli([*base, "--no-cache", "--screen-ops", "150", "--results", str(work / "screen.json")], cwd=work)
     assert scr.returncode == 0, scr.stdout + scr.stderr
     a, b = load(work / "noscreen.json"), load(work / "screen.json")
-    assert b["budget"]["screen_ops"] == 150 and b["budget"]["screened"] == 23
+    assert b["budget"]["screen_ops"] == 150 and b["budget"]["screened"] == 24
     out = [d for d in b["budget"]["dropped"] if d["reason"] == "screen"]
-    assert out and b["budget"]["full"] == 23 - len(out) - sum(1 for d in b["budget"]["dropped"]
+    assert out and b["budget"]["full"] == 24 - len(out) - sum(1 for d in b["budget"]["dropped"]
                                                               if d["reason"] != "screen")
     assert b["best"] == a["best"], (a["best"], b["best"])
-    assert a["budget"]["screened"] == 0 and a["budget"]["full"] == 23
+    assert a["budget"]["screened"] == 0 and a["budget"]["full"] == 24
     screened = [c for c in b["configs"] if c.get("screen")]
-    assert len(screened) == 23 and all(c["screen"]["tiny"]["ops"] == 150 for c in screened)
+    assert len(screened) == 24 and all(c["screen"]["tiny"]["ops"] == 150 for c in screened)
     assert "by screen" in scr.stdout
 
 

@@ -60,7 +60,7 @@ def test_medium_fields():
 
 def test_grids():
     d = default_points()
-    assert len(d) == 23 and d[0].preset
+    assert len(d) == 24 and d[0].preset
     f = full_points()
     assert len(f) == 5 + 5 * 5 * 2 * 4 * 2 * 3 * 2
     assert short_config(P2012).startswith("org=single")
