@@ -1860,6 +1860,8 @@ static DMM_NOINLINE void *alloc_general(size_t n, size_t align)
             segment *s = seg_of(p);
             mpage *pg = &s->page[page_index(s, p)];
             *canary_slot(pg, p) = canary_of(p);
+        } else if (G.secure) {
+            memset(p, 0, n); /* zeroed like small blocks: the heap's poison and links, not old data */
         }
         return p;
     }

@@ -1430,6 +1430,25 @@ TEST(MallocChild, Secure)
         EXPECT_EQ(dmm_malloc_get_stats().errors, e) << "false reports, block size " << bs;
     }
     dmm_malloc_set_abort_on_error(was);
+    // medium blocks are handed out zeroed, as small ones are, whatever the
+    // freed blocks before them held (mimalloc-bench's zero_on_malloc_medium)
+    std::vector<unsigned char *> mv;
+    for (int i = 0; i < 64; i++) {
+        mv.push_back(static_cast<unsigned char *>(dmm_malloc(4096)));
+        ASSERT_NE(mv.back(), nullptr);
+        std::memset(mv.back(), 'A', 4096);
+    }
+    for (unsigned char *b : mv)
+        dmm_free(b);
+    for (int i = 0; i < 64; i++) {
+        auto *b = static_cast<unsigned char *>(dmm_malloc(4096));
+        ASSERT_NE(b, nullptr);
+        for (size_t j = 0; j < 4096; j++)
+            ASSERT_EQ(b[j], 0u) << "a secure medium block not zero at " << j;
+        mv[(size_t)i] = b;
+    }
+    for (unsigned char *b : mv)
+        dmm_free(b);
 }
 
 // Large blocks (issue 27): a freed mapping is kept for reuse (bounded), so
