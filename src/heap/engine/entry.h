@@ -262,6 +262,34 @@ full:
     return e_malloc_full(h, size, true);
 }
 
+/* The free leaf's second half, out of line so that the leaf keeps its few
+ * registers: validated used block b, whose next block nb is not the top,
+ * has a free neighbour.  free_block and release_block for this case, in
+ * their order and with their checks (bin_remove_k, list_insert_after and
+ * their cold reports), without the cases these presets cannot reach
+ * (victim, poison, quick lists, the top, region release). */
+static DMM_NOINLINE void e_free_merge(dmm_heap *h, blk *b, blk *nb)
+{
+    size_t s = bsize(b);
+    const lkeys k = keys_of(h);
+    st_sub_live(h, s, requested_of(h, b));
+    COUNT_OP(h, free_count);
+    dmm_ann_free(bpayload(b), (char *)nb + WORD);
+    b->head &= ~F_USED;
+    if (blisted(nb) && can_merge(h, s, bsize(nb)) && bin_remove_k(h, &k, nb))
+        s += bsize(nb);
+    if (!bpused(b)) {
+        blk *pv = bprev(b);
+        if (blisted(pv) && can_merge(h, s, bsize(pv)) && bin_remove_k(h, &k, pv)) {
+            s += bsize(pv);
+            b = pv;
+        }
+    }
+    mark_free(b, s, 0);
+    bin_insert_k(h, &k, b);
+    leave(h);
+}
+
 static void e_free_bin_leaf(dmm_heap *h, void *ptr)
 {
     blk *b, *nb, *hd;
@@ -275,8 +303,14 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
     }
     s = bsize(b);
     nb = bat(b, s);
-    if (!bpused(b) || P_GROW(h))
-        goto full; /* a free block before b to merge with (or a region to give back) */
+    if (P_GROW(h))
+        goto full; /* a region to give back */
+    if (!bpused(b) && !btop(nb)) {
+        e_free_merge(h, b, nb); /* a free block before b to merge with */
+        return;
+    }
+    if (!bpused(b))
+        goto full; /* a free block before b joins the top too */
     if (btop(nb)) {
         /* b joins the top after it (release_block's merge into the top) */
         st_sub_live(h, s, requested_of(h, b));
@@ -287,8 +321,10 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
         leave(h);
         return;
     }
-    if (!bused(nb))
-        goto full; /* a free block after b to merge with */
+    if (!bused(nb)) {
+        e_free_merge(h, b, nb); /* a free block after b to merge with */
+        return;
+    }
     n = bin_of(h, s);
     hd = h->heads[n];
     if (DMM_UNLIKELY(!h_head_ok(h, hd)))
