@@ -25,6 +25,23 @@ static inline void enter(dmm_heap *h, dmm_op op)
 #endif
 }
 
+/* enter() for the bin leaves: h->op is read only by reports, and a leaf
+ * makes none (it hands every failed check to a full path), so the leaf
+ * stores it only on the way to one (e_free_full, e_free_merge; malloc's
+ * full path enters again).  With assertion level 3 leave() checks the
+ * heap and may report: the store stays. */
+static DMM_ALWAYS_INLINE void enter_leaf(dmm_heap *h, dmm_op op)
+{
+#if DMM_ASSERT_LEVEL >= 3
+    enter(h, op);
+#else
+    (void)op;
+    DMM_ANN_ENTER();
+    if (P_LOCK(h) != DMM_LOCK_NONE)
+        dmm__heap_lock(h);
+#endif
+}
+
 static inline void leave(dmm_heap *h)
 {
 #if DMM_ASSERT_LEVEL >= 3
@@ -214,7 +231,7 @@ static void *e_malloc_bin_leaf(dmm_heap *h, size_t size)
     void *p;
     if (DMM_UNLIKELY(!s))
         return e_malloc_full(h, size, true);
-    enter(h, DMM_OP_MALLOC); /* the bins are read under the heap's lock */
+    enter_leaf(h, DMM_OP_MALLOC); /* the bins are read under the heap's lock */
     j = bm_find(h, bin_of_roundup(h, s));
     if (j < 0) {
         /* no bin has a block: the top of the region of the last carve */
@@ -285,6 +302,7 @@ static DMM_NOINLINE void e_free_merge(dmm_heap *h, blk *b, blk *nb)
 {
     size_t s = bsize(b);
     const lkeys k = keys_of(h);
+    h->op = DMM_OP_FREE; /* for the reports (enter_leaf) */
     st_sub_live(h, s, requested_of(h, b));
     COUNT_OP(h, free_count);
     dmm_ann_free(bpayload(b), (char *)nb + WORD);
@@ -309,8 +327,9 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
     size_t s;
     unsigned n;
     lkeys k;
-    enter(h, DMM_OP_FREE);
+    enter_leaf(h, DMM_OP_FREE);
     if (DMM_UNLIKELY((b = validate_x(h, ptr, true)) == NULL)) {
+        h->op = DMM_OP_FREE;
         e_free_full(h, ptr, NULL); /* validates again and reports */
         return;
     }
@@ -351,6 +370,7 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
     leave(h);
     return;
 full:
+    h->op = DMM_OP_FREE;
     e_free_full(h, ptr, b);
 }
 
