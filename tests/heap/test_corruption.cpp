@@ -1227,6 +1227,56 @@ TEST_P(Hardening, GarbageLinkIsReported) {
     }
 }
 
+TEST_P(Hardening, ReportsNameTheirOperationAfterAnother) {
+    // The bin leaves (tlsf, halffit) store the operation a report names
+    // only on the way to a full path, which is where every report is made:
+    // a report must still name the call that made it, whatever kind of call
+    // came before.  Each bad call below follows a call of another kind that
+    // went through a full path (calloc; a free that reported).
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    const size_t req = req256(x.cfg);
+    void *a = x.alloc(req, 1), *b = x.alloc(req, 2), *g = x.alloc(req, 3);
+    ASSERT_TRUE(a && b && g);
+    dmm_heap_free(x.h, b);
+    ASSERT_TRUE(x.check_ok());
+    // a double free after a calloc (from the top: b stays free)
+    ASSERT_NE(dmm_heap_calloc(x.h, 1, 4 * req), nullptr);
+    x.errs.errors.clear();
+    dmm_heap_free(x.h, b);
+    ASSERT_EQ(x.errs.errors.size(), 1u);
+    EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_DOUBLE_FREE);
+    EXPECT_EQ(x.errs.errors[0].op, DMM_OP_FREE);
+    if (x.cfg.links == DMM_LINKS_DOUBLY && x.cfg.coalesce == DMM_COALESCE_IMMEDIATE) {
+        // a merge that meets a garbage back link, after a calloc
+        ASSERT_NE(dmm_heap_calloc(x.h, 1, 4 * req), nullptr);
+        prev_link(b) = (uintptr_t)0x4141414141414141ull;
+        x.errs.errors.clear();
+        dmm_heap_free(x.h, a); // tries to merge with b: reads b's prev link
+        ASSERT_FALSE(x.errs.errors.empty()) << "garbage prev link not reported";
+        EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_FREE_LIST);
+        EXPECT_EQ(x.errs.errors[0].op, DMM_OP_FREE);
+    }
+    // a malloc that meets a garbage next link, after a free that reported
+    Heap y(make_cfg(hp));
+    ASSERT_EQ(y.status, DMM_OK);
+    void *p = y.alloc(req, 1), *q = y.alloc(req, 2), *r = y.alloc(req, 3);
+    ASSERT_TRUE(p && q && r);
+    dmm_heap_free(y.h, q);
+    y.errs.errors.clear();
+    dmm_heap_free(y.h, q); // double free: reported, names FREE
+    ASSERT_EQ(y.errs.errors.size(), 1u);
+    EXPECT_EQ(y.errs.errors[0].op, DMM_OP_FREE);
+    next_link(q) = (uintptr_t)0x4141414141414141ull;
+    y.errs.errors.clear();
+    void *m = dmm_heap_malloc(y.h, req);
+    ASSERT_FALSE(y.errs.errors.empty()) << "garbage next link not reported";
+    EXPECT_EQ(y.errs.errors[0].kind, DMM_ERR_FREE_LIST);
+    EXPECT_EQ(y.errs.errors[0].op, DMM_OP_MALLOC);
+    EXPECT_TRUE(m == nullptr || y.buf.contains(m, req)) << m;
+}
+
 TEST_P(Hardening, BadHeadBackLinkIsReportedOnPush) {
     // A bin head's back link overwritten with garbage, then a free that
     // pushes a block of the same size on that bin without merging (both

@@ -222,6 +222,16 @@ static DMM_ALWAYS_INLINE bool k_names_none(const lkeys *k, const blk *owner, blk
 {
     return k_names(k, e, owner);
 }
+/* The decoded address of link word e, without the NULL mapping: the owner
+ * itself means NULL.  For the LIFO unlinks below, which test "is it the
+ * owner" and then range-check anything else: a word decoding to address 0
+ * (kenc never writes one) fails the range compare and reaches the cold
+ * path, which reads it as NULL as kdec does, so the hot path needs no
+ * separate NULL test.  Hardened heaps only. */
+static DMM_ALWAYS_INLINE blk *k_raw(const lkeys *k, blk *e)
+{
+    return (blk *)(((uintptr_t)e * k->kinv) ^ k->key2);
+}
 
 /* The same with the keys read from the heap (cold code, the checker). */
 static inline blk *ldecode(const dmm_heap *h, const blk *b, blk *e)
@@ -457,7 +467,14 @@ static DMM_ALWAYS_INLINE void list_remove_k(dmm_heap *h, const lkeys *k, unsigne
 {
     DMM_ASSERT(pred ? get_next(h, pred) == b : h->heads[n] == b);
     blk *nx;
-    if (DOUBLY(h) && HARDENED(h)) {
+    if (DOUBLY(h) && HARDENED(h) && P_ORDER(h) == DMM_ORDER_LIFO) {
+        /* the same checks with the NULL test folded (k_raw) */
+        nx = k_raw(k, *lnext(b));
+        if (nx == b)
+            nx = NULL;
+        else if (DMM_UNLIKELY(!k_in(k, nx) || !k_names(k, *lprev(nx), b)))
+            nx = nx ? back_fault(h, b, nx, NULL) : NULL; /* address 0: NULL, as kdec reads it */
+    } else if (DOUBLY(h) && HARDENED(h)) {
         /* b -> nx and nx <- b agree and nx is in range: the unlink is safe
          * (nx's header is checked when nx is taken) */
         nx = k_next(h, k, b);
@@ -514,7 +531,21 @@ static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
     unsigned n = bin_of(h, bsize(b));
     blk *pred;
     const lkeys k = *kp;
-    if (DOUBLY(h)) {
+    if (DOUBLY(h) && HARDENED(h) && P_ORDER(h) == DMM_ORDER_LIFO) {
+        /* the checks below with the NULL test folded (k_raw): a word
+         * decoding to address 0 fails k_in, and unlink_fault reads it as
+         * no predecessor, as kdec does */
+        bool bad;
+        pred = k_raw(&k, *lprev(b));
+        if (pred == b) {
+            pred = NULL;
+            bad = h->heads[n] != b;
+        } else {
+            bad = !k_in(&k, pred) || !k_names(&k, *lnext(pred), b);
+        }
+        if (DMM_UNLIKELY(bad) && !unlink_fault(h, b, pred, n))
+            return false;
+    } else if (DOUBLY(h)) {
         pred = k_prev(h, &k, b);
         /* pred <- b and pred -> b agree, pred in range (or b is the head):
          * b's links are its own, the unlink writes only into list nodes.

@@ -25,6 +25,23 @@ static inline void enter(dmm_heap *h, dmm_op op)
 #endif
 }
 
+/* enter() for the bin leaves: h->op is read only by reports, and a leaf
+ * makes none (it hands every failed check to a full path), so the leaf
+ * stores it only on the way to one (e_free_full, e_free_merge; malloc's
+ * full path enters again).  With assertion level 3 leave() checks the
+ * heap and may report: the store stays. */
+static DMM_ALWAYS_INLINE void enter_leaf(dmm_heap *h, dmm_op op)
+{
+#if DMM_ASSERT_LEVEL >= 3
+    enter(h, op);
+#else
+    (void)op;
+    DMM_ANN_ENTER();
+    if (P_LOCK(h) != DMM_LOCK_NONE)
+        dmm__heap_lock(h);
+#endif
+}
+
 static inline void leave(dmm_heap *h)
 {
 #if DMM_ASSERT_LEVEL >= 3
@@ -137,10 +154,10 @@ static DMM_NOINLINE void e_free_full(dmm_heap *h, void *ptr, blk *b)
  * quick lists (tlsf, halffit: bins, doubly linked, LIFO, good fit, split,
  * immediate coalescing, no poisoning) run malloc and free as leaves that
  * handle the common case and hand everything else to the full path:
- *   malloc: the head of the first non-empty bin the bitmap names (not the
- *       last bin, which may need a scan), its tail split off and pushed on
- *       its own bin (coalesce_max 0: nothing can merge with it, see
- *       release_split);
+ *   malloc: the head of the first non-empty bin the bitmap names (in
+ *       the last bin only when it fits: else the full path scans), its
+ *       tail split off and pushed on its own bin (coalesce_max 0: nothing
+ *       can merge with it, see release_split);
  *   free: a block with no free neighbour, pushed on its bin (merges, the
  *       top and growth's region release go to the full path).
  * Like the quick leaf, each only reads until every check the full path
@@ -184,29 +201,37 @@ static DMM_ALWAYS_INLINE bool h_head_ok(const dmm_heap *h, const blk *hd)
     return !HARDENED(h) || !hd || h_names(h, *lprev(hd), hd);
 }
 
-/* Pushes free block b (links not yet written) on bin n whose head is hd. */
-static DMM_ALWAYS_INLINE void k_push(dmm_heap *h, const lkeys *k, unsigned n, blk *b, blk *hd)
+/* Pushes free block b (links not yet written) on bin n whose head is hd.
+ * `mid`: the head store goes between b's two links (the free leaf): on an
+ * empty bin both links hold the same word, and gcc pairs two adjacent
+ * equal stores through an SSE register (three instructions for two); in
+ * the malloc leaf that order measured worse (register allocation). */
+static DMM_ALWAYS_INLINE void k_push(dmm_heap *h, const lkeys *k, unsigned n, blk *b, blk *hd, bool mid)
 {
     k_set_next(h, k, b, hd);
+    if (mid)
+        h->heads[n] = b;
     k_set_prev(h, k, b, NULL);
     if (hd)
         k_set_prev(h, k, hd, b);
     else
         bm_set(h, n);
-    h->heads[n] = b;
+    if (!mid)
+        h->heads[n] = b;
 }
 
+#define NO_SPLIT UINT_MAX
 static void *e_malloc_bin_leaf(dmm_heap *h, size_t size)
 {
     size_t s = req2size(h, size), hd, bs, rs;
     blk *b, *nx, *rh = NULL;
-    unsigned r = 0;
+    unsigned r = NO_SPLIT; /* the tail's bin, when there is a tail */
     int j;
     lkeys k;
     void *p;
     if (DMM_UNLIKELY(!s))
         return e_malloc_full(h, size, true);
-    enter(h, DMM_OP_MALLOC); /* the bins are read under the heap's lock */
+    enter_leaf(h, DMM_OP_MALLOC); /* the bins are read under the heap's lock */
     j = bm_find(h, bin_of_roundup(h, s));
     if (j < 0) {
         /* no bin has a block: the top of the region of the last carve */
@@ -218,18 +243,23 @@ static void *e_malloc_bin_leaf(dmm_heap *h, size_t size)
         mark_used(b);
         goto out;
     }
-    if ((unsigned)j == h->nbins - 1u || h->cfg.coalesce_max != 0)
+    /* The last bin may hold blocks below s: its head is taken when it
+     * fits, as take_block's first-fit scan of that bin would take it (and
+     * it counts one more step there: stats=full goes to the full path). */
+    if (P_STATS(h) == DMM_STATS_FULL && (unsigned)j == h->nbins - 1u)
         goto full;
     b = h->heads[j];
     hd = b->head;
     bs = hd & ~F_MASK;
-    if (HARDENED(h) && DMM_UNLIKELY(!h_taken_ok(h, b, hd, s)))
+    if (HARDENED(h) ? DMM_UNLIKELY(!h_taken_ok(h, b, hd, s)) : bs < s)
         goto full;
     nx = get_next(h, b);
     if (HARDENED(h) && nx && DMM_UNLIKELY(!h_in(h, nx) || !h_names(h, *lprev(nx), b)))
         goto full;
     rs = bs - s;
     if (rs >= h->split_min) {
+        if (h->cfg.coalesce_max != 0)
+            goto full; /* the tail may merge with a free block after b */
         r = bin_of(h, rs);
         rh = r == (unsigned)j ? nx : h->heads[r];
         if (r != (unsigned)j && DMM_UNLIKELY(!h_head_ok(h, rh)))
@@ -243,12 +273,12 @@ static void *e_malloc_bin_leaf(dmm_heap *h, size_t size)
         k_set_prev(h, &k, nx, NULL);
     else
         bm_clear(h, (unsigned)j);
-    if (rs >= h->split_min) {
+    if (r != NO_SPLIT) {
         blk *rem = bat(b, s);
         b->head = s | F_USED | (hd & F_PUSED);
         rem->head = rs | F_PUSED;
         mark_free(rem, rs, 0);
-        k_push(h, &k, r, rem, rh);
+        k_push(h, &k, r, rem, rh, false);
     } else {
         mark_used(b);
     }
@@ -262,21 +292,57 @@ full:
     return e_malloc_full(h, size, true);
 }
 
+/* The free leaf's second half, out of line so that the leaf keeps its few
+ * registers: validated used block b, whose next block nb is not the top,
+ * has a free neighbour.  free_block and release_block for this case, in
+ * their order and with their checks (bin_remove_k, list_insert_after and
+ * their cold reports), without the cases these presets cannot reach
+ * (victim, poison, quick lists, the top, region release). */
+static DMM_NOINLINE void e_free_merge(dmm_heap *h, blk *b, blk *nb)
+{
+    size_t s = bsize(b);
+    const lkeys k = keys_of(h);
+    h->op = DMM_OP_FREE; /* for the reports (enter_leaf) */
+    st_sub_live(h, s, requested_of(h, b));
+    COUNT_OP(h, free_count);
+    dmm_ann_free(bpayload(b), (char *)nb + WORD);
+    b->head &= ~F_USED;
+    if (blisted(nb) && can_merge(h, s, bsize(nb)) && bin_remove_k(h, &k, nb))
+        s += bsize(nb);
+    if (!bpused(b)) {
+        blk *pv = bprev(b);
+        if (blisted(pv) && can_merge(h, s, bsize(pv)) && bin_remove_k(h, &k, pv)) {
+            s += bsize(pv);
+            b = pv;
+        }
+    }
+    mark_free(b, s, 0);
+    bin_insert_k(h, &k, b);
+    leave(h);
+}
+
 static void e_free_bin_leaf(dmm_heap *h, void *ptr)
 {
     blk *b, *nb, *hd;
     size_t s;
     unsigned n;
     lkeys k;
-    enter(h, DMM_OP_FREE);
+    enter_leaf(h, DMM_OP_FREE);
     if (DMM_UNLIKELY((b = validate_x(h, ptr, true)) == NULL)) {
+        h->op = DMM_OP_FREE;
         e_free_full(h, ptr, NULL); /* validates again and reports */
         return;
     }
     s = bsize(b);
     nb = bat(b, s);
-    if (!bpused(b) || P_GROW(h))
-        goto full; /* a free block before b to merge with (or a region to give back) */
+    if (P_GROW(h))
+        goto full; /* a region to give back */
+    if (!bpused(b) && !btop(nb)) {
+        e_free_merge(h, b, nb); /* a free block before b to merge with */
+        return;
+    }
+    if (!bpused(b))
+        goto full; /* a free block before b joins the top too */
     if (btop(nb)) {
         /* b joins the top after it (release_block's merge into the top) */
         st_sub_live(h, s, requested_of(h, b));
@@ -287,8 +353,10 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
         leave(h);
         return;
     }
-    if (!bused(nb))
-        goto full; /* a free block after b to merge with */
+    if (!bused(nb)) {
+        e_free_merge(h, b, nb); /* a free block after b to merge with */
+        return;
+    }
     n = bin_of(h, s);
     hd = h->heads[n];
     if (DMM_UNLIKELY(!h_head_ok(h, hd)))
@@ -298,10 +366,11 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
     COUNT_OP(h, free_count);
     dmm_ann_free(bpayload(b), (char *)nb + WORD);
     mark_free(b, s, 0);
-    k_push(h, &k, n, b, hd);
+    k_push(h, &k, n, b, hd, true);
     leave(h);
     return;
 full:
+    h->op = DMM_OP_FREE;
     e_free_full(h, ptr, b);
 }
 
