@@ -1475,16 +1475,16 @@ void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
 
 /* p2s_part's general path: the object of a, then either the whole unit (as
  * p2s: it is resident already, or it is not a large unit of its own) or the
- * pieces covering [a, a + n), fetched as one local block. */
-static void *part_core(dmm_spm *s, dmm_gaddr a, size_t n, bool dirty)
+ * pieces covering [at, at + n), fetched as one local block. */
+static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
 {
     spm_ref r;
     if (!lookup(s, a, DMM_OP_P2S, false, &r))
         return NULL;
     const spm_seghdr *h = hdr_of(r.f);
     dmm_gaddr obj = r.unit + (dmm_gaddr)r.slot * h->slot_size;
-    if (n > h->slot_size || a - obj > h->slot_size - n) {
-        report(s, DMM_OP_P2S, DMM_ERR_INVALID_POINTER, a, "p2s_part span past the end of its object");
+    if (at < obj || n > h->slot_size || at - obj > h->slot_size - n) {
+        report(s, DMM_OP_P2S, DMM_ERR_INVALID_POINTER, at, "p2s_part span outside the object");
         return NULL;
     }
     const spm_entry *e = entry_of(r.f, r.idx);
@@ -1495,11 +1495,11 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, size_t n, bool dirty)
         tlb_fill(s, &r, u);
         const spm_xlate *x = &s->recent[s->recent_last];
         tc_fill(s, a, x->g, x->n, x->l, u);
-        return udata(u) + (a - r.unit);
+        return udata(u) + (at - r.unit);
     }
     size_t pb = part_bytes(s), stride = stride_of(h);
-    dmm_gaddr lo = r.unit + (a - r.unit) / pb * pb;
-    dmm_gaddr hi = r.unit + (a + n - r.unit + pb - 1) / pb * pb;
+    dmm_gaddr lo = r.unit + (at - r.unit) / pb * pb;
+    dmm_gaddr hi = r.unit + (at + n - r.unit + pb - 1) / pb * pb;
     if (hi > r.unit + stride)
         hi = r.unit + stride;
     spm_unit *u = pieces_sweep(s, r.unit, stride, lo, hi, false, true);
@@ -1520,24 +1520,29 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, size_t n, bool dirty)
     if (dirty)
         u->dirty = 1;
     tc_fill(s, a, u->gaddr | SPM_PIECE_TAG, u->bytes, udata(u), u);
-    return udata(u) + (a - u->gaddr);
+    return udata(u) + (at - u->gaddr);
 }
 
-static DMM_NOINLINE void *part_slow(dmm_spm *s, dmm_gaddr a, size_t n, bool dirty)
+static DMM_NOINLINE void *part_slow(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
 {
+    /* a's object resident whole, among the translations: as p2s's hit */
+    uint8_t *hit = fast_p2s(s, a, dirty, 0);
+    const spm_xlate *x = &s->recent[s->recent_last]; /* the object p2s_hit answered with */
+    if (hit && at >= x->g && n <= x->n && at - x->g <= x->n - n)
+        return hit + (at - a);
     spm_clock c = t_begin(s);
     paranoid_sweep(s);
-    void *p = part_core(s, a, n, dirty);
+    void *p = part_core(s, a, at, n, dirty);
     t_end(s, DMM_SPM_FN_P2S, c);
     return p;
 }
 
 /* p2s_part's hit path: the hit path's entry of a holds the whole object or
  * a piece (tagged) that covers the span. */
-static inline void *part_fast(dmm_spm *s, dmm_gaddr a, size_t n, bool dirty)
+static inline void *part_fast(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
 {
     spm_tc *e = tc_slot(s, a);
-    dmm_gaddr off = a - (e->g & ~SPM_PIECE_TAG);
+    dmm_gaddr off = at - (e->g & ~SPM_PIECE_TAG);
     if (off < e->n && n <= e->n - off) {
         if (dirty)
             e->w++;
@@ -1548,22 +1553,22 @@ static inline void *part_fast(dmm_spm *s, dmm_gaddr a, size_t n, bool dirty)
     return NULL;
 }
 
-void *dmm_spm_p2s_part(dmm_spm *s, dmm_gaddr a, size_t n)
+void *dmm_spm_p2s_part(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n)
 {
     if (!s)
         return NULL;
     n = n ? n : 1;
-    void *p = part_fast(s, a, n, true);
-    return p ? p : part_slow(s, a, n, true);
+    void *p = part_fast(s, a, at, n, true);
+    return p ? p : part_slow(s, a, at, n, true);
 }
 
-const void *dmm_spm_p2s_part_ro(dmm_spm *s, dmm_gaddr a, size_t n)
+const void *dmm_spm_p2s_part_ro(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n)
 {
     if (!s)
         return NULL;
     n = n ? n : 1;
-    const void *p = part_fast(s, a, n, false);
-    return p ? p : part_slow(s, a, n, false);
+    const void *p = part_fast(s, a, at, n, false);
+    return p ? p : part_slow(s, a, at, n, false);
 }
 
 static DMM_NOINLINE dmm_gaddr s2p_slow(dmm_spm *s, const void *local);

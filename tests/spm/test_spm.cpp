@@ -227,8 +227,8 @@ void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false
             size_t span = 1 + rng() % std::min<size_t>(v.size() - off, rng() % 2 ? 16 : 600);
             bool ro = rng() % 2;
             auto *p = ro ? const_cast<unsigned char *>(
-                               static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a + off, span)))
-                         : static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a + off, span));
+                               static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a, a + off, span)))
+                         : static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + off, span));
             if (!p) {
                 ASSERT_TRUE(pinned != 0 && dmm_spm_last_status(r.s) == DMM_E_UNSUPPORTED);
                 continue;
@@ -481,7 +481,7 @@ PartRun part_run(bool partial)
         p[0] = i;
     }
     for (unsigned i = 0; i < N; i++) {
-        auto *p = static_cast<uint32_t *>(partial ? dmm_spm_p2s_part(r.s, big + 4u * i, 4) : dmm_spm_p2s(r.s, big + 4u * i));
+        auto *p = static_cast<uint32_t *>(partial ? dmm_spm_p2s_part(r.s, big, big + 4u * i, 4) : dmm_spm_p2s(r.s, big + 4u * i));
         EXPECT_NE(p, nullptr);
         *p = i * 2654435761u;
         shadow[i] = *p;
@@ -490,7 +490,7 @@ PartRun part_run(bool partial)
     for (unsigned round = 0; round < 400; round++) {
         unsigned j = rng() % N;
         dmm_gaddr a = big + 4u * j;
-        auto *p = static_cast<uint32_t *>(partial ? dmm_spm_p2s_part(r.s, a, 4) : dmm_spm_p2s(r.s, a));
+        auto *p = static_cast<uint32_t *>(partial ? dmm_spm_p2s_part(r.s, big, a, 4) : dmm_spm_p2s(r.s, a));
         EXPECT_NE(p, nullptr);
         *p += round;
         uint32_t v = *p;
@@ -514,7 +514,7 @@ PartRun part_run(bool partial)
     dmm_spm_free(r.s, filler);
     for (unsigned i = 0; i < N; i++) {
         const auto *p = static_cast<const uint32_t *>(
-            partial ? dmm_spm_p2s_part_ro(r.s, big + 4u * i, 4) : dmm_spm_p2s_ro(r.s, big + 4u * i));
+            partial ? dmm_spm_p2s_part_ro(r.s, big, big + 4u * i, 4) : dmm_spm_p2s_ro(r.s, big + 4u * i));
         out.sum = out.sum * 31u + *p;
     }
     for (unsigned i = 0; i < M; i++) {
@@ -569,7 +569,7 @@ TEST(SpmPartial, PiecesAndWholeCopiesAgree)
     ASSERT_NE(dmm_spm_p2s(r.s, c), nullptr);
     uint64_t parts0 = dmm_spm_get_stats(r.s).part_fetches;
     // a span across the boundary of pieces 0 and 1 (bytes 250-261): one block
-    auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a + 250, 12));
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 250, 12));
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(dmm_spm_get_stats(r.s).part_fetches, parts0 + 1);
     for (unsigned i = 0; i < 12; i++) {
@@ -578,10 +578,10 @@ TEST(SpmPartial, PiecesAndWholeCopiesAgree)
     }
     ASSERT_TRUE(r.ok());
     // another piece, written; then a piece overlapping the first span
-    auto *q = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a + 1990, 10));
+    auto *q = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 1990, 10));
     ASSERT_NE(q, nullptr);
     q[9] = 0x77;
-    auto *p2 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a + 255, 2));
+    auto *p2 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 255, 2));
     ASSERT_NE(p2, nullptr);
     EXPECT_EQ(p2[0], 0xEE);
     EXPECT_EQ(p2[1], 0xEE);
@@ -597,33 +597,33 @@ TEST(SpmPartial, PiecesAndWholeCopiesAgree)
     all[1000] = 0x11;
     // while the unit is resident, p2s_part answers from it (no piece)
     uint64_t parts1 = dmm_spm_get_stats(r.s).part_fetches;
-    auto *in = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a + 1000, 1));
+    auto *in = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 1000, 1));
     ASSERT_EQ(in, all + 1000);
     EXPECT_EQ(dmm_spm_get_stats(r.s).part_fetches, parts1);
     // out again, then a piece sees the whole copy's write
     ASSERT_NE(dmm_spm_p2s(r.s, b), nullptr);
     ASSERT_NE(dmm_spm_p2s(r.s, c), nullptr);
-    auto *p3 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a + 1000, 1));
+    auto *p3 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a, a + 1000, 1));
     ASSERT_NE(p3, nullptr);
     EXPECT_EQ(p3[0], 0x11);
     EXPECT_GT(dmm_spm_get_stats(r.s).part_fetches, parts1);
     // a dirty piece, then realloc: the copy keeps it
-    auto *p4 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a + 520, 1));
+    auto *p4 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 520, 1));
     ASSERT_NE(p4, nullptr);
     p4[0] = 0x42;
     dmm_gaddr a2 = dmm_spm_realloc(r.s, a, 2400);
     ASSERT_NE(a2, DMM_GNULL);
     ASSERT_TRUE(r.ok());
-    auto *p5 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a2 + 520, 1));
+    auto *p5 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a2, a2 + 520, 1));
     ASSERT_NE(p5, nullptr);
     EXPECT_EQ(p5[0], 0x42);
     // a span past the object's end is reported and changes nothing
-    EXPECT_EQ(dmm_spm_p2s_part(r.s, a2 + 2390, 100), nullptr);
+    EXPECT_EQ(dmm_spm_p2s_part(r.s, a2, a2 + 2390, 100), nullptr);
     EXPECT_EQ(r.err.count, 1);
     EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
     r.err.count = 0;
     // free with a dirty piece resident: dropped, nothing left behind
-    auto *p6 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a2 + 2300, 8));
+    auto *p6 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a2, a2 + 2300, 8));
     ASSERT_NE(p6, nullptr);
     p6[0] = 1;
     dmm_spm_free(r.s, a2);
@@ -642,13 +642,13 @@ TEST(SpmPartial, StalePieceAddressReadsPoison)
     dmm_gaddr a = dmm_spm_malloc(r.s, 2000);
     dmm_gaddr b = dmm_spm_malloc(r.s, 64);
     ASSERT_NE(a, DMM_GNULL);
-    auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a + 700, 4));
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 700, 4));
     ASSERT_NE(p, nullptr);
     p[0] = 9;
     EXPECT_GT(dmm_spm_get_stats(r.s).part_fetches, 0u);
     ASSERT_NE(dmm_spm_p2s(r.s, b), nullptr); // moves data: the piece is evicted
     EXPECT_EQ(p[0], 0xA5);
-    auto *p2 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a + 700, 4));
+    auto *p2 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a, a + 700, 4));
     ASSERT_NE(p2, nullptr);
     EXPECT_EQ(p2[0], 9);
     EXPECT_TRUE(r.ok());

@@ -1563,9 +1563,12 @@ class Pass:
             elif any(t.mode == "pin" for t in live):
                 self.refuse(info.cur, "the statement would hold a pinned heap object across a call of the "
                                       "program that may free it; split it")
+        parts = self.part_sites(ordered, infos)
         first = infos[0].cur
         # translations before their first statement
         for t in ordered:
+            if t.key in parts:
+                continue
             at = infos[t.stmt].cur
             gname = t.name + "g"
             src = t.key
@@ -1579,6 +1582,12 @@ class Pass:
             self.insert(at.extent.start.offset, code)
         for info in infos:
             for s in info.sites:
+                if s.key in parts:      # `p[E]` -> `(*(T *)spmcc_p2s_part(p, &p[E], sizeof(T)))`
+                    elt = self.decl_type(s.cur.type, s.cur)
+                    fn = "spmcc_p2s_part" if s.written else "spmcc_p2s_part_ro"
+                    self.insert(s.cur.extent.start.offset, f"(*({elt} *){fn}({s.key}, &", 1)
+                    self.insert(s.cur.extent.end.offset, f", sizeof({elt})))", -1)
+                    continue
                 name = tr[s.key].name if s.key in tr else self.hoisted[s.key]
                 self.site_edit(s, name, self.decl_type(s.cur.type, s.cur) if s.addr else "")
             self.emit_escapes(info)
@@ -1611,6 +1620,40 @@ class Pass:
         if wrap and (tr or pins):
             self.insert(first.extent.start.offset, "{ ", -1)
             self.insert(end, " }", 1)
+
+    def part_sites(self, ordered, infos):
+        """Element translations (partial transfers, docs/spm.md): a pointer
+        variable whose translation in this region is a p2s/p2s_ro (the
+        region's last translation, nothing moving data after it) and serves
+        one access, an unconditional `p[E]`, translates that element alone,
+        where it is made: `(*(T *)spmcc_p2s_part(p, &p[E], sizeof(T)))`.  The
+        runtime then fetches only the part of a large array that holds it
+        (rbtree's key array) and answers like p2s otherwise.  The other
+        translations of the statement come before it and are pins, so the
+        element's translation moves none of them.  The keys translated so."""
+        out = set()
+        if self.no_pin:
+            return out
+        inner = {self._chains[u.key][0] for u in ordered if u.key in self._chains}
+        for t in ordered:
+            if t.mode not in ("p2s", "p2s_ro") or t.any or t.key in self._chains or t.key in inner:
+                continue
+            sites = [s for info in infos for s in info.sites if s.key == t.key]
+            if len(sites) != 1:
+                continue
+            s = sites[0]
+            if s.addr or s.conditional or s.cur.kind.name != "ARRAY_SUBSCRIPT_EXPR":
+                continue
+            if self.strip(s.base).kind.name != "DECL_REF_EXPR" or self.text(s.base) != t.key:
+                continue
+            b = self.strip(_kids(s.cur)[0])
+            if (b.extent.start.offset, b.extent.end.offset) != (s.base.extent.start.offset, s.base.extent.end.offset):
+                continue
+            elt = s.cur.type.spelling
+            if "(" in elt or "[" in elt or s.cur.type.get_canonical().kind.name in ("VOID", "INCOMPLETEARRAY"):
+                continue
+            out.add(t.key)
+        return out
 
     def stmt_end(self, c):
         """Offset just past the statement's ';' (the extent of an expression
