@@ -624,7 +624,7 @@ static bool part_ok(const dmm_spm *s, const spm_seghdr *h)
  * [lo, hi) if there is one (find); evicts (written back unless drop) those
  * that overlap [lo, hi) otherwise.  A walk of the resident list: only for
  * units that may have pieces. */
-static spm_unit *pieces_sweep(dmm_spm *s, dmm_gaddr unit, size_t bytes, dmm_gaddr lo, dmm_gaddr hi, bool drop,
+static DMM_NOINLINE spm_unit *pieces_sweep(dmm_spm *s, dmm_gaddr unit, size_t bytes, dmm_gaddr lo, dmm_gaddr hi, bool drop,
                               bool find)
 {
     if (!s->pieces)
@@ -646,8 +646,9 @@ static spm_unit *pieces_sweep(dmm_spm *s, dmm_gaddr unit, size_t bytes, dmm_gadd
 }
 
 /* Makes r's unit resident; NULL (status set) when local memory is full of
- * pinned units.  The page of r stays resident. */
-static spm_unit *make_resident(dmm_spm *s, spm_ref *r, bool dirty)
+ * pinned units.  The page of r stays resident.  Inlined into both callers
+ * (p2s_core's miss path was built around it inline; a call costs dfs ~1 %). */
+static DMM_ALWAYS_INLINE spm_unit *make_resident(dmm_spm *s, spm_ref *r, bool dirty)
 {
     spm_entry *e = entry_of(r->f, r->idx);
     spm_unit *u;
