@@ -1520,7 +1520,7 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dir
     u->ref = 1;
     if (dirty)
         u->dirty = 1;
-    tc_fill(s, a, u->gaddr | SPM_PIECE_TAG, u->bytes, udata(u), u);
+    tc_fill(s, a, u->gaddr | SPM_PIECE_TAG, u->bytes, SPM_PIECE_L, u);
     return udata(u) + (at - u->gaddr);
 }
 
@@ -1549,7 +1549,7 @@ static inline void *part_fast(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, b
             e->w++;
         else
             e->r++;
-        return e->l + off;
+        return e->g & SPM_PIECE_TAG ? udata(e->u) + off : e->l + off;
     }
     return NULL;
 }
@@ -1591,7 +1591,7 @@ dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local)
             if (e->n && q >= e->l && (size_t)(q - e->l) < e->n) {
                 s->st.calls[DMM_SPM_FN_S2P]++;
                 s->last = DMM_OK;
-                return (e->g & ~SPM_PIECE_TAG) + (dmm_gaddr)(q - e->l);
+                return e->g + (dmm_gaddr)(q - e->l);
             }
         }
     return s2p_slow(s, local);
@@ -1852,7 +1852,7 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
         spm_unit *u = s->lru_head;
         while (u && u != c->u)
             u = u->next;
-        if (!u || !u->piece || (c->g & ~SPM_PIECE_TAG) != u->gaddr || c->n != u->bytes || c->l != udata(u)) {
+        if (!u || !u->piece || (c->g & ~SPM_PIECE_TAG) != u->gaddr || c->n != u->bytes || c->l != SPM_PIECE_L) {
             r = "a piece translation names no resident piece";
             goto out;
         }

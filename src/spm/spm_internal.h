@@ -31,10 +31,13 @@
 #define SPM_FHINT 4u              /* miss path: segment -> frame hints (a power of two) */
 #define SPM_TC 8u                  /* hit-path translation cache: entries (a power of two) */
 /* A hit-path cache entry (spm_tc) for a piece of a large unit (partial
- * transfers, dmm_spm_p2s_part) holds the piece's address with this bit set:
- * p2s, pin and unpin never match it (global addresses are far below), and
- * only p2s_part and s2p, which mask it off, use it. */
+ * transfers, dmm_spm_p2s_part) holds the piece's address with this bit set,
+ * so p2s, pin and unpin never match it (global addresses are far below), and
+ * SPM_PIECE_L as its local address, which no local address reaches, so s2p's
+ * search never matches it either (s2p of a piece takes the general path);
+ * only p2s_part uses it, with the piece's data found through its unit. */
 #define SPM_PIECE_TAG ((dmm_gaddr)1 << 63)
+#define SPM_PIECE_L ((uint8_t *)(uintptr_t)UINTPTR_MAX)
 
 enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
 /* SPM_E_DIRTY is reserved and always clear: whether a resident unit was
