@@ -228,8 +228,18 @@ static void xc_drop_unit(dmm_spm *s, spm_unit *u)
     for (unsigned i = 0; i < SPM_RECENT; i++)
         if (s->recent[i].u == u)
             s->recent[i].n = 0;
-    size_t n = u->bytes / u->slots;
     uint16_t u4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
+    unsigned entries = 1u << s->xc_bits;
+    if (u->slots >= entries) {
+        /* as many slots as entries: a scan of the entries is cheaper than
+         * hashing each slot's address (an entry names u only where xc_put
+         * put it, so clearing every entry that names u is the same) */
+        for (unsigned i = 0; i < entries; i++)
+            if (s->xc[i].u4 == u4)
+                s->xc[i].n4 = 0;
+        return;
+    }
+    size_t n = u->bytes / u->slots;
     for (unsigned i = 0; i < u->slots; i++) {
         spm_xc *x = &s->xc[xc_index(s, u->gaddr + (dmm_gaddr)i * n)];
         if (x->u4 == u4)
