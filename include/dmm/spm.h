@@ -275,7 +275,8 @@ dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local);
  * live object (the pass gives the pointer it indexes; the object's start
  * serves the hit path best), and [at, at + n) must lie in that object (the
  * general path checks it).  When the object has a unit of its own larger
- * than unit_bytes and that unit is not resident, only the
+ * than unit_bytes and than a quarter of H, and that unit is not resident,
+ * only the
  * unit_bytes-aligned pieces of it covering the span are fetched (a dirty
  * piece is written back when it leaves); otherwise this is p2s(at) /
  * p2s_ro(at).  Bytes outside the span must not be accessed through the

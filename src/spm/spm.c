@@ -625,9 +625,17 @@ static bool lookup(dmm_spm *s, dmm_gaddr a, dmm_op op, bool start, spm_ref *r)
  * most one local copy. */
 static size_t part_bytes(const dmm_spm *s) { return r16(s->cfg.unit_bytes); }
 
+/* Pieces only for a unit of one object larger than unit_bytes that would
+ * also fill more than a quarter of H: a smaller array is cheaper to keep
+ * whole, since a program that indexes it element by element in one place
+ * usually loops over it whole in another, and each switch between pieces and
+ * the whole copy writes back and fetches again (the rewritten stringsearch on
+ * its large input: 9,169 unit fetches with whole copies, 9,881 with pieces of
+ * its 1-4 KiB buffers in a 28 KiB H). */
 static bool part_ok(const dmm_spm *s, const spm_seghdr *h)
 {
-    return h->slots == 1 && stride_of(h) > part_bytes(s);
+    size_t st = stride_of(h);
+    return h->slots == 1 && st > part_bytes(s) && st > s->heap_bytes / 4u;
 }
 
 /* Among the pieces of the unit [unit, unit + bytes): returns one covering

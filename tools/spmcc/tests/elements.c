@@ -11,6 +11,7 @@
 
 typedef struct node {
     unsigned v;
+    unsigned pad[13]; /* 64-byte nodes: the list soon outgrows local memory */
     struct node *next;
 } node;
 
@@ -25,6 +26,8 @@ static void push(node **list, unsigned v)
 {
     node *x = malloc(sizeof *x);
     x->v = v;
+    for (unsigned i = 0; i < 13; i++)
+        x->pad[i] = v + i;
     x->next = *list;
     *list = x;
 }
@@ -33,7 +36,7 @@ static unsigned mix(unsigned a, unsigned b) { return a * 31u + b; }
 
 int main(void)
 {
-    unsigned cap = 256, n = 0, sum = 0;
+    unsigned cap = 1024, n = 0, sum = 0;
     unsigned *keys = malloc(cap * sizeof *keys);
     node *list = NULL;
     for (unsigned round = 0; round < 3000; round++) {
@@ -60,7 +63,7 @@ int main(void)
     unsigned len = 0;
     while (list) {
         node *x = list;
-        sum = sum * 3u + x->v;
+        sum = sum * 3u + x->v + x->pad[12];
         list = x->next;
         free(x);
         len++;
