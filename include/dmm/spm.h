@@ -270,6 +270,20 @@ const void *dmm_spm_p2s_ro(dmm_spm *s, dmm_gaddr a);
 /* The global address of a resident local byte; 0 (reported) otherwise. */
 dmm_gaddr dmm_spm_s2p(dmm_spm *s, const void *local);
 
+/* Partial transfers: the local address of byte `at`, valid for the n bytes
+ * [at, at + n) under the local-address rule.  a is an address of the same
+ * live object (the pass gives the pointer it indexes; the object's start
+ * serves the hit path best), and [at, at + n) must lie in that object (the
+ * general path checks it).  When the object has a unit of its own larger
+ * than unit_bytes and than a quarter of H, and that unit is not resident,
+ * only the
+ * unit_bytes-aligned pieces of it covering the span are fetched (a dirty
+ * piece is written back when it leaves); otherwise this is p2s(at) /
+ * p2s_ro(at).  Bytes outside the span must not be accessed through the
+ * result.  No pin. */
+void *dmm_spm_p2s_part(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n);
+const void *dmm_spm_p2s_part_ro(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n);
+
 /* p2s plus a pin: the unit stays resident at that local address until the
  * matching unpin (pins nest). */
 void *dmm_spm_pin(dmm_spm *s, dmm_gaddr a);
@@ -311,6 +325,7 @@ typedef struct dmm_spm_stats {
     uint64_t live_bytes;        /* bytes of live objects (sizes rounded to 16) */
     size_t local_peak;          /* most bytes of H in use at once */
     uint64_t errors;            /* bad addresses reported */
+    uint64_t part_fetches;      /* of unit_fetches: pieces of large units (p2s_part) */
 } dmm_spm_stats;
 
 dmm_spm_stats dmm_spm_get_stats(const dmm_spm *s);

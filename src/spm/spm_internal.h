@@ -30,6 +30,14 @@
 #define SPM_KEEP 4u                /* empty segments kept for reuse, at most */
 #define SPM_FHINT 4u              /* miss path: segment -> frame hints (a power of two) */
 #define SPM_TC 8u                  /* hit-path translation cache: entries (a power of two) */
+/* A hit-path cache entry (spm_tc) for a piece of a large unit (partial
+ * transfers, dmm_spm_p2s_part) holds the piece's address with this bit set,
+ * so p2s, pin and unpin never match it (global addresses are far below), and
+ * SPM_PIECE_L as its local address, which no local address reaches, so s2p's
+ * search never matches it either (s2p of a piece takes the general path);
+ * only p2s_part uses it, with the piece's data found through its unit. */
+#define SPM_PIECE_TAG ((dmm_gaddr)1 << 63)
+#define SPM_PIECE_L ((uint8_t *)(uintptr_t)UINTPTR_MAX)
 
 enum { SPM_KIND_SMALL = 0, SPM_KIND_LARGE = 1 };
 /* SPM_E_DIRTY is reserved and always clear: whether a resident unit was
@@ -72,6 +80,8 @@ typedef struct spm_unit {
     uint8_t dirty;
     uint8_t slots; /* objects per unit (bytes / slots = the slot size) */
     uint8_t ref;   /* clock bit: used since the victim search last passed it */
+    uint8_t piece; /* a piece of a large unit (partial transfer): gaddr/bytes
+                      are the piece's; the unit's entry stays non-resident */
 } spm_unit;
 
 _Static_assert(sizeof(spm_unit) <= SPM_UHDR, "a resident unit's local header outgrew SPM_UHDR");
@@ -149,6 +159,7 @@ struct dmm_spm {
     size_t heap_bytes, max_object;
     spm_frame frames[SPM_MAX_FRAMES];
     unsigned last_frame;
+    uint32_t pieces; /* resident units that are pieces (counted in `resident` too; in padding) */
     /* Translations of live resident objects, so that a p2s of a resident
      * object reads no table page: `recent` holds the SPM_RECENT objects p2s
      * or s2p resolved last (replaced in turn, recent_next; recent_last is
@@ -162,6 +173,7 @@ struct dmm_spm {
      * always a live, resident object. */
     spm_xlate recent[SPM_RECENT];
     unsigned recent_next, recent_last;
+
     spm_xc *xc;
     unsigned xc_bits;
     spm_xc xc_one;
@@ -191,10 +203,10 @@ struct dmm_spm {
      * line is cleared, so stale addresses into them are still reported). */
     dmm_gaddr kept[SPM_KEEP];
     unsigned nkept;
+    dmm_status last; /* here, in nkept's padding: the control block stays 1,984 bytes on x86-64 */
     uint64_t tick;
     size_t local_in_use;
     dmm_spm_stats st;
-    dmm_status last;
 };
 
 dmm_status dmm_spm_config_check_(const dmm_spm_config *cfg, const char **reason);

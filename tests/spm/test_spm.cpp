@@ -122,7 +122,9 @@ bool all_match(Rig &r, const Shadow &sh, bool pinned = false)
     return true;
 }
 
-void random_run(const SpmSetup &su, unsigned seed, int ops)
+// partial: the accesses go through p2s_part / p2s_part_ro with a span, so
+// objects larger than unit_bytes are brought in piece by piece.
+void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false, uint64_t *parts = nullptr)
 {
     Rig r(su);
     ASSERT_NE(r.s, nullptr);
@@ -138,8 +140,8 @@ void random_run(const SpmSetup &su, unsigned seed, int ops)
     };
     auto size_of = [&]() -> size_t {
         unsigned k = rng() % 20;
-        if (k == 0) {
-            return 1 + rng() % lay.max_object; // up to the largest
+        if (k == 0 || (partial && k < 3)) {
+            return 1 + rng() % lay.max_object; // up to the largest (more of them for partial transfers)
         }
         if (k < 4) {
             return 1 + rng() % std::min<size_t>(400, lay.max_object);
@@ -218,6 +220,28 @@ void random_run(const SpmSetup &su, unsigned seed, int ops)
                 p[i] = v[i];
             }
             sh[b] = v;
+        } else if (k < 75 && partial) {
+            dmm_gaddr a = pick();
+            const auto &v = sh[a];
+            size_t off = rng() % v.size();
+            size_t span = 1 + rng() % std::min<size_t>(v.size() - off, rng() % 2 ? 16 : 600);
+            bool ro = rng() % 2;
+            auto *p = ro ? const_cast<unsigned char *>(
+                               static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a, a + off, span)))
+                         : static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + off, span));
+            if (!p) {
+                ASSERT_TRUE(pinned != 0 && dmm_spm_last_status(r.s) == DMM_E_UNSUPPORTED);
+                continue;
+            }
+            for (size_t i = 0; i < span; i++) {
+                ASSERT_EQ(p[i], v[off + i]) << "p2s_part byte " << off + i << " of " << v.size();
+            }
+            ASSERT_EQ(dmm_spm_s2p(r.s, p + span - 1), a + off + span - 1);
+            if (!ro) {
+                size_t i = rng() % span;
+                p[i] = static_cast<unsigned char>(rng());
+                sh[a][off + i] = p[i];
+            }
         } else if (k < 75) {
             dmm_gaddr a = pick();
             const auto &v = sh[a];
@@ -280,6 +304,9 @@ void random_run(const SpmSetup &su, unsigned seed, int ops)
     }
     ASSERT_TRUE(all_match(r, sh));
     dmm_spm_stats st = dmm_spm_get_stats(r.s);
+    if (parts) {
+        *parts += st.part_fetches;
+    }
     EXPECT_GT(st.unit_evictions, 0u);
     EXPECT_GT(st.page_fetches, 0u);
     EXPECT_GT(st.calls[DMM_SPM_FN_MALLOC], 0u);
@@ -405,8 +432,234 @@ TEST_P(SpmRandom, ShadowModelSeeds)
     }
 }
 
+// The same with partial transfers (dmm_spm_p2s_part): pieces of the large
+// objects come and go beside whole units, are written back when dirty, are
+// dropped with their object, and give way to a whole fetch (p2s, realloc's
+// copy) with their writes kept; dmm_spm_check verifies them after every op.
+TEST_P(SpmRandom, ShadowModelPartialTransfers)
+{
+    const SpmSetup &su = kSetups[GetParam()];
+    uint64_t parts = 0;
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed) + " partial");
+        random_run(su, seed * 104729u + static_cast<unsigned>(GetParam()), 1500, true, &parts);
+        if (HasFatalFailure()) {
+            return;
+        }
+    }
+    // pieces are made for objects larger than unit_bytes and a quarter of H,
+    // which some of these tiny configurations cannot allocate at all
+    Rig probe(su);
+    ASSERT_NE(probe.s, nullptr);
+    dmm_spm_layout lay = dmm_spm_get_layout(probe.s);
+    if (lay.max_object > std::max<size_t>(probe.cfg.unit_bytes, lay.heap_bytes / 4)) {
+        EXPECT_GT(parts, 0u) << "no piece was fetched";
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom,
                          ::testing::Range(0, static_cast<int>(sizeof kSetups / sizeof kSetups[0])));
+
+// ---- partial transfers (dmm_spm_p2s_part) ------------------------------------
+
+// rbTree's case in a tiny local memory: one large array beside small objects
+// that push it out.  Touching one element at a time, p2s_part fetches only
+// the 256-byte pieces it needs, where p2s fetches the whole 2 KiB unit after
+// every eviction; a dirty piece is written back when it leaves (visible in
+// global memory without a flush); the sums equal the plain run's.
+struct PartRun {
+    uint64_t sum = 0, bytes_in = 0, bytes_out = 0, parts = 0, fetches = 0;
+};
+
+PartRun part_run(bool partial)
+{
+    PartRun out;
+    Rig r({DMM_SPM_STATIC, 6144, "table=256,frames=2,gran=4,unit=256,segment=8192"});
+    EXPECT_NE(r.s, nullptr);
+    const unsigned N = 512, M = 16;
+    dmm_gaddr big = dmm_spm_malloc(r.s, N * sizeof(uint32_t));
+    EXPECT_NE(big, DMM_GNULL);
+    std::vector<dmm_gaddr> small(M);
+    std::vector<uint32_t> shadow(N);
+    for (unsigned i = 0; i < M; i++) {
+        small[i] = dmm_spm_malloc(r.s, 64);
+        auto *p = static_cast<uint32_t *>(dmm_spm_p2s(r.s, small[i]));
+        EXPECT_NE(p, nullptr);
+        p[0] = i;
+    }
+    for (unsigned i = 0; i < N; i++) {
+        auto *p = static_cast<uint32_t *>(partial ? dmm_spm_p2s_part(r.s, big, big + 4u * i, 4) : dmm_spm_p2s(r.s, big + 4u * i));
+        EXPECT_NE(p, nullptr);
+        *p = i * 2654435761u;
+        shadow[i] = *p;
+    }
+    std::mt19937 rng(11);
+    for (unsigned round = 0; round < 400; round++) {
+        unsigned j = rng() % N;
+        dmm_gaddr a = big + 4u * j;
+        auto *p = static_cast<uint32_t *>(partial ? dmm_spm_p2s_part(r.s, big, a, 4) : dmm_spm_p2s(r.s, a));
+        EXPECT_NE(p, nullptr);
+        *p += round;
+        uint32_t v = *p;
+        shadow[j] = v;
+        for (unsigned i = 0; i < M; i++) { // every small object: the array's copy leaves
+            auto *q = static_cast<uint32_t *>(dmm_spm_p2s(r.s, small[i]));
+            EXPECT_NE(q, nullptr);
+            q[1] += v;
+        }
+        EXPECT_TRUE(r.ok());
+    }
+    // a whole object as large as H can hold pushes every piece (or the
+    // array's unit) out: the dirty ones were written back, no flush
+    dmm_gaddr filler = dmm_spm_malloc(r.s, dmm_spm_get_layout(r.s).max_object);
+    EXPECT_NE(filler, DMM_GNULL);
+    EXPECT_NE(dmm_spm_p2s(r.s, filler), nullptr);
+    const auto *h = static_cast<const uint32_t *>(dmm_spm_global_host(r.g, big, N * 4u));
+    for (unsigned i = 0; i < N; i++) {
+        EXPECT_EQ(h[i], shadow[i]) << "element " << i << (partial ? " partial" : " whole");
+    }
+    dmm_spm_free(r.s, filler);
+    for (unsigned i = 0; i < N; i++) {
+        const auto *p = static_cast<const uint32_t *>(
+            partial ? dmm_spm_p2s_part_ro(r.s, big, big + 4u * i, 4) : dmm_spm_p2s_ro(r.s, big + 4u * i));
+        out.sum = out.sum * 31u + *p;
+    }
+    for (unsigned i = 0; i < M; i++) {
+        const auto *q = static_cast<const uint32_t *>(dmm_spm_p2s_ro(r.s, small[i]));
+        out.sum = out.sum * 31u + q[0] + q[1];
+    }
+    EXPECT_EQ(r.err.count, 0);
+    dmm_spm_stats st = dmm_spm_get_stats(r.s);
+    out.bytes_in = r.hp.bytes_in;
+    out.bytes_out = r.hp.bytes_out;
+    out.parts = st.part_fetches;
+    out.fetches = st.unit_fetches;
+    dmm_spm_free(r.s, big);
+    EXPECT_TRUE(r.ok());
+    return out;
+}
+
+TEST(SpmPartial, LargeObjectMovesOnlyTheTouchedPieces)
+{
+    PartRun whole = part_run(false), part = part_run(true);
+    EXPECT_EQ(part.sum, whole.sum);
+    EXPECT_EQ(whole.parts, 0u);
+    EXPECT_GT(part.parts, 0u);
+    EXPECT_LT(part.bytes_in * 3, whole.bytes_in) << part.bytes_in << " vs " << whole.bytes_in;
+    EXPECT_LT(part.bytes_out * 3, whole.bytes_out) << part.bytes_out << " vs " << whole.bytes_out;
+    printf("whole: in %llu out %llu fetches %llu; partial: in %llu out %llu fetches %llu (pieces %llu)\n",
+           (unsigned long long)whole.bytes_in, (unsigned long long)whole.bytes_out,
+           (unsigned long long)whole.fetches, (unsigned long long)part.bytes_in,
+           (unsigned long long)part.bytes_out, (unsigned long long)part.fetches,
+           (unsigned long long)part.parts);
+}
+
+// Pieces and whole copies of one object stay coherent: a span across two
+// pieces, a whole p2s after piece writes, pieces after a whole write, a
+// realloc's copy and a free with dirty pieces resident; bad spans reported.
+TEST(SpmPartial, PiecesAndWholeCopiesAgree)
+{
+    Rig r({DMM_SPM_STATIC, 6144, "table=256,frames=2,gran=4,unit=256,segment=8192"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(r.s, 2000);
+    ASSERT_NE(a, DMM_GNULL);
+    auto *w = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+    ASSERT_NE(w, nullptr);
+    for (unsigned i = 0; i < 2000; i++)
+        w[i] = static_cast<unsigned char>(i);
+    // push the whole unit out with a second large object, written whole
+    dmm_gaddr b = dmm_spm_malloc(r.s, 2000);
+    ASSERT_NE(b, DMM_GNULL);
+    ASSERT_NE(dmm_spm_p2s(r.s, b), nullptr);
+    dmm_gaddr c = dmm_spm_malloc(r.s, 2000);
+    ASSERT_NE(c, DMM_GNULL);
+    ASSERT_NE(dmm_spm_p2s(r.s, c), nullptr);
+    uint64_t parts0 = dmm_spm_get_stats(r.s).part_fetches;
+    // a span across the boundary of pieces 0 and 1 (bytes 250-261): one block
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 250, 12));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).part_fetches, parts0 + 1);
+    for (unsigned i = 0; i < 12; i++) {
+        EXPECT_EQ(p[i], static_cast<unsigned char>(250 + i));
+        p[i] = 0xEE;
+    }
+    ASSERT_TRUE(r.ok());
+    // another piece, written; then a piece overlapping the first span
+    auto *q = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 1990, 10));
+    ASSERT_NE(q, nullptr);
+    q[9] = 0x77;
+    auto *p2 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 255, 2));
+    ASSERT_NE(p2, nullptr);
+    EXPECT_EQ(p2[0], 0xEE);
+    EXPECT_EQ(p2[1], 0xEE);
+    EXPECT_EQ(dmm_spm_s2p(r.s, p2 + 1), a + 256);
+    ASSERT_TRUE(r.ok());
+    // a whole p2s sees every piece's writes (the pieces go first)
+    auto *all = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+    ASSERT_NE(all, nullptr);
+    for (unsigned i = 0; i < 2000; i++) {
+        unsigned char want = i >= 250 && i < 262 ? 0xEE : i == 1999 ? 0x77 : static_cast<unsigned char>(i);
+        ASSERT_EQ(all[i], want) << "byte " << i;
+    }
+    all[1000] = 0x11;
+    // while the unit is resident, p2s_part answers from it (no piece)
+    uint64_t parts1 = dmm_spm_get_stats(r.s).part_fetches;
+    auto *in = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 1000, 1));
+    ASSERT_EQ(in, all + 1000);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).part_fetches, parts1);
+    // out again, then a piece sees the whole copy's write
+    ASSERT_NE(dmm_spm_p2s(r.s, b), nullptr);
+    ASSERT_NE(dmm_spm_p2s(r.s, c), nullptr);
+    auto *p3 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a, a + 1000, 1));
+    ASSERT_NE(p3, nullptr);
+    EXPECT_EQ(p3[0], 0x11);
+    EXPECT_GT(dmm_spm_get_stats(r.s).part_fetches, parts1);
+    // a dirty piece, then realloc: the copy keeps it
+    auto *p4 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 520, 1));
+    ASSERT_NE(p4, nullptr);
+    p4[0] = 0x42;
+    dmm_gaddr a2 = dmm_spm_realloc(r.s, a, 2400);
+    ASSERT_NE(a2, DMM_GNULL);
+    ASSERT_TRUE(r.ok());
+    auto *p5 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a2, a2 + 520, 1));
+    ASSERT_NE(p5, nullptr);
+    EXPECT_EQ(p5[0], 0x42);
+    // a span past the object's end is reported and changes nothing
+    EXPECT_EQ(dmm_spm_p2s_part(r.s, a2, a2 + 2390, 100), nullptr);
+    EXPECT_EQ(r.err.count, 1);
+    EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+    r.err.count = 0;
+    // free with a dirty piece resident: dropped, nothing left behind
+    auto *p6 = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a2, a2 + 2300, 8));
+    ASSERT_NE(p6, nullptr);
+    p6[0] = 1;
+    dmm_spm_free(r.s, a2);
+    ASSERT_TRUE(r.ok());
+    dmm_spm_free(r.s, b);
+    dmm_spm_free(r.s, c);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.err.count, 0);
+}
+
+// Under paranoid, a piece's local address dies at the next moving call too.
+TEST(SpmPartial, StalePieceAddressReadsPoison)
+{
+    Rig r({DMM_SPM_STATIC, 6144, "table=256,frames=2,gran=4,unit=256,segment=8192,harden=paranoid"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(r.s, 2000);
+    dmm_gaddr b = dmm_spm_malloc(r.s, 64);
+    ASSERT_NE(a, DMM_GNULL);
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 700, 4));
+    ASSERT_NE(p, nullptr);
+    p[0] = 9;
+    EXPECT_GT(dmm_spm_get_stats(r.s).part_fetches, 0u);
+    ASSERT_NE(dmm_spm_p2s(r.s, b), nullptr); // moves data: the piece is evicted
+    EXPECT_EQ(p[0], 0xA5);
+    auto *p2 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a, a + 700, 4));
+    ASSERT_NE(p2, nullptr);
+    EXPECT_EQ(p2[0], 9);
+    EXPECT_TRUE(r.ok());
+}
 
 // ---- bad input: reported, nothing changed ----------------------------------
 

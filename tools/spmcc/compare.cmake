@@ -7,6 +7,8 @@
 # STATIC=1: the rewritten run's global memory in static mode (SPMCC_STATIC).
 # REQUIRE_EVICTIONS=1: the rewritten run must have evicted units (its
 # statistics, SPMCC_STATS), so that the local memory really was too small.
+# REQUIRE_PARTS=1: the rewritten run must have fetched pieces of large
+# objects (partial transfers: part_fetches in its statistics).
 # MAX_P2S=N: the rewritten run may make at most N translations (p2s, p2s_ro
 # and pin calls in its statistics): the pass's region rules must not regress.
 separate_arguments(args UNIX_COMMAND "${ARGS}")
@@ -19,7 +21,7 @@ set(ENV{SPMCC_CONFIG} "${CONFIG}")
 if(STATIC)
     set(ENV{SPMCC_STATIC} 1)
 endif()
-if(REQUIRE_EVICTIONS OR MAX_P2S)
+if(REQUIRE_EVICTIONS OR MAX_P2S OR REQUIRE_PARTS)
     set(ENV{SPMCC_STATS} 1)
 endif()
 execute_process(COMMAND "${SPM}" ${args} RESULT_VARIABLE spm_rc OUTPUT_VARIABLE spm_out ERROR_VARIABLE spm_err)
@@ -43,6 +45,13 @@ if(REQUIRE_EVICTIONS)
                             "is not small enough for this test\n${spm_err}")
     endif()
     message(STATUS "unit evictions: ${CMAKE_MATCH_1}")
+endif()
+if(REQUIRE_PARTS)
+    string(REGEX MATCH "\"part_fetches\":([0-9]+)" _pf "${spm_err}")
+    if(NOT _pf OR CMAKE_MATCH_1 EQUAL 0)
+        message(FATAL_ERROR "${SPM} fetched no piece of a large object (SPMCC_LOCAL=${LOCAL} SPMCC_CONFIG=${CONFIG})\n${spm_err}")
+    endif()
+    message(STATUS "piece fetches: ${CMAKE_MATCH_1}")
 endif()
 if(MAX_P2S)
     string(REGEX MATCH "\"p2s\":{\"calls\":([0-9]+)" _p2s "${spm_err}")

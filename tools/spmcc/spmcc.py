@@ -153,6 +153,7 @@ class StmtInfo:
     reallocs: bool = False                       # calls realloc
     escapes: list = field(default_factory=list)  # (call cursor, arg cursors) of RETURNS_ARG0 calls
     ext_args: list = field(default_factory=list)  # heap arguments of C library calls
+    move_calls: list = field(default_factory=list)  # the calls that may move data (allocations, the program's)
 
 
 class Pass:
@@ -696,6 +697,7 @@ class Pass:
                     self.edits.append((callee.extent.start.offset, callee.extent.end.offset, ALLOC[name], 0))
                     if name in MOVING_ALLOC:
                         info.moves = True
+                        info.move_calls.append(c)
                     if name in ("free", "realloc"):
                         info.releases = True
                     if name == "realloc":
@@ -712,6 +714,7 @@ class Pass:
                     return
                 if not direct or name in self.user_fns:
                     info.moves = True
+                    info.move_calls.append(c)
                     info.user_call = True
                     if not direct or name in self.may_free:
                         info.releases = True        # it may free an object pinned here
@@ -737,6 +740,7 @@ class Pass:
                 if cbs or fptr:
                     # it calls back into the program: data may move, globals change
                     info.moves = True
+                    info.move_calls.append(c)
                     info.user_call = True
                     frees = fptr or any(f.spelling in self.may_free for f in cbs)
                     if name in SORTS and heap_args and (fptr or frees):
@@ -1563,9 +1567,15 @@ class Pass:
             elif any(t.mode == "pin" for t in live):
                 self.refuse(info.cur, "the statement would hold a pinned heap object across a call of the "
                                       "program that may free it; split it")
+        parts = self.part_sites(ordered, infos)
+        for t in ordered:
+            if t.key in parts:
+                t.mode = "part"     # translated at its access: nothing to declare, pin or unpin
         first = infos[0].cur
         # translations before their first statement
         for t in ordered:
+            if t.key in parts:
+                continue
             at = infos[t.stmt].cur
             gname = t.name + "g"
             src = t.key
@@ -1579,6 +1589,16 @@ class Pass:
             self.insert(at.extent.start.offset, code)
         for info in infos:
             for s in info.sites:
+                if s.key in parts and parts[s.key] != "one":
+                    if s is parts[s.key][2]:
+                        self.part_two(s.key, *parts[s.key][1:])
+                    continue
+                if s.key in parts:      # `p[E]` -> `(*(T *)spmcc_p2s_part(p, &p[E], sizeof(T)))`
+                    elt = self.decl_type(s.cur.type, s.cur)
+                    fn = "spmcc_p2s_part" if s.written else "spmcc_p2s_part_ro"
+                    self.insert(s.cur.extent.start.offset, f"(*({elt} *){fn}({s.key}, &", 1)
+                    self.insert(s.cur.extent.end.offset, f", sizeof({elt})))", -1)
+                    continue
                 name = tr[s.key].name if s.key in tr else self.hoisted[s.key]
                 self.site_edit(s, name, self.decl_type(s.cur.type, s.cur) if s.addr else "")
             self.emit_escapes(info)
@@ -1611,6 +1631,101 @@ class Pass:
         if wrap and (tr or pins):
             self.insert(first.extent.start.offset, "{ ", -1)
             self.insert(end, " }", 1)
+
+    def part_sites(self, ordered, infos):
+        """Element translations (partial transfers, docs/spm.md): a pointer
+        variable whose accesses in this region are one statement's
+        unconditional `p[E]` translates that element alone, where it is
+        read or written: `(*(T *)spmcc_p2s_part(p, &p[E], sizeof(T)))`.  The
+        runtime then fetches only the part of a large array that holds it
+        (rbtree's key array) and answers like p2s otherwise.
+        - The element's translation must move no translation still in use:
+          every translation of the region made before it (ordered before it,
+          or placed before its statement) is a pin.
+        - Nothing in the statement may move data between the translation and
+          the access, unless the access is an argument of the statement's only
+          call that may move data and its other arguments call nothing (the
+          arguments are evaluated before the call: `find(&t, keys[j])`).
+        - `p[E1] = p[E2]` (a plain assignment statement, nothing else on the
+          heap, nothing moving data): the right side is read into a variable
+          first (`part2`), then the left side translated; C leaves the order
+          of E1 and E2 open, so a correct program cannot tell.
+        Returns {key: "one" | "two"}."""
+        out = {}
+        if self.no_pin:
+            return out
+        inner = {self._chains[u.key][0] for u in ordered if u.key in self._chains}
+        for t in ordered:
+            if t.any or t.key in self._chains or t.key in inner:
+                continue
+            sites = [(i, s) for i, info in enumerate(infos) for s in info.sites if s.key == t.key]
+            if not sites or len(sites) > 2 or len({i for i, _ in sites}) != 1:
+                continue
+            i = sites[0][0]
+            info = infos[i]
+            ok = True
+            for i2, s in sites:
+                b = self.strip(_kids(s.cur)[0]) if s.cur.kind.name == "ARRAY_SUBSCRIPT_EXPR" else None
+                if s.addr or s.conditional or b is None or self.strip(s.base).kind.name != "DECL_REF_EXPR" or \
+                        self.text(s.base) != t.key or \
+                        (b.extent.start.offset, b.extent.end.offset) != (s.base.extent.start.offset, s.base.extent.end.offset):
+                    ok = False
+                elt = s.cur.type.spelling
+                if "(" in elt or "[" in elt or s.cur.type.get_canonical().kind.name in ("VOID", "INCOMPLETEARRAY"):
+                    ok = False
+            # translations placed before this statement that are not pins
+            for u in ordered:
+                if u is not t and u.stmt <= i and u.mode != "pin":
+                    ok = False
+            if not ok:
+                continue
+            if len(sites) == 1:
+                s = sites[0][1]
+                if info.move_calls:
+                    calls = info.move_calls
+                    o = s.cur.extent.start.offset
+                    if len(calls) != 1:
+                        continue
+                    args = _args(calls[0])
+                    mine = [a for a in args if a.extent.start.offset <= o < a.extent.end.offset]
+                    if len(mine) != 1 or any(self._has_call(a) for a in args if a is not mine[0]):
+                        continue
+                out[t.key] = "one"
+                continue
+            # p[E1] = p[E2]
+            st = self.strip_paren(info.cur)
+            if len(info.sites) != 2 or info.moves or info.releases or info.escapes or \
+                    st.kind.name != "BINARY_OPERATOR" or self.binop(st) != "=":
+                continue
+            lhs, rhs = _kids(st)
+            rhs = self.strip_paren(self.strip(rhs))
+            s1 = [s for _, s in sites if s.cur.extent.start.offset == lhs.extent.start.offset and
+                  s.cur.extent.end.offset == lhs.extent.end.offset]
+            s2 = [s for _, s in sites if s.cur.extent.start.offset == rhs.extent.start.offset and
+                  s.cur.extent.end.offset == rhs.extent.end.offset]
+            if len(s1) != 1 or len(s2) != 1 or s1[0].cur.type.spelling != s2[0].cur.type.spelling:
+                continue
+            out[t.key] = ("two", st, s1[0], s2[0])
+        return out
+
+    def _has_call(self, c):
+        if c.kind.name == "CALL_EXPR":
+            return True
+        return any(self._has_call(k) for k in c.get_children())
+
+    def part_two(self, key, st, lhs, rhs):
+        """`p[E1] = p[E2];` -> `{ T v = *(T *)p2s_part_ro(p, &p[E2], sizeof(T));
+        *(T *)p2s_part(p, &p[E1], sizeof(T)) = v; }`."""
+        elt = self.decl_type(lhs.cur.type, lhs.cur)
+        self.counter += 1
+        v = f"spmcc_v{self.counter}"
+        i1 = self.text(_kids(lhs.cur)[1])
+        i2 = self.text(_kids(rhs.cur)[1])
+        self.insert(st.extent.start.offset,
+                    f"{{ {elt} {v} = (*({elt} *)spmcc_p2s_part_ro({key}, &{key}[{i2}], sizeof({elt}))); ", 1)
+        self.edits.append((st.extent.start.offset, st.extent.end.offset,
+                           f"(*({elt} *)spmcc_p2s_part({key}, &{key}[{i1}], sizeof({elt}))) = {v}", 0))
+        self.insert(self.stmt_end(st), " }", 0)
 
     def stmt_end(self, c):
         """Offset just past the statement's ';' (the extent of an expression

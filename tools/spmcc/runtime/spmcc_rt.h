@@ -97,6 +97,23 @@ static inline void *spmcc_p2s_ro(const void *g)
         spmcc_fail("p2s_ro", g);
     return (void *)(uintptr_t)l;
 }
+/* One element [at, at + n) of the object of g (g[i] translated alone: the
+ * pass's element translations): only its part of a large object is
+ * fetched (dmm_spm_p2s_part). */
+static inline void *spmcc_p2s_part(const void *g, const void *at, size_t n)
+{
+    void *l = dmm_spm_p2s_part(spmcc_heap, spmcc_g(g), spmcc_g(at), n);
+    if (!l)
+        spmcc_fail("p2s_part", at);
+    return l;
+}
+static inline void *spmcc_p2s_part_ro(const void *g, const void *at, size_t n)
+{
+    const void *l = dmm_spm_p2s_part_ro(spmcc_heap, spmcc_g(g), spmcc_g(at), n);
+    if (!l)
+        spmcc_fail("p2s_part_ro", at);
+    return (void *)(uintptr_t)l;
+}
 static inline void *spmcc_pin(const void *g)
 {
     if (!g)
