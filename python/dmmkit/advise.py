@@ -56,10 +56,11 @@ PICTURES_BUDGET_S = 600.0  # compare takes pictures (timeline, heap maps) only f
 E2E_FLOOR_ROUNDS = 3       # the end-to-end check's rounds when 6 (MIN_SEPARABLE_PAIRS) do not fit
 E2E_FEW = 5                # its candidates when not even 3 rounds of all of them fit
 EXTRA_SHARES = {"explore": 0.50, "compare": 0.25, "e2e": 0.25}
-# explore's window: the whole explore (23 configs: minimum arena, footprint,
+# explore's window: the whole explore (24 configs: minimum arena, footprint,
 # callgrind, timing) costs about this many replays of the window (measured
 # 41 s for 20 configs on a 106k-op window whose replay took 0.13 s at load 8,
-# about 330; raised to leave room for process start-ups at load 10)
+# about 330; raised to leave room for process start-ups at load 10; the
+# default grid had 23 points then, one more since)
 WINDOW_REPLAYS = 450
 WINDOW_MIN_OPS, WINDOW_MAX_OPS = 20_000, 150_000
 
