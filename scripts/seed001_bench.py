@@ -131,6 +131,19 @@ def frozen_harness(name, header, work, jobs):
     return exe
 
 
+def trace_rows(ex, preset):
+    """An explore step's table rows: per trace, the best config's instructions
+    per call beside the reference preset's (ex[preset]), then their means."""
+    rows = []
+    for t in TRACES:
+        b, p = ex["best"]["per_trace"][t], ex[preset]["per_trace"][t]
+        rows.append(f"| {t} | {b['ops']} | {b['instructions_per_call']:.1f} | {p['instructions_per_call']:.1f} | "
+                    f"{b['instructions_per_call'] / p['instructions_per_call']:.3f} |")
+    rows += [f"| geometric mean | | {ex['best']['instructions_per_call']:.1f} | "
+             f"{ex[preset]['instructions_per_call']:.1f} | {ex['ratio_best_over_preset']:.3f} |", ""]
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dlmalloc", required=True, metavar="PATH",
@@ -318,12 +331,7 @@ def main():
          f"{e['figure']}. Best: **{e['best_name']}** (`{e['best_config']}`).", "",
          "| trace | ops | best: instructions per call | dlmalloc preset | best / preset |",
          "|---|---:|---:|---:|---:|"]
-    for t in TRACES:
-        b, p = e["best"]["per_trace"][t], e["dlmalloc_preset"]["per_trace"][t]
-        L.append(f"| {t} | {b['ops']} | {b['instructions_per_call']:.1f} | {p['instructions_per_call']:.1f} | "
-                 f"{b['instructions_per_call'] / p['instructions_per_call']:.3f} |")
-    L += [f"| geometric mean | | {e['best']['instructions_per_call']:.1f} | "
-          f"{e['dlmalloc_preset']['instructions_per_call']:.1f} | {e['ratio_best_over_preset']:.3f} |", ""]
+    L += trace_rows(e, "dlmalloc_preset")
     el = doc["explore_seed_terms"]
     L += ["### At the seed's terms (hardening off)", "",
           f"The same {el['configs']} grid points with `harden=off` (the seed's allocators check nothing), the "
@@ -332,12 +340,8 @@ def main():
           f"**{el['best_name']}** (`{el['best_config']}`).", "",
           "| trace | ops | best: instructions per call | dlmalloc preset, harden=off | best / preset |",
           "|---|---:|---:|---:|---:|"]
-    for t in TRACES:
-        b, p = el["best"]["per_trace"][t], el["dlmalloc_preset_harden_off"]["per_trace"][t]
-        L.append(f"| {t} | {b['ops']} | {b['instructions_per_call']:.1f} | {p['instructions_per_call']:.1f} | "
-                 f"{b['instructions_per_call'] / p['instructions_per_call']:.3f} |")
-    L += [f"| geometric mean | | {el['best']['instructions_per_call']:.1f} | "
-          f"{el['dlmalloc_preset_harden_off']['instructions_per_call']:.1f} | {el['ratio_best_over_preset']:.3f} |", "",
+    L += trace_rows(el, "dlmalloc_preset_harden_off")
+    L += [
           "## 2. Against dlmalloc 2.8.6 itself (Heap v2 harness, one kernel per heap)", "",
           "Each kernel (bench/workloads' generator of it; the bundled traces were recorded from the kernel "
           "programs, whose operation counts differ, so explore's figures and these are not the same runs) "
