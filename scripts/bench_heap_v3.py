@@ -10,9 +10,13 @@ the issue's goal table.
 --name      output base name: writes bench/results/NAME.json (schema
             dmmkit.heap_v3) and NAME.md (default heap_v3; heap_v3_O2 for the
             -O2 tree).
---baseline  a committed heap_v2 result (bench/results/heap_v2.json or
-            heap_v2_O2.json) whose minimum arenas the goal "no preset worse
-            than today" compares with (same target names).
+--baseline  the heap_v2 result whose minimum arenas the goal "no preset
+            worse than today" compares with (same target names): a file, or
+            REV:PATH for the file as committed at git revision REV (read
+            with `git show`).  The manifest names the heap_v2 results that
+            were committed when issue 25 was filed, so a regeneration that
+            rewrites bench/results/heap_v2*.json just before this script
+            cannot make the goal compare a figure with itself.
 --out       the results directory (default bench/results).
 Every other argument goes to scripts/bench_heap_v2.py unchanged: the dmm
 binaries, --build/--no-build, and the anchors as --peer NAME=PATH, built by
@@ -92,7 +96,8 @@ def goals(doc, baseline):
                     t = f"dmm-{p}-{form}"
                     if (t, w) in arena and (t, w) in old:
                         add("min arena <= before", p, w, arena[(t, w)], old[(t, w)],
-                            f"{form}; bytes, baseline commit {baseline['context']['commit']}")
+                            f"{form}; bytes, baseline {baseline['_source']}, measured at "
+                            f"{baseline['context']['commit']}")
     for g in ("seed 001 headline <= 0.38x dlmalloc 2.8.6", "Cortex-M4 -Os init+malloc+free sizes"):
         rows.append({"goal": g, "preset": "-", "workload": "-", "value": None, "limit": None, "met": None,
                      "note": "not measured by this harness"})
@@ -122,6 +127,31 @@ def goals_markdown(rows):
     return "\n".join(L)
 
 
+def load_baseline(spec):
+    """The baseline document from a path or from REV:PATH (git show), with '_source' naming it."""
+    if os.path.exists(spec):
+        try:
+            with open(spec) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            die(f"cannot read the baseline {spec}: {e}")
+        doc["_source"] = os.path.relpath(os.path.abspath(spec), ROOT)
+        return doc
+    rev, sep, path = spec.partition(":")
+    if not sep or not rev or not path:
+        die(f"--baseline {spec}: no such file, and not REV:PATH")
+    r = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{path}"], capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"--baseline {spec}: git show failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError as e:
+        die(f"--baseline {spec}: not JSON: {e}")
+    full = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", rev], capture_output=True, text=True)
+    doc["_source"] = f"{path} as committed at {full.stdout.strip() or rev}"
+    return doc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--name", default="heap_v3")
@@ -129,10 +159,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     a, rest = ap.parse_known_args()
     cmdline = "scripts/bench_heap_v3.py " + " ".join(shlex.quote(x) for x in sys.argv[1:])
-    baseline = None
-    if a.baseline:
-        with open(a.baseline) as f:
-            baseline = json.load(f)
+    baseline = load_baseline(a.baseline) if a.baseline else None
     with tempfile.TemporaryDirectory(prefix="heap-v3.") as tmp:
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_heap_v2.py"), "--out", tmp,
                             *rest], cwd=ROOT)
@@ -147,7 +174,7 @@ def main():
     doc["version"] = 1
     doc["context"]["measured_by"] = doc["context"]["command_line"]
     doc["context"]["command_line"] = cmdline
-    doc["context"]["baseline"] = os.path.relpath(a.baseline, ROOT) if a.baseline else None
+    doc["context"]["baseline"] = baseline["_source"] if baseline else None
     doc["goals"] = rows
     lines = md.split("\n")
     lines[0] = "# Heap v3 benchmark (issue 25): instructions per operation and minimum arena, against the goals"
