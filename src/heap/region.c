@@ -56,7 +56,10 @@ void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
     sen->foot = bs;
     sen->head = F_USED;
     set_hint(h, r);
-    if (P_POISON(h)) /* a constant in a frozen build */
+    /* poisoned from after the node words (a constant test in a frozen
+     * build); under org=addrtree the three node words exceed a minimum
+     * block's payload, so a top block of that size has nothing to poison */
+    if (P_POISON(h) && (char *)sen > (char *)bpayload(b) + LINKS)
         dmm_port_memset((char *)bpayload(b) + LINKS, (int)POISON_BYTE,
                         (size_t)((char *)sen - ((char *)bpayload(b) + LINKS)));
     h->st.footprint += size;

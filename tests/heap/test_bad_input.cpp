@@ -332,6 +332,18 @@ TEST(Init, MinBufferIsExactlySufficient) {
     c.exact_max = 65536;
     c.max_block_log2 = kBits - 1;
     cfgs.push_back(c);
+    // Regression (found by fuzz_config_parse): with poisoning, formatting the
+    // first region poisoned from the top block's payload + the node words to
+    // its end; under org=addrtree (the firstfit preset) the node words (3)
+    // exceed a minimum block's payload, so at min_buffer the length went
+    // negative and the memset ran off the buffer.  Every preset, poisoned.
+    for (int p = 0; p < DMM_PRESET_COUNT; ++p) {
+        c = dmm_heap_preset_config(static_cast<dmm_heap_preset>(p));
+        c.poison = true;
+        cfgs.push_back(c);
+        c.harden = DMM_HARDEN_PARANOID;
+        cfgs.push_back(c);
+    }
     for (const dmm_heap_config &cfg : cfgs) {
         SCOPED_TRACE(cfg_str(cfg));
         size_t minb = dmm_heap_min_buffer(&cfg);
