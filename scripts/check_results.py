@@ -20,6 +20,13 @@ the tolerance a regenerated figure must stay within.  This script
                       build/results-check) and compares each figure with the
                       committed one, failing with the file and the row
   --group NAME ...    only these groups (with --short or --full)
+  --stale             lists the results files whose figures may be stale:
+                      a commit after the one that measured them (their
+                      provenance record) changed one of the group's
+                      "inputs" (the code the figures measure, in the
+                      manifest); exit 1 when any is.  --lint prints the
+                      count, without failing: a timing figure can only be
+                      remade on a quiet machine, not in the test command
   --compare OLD NEW   compares two files (.json or .md) as the checker
                       does (--abs / --rel tolerance); for tests
   --selftest          alters one figure of a committed deterministic file in
@@ -297,6 +304,14 @@ def lint(m):
         for script in sorted(set(re.findall(r"\b(scripts/[\w.-]+)", commands))):
             if not os.path.exists(os.path.join(ROOT, script)):
                 problems.append(f"group {g['name']}: its generator {script} does not exist")
+    for g in m["groups"]:
+        # what the figures measure: --stale reads it, so a path that does not
+        # exist would leave a stale figure unnoticed
+        if not g.get("inputs"):
+            problems.append(f"group {g['name']}: no \"inputs\" (the paths of the code its figures measure)")
+        for x in g.get("inputs", []):
+            if not os.path.exists(os.path.join(ROOT, x)):
+                problems.append(f"group {g['name']}: input {x} does not exist")
     # a registered directory: every .md / .json in it (but its README.md, prose)
     checked = []
     for rel, g in sorted(registered.items()):
@@ -328,6 +343,75 @@ def lint(m):
             if missing:
                 problems.append(f"{rel}: no provenance lines ({', '.join(repr(w) for w in missing)} missing)")
     return problems, pending
+
+
+def measured_commits(path):
+    """The commits a results file (or a registered directory's files) names
+    in its provenance record, "-dirty" stripped; empty when it names none."""
+    paths = [path]
+    if os.path.isdir(path):
+        paths = [os.path.join(d, fn) for d, _, fns in os.walk(path) for fn in sorted(fns)
+                 if fn.endswith((".json", ".md"))]
+    found = set()
+    for p in paths:
+        try:
+            text = open(p).read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        c = None
+        if p.endswith(".json"):
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                doc = None
+            c = ((doc.get("provenance") or {}).get("commit") if isinstance(doc, dict) else None)
+        else:
+            mm = re.search(r"^Commit ([0-9a-f]{7,40})", text, re.M)
+            c = mm.group(1) if mm else None
+        if c:
+            found.add(c.split("-")[0])
+    return found
+
+
+def git(*args):
+    r = subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def changed_since(commit, inputs):
+    """(count, newest) of the commits after `commit` (to HEAD) that touch
+    `inputs`; None when the commit is not in this history."""
+    if git("cat-file", "-e", commit + "^{commit}") is None:
+        return None
+    count = int(git("rev-list", "--count", f"{commit}..HEAD", "--", *inputs) or 0)
+    newest = git("log", "-1", "--format=%h %s", f"{commit}..HEAD", "--", *inputs) if count else ""
+    return count, newest
+
+
+def stale(m):
+    """Lines naming each group whose files may be stale, and whether git could tell."""
+    if git("rev-parse", "--git-dir") is None:
+        return None
+    lines = []
+    for g in m["groups"]:
+        inputs = g.get("inputs")
+        if not inputs:
+            lines.append(f"{g['name']}: no \"inputs\" in the manifest: staleness unknown")
+            continue
+        commits = set()
+        for f in group_files(g):
+            commits |= measured_commits(f)
+        if not commits:
+            lines.append(f"{g['name']}: no provenance commit in its files: staleness unknown")
+            continue
+        for c in sorted(commits):
+            r = changed_since(c, inputs)
+            if r is None:
+                lines.append(f"{g['name']}: measured at {c}, a commit not in this history")
+            elif r[0]:
+                lines.append(f"{g['name']}: measured at {c}; {r[0]} later commit(s) touch its inputs, "
+                             f"the newest {r[1][:72]}")
+    return lines
 
 
 def run_group(g, scratch, short, fallback=False):
@@ -443,6 +527,22 @@ def selftest(m):
                 RESULTS = saved
         if not found:
             failures.append(f"lint accepted {dirs[0]}no-record.md, a file without the record")
+    # an input path that does not exist must fail the lint
+    broken = json.loads(json.dumps(m))
+    broken["groups"][0]["inputs"] = ["src/no-such-dir"]
+    if not any("no-such-dir" in p for p in lint(broken)[0]):
+        failures.append("lint accepted a group whose input does not exist")
+    # staleness: HEAD is up to date with itself, the first commit that made
+    # src/heap is not (the check can fail); skipped without the history
+    if git("rev-parse", "--is-shallow-repository") == "false":
+        first = (git("rev-list", "--reverse", "HEAD", "--", "src/heap") or "").split("\n")[0]
+        if changed_since(git("rev-parse", "HEAD"), ["src/heap"]) != (0, ""):
+            failures.append("staleness: HEAD reads as older than itself")
+        r = changed_since(first, ["src/heap"]) if first else None
+        if not r or r[0] < 1:
+            failures.append(f"staleness: src/heap as first committed ({first[:12]}) does not read as stale")
+        if changed_since("0" * 40, ["src"]) is not None:
+            failures.append("staleness: a commit not in the history was not reported as such")
     return failures
 
 
@@ -461,7 +561,10 @@ def readme(m):
          "with the committed files within the tolerance below, naming the file and row that drifted;",
          "`scripts/test.sh results-full` (or `DMM_RESULTS_FULL=1`) does every group. Timing figures are not",
          "compared: their files state repetitions, intervals and load. To update a committed file, run its",
-         "command from the repository root and commit the result with the code that changed it.", "",
+         "command from the repository root and commit the result with the code that changed it.",
+         "`scripts/check_results.py --stale` lists the files measured at a commit older than the last change",
+         "to the code they measure (each group's `inputs` in the manifest): the figures a reader should not",
+         "take as today's until they are remade.", "",
          "| files | answers | kind | tolerance | remake with |", "|---|---|---|---|---|"]
     for g in m["groups"]:
         tol = tol_text(g["tolerance"]) if compared(g) else "-"
@@ -489,6 +592,7 @@ def main(argv=None):
     mode.add_argument("--full", action="store_true")
     mode.add_argument("--compare", nargs=2, metavar=("COMMITTED", "REGENERATED"))
     mode.add_argument("--selftest", action="store_true")
+    mode.add_argument("--stale", action="store_true", help="list results whose measured code changed since")
     mode.add_argument("--list", action="store_true", help="print the groups")
     mode.add_argument("--readme", action="store_true", help="write bench/results/README.md from the manifest")
     ap.add_argument("--group", action="append", default=[])
@@ -525,8 +629,21 @@ def main(argv=None):
         if pending:
             print("awaiting regeneration with a provenance record (\"provenance\": \"pending\"): "
                   + ", ".join(pending))
+        old = stale(m)
+        if old:
+            print(f"check_results: {len(old)} measurement(s) older than a change to the code they measure "
+                  "(not a lint failure; scripts/check_results.py --stale lists them)")
         print(f"check_results: lint: {len(problems)} problem(s)")
         return 1 if problems else 0
+    if a.stale:
+        old = stale(m)
+        if old is None:
+            print("check_results: not a git checkout: staleness unknown", file=sys.stderr)
+            return 2
+        for line in old:
+            print("STALE " + line)
+        print(f"check_results: {len(old)} measurement(s) older than a change to the code they measure")
+        return 1 if old else 0
     if a.selftest:
         failures = selftest(m)
         for f in failures:
