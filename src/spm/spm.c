@@ -920,15 +920,21 @@ static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t s
         return NULL;
     }
     spm_frame *f = page_frame(s, seg, false);
-    dmm_port_memset(f->mem, 0, s->page);
+    size_t m = kind == SPM_KIND_LARGE ? 1 : (s->cfg.segment - data_off(s, seg)) / ((size_t)slot_size * slots);
+    if (m > s->page_entries)
+        m = s->page_entries;
+    /* Only the header and the page's first m entries are ever read (every
+     * reader stops at h->units), so only they are zeroed: a large object's
+     * page was zeroed whole (P = 4 KiB in Table II) for its one entry, which
+     * was most of stringsearch's malloc (callgrind, spm6). */
+    dmm_port_memset(f->mem, 0, SPM_HDR_BYTES + m * DMM_SPM_ENTRY_BYTES);
     spm_seghdr *h = hdr_of(f);
     h->magic = SPM_MAGIC ^ (uint32_t)(seg >> 4);
     h->core = (uint16_t)s->core;
     h->kind = kind;
     h->slots = (uint8_t)slots;
     h->slot_size = slot_size;
-    size_t m = kind == SPM_KIND_LARGE ? 1 : (s->cfg.segment - data_off(s, seg)) / ((size_t)slot_size * slots);
-    h->units = (uint16_t)(m < s->page_entries ? m : s->page_entries);
+    h->units = (uint16_t)m;
     h->used = 0;
     h->prev = 0;
     h->next = s->seg_head;
