@@ -1213,10 +1213,20 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
  * object. */
 static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xlate *x)
 {
-    if (!page_hinted(s, a))
-        return NULL;
     dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
     unsigned fi = frame_hint(s, seg);
+    if (!seg)
+        return NULL;
+    if (s->frames[fi].seg != seg) {
+        /* segments share hint slots (SPM_FHINT of them): the page may be in
+         * another frame, found by one compare per frame, where the general
+         * path (lookup) costs a few hundred instructions for the same answer */
+        int k = frame_of(s, seg);
+        if (k < 0)
+            return NULL;
+        fi = (unsigned)k;
+        s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)fi;
+    }
     spm_frame *f = &s->frames[fi];
     const spm_seghdr *h = hdr_of(f);
     size_t stride = stride_of(h);
@@ -1271,7 +1281,7 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
             break;
         }
     spm_xlate t;
-    if (!r && page_hinted(s, a) && resident_in_frame(s, a, &t)) {
+    if (!r && resident_in_frame(s, a, &t)) {
         xc_put(s, &t); /* for when its page has left the frames */
         recent_add(s, &t);
         r = &s->recent[s->recent_last];
