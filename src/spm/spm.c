@@ -1386,7 +1386,7 @@ dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
  * general path (which the compiler then keeps out of the caller's way). */
 static inline bool fast_ok(const dmm_spm *s)
 {
-    return s->cfg.harden != DMM_HARDEN_PARANOID && !s->cfg.timing;
+    return s->tc_on; /* set at create: harden != PARANOID && !timing (one load, not two) */
 }
 
 static inline void *fast_p2s(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
