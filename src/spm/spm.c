@@ -1001,6 +1001,9 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
             spm_seghdr *h = hdr_of(f);
             int free_idx = -1;
             unsigned i = s->open[k].from;
+            /* valid units at or after the scan start: those before it are
+             * valid (and full), h->used counts all valid ones */
+            unsigned left = h->used > i ? h->used - i : 0;
             for (; i < h->units; i++) {
                 spm_entry *e = entry_of(f, i);
                 if (e->flags & SPM_E_VALID) {
@@ -1009,9 +1012,16 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                         found = true;
                         break;
                     }
+                    left--;
                 } else if (free_idx < 0) {
                     free_idx = (int)i;
                 }
+                /* every valid unit passed, all full, and a free entry
+                 * found: the rest of the page is free entries (the scan
+                 * walked to the end of the page before: ~1,300
+                 * instructions per malloc in a page of 254 entries) */
+                if (left == 0 && free_idx >= 0)
+                    break;
             }
             /* the units scanned before the first free entry or the unit
              * found are full */
