@@ -19,7 +19,7 @@ for p in rbtree dijkstra fft fft_inv stringsearch dfs mst; do
     for b in raw spm swc; do targets+=("spm_${p}_${b}"); done
 done
 # the unmanaged programs as dmm-spmcc rewrites them (experiment "rewrite")
-for p in dijkstra fft fft_inv stringsearch dfs; do targets+=("spmcc_seed_${p}_spm"); done
+for p in rbtree dijkstra fft fft_inv stringsearch dfs mst; do targets+=("spmcc_seed_${p}_spm"); done
 cmake --build build/release -j"$JOBS" --target "${targets[@]}" >/dev/null
 args=("$@")
 for a in "$@"; do [ "$a" = --quick ] && args+=(--reps 1); done

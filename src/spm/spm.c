@@ -920,15 +920,21 @@ static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t s
         return NULL;
     }
     spm_frame *f = page_frame(s, seg, false);
-    dmm_port_memset(f->mem, 0, s->page);
+    size_t m = kind == SPM_KIND_LARGE ? 1 : (s->cfg.segment - data_off(s, seg)) / ((size_t)slot_size * slots);
+    if (m > s->page_entries)
+        m = s->page_entries;
+    /* Only the header and the page's first m entries are ever read (every
+     * reader stops at h->units), so only they are zeroed: a large object's
+     * page was zeroed whole (P = 4 KiB in Table II) for its one entry, which
+     * was most of stringsearch's malloc (callgrind, spm6). */
+    dmm_port_memset(f->mem, 0, SPM_HDR_BYTES + m * DMM_SPM_ENTRY_BYTES);
     spm_seghdr *h = hdr_of(f);
     h->magic = SPM_MAGIC ^ (uint32_t)(seg >> 4);
     h->core = (uint16_t)s->core;
     h->kind = kind;
     h->slots = (uint8_t)slots;
     h->slot_size = slot_size;
-    size_t m = kind == SPM_KIND_LARGE ? 1 : (s->cfg.segment - data_off(s, seg)) / ((size_t)slot_size * slots);
-    h->units = (uint16_t)(m < s->page_entries ? m : s->page_entries);
+    h->units = (uint16_t)m;
     h->used = 0;
     h->prev = 0;
     h->next = s->seg_head;
@@ -995,6 +1001,9 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
             spm_seghdr *h = hdr_of(f);
             int free_idx = -1;
             unsigned i = s->open[k].from;
+            /* valid units at or after the scan start: those before it are
+             * valid (and full), h->used counts all valid ones */
+            unsigned left = h->used > i ? h->used - i : 0;
             for (; i < h->units; i++) {
                 spm_entry *e = entry_of(f, i);
                 if (e->flags & SPM_E_VALID) {
@@ -1003,9 +1012,16 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                         found = true;
                         break;
                     }
+                    left--;
                 } else if (free_idx < 0) {
                     free_idx = (int)i;
                 }
+                /* every valid unit passed, all full, and a free entry
+                 * found: the rest of the page is free entries (the scan
+                 * walked to the end of the page before: ~1,300
+                 * instructions per malloc in a page of 254 entries) */
+                if (left == 0 && free_idx >= 0)
+                    break;
             }
             /* the units scanned before the first free entry or the unit
              * found are full */
@@ -1207,10 +1223,20 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
  * object. */
 static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xlate *x)
 {
-    if (!page_hinted(s, a))
-        return NULL;
     dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
     unsigned fi = frame_hint(s, seg);
+    if (!seg)
+        return NULL;
+    if (s->frames[fi].seg != seg) {
+        /* segments share hint slots (SPM_FHINT of them): the page may be in
+         * another frame, found by one compare per frame, where the general
+         * path (lookup) costs a few hundred instructions for the same answer */
+        int k = frame_of(s, seg);
+        if (k < 0)
+            return NULL;
+        fi = (unsigned)k;
+        s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)fi;
+    }
     spm_frame *f = &s->frames[fi];
     const spm_seghdr *h = hdr_of(f);
     size_t stride = stride_of(h);
@@ -1265,7 +1291,7 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
             break;
         }
     spm_xlate t;
-    if (!r && page_hinted(s, a) && resident_in_frame(s, a, &t)) {
+    if (!r && resident_in_frame(s, a, &t)) {
         xc_put(s, &t); /* for when its page has left the frames */
         recent_add(s, &t);
         r = &s->recent[s->recent_last];
@@ -1370,7 +1396,7 @@ dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
  * general path (which the compiler then keeps out of the caller's way). */
 static inline bool fast_ok(const dmm_spm *s)
 {
-    return s->cfg.harden != DMM_HARDEN_PARANOID && !s->cfg.timing;
+    return s->tc_on; /* set at create: harden != PARANOID && !timing (one load, not two) */
 }
 
 static inline void *fast_p2s(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
@@ -1456,6 +1482,12 @@ void *dmm_spm_pin(dmm_spm *s, dmm_gaddr a)
     return pin_miss(s, a);
 }
 
+static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a);
+
+/* The hit path of unpin: the object's entry of the hit path's cache, its
+ * unit pinned.  The rest is out of line (unpin_slow), so that this path
+ * saves no registers and sets up no frame (28 instructions before, the
+ * prologue and stack frame of the general path included). */
 void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
 {
     if (!s)
@@ -1467,6 +1499,11 @@ void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
         s->last = DMM_OK;
         return;
     }
+    unpin_slow(s, a);
+}
+
+static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a)
+{
     /* a pinned object among the translations (the hit path's entry went to
      * another address since the pin): drop the pin without a table walk */
     spm_xlate x;
