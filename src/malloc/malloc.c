@@ -125,20 +125,34 @@ typedef struct mpage {
     _Atomic(mblock *) xfree;   /* frees from other threads */
     struct theap *heap;        /* owner heap; NULL = page unused */
     struct mpage *next, *prev; /* the owner's list for this class */
-    uint32_t block_size;
     uint32_t inv;              /* the inverse of block_size's odd part mod
                                   2^32 (page_slot) */
-    _Atomic uint32_t nthr;     /* blocks threaded so far: [0, nthr) were
+    uint32_t nthr;             /* blocks threaded so far: [0, nthr) were
                                   handed to the free list at least once, the
-                                  rest never (written by the owner, read by
-                                  any freeing thread); 0 on a page not in use */
+                                  rest never; 0 on a page not in use.  The
+                                  owner's copy (written and read by the
+                                  thread holding the heap: the free fast
+                                  path compares it straight from memory) */
+    uint16_t block_size;       /* at most the largest class, 8 KiB */
     uint16_t used;             /* blocks out (owner's count; at most
                                   PAGE_SIZE / MIN_BLOCK) */
+    _Atomic uint16_t nthr_x;   /* nthr, for every other reader (page_nthr) */
     uint8_t rot;               /* block_size's trailing zero bits (page_slot) */
 } mpage;
 
 _Static_assert(sizeof(mpage) == 64u || sizeof(void *) != 8u, "a page descriptor is 64 bytes: free indexes them with a shift");
-_Static_assert(PAGE_SIZE / MIN_BLOCK <= 0xffffu, "a page's used count fits 16 bits");
+_Static_assert(PAGE_SIZE / MIN_BLOCK <= 0xffffu, "a page's used and threaded counts fit 16 bits");
+
+/* Sets pg's count of threaded blocks, both copies (the caller holds the
+ * page's heap). */
+static inline void page_set_nthr(mpage *pg, uint32_t n)
+{
+    pg->nthr = n;
+    atomic_store_explicit(&pg->nthr_x, (uint16_t)n, memory_order_relaxed);
+}
+
+/* pg's count of threaded blocks, for any thread. */
+static inline uint32_t page_nthr(const mpage *pg) { return atomic_load_explicit(&pg->nthr_x, memory_order_relaxed); }
 
 /* The block index of the page offset off (< PAGE_SIZE) when off is a block
  * boundary, else a number above (2^32 - 1) / block_size, so above any
@@ -159,7 +173,7 @@ static void page_set_size(mpage *pg, uint32_t bs)
     uint32_t r = (uint32_t)__builtin_ctz(bs), d = bs >> r, x = d;
     for (int i = 0; i < 5; i++) /* Newton's iteration: each doubles the correct low bits (3 to start) */
         x *= 2u - d * x;
-    pg->block_size = bs;
+    pg->block_size = (uint16_t)bs;
     pg->inv = x;
     pg->rot = (uint8_t)r;
 }
@@ -832,7 +846,7 @@ static mpage *page_new(theap *h, unsigned cls)
         }
         pg->heap = h;
         page_set_size(pg, class_size[cls]);
-        atomic_store_explicit(&pg->nthr, 0, memory_order_relaxed);
+        page_set_nthr(pg, 0);
         pg->used = 0;
         pg->free = NULL;
         pg->local_free = NULL;
@@ -926,7 +940,7 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     pg->block_size = 0;
     /* no block threaded: the free fast path, which does not read the
      * page's owner, refuses a page not in use (see dmm_free) */
-    atomic_store_explicit(&pg->nthr, 0, memory_order_relaxed);
+    page_set_nthr(pg, 0);
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
     if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
@@ -1003,7 +1017,7 @@ static bool page_extend(mpage *pg)
     segment *s = seg_of(pg);
     unsigned char *base = page_start(s, (size_t)(pg - s->page));
     uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    uint32_t n = atomic_load_explicit(&pg->nthr, memory_order_relaxed);
+    uint32_t n = pg->nthr;
     uint32_t bump = n * pg->block_size, end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
     while (bump < end && k < batch) {
         mblock *b = (mblock *)(base + bump);
@@ -1014,7 +1028,7 @@ static bool page_extend(mpage *pg)
         bump += pg->block_size;
         k++;
     }
-    atomic_store_explicit(&pg->nthr, n + k, memory_order_relaxed);
+    page_set_nthr(pg, n + k);
     return k != 0;
 }
 
@@ -1979,7 +1993,7 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
             return NULL;
         }
         /* a block boundary among the threaded blocks */
-        if (page_slot(pg, (uint32_t)((uintptr_t)p & (PAGE_SIZE - 1u))) >= atomic_load_explicit(&pg->nthr, memory_order_relaxed)) {
+        if (page_slot(pg, (uint32_t)((uintptr_t)p & (PAGE_SIZE - 1u))) >= page_nthr(pg)) {
             report(what, p);
             return NULL;
         }
@@ -2157,7 +2171,7 @@ static DMM_ALWAYS_INLINE bool neighbours_intact(segment *s, mpage *pg, const uns
 {
     const unsigned char *base = page_start(s, (size_t)(pg - s->page));
     size_t bs = pg->block_size, off = (size_t)(b - base), q = off + bs;
-    size_t bump = (size_t)atomic_load_explicit(&pg->nthr, memory_order_relaxed) * bs;
+    size_t bump = (size_t)page_nthr(pg) * bs;
     /* the blocks before: threaded (b is), so only their canary slots */
     if (off && (!slot_ok(b - bs, bs) || (bs + CANARY < NEIGHBOURHOOD && off >= 2u * bs && !slot_ok(b - 2u * bs, bs))))
         return false;
@@ -2352,7 +2366,7 @@ static inline bool secure_free_owned(void *p)
     pi = page_index(s, p);
     pg = &s->page[pi];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
-    if (pi == 0 || pg->heap != h || page_slot(pg, off) >= atomic_load_explicit(&pg->nthr, memory_order_relaxed))
+    if (pi == 0 || pg->heap != h || page_slot(pg, off) >= page_nthr(pg))
         return false;
     if (!mark(s, pi, p, false)) { /* clearing the bit is the test, as in free_general */
         report("double free of", p);
@@ -2377,7 +2391,7 @@ static DMM_ALWAYS_INLINE bool free_remote(void *p)
         return false;
     pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
-    if (!pg->heap || pg->heap == tl_heap || page_slot(pg, off) >= atomic_load_explicit(&pg->nthr, memory_order_relaxed) ||
+    if (!pg->heap || pg->heap == tl_heap || page_slot(pg, off) >= page_nthr(pg) ||
         tagged_free(p))
         return false;
     *tag_slot(p) = ftag(p);
@@ -2390,6 +2404,17 @@ static DMM_NOINLINE void free_slow(void *p)
     if (G.secure ? secure_free_owned(p) : free_remote(p))
         return;
     free_general(p);
+}
+
+/* dmm_free's fast path emptied the page of block p (freed): retires it
+ * unless it is the class's current page.  Out of line, from p alone, so
+ * that the fast path keeps nothing for it. */
+static DMM_NOINLINE void free_emptied(void *p)
+{
+    segment *s = seg_of(p);
+    mpage *pg = &s->page[page_index(s, p)];
+    if (pg->prev) /* empty and not the class's current page */
+        page_retire(pg->heap, pg);
 }
 
 /* The fast path, default and unhardened modes: a small block of a page the
@@ -2413,15 +2438,14 @@ void dmm_free(void *p)
     uintptr_t u = (uintptr_t)p;
     uint64_t unit = (uint64_t)u >> SEG_SHIFT;
     if (unit < REG_UNITS && atomic_load_explicit(&reg_kind[unit], memory_order_acquire) == tl_tag) {
-        mpage *pg = &((segment *)(uintptr_t)(unit << SEG_SHIFT))->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
-        if (page_slot(pg, (uint32_t)(u & (PAGE_SIZE - 1u))) < atomic_load_explicit(&pg->nthr, memory_order_relaxed) &&
-            !tagged_free(p)) {
+        mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
+        if (page_slot(pg, (uint32_t)(u & (PAGE_SIZE - 1u))) < pg->nthr && !tagged_free(p)) {
             mblock *b = p;
             *tag_slot(p) = ftag(p);
             b->next = pg->local_free;
             pg->local_free = b;
-            if (DMM_UNLIKELY(--pg->used == 0) && pg->prev) /* empty and not the class's current page */
-                page_retire(pg->heap, pg);
+            if (DMM_UNLIKELY(--pg->used == 0))
+                free_emptied(p);
             return;
         }
     }
