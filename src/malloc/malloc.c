@@ -125,16 +125,58 @@ typedef struct mpage {
     _Atomic(mblock *) xfree;   /* frees from other threads */
     struct theap *heap;        /* owner heap; NULL = page unused */
     struct mpage *next, *prev; /* the owner's list for this class */
-    uint32_t block_size;
-    uint32_t recip;            /* ceil(2^32 / block_size): offset / block_size
-                                  as a multiply (exact for offsets < 2^16) */
-    _Atomic uint32_t bump;     /* the offset in the page where the blocks never
-                                  threaded start (written by
-                                  the owner, read by any freeing thread) */
-    uint32_t used;             /* blocks out (owner's count) */
+    uint32_t inv;              /* the inverse of block_size's odd part mod
+                                  2^32 (page_slot) */
+    uint32_t nthr;             /* blocks threaded so far: [0, nthr) were
+                                  handed to the free list at least once, the
+                                  rest never; 0 on a page not in use.  The
+                                  owner's copy (written and read by the
+                                  thread holding the heap: the free fast
+                                  path compares it straight from memory) */
+    uint16_t block_size;       /* at most the largest class, 8 KiB */
+    uint16_t used;             /* blocks out (owner's count; at most
+                                  PAGE_SIZE / MIN_BLOCK) */
+    _Atomic uint16_t nthr_x;   /* nthr, for every other reader (page_nthr) */
+    uint8_t rot;               /* block_size's trailing zero bits (page_slot) */
 } mpage;
 
 _Static_assert(sizeof(mpage) == 64u || sizeof(void *) != 8u, "a page descriptor is 64 bytes: free indexes them with a shift");
+_Static_assert(PAGE_SIZE / MIN_BLOCK <= 0xffffu, "a page's used and threaded counts fit 16 bits");
+
+/* Sets pg's count of threaded blocks, both copies (the caller holds the
+ * page's heap). */
+static inline void page_set_nthr(mpage *pg, uint32_t n)
+{
+    pg->nthr = n;
+    atomic_store_explicit(&pg->nthr_x, (uint16_t)n, memory_order_relaxed);
+}
+
+/* pg's count of threaded blocks, for any thread. */
+static inline uint32_t page_nthr(const mpage *pg) { return atomic_load_explicit(&pg->nthr_x, memory_order_relaxed); }
+
+/* The block index of the page offset off (< PAGE_SIZE) when off is a block
+ * boundary, else a number above (2^32 - 1) / block_size, so above any
+ * block count: off * inv, rotated right by rot, is off / block_size for the
+ * multiples of block_size and maps the others above every multiple's image
+ * (the multiply-and-rotate divisibility test, Granlund and Montgomery):
+ * page_slot(pg, off) < nthr is at once "a block boundary" and "among the
+ * blocks threaded so far", one compare.  A page not in use has nthr 0. */
+static inline uint32_t page_slot(const mpage *pg, uint32_t off)
+{
+    uint32_t x = off * pg->inv, r = pg->rot;
+    return (x >> (r & 31u)) | (x << (-r & 31u));
+}
+
+/* Sets pg's block size bs (a multiple of MIN_BLOCK) and its page_slot terms. */
+static void page_set_size(mpage *pg, uint32_t bs)
+{
+    uint32_t r = (uint32_t)__builtin_ctz(bs), d = bs >> r, x = d;
+    for (int i = 0; i < 5; i++) /* Newton's iteration: each doubles the correct low bits (3 to start) */
+        x *= 2u - d * x;
+    pg->block_size = (uint16_t)bs;
+    pg->inv = x;
+    pg->rot = (uint8_t)r;
+}
 
 typedef struct segment {
     uint64_t magic;
@@ -803,9 +845,8 @@ static mpage *page_new(theap *h, unsigned cls)
             s->pages_open = (uint32_t)i + 1u;
         }
         pg->heap = h;
-        pg->block_size = class_size[cls];
-        pg->recip = (uint32_t)((((uint64_t)1 << 32) + class_size[cls] - 1u) / class_size[cls]);
-        atomic_store_explicit(&pg->bump, 0, memory_order_relaxed);
+        page_set_size(pg, class_size[cls]);
+        page_set_nthr(pg, 0);
         pg->used = 0;
         pg->free = NULL;
         pg->local_free = NULL;
@@ -897,9 +938,9 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
         pg->next->prev = pg->prev;
     pg->heap = NULL;
     pg->block_size = 0;
-    /* no block below bump: the free fast path, which does not read the
+    /* no block threaded: the free fast path, which does not read the
      * page's owner, refuses a page not in use (see dmm_free) */
-    atomic_store_explicit(&pg->bump, 0, memory_order_relaxed);
+    page_set_nthr(pg, 0);
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
     if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
@@ -924,7 +965,7 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
  *   page_extend on blocks it threads; malloc clears it when it hands the
  *   block out.  A free that finds the tag is a double free (of a block on a
  *   local or a remote list alike); one past the page's threaded blocks
- *   (bump) is of a block never handed out.  One load and one store on each
+ *   (nthr) is of a block never handed out.  One load and one store on each
  *   path, no bitmap, no read-modify-write.  A program that stores the tag's
  *   exact 64-bit value in the second word of a live block would see its free
  *   reported (the key is random per process).
@@ -976,7 +1017,8 @@ static bool page_extend(mpage *pg)
     segment *s = seg_of(pg);
     unsigned char *base = page_start(s, (size_t)(pg - s->page));
     uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    uint32_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed), end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
+    uint32_t n = pg->nthr;
+    uint32_t bump = n * pg->block_size, end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
     while (bump < end && k < batch) {
         mblock *b = (mblock *)(base + bump);
         b->next = pg->free;
@@ -986,7 +1028,7 @@ static bool page_extend(mpage *pg)
         bump += pg->block_size;
         k++;
     }
-    atomic_store_explicit(&pg->bump, bump, memory_order_relaxed);
+    page_set_nthr(pg, n + k);
     return k != 0;
 }
 
@@ -1946,14 +1988,12 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     {
         size_t pi = page_index(s, p);
         mpage *pg = &s->page[pi];
-        size_t slot, off;
         if (pi == 0 || !pg->heap || !pg->block_size) {
             report(what, p);
             return NULL;
         }
-        off = (uintptr_t)p & (PAGE_SIZE - 1u);
-        slot = (size_t)(((uint64_t)off * pg->recip) >> 32); /* block index */
-        if (off != slot * pg->block_size || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed)) {
+        /* a block boundary among the threaded blocks */
+        if (page_slot(pg, (uint32_t)((uintptr_t)p & (PAGE_SIZE - 1u))) >= page_nthr(pg)) {
             report(what, p);
             return NULL;
         }
@@ -2131,7 +2171,7 @@ static DMM_ALWAYS_INLINE bool neighbours_intact(segment *s, mpage *pg, const uns
 {
     const unsigned char *base = page_start(s, (size_t)(pg - s->page));
     size_t bs = pg->block_size, off = (size_t)(b - base), q = off + bs;
-    size_t bump = atomic_load_explicit(&pg->bump, memory_order_relaxed);
+    size_t bump = (size_t)page_nthr(pg) * bs;
     /* the blocks before: threaded (b is), so only their canary slots */
     if (off && (!slot_ok(b - bs, bs) || (bs + CANARY < NEIGHBOURHOOD && off >= 2u * bs && !slot_ok(b - 2u * bs, bs))))
         return false;
@@ -2326,8 +2366,7 @@ static inline bool secure_free_owned(void *p)
     pi = page_index(s, p);
     pg = &s->page[pi];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
-    if (pi == 0 || pg->heap != h || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) ||
-        (uint32_t)((uint64_t)off * pg->recip) >= pg->recip)
+    if (pi == 0 || pg->heap != h || page_slot(pg, off) >= page_nthr(pg))
         return false;
     if (!mark(s, pi, p, false)) { /* clearing the bit is the test, as in free_general */
         report("double free of", p);
@@ -2352,8 +2391,8 @@ static DMM_ALWAYS_INLINE bool free_remote(void *p)
         return false;
     pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
-    if (!pg->heap || pg->heap == tl_heap || off >= atomic_load_explicit(&pg->bump, memory_order_relaxed) ||
-        (uint32_t)((uint64_t)off * pg->recip) >= pg->recip || tagged_free(p))
+    if (!pg->heap || pg->heap == tl_heap || page_slot(pg, off) >= page_nthr(pg) ||
+        tagged_free(p))
         return false;
     *tag_slot(p) = ftag(p);
     small_release_remote(pg, p);
@@ -2367,18 +2406,29 @@ static DMM_NOINLINE void free_slow(void *p)
     free_general(p);
 }
 
+/* dmm_free's fast path emptied the page of block p (freed): retires it
+ * unless it is the class's current page.  Out of line, from p alone, so
+ * that the fast path keeps nothing for it. */
+static DMM_NOINLINE void free_emptied(void *p)
+{
+    segment *s = seg_of(p);
+    mpage *pg = &s->page[page_index(s, p)];
+    if (pg->prev) /* empty and not the class's current page */
+        page_retire(pg->heap, pg);
+}
+
 /* The fast path, default and unhardened modes: a small block of a page the
  * calling thread owns, validated on one path, cheapest checks first: the
  * registry's byte for the pointer's unit is the calling thread's tag
  * (tl_tag), so the unit starts a segment of small pages of this thread's
  * heap (NULL and foreign pointers, other heaps' segments: no; in secure
  * mode, after the thread's exit and before it has a heap, tl_tag is
- * TAG_NONE, which no unit has), the pointer is a block boundary (off is a
- * multiple of the block size iff the low half of off * recip is below
- * recip: exact for off < 2^16 and block sizes up to 8 KiB, whose recip is at
- * least 2^19) among the blocks threaded so far (below bump: page 0, the
- * header, and pages not in use have bump 0, so the page is in use and, its
- * segment being this heap's, owned by it), and the block does not carry
+ * TAG_NONE, which no unit has), the pointer is a block boundary among the
+ * blocks threaded so far (page_slot below nthr, one multiply, one rotate
+ * and one compare: page 0, the header, and pages not in use have nthr 0,
+ * so the page is in use and, its segment being this heap's, owned by it;
+ * the segment's address is the registry's unit shifted back), and the
+ * block does not carry
  * the free tag.  Any check that fails goes to free_slow, which sends a
  * block of a page another heap owns, past the same checks, to the remote
  * free, and anything else to free_general, which checks again and
@@ -2389,15 +2439,13 @@ void dmm_free(void *p)
     uint64_t unit = (uint64_t)u >> SEG_SHIFT;
     if (unit < REG_UNITS && atomic_load_explicit(&reg_kind[unit], memory_order_acquire) == tl_tag) {
         mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
-        uint32_t off = (uint32_t)(u & (PAGE_SIZE - 1u));
-        if (off < atomic_load_explicit(&pg->bump, memory_order_relaxed) &&
-            (uint32_t)((uint64_t)off * pg->recip) < pg->recip && !tagged_free(p)) {
+        if (page_slot(pg, (uint32_t)(u & (PAGE_SIZE - 1u))) < pg->nthr && !tagged_free(p)) {
             mblock *b = p;
             *tag_slot(p) = ftag(p);
             b->next = pg->local_free;
             pg->local_free = b;
-            if (DMM_UNLIKELY(--pg->used == 0) && pg->prev) /* empty and not the class's current page */
-                page_retire(pg->heap, pg);
+            if (DMM_UNLIKELY(--pg->used == 0))
+                free_emptied(p);
             return;
         }
     }
