@@ -132,6 +132,12 @@ struct dmm_heap {
     uintptr_t hint_lo;        /* its first block ... */
     size_t hint_span;         /* ... and the bytes from there to its sentinel */
     region *top_r;            /* region the last carve came from */
+    blk *top;                 /* top_r's top block, NULL if it has none: a
+                                 carve finds its block in one load */
+    size_t top_base;          /* footprint - top bytes outside `top`: the
+                                 extent is top_base - bsize(top), derived
+                                 when read (stats, checker), not kept per
+                                 carve */
     dmm_heap_config cfg;
     size_t tail_bytes;   /* tail words of a used block */
     size_t split_min;    /* effective split threshold (>= MINB) */
@@ -239,14 +245,34 @@ static inline void mark_used(blk *b)
     bnext(b)->head |= F_PUSED;
 }
 
-/* Top bytes went down or the footprint up: keep the extent's high-water
- * mark (on every carve: inline). */
+/* The extent (footprint - top bytes), derived from the cached top. */
+static inline size_t extent_now(const dmm_heap *h) { return h->top_base - (h->top ? bsize(h->top) : 0u); }
+
+/* The extent is about to go down (a block joins a top, a region goes
+ * back): keep its high-water mark.  It rises only on carves and new
+ * regions, so a mark taken before every fall, with the extent of the
+ * moment at every read, is its exact peak; nothing is paid per carve. */
 static inline void note_extent(dmm_heap *h)
 {
-    size_t ext = h->st.footprint - h->st.top_bytes;
+    size_t ext = extent_now(h);
     if (ext > h->st.peak_extent)
         h->st.peak_extent = ext;
 }
+
+/* Top block t (the last block of its region) grows down by `add` bytes
+ * to start at b: note the extent, update the cache.  Before t's or b's
+ * head is rewritten. */
+static inline void top_grew(dmm_heap *h, const blk *t, blk *b, size_t add)
+{
+    note_extent(h);
+    if (t == h->top)
+        h->top = b;
+    else
+        h->top_base -= add;
+}
+
+/* top_r or the regions changed: h->top and h->top_base recomputed. */
+void dmm__top_sync(dmm_heap *h);
 
 /* Bytes of the control block as counted in the footprint (from h on;
  * ctrl_size also covers the alignment gap before h in the first buffer). */

@@ -47,8 +47,8 @@ static DMM_ALWAYS_INLINE void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_
             release_block(h, rem, (char *)bpayload(rem) + LINKS);
         }
         bs = s;
-    } else {
-        mark_used(b);
+    } else if (!bused(b)) {
+        mark_used(b); /* a carved or quick block is used already */
     }
     return finish_used(h, b, bs, req);
 }
