@@ -357,6 +357,21 @@ static DMM_NOINLINE void e_free_merge(dmm_heap *h, blk *b, blk *nb)
     leave(h);
 }
 
+/* The free leaf's top case, out of line (a tail call) so that the
+ * extent's note does not cost the leaf a saved register: validated used
+ * block b, whose previous block is used, joins top block nb after it
+ * (release_block's merge into the top). */
+static DMM_NOINLINE void e_free_top(dmm_heap *h, blk *b, blk *nb)
+{
+    size_t s = bsize(b);
+    st_sub_live(h, s, requested_of(h, b));
+    COUNT_OP(h, free_count);
+    dmm_ann_free(bpayload(b), (char *)nb + WORD);
+    top_grew(h, nb, b, s);
+    mark_free(b, s + bsize(nb), F_AUX);
+    leave(h);
+}
+
 static void e_free_bin_leaf(dmm_heap *h, void *ptr)
 {
     blk *b, *nb, *hd;
@@ -380,13 +395,7 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
     if (!bpused(b))
         goto full; /* a free block before b joins the top too */
     if (btop(nb)) {
-        /* b joins the top after it (release_block's merge into the top) */
-        st_sub_live(h, s, requested_of(h, b));
-        COUNT_OP(h, free_count);
-        dmm_ann_free(bpayload(b), (char *)nb + WORD);
-        top_grew(h, nb, b, s);
-        mark_free(b, s + bsize(nb), F_AUX);
-        leave(h);
+        e_free_top(h, b, nb); /* b joins the top after it */
         return;
     }
     if (!bused(nb)) {
