@@ -88,6 +88,15 @@ static DMM_NOINLINE void *e_malloc_full(dmm_heap *h, size_t size, bool quick_ok)
 {
     return e_malloc_body(h, size, quick_ok);
 }
+/* e_malloc_full for a caller that has the block size s already. */
+static DMM_NOINLINE void *e_malloc_full_s(dmm_heap *h, size_t size, size_t s, bool quick_ok)
+{
+    void *p;
+    enter(h, DMM_OP_MALLOC);
+    p = alloc_locked_s(h, size, s, quick_ok);
+    leave(h);
+    return p;
+}
 
 static void *e_malloc_bin_leaf(dmm_heap *h, size_t size);
 static void e_free_bin_leaf(dmm_heap *h, void *ptr);
@@ -138,7 +147,7 @@ static DMM_ALWAYS_INLINE void *e_malloc_top(dmm_heap *h, size_t size, size_t s, 
         }
         leave(h);
     }
-    return e_malloc_full(h, size, quick_ok);
+    return e_malloc_full_s(h, size, s, quick_ok);
 }
 
 /* Without a lock the victim word is read before enter(): no victim, no
