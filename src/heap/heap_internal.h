@@ -128,8 +128,8 @@ struct dmm_heap {
     uintptr_t link_key;       /* link secrets (hardening >= CHECKED), see */
     uintptr_t link_key2;      /* engine/bins.h: link = (target ^ key2) * key, */
     uintptr_t link_kinv;      /* key odd, kinv its inverse mod 2^bits */
-    region *hint;             /* region of the last pointer looked up */
-    uintptr_t hint_lo;        /* its first block ... */
+    uintptr_t hint_lo;        /* the first block of the region of the last
+                                 pointer looked up (the region: hint_r) ... */
     size_t hint_span;         /* ... and the bytes from there to its sentinel */
     region *top_r;            /* region the last carve came from */
     blk *top;                 /* top_r's top block, NULL if it has none: a
@@ -150,7 +150,6 @@ struct dmm_heap {
     unsigned nquick;
     unsigned range_log2; /* bins cover sizes below 2^range_log2 */
     unsigned nregions;
-    dmm_op op;           /* the public operation in progress (for reports) */
     size_t quick_bmax;   /* largest block size served by quick lists */
     blk **heads;         /* per bin: the list head */
     blk **tails;         /* per bin: the list tail, under FIFO order only
@@ -175,6 +174,8 @@ struct dmm_heap {
     uint64_t errors_at_enter; /* errors_seen when the current call began (the
                                  checker after every call: level 3 only) */
 #endif
+    dmm_op op;           /* the public operation in progress (for reports);
+                            here, beside the flags: no padding */
     bool damaged;        /* a corruption was detected and reported */
     atomic_flag spin;
     dmm_port_mutex mutex;
@@ -286,9 +287,11 @@ static inline size_t *req_slot(const dmm_heap *h, const blk *b)
     return (size_t *)(void *)((char *)bnext(b) - (h->cfg.harden >= DMM_HARDEN_CANARY ? WORD : 0u));
 }
 
+/* The region of the last look-up (derived: no word of its own). */
+static inline region *hint_r(const dmm_heap *h) { return (region *)(h->hint_lo - RHDR); }
+
 static inline void set_hint(dmm_heap *h, region *r)
 {
-    h->hint = r;
     h->hint_lo = (uintptr_t)rfirst(r);
     h->hint_span = (size_t)((uintptr_t)rsentinel(r) - h->hint_lo);
 }
@@ -301,7 +304,7 @@ const region *dmm__region_lookup(const dmm_heap *h, const void *p);
 region *dmm__region_find(dmm_heap *h, const void *p);
 static inline region *region_of(dmm_heap *h, const void *p)
 {
-    region *r = h->hint;
+    region *r = hint_r(h);
     if ((uintptr_t)p - (uintptr_t)r < r->size)
         return r;
     return dmm__region_find(h, p);
