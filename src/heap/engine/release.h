@@ -73,7 +73,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
         }
     }
     if (top)
-        top_grew(h, old_top, b, s - bsize(old_top));
+        top_grew(h, old_top, b, (size_t)((char *)old_top - (char *)b)); /* it grows down to b */
     mark_free(b, s, top ? F_AUX : 0);
     DMM_ASSERT_LOCAL(!top || bsize(bnext(b)) == 0); /* the top is the region's last block */
     if (P_POISON(h)) {
