@@ -230,6 +230,27 @@ static dmm_status check_quick(dmm_heap *h, const tally *t, dmm_heap_check_report
     return DMM_OK;
 }
 
+/* The top and extent figures are derived when read from h->top (the top
+ * block of h->top_r) and h->top_base (footprint minus the other regions'
+ * top bytes), which carves and frees keep instead of counters: both must
+ * agree with the blocks, and the recorded peak of the extent (taken when
+ * it falls) with the footprint's. */
+static dmm_status check_top(dmm_heap *h, const tally *t, dmm_heap_check_report *rep)
+{
+    const region *r = h->regions;
+    while (r && r != h->top_r)
+        r = r->next;
+    if (!r)
+        return fail(rep, DMM_INV_ACCOUNTING, &h->top_r, "the region of the last carve is not a region of the heap");
+    if (h->top != rtop(r))
+        return fail(rep, DMM_INV_ACCOUNTING, &h->top, "the cached top block is not its region's top block");
+    if (h->top_base != h->st.footprint - (t->top_bytes - (h->top ? bsize(h->top) : 0u)))
+        return fail(rep, DMM_INV_ACCOUNTING, &h->top_base, "top bytes differ from the top blocks' sizes");
+    if (h->st.peak_footprint < h->st.footprint || h->st.peak_extent > h->st.peak_footprint)
+        return fail(rep, DMM_INV_ACCOUNTING, &h->st.peak_extent, "extent or footprint above its recorded peak");
+    return DMM_OK;
+}
+
 dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
 {
     tally t = {0, 0, 0, 0, 0, 0, 0};
@@ -252,10 +273,8 @@ dmm_status dmm__heap_check_locked(dmm_heap *h, dmm_heap_check_report *rep)
         return st;
     if (t.region_bytes + ctrl_bytes(h) != h->st.footprint)
         return fail(rep, DMM_INV_ACCOUNTING, h, "footprint differs from the regions' sizes");
-    if (t.top_bytes != h->st.top_bytes)
-        return fail(rep, DMM_INV_ACCOUNTING, h, "top bytes differ from the top blocks' sizes");
-    if (h->st.footprint - h->st.top_bytes > h->st.peak_extent)
-        return fail(rep, DMM_INV_ACCOUNTING, h, "extent above its recorded peak");
+    if ((st = check_top(h, &t, rep)) != DMM_OK)
+        return st;
     if (P_STATS(h) != DMM_STATS_OFF &&
         (h->st.malloc_count - h->st.free_count != t.used_blocks || h->st.live_block_bytes != t.used_bytes))
         return fail(rep, DMM_INV_ACCOUNTING, h, "live block count or bytes differ from the statistics");
@@ -303,12 +322,15 @@ static dmm_heap_stats snapshot(const dmm_heap *h)
         dmm_heap_stats z = {.malloc_count = 0};
         z.footprint = st.footprint;
         z.peak_footprint = st.peak_footprint;
-        z.top_bytes = st.top_bytes;
         z.peak_extent = st.peak_extent;
         st = z;
     }
     st.live_count = (size_t)(st.malloc_count - st.free_count); /* derived: not counted per operation */
-    st.extent = st.footprint - st.top_bytes;
+    /* derived, not counted per carve (note_extent, heap_internal.h) */
+    st.extent = extent_now(h);
+    st.top_bytes = st.footprint - st.extent;
+    if (st.extent > st.peak_extent)
+        st.peak_extent = st.extent;
     st.free_bytes = 0;
     st.largest_free = 0;
     return st;

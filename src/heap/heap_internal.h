@@ -128,10 +128,16 @@ struct dmm_heap {
     uintptr_t link_key;       /* link secrets (hardening >= CHECKED), see */
     uintptr_t link_key2;      /* engine/bins.h: link = (target ^ key2) * key, */
     uintptr_t link_kinv;      /* key odd, kinv its inverse mod 2^bits */
-    region *hint;             /* region of the last pointer looked up */
-    uintptr_t hint_lo;        /* its first block ... */
+    uintptr_t hint_lo;        /* the first block of the region of the last
+                                 pointer looked up (the region: hint_r) ... */
     size_t hint_span;         /* ... and the bytes from there to its sentinel */
     region *top_r;            /* region the last carve came from */
+    blk *top;                 /* top_r's top block, NULL if it has none: a
+                                 carve finds its block in one load */
+    size_t top_base;          /* footprint - top bytes outside `top`: the
+                                 extent is top_base - bsize(top), derived
+                                 when read (stats, checker), not kept per
+                                 carve */
     dmm_heap_config cfg;
     size_t tail_bytes;   /* tail words of a used block */
     size_t split_min;    /* effective split threshold (>= MINB) */
@@ -144,7 +150,6 @@ struct dmm_heap {
     unsigned nquick;
     unsigned range_log2; /* bins cover sizes below 2^range_log2 */
     unsigned nregions;
-    dmm_op op;           /* the public operation in progress (for reports) */
     size_t quick_bmax;   /* largest block size served by quick lists */
     blk **heads;         /* per bin: the list head */
     blk **tails;         /* per bin: the list tail, under FIFO order only
@@ -169,6 +174,8 @@ struct dmm_heap {
     uint64_t errors_at_enter; /* errors_seen when the current call began (the
                                  checker after every call: level 3 only) */
 #endif
+    dmm_op op;           /* the public operation in progress (for reports);
+                            here, beside the flags: no padding */
     bool damaged;        /* a corruption was detected and reported */
     atomic_flag spin;
     dmm_port_mutex mutex;
@@ -239,14 +246,34 @@ static inline void mark_used(blk *b)
     bnext(b)->head |= F_PUSED;
 }
 
-/* Top bytes went down or the footprint up: keep the extent's high-water
- * mark (on every carve: inline). */
+/* The extent (footprint - top bytes), derived from the cached top. */
+static inline size_t extent_now(const dmm_heap *h) { return h->top_base - (h->top ? bsize(h->top) : 0u); }
+
+/* The extent is about to go down (a block joins a top, a region goes
+ * back): keep its high-water mark.  It rises only on carves and new
+ * regions, so a mark taken before every fall, with the extent of the
+ * moment at every read, is its exact peak; nothing is paid per carve. */
 static inline void note_extent(dmm_heap *h)
 {
-    size_t ext = h->st.footprint - h->st.top_bytes;
+    size_t ext = extent_now(h);
     if (ext > h->st.peak_extent)
         h->st.peak_extent = ext;
 }
+
+/* Top block t (the last block of its region) grows down by `add` bytes
+ * to start at b: note the extent, update the cache.  Before t's or b's
+ * head is rewritten. */
+static inline void top_grew(dmm_heap *h, const blk *t, blk *b, size_t add)
+{
+    note_extent(h);
+    if (t == h->top)
+        h->top = b;
+    else
+        h->top_base -= add;
+}
+
+/* top_r or the regions changed: h->top and h->top_base recomputed. */
+void dmm__top_sync(dmm_heap *h);
 
 /* Bytes of the control block as counted in the footprint (from h on;
  * ctrl_size also covers the alignment gap before h in the first buffer). */
@@ -260,9 +287,11 @@ static inline size_t *req_slot(const dmm_heap *h, const blk *b)
     return (size_t *)(void *)((char *)bnext(b) - (h->cfg.harden >= DMM_HARDEN_CANARY ? WORD : 0u));
 }
 
+/* The region of the last look-up (derived: no word of its own). */
+static inline region *hint_r(const dmm_heap *h) { return (region *)(h->hint_lo - RHDR); }
+
 static inline void set_hint(dmm_heap *h, region *r)
 {
-    h->hint = r;
     h->hint_lo = (uintptr_t)rfirst(r);
     h->hint_span = (size_t)((uintptr_t)rsentinel(r) - h->hint_lo);
 }
@@ -275,7 +304,7 @@ const region *dmm__region_lookup(const dmm_heap *h, const void *p);
 region *dmm__region_find(dmm_heap *h, const void *p);
 static inline region *region_of(dmm_heap *h, const void *p)
 {
-    region *r = h->hint;
+    region *r = hint_r(h);
     if ((uintptr_t)p - (uintptr_t)r < r->size)
         return r;
     return dmm__region_find(h, p);

@@ -22,12 +22,25 @@ region *dmm__region_find(dmm_heap *h, const void *p)
     return r;
 }
 
+void dmm__top_sync(dmm_heap *h)
+{
+    size_t other = 0;
+    for (const region *r = h->regions; r; r = r->next) {
+        const blk *t = rtop(r);
+        if (t && r != h->top_r)
+            other += bsize(t);
+    }
+    h->top = rtop(h->top_r);
+    h->top_base = h->st.footprint - other;
+}
+
 region *dmm__region_with_top(dmm_heap *h, size_t s)
 {
     for (region *r = h->regions; r; r = r->next) {
         blk *t = rtop(r);
         if (t && bsize(t) >= s) {
             h->top_r = r;
+            dmm__top_sync(h);
             return r;
         }
     }
@@ -63,10 +76,9 @@ void dmm__region_format(dmm_heap *h, void *p, size_t size, uintptr_t flags)
         dmm_port_memset((char *)bpayload(b) + LINKS, (int)POISON_BYTE,
                         (size_t)((char *)sen - ((char *)bpayload(b) + LINKS)));
     h->st.footprint += size;
-    h->st.top_bytes += bs;
     if (h->st.footprint > h->st.peak_footprint)
         h->st.peak_footprint = h->st.footprint;
-    note_extent(h);
+    dmm__top_sync(h); /* the extent rises: its peak is taken when it falls or is read */
 }
 
 bool dmm__region_grow(dmm_heap *h, size_t s)
@@ -98,8 +110,7 @@ bool dmm__region_release_if_empty(dmm_heap *h, blk *b)
     region *r = (region *)(void *)((char *)b - RHDR), **pp;
     if (region_of(h, b) != r || !(r->flags & REGION_GROWN) || bnext(b) != rsentinel(r))
         return false;
-    if (btop(b))
-        h->st.top_bytes -= bsize(b);
+    note_extent(h); /* the extent falls by the region's own words */
     for (pp = &h->regions; *pp != r; pp = &(*pp)->next)
         ;
     *pp = r->next;
@@ -111,6 +122,7 @@ bool dmm__region_release_if_empty(dmm_heap *h, blk *b)
     set_hint(h, h->regions);
     if (h->top_r == r)
         h->top_r = h->regions;
+    dmm__top_sync(h);
     dmm_port_pages_unmap(r, r->size);
     return true;
 }

@@ -1759,3 +1759,98 @@ TEST(ForgedLinks, CycleDoesNotHangMalloc) {
         EXPECT_EXIT(cycle_child(preset, preset != DMM_PRESET_HALFFIT), ::testing::ExitedWithCode(0), "");
     }
 }
+
+// ---- the derived top and extent figures (issue 25, item 2) ------------------------
+// The top bytes and the extent are derived when read from two words of the
+// control block, the cached top block and the footprint less the other
+// regions' top bytes, instead of counters updated on every carve.  Damage
+// to either must fail the checker's accounting invariant.  The test finds
+// each word by its value (the top block's address, found by the walk; the
+// footprint less the top bytes outside that block), so that it needs no
+// knowledge of the control block's layout.
+namespace {
+
+std::vector<uintptr_t *> words_equal(dmm_heap *h, uintptr_t v) {
+    std::vector<uintptr_t *> out;
+    uintptr_t *w = reinterpret_cast<uintptr_t *>(h);
+    for (size_t i = 0; i < dmm_heap_control_overhead(h) / sizeof(uintptr_t); ++i)
+        if (w[i] == v)
+            out.push_back(&w[i]);
+    return out;
+}
+
+} // namespace
+
+TEST(Checker, DamagedTopCacheAndTopBytesAreDetected) {
+    for (int p = 0; p < DMM_PRESET_COUNT; ++p) {
+        for (int hard = DMM_HARDEN_OFF; hard <= DMM_HARDEN_CHECKED; ++hard) {
+            dmm_heap_config cfg = dmm_heap_preset_config((dmm_heap_preset)p);
+            cfg.harden = (dmm_heap_harden)hard;
+            SCOPED_TRACE(cfg_str(cfg));
+            Buffer b0(48 * 1024, 0), b1(16 * 1024, 0);
+            dmm_heap *h = nullptr;
+            ASSERT_EQ(dmm_heap_init(&h, b0.data(), b0.size(), &cfg), DMM_OK);
+            ASSERT_EQ(dmm_heap_add_region(h, b1.data(), b1.size()), DMM_OK);
+            Rng r(mix64(base_seed(), 900 + p));
+            std::vector<void *> ps;
+            for (int i = 0; i < 30; ++i)
+                if (void *q = dmm_heap_malloc(h, (size_t)r.range(1, 600)))
+                    ps.push_back(q);
+            for (size_t i = 0; i < ps.size(); i += 4)
+                dmm_heap_free(h, ps[i]);
+            ASSERT_EQ(dmm_heap_check(h, nullptr), DMM_OK);
+
+            // the tops (block starts) and a used block, from the walk
+            std::vector<std::pair<uintptr_t, size_t>> tops;
+            uintptr_t used = 0;
+            for (const dmm_heap_block_info &x : walk_all(h)) {
+                uintptr_t start = reinterpret_cast<uintptr_t>(x.block) - W;
+                if (x.state == DMM_BLOCK_TOP)
+                    tops.emplace_back(start, x.block_size);
+                else if (x.state == DMM_BLOCK_USED && !used)
+                    used = start;
+            }
+            ASSERT_EQ(tops.size(), 2u) << "both regions keep a top";
+            ASSERT_NE(used, 0u);
+            // the cached top is one of the two tops: exactly one word names one
+            uintptr_t *top_word = nullptr;
+            size_t cached = 0, all = tops[0].second + tops[1].second;
+            for (auto &t : tops) {
+                std::vector<uintptr_t *> m = words_equal(h, t.first);
+                if (!m.empty()) {
+                    ASSERT_EQ(m.size(), 1u);
+                    ASSERT_EQ(top_word, nullptr) << "a word names each top";
+                    top_word = m[0];
+                    cached = t.second;
+                }
+            }
+            ASSERT_NE(top_word, nullptr) << "no word of the control block names a top block";
+            dmm_heap_stats st = dmm_heap_get_stats(h);
+            EXPECT_EQ(st.top_bytes, all);
+            EXPECT_EQ(st.extent, st.footprint - all);
+            EXPECT_GE(st.peak_extent, st.extent);
+
+            dmm_heap_check_report rep{};
+            uintptr_t keep = *top_word;
+            *top_word = used; // the cache names a used block
+            EXPECT_EQ(dmm_heap_check(h, &rep), DMM_E_CORRUPT);
+            EXPECT_EQ(rep.invariant, DMM_INV_ACCOUNTING) << report_str(rep);
+            *top_word = 0; // ... or no block, where its region has a top
+            EXPECT_EQ(dmm_heap_check(h, &rep), DMM_E_CORRUPT);
+            EXPECT_EQ(rep.invariant, DMM_INV_ACCOUNTING) << report_str(rep);
+            *top_word = keep;
+            ASSERT_EQ(dmm_heap_check(h, nullptr), DMM_OK);
+
+            // the top bytes outside the cached top, as the footprint less them
+            std::vector<uintptr_t *> base = words_equal(h, st.footprint - (all - cached));
+            ASSERT_EQ(base.size(), 1u);
+            uintptr_t *bw = base[0];
+            *bw += 16;
+            EXPECT_EQ(dmm_heap_check(h, &rep), DMM_E_CORRUPT);
+            EXPECT_EQ(rep.invariant, DMM_INV_ACCOUNTING) << report_str(rep);
+            *bw -= 16;
+            EXPECT_EQ(dmm_heap_check(h, nullptr), DMM_OK);
+            dmm_heap_destroy(h);
+        }
+    }
+}

@@ -47,8 +47,8 @@ static DMM_ALWAYS_INLINE void *finish_alloc(dmm_heap *h, blk *b, size_t s, size_
             release_block(h, rem, (char *)bpayload(rem) + LINKS);
         }
         bs = s;
-    } else {
-        mark_used(b);
+    } else if (!bused(b)) {
+        mark_used(b); /* a carved or quick block is used already */
     }
     return finish_used(h, b, bs, req);
 }
@@ -135,10 +135,10 @@ static DMM_ALWAYS_INLINE blk *obtain(dmm_heap *h, size_t s, size_t req, bool qui
     return b;
 }
 
-/* quick_ok false: the request's quick list is known to be empty. */
-static DMM_ALWAYS_INLINE void *alloc_locked(dmm_heap *h, size_t req, bool quick_ok)
+/* quick_ok false: the request's quick list is known to be empty.  s is
+ * req2size(h, req), computed by the caller. */
+static DMM_ALWAYS_INLINE void *alloc_locked_s(dmm_heap *h, size_t req, size_t s, bool quick_ok)
 {
-    size_t s = req2size(h, req);
     blk *b;
     if (DMM_UNLIKELY(!s) || DMM_UNLIKELY(!(b = obtain(h, s, req, quick_ok)))) {
         st_failed(h);
@@ -146,6 +146,10 @@ static DMM_ALWAYS_INLINE void *alloc_locked(dmm_heap *h, size_t req, bool quick_
     }
     COUNT_OP(h, malloc_count);
     return finish_alloc(h, b, s, req, true);
+}
+static DMM_ALWAYS_INLINE void *alloc_locked(dmm_heap *h, size_t req, bool quick_ok)
+{
+    return alloc_locked_s(h, req, req2size(h, req), quick_ok);
 }
 
 static inline void *aligned_locked(dmm_heap *h, size_t align, size_t req)

@@ -88,6 +88,15 @@ static DMM_NOINLINE void *e_malloc_full(dmm_heap *h, size_t size, bool quick_ok)
 {
     return e_malloc_body(h, size, quick_ok);
 }
+/* e_malloc_full for a caller that has the block size s already. */
+static DMM_NOINLINE void *e_malloc_full_s(dmm_heap *h, size_t size, size_t s, bool quick_ok)
+{
+    void *p;
+    enter(h, DMM_OP_MALLOC);
+    p = alloc_locked_s(h, size, s, quick_ok);
+    leave(h);
+    return p;
+}
 
 static void *e_malloc_bin_leaf(dmm_heap *h, size_t size);
 static void e_free_bin_leaf(dmm_heap *h, void *ptr);
@@ -109,6 +118,38 @@ static DMM_NOINLINE void *e_malloc_victim(dmm_heap *h, size_t size, size_t s, bo
     leave(h);
     return e_malloc_full(h, size, quick_ok);
 }
+/* The top leaf: with no listed block at all (OBTAIN_NO_LISTED, the case
+ * of a program that allocates before it frees: seed 001's kernels) the
+ * block comes from the top, which h->top names in one load; the carve is
+ * done in a leaf that saves no register, and anything else (a listed
+ * block, a top too small, growth) goes to the full path, which starts
+ * over.  Not with the bin leaves (they carve the top themselves), the
+ * victim or poisoning (the full path checks the carved payload), nor
+ * where OBTAIN_NO_LISTED never holds (org=addrtree, stats=full).  quick_ok:
+ * as for e_malloc_full; the caller knows the request's quick list is
+ * empty, or that it has none. */
+#define E_TOP_LEAF(h)                                                                                         \
+    (!E_BIN_LEAF(h) && !P_VICTIM(h) && !P_POISON(h) && P_ORG(h) != DMM_ORG_ADDRTREE &&                          \
+     P_STATS(h) != DMM_STATS_FULL)
+static DMM_ALWAYS_INLINE void *e_malloc_top(dmm_heap *h, size_t size, size_t s, bool quick_ok)
+{
+    if (DMM_LIKELY(s != 0)) {
+        blk *t;
+        enter_leaf(h, DMM_OP_MALLOC); /* the top is read under the heap's lock */
+        t = h->top;
+        if (DMM_LIKELY(OBTAIN_NO_LISTED(h) && t && bsize(t) >= s)) {
+            void *p;
+            blk *b = carve_from(h, t, s); /* used, of at most s + MINB - GRAN bytes: nothing to split */
+            COUNT_OP(h, malloc_count);
+            p = finish_used(h, b, bsize(b), size);
+            leave(h);
+            return p;
+        }
+        leave(h);
+    }
+    return e_malloc_full_s(h, size, s, quick_ok);
+}
+
 /* Without a lock the victim word is read before enter(): no victim, no
  * second call.  With a lock it is read under it (e_malloc_victim). */
 #define E_VICTIM_TAKES(h, s)                                                                               \
@@ -119,7 +160,7 @@ static void *e_malloc(dmm_heap *h, size_t size)
     if (E_BIN_LEAF(h))
         return e_malloc_bin_leaf(h, size);
     if (!E_QUICK_LEAF(h) && !E_VICTIM_LEAF(h))
-        return e_malloc_body(h, size, true);
+        return E_TOP_LEAF(h) ? e_malloc_top(h, size, req2size(h, size), true) : e_malloc_body(h, size, true);
     size_t s = req2size(h, size);
     if (E_QUICK_LEAF(h) && s && s <= h->quick_bmax) {
         blk *b;
@@ -127,7 +168,9 @@ static void *e_malloc(dmm_heap *h, size_t size)
         if (!h->quick[quick_index(s)]) {
             leave(h);
             /* its quick list is empty: not looked at again */
-            return E_VICTIM_TAKES(h, s) ? e_malloc_victim(h, size, s, false) : e_malloc_full(h, size, false);
+            if (E_VICTIM_TAKES(h, s))
+                return e_malloc_victim(h, size, s, false);
+            return E_TOP_LEAF(h) ? e_malloc_top(h, size, s, false) : e_malloc_full(h, size, false);
         }
         if ((b = quick_pop_x(h, s, true)) != NULL) {
             void *p;
@@ -139,7 +182,10 @@ static void *e_malloc(dmm_heap *h, size_t size)
         leave(h); /* a check failed: the full path pops again and reports */
         return e_malloc_full(h, size, true);
     }
-    return E_VICTIM_TAKES(h, s) ? e_malloc_victim(h, size, s, true) : e_malloc_full(h, size, true);
+    if (E_VICTIM_TAKES(h, s))
+        return e_malloc_victim(h, size, s, true);
+    /* no quick list for s (s > quick_bmax, or s == 0: to the full path) */
+    return E_TOP_LEAF(h) ? e_malloc_top(h, size, s, true) : e_malloc_full(h, size, true);
 }
 
 /* free after enter(): b, if not NULL, passed validate() already. */
@@ -235,12 +281,11 @@ static void *e_malloc_bin_leaf(dmm_heap *h, size_t size)
     j = bm_find(h, bin_of_roundup(h, s));
     if (j < 0) {
         /* no bin has a block: the top of the region of the last carve */
-        blk *t = rtop(h->top_r);
+        blk *t = h->top;
         if (!t || bsize(t) < s)
             goto full;
         st_steps(h, 1); /* the bitmap look-up, as take_block counts it */
-        b = carve_from(h, t, s);
-        mark_used(b);
+        b = carve_from(h, t, s); /* used */
         goto out;
     }
     /* The last bin may hold blocks below s: its head is taken when it
@@ -321,6 +366,21 @@ static DMM_NOINLINE void e_free_merge(dmm_heap *h, blk *b, blk *nb)
     leave(h);
 }
 
+/* The free leaf's top case, out of line (a tail call) so that the
+ * extent's note does not cost the leaf a saved register: validated used
+ * block b, whose previous block is used, joins top block nb after it
+ * (release_block's merge into the top). */
+static DMM_NOINLINE void e_free_top(dmm_heap *h, blk *b, blk *nb)
+{
+    size_t s = bsize(b);
+    st_sub_live(h, s, requested_of(h, b));
+    COUNT_OP(h, free_count);
+    dmm_ann_free(bpayload(b), (char *)nb + WORD);
+    top_grew(h, nb, b, s);
+    mark_free(b, s + bsize(nb), F_AUX);
+    leave(h);
+}
+
 static void e_free_bin_leaf(dmm_heap *h, void *ptr)
 {
     blk *b, *nb, *hd;
@@ -344,13 +404,7 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
     if (!bpused(b))
         goto full; /* a free block before b joins the top too */
     if (btop(nb)) {
-        /* b joins the top after it (release_block's merge into the top) */
-        st_sub_live(h, s, requested_of(h, b));
-        COUNT_OP(h, free_count);
-        dmm_ann_free(bpayload(b), (char *)nb + WORD);
-        mark_free(b, s + bsize(nb), F_AUX);
-        h->st.top_bytes += s;
-        leave(h);
+        e_free_top(h, b, nb); /* b joins the top after it */
         return;
     }
     if (!bused(nb)) {

@@ -27,18 +27,22 @@ static inline bool grow_in_place(dmm_heap *h, blk *b, size_t s)
     size_t bs = bsize(b);
     blk *nx = bat(b, bs);
     if (btop(nx) && bs + bsize(nx) >= s) {
-        size_t total = bs + bsize(nx);
-        h->st.top_bytes -= bsize(nx);
+        size_t total = bs + bsize(nx), taken;
+        blk *nt = NULL;
         if (total - s >= MINB) {
-            blk *nt = bat(b, s);
+            nt = bat(b, s);
             nt->head = (total - s) | F_PUSED;
             mark_free(nt, total - s, F_AUX);
-            h->st.top_bytes += total - s;
             bs = s;
         } else {
             bs = total;
         }
-        note_extent(h);
+        taken = bs - bsize(b); /* bytes the top gave */
+        /* the extent rises: nothing to note; the cache follows the top */
+        if (nx == h->top)
+            h->top = nt;
+        else
+            h->top_base += taken;
         b->head = bs | F_USED | (b->head & F_PUSED);
         bnext(b)->head |= F_PUSED;
         return true;

@@ -30,7 +30,7 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     char *end = (char *)b + s;
     char *fill_from = fresh;
     bool top = false, to_victim = false;
-    size_t old_top = 0;
+    blk *old_top = NULL;
     if (P_ORG(h) == DMM_ORG_ADDRTREE && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE && h->cfg.coalesce_max == 0 &&
         !P_POISON(h) && !(P_GROW(h) && h->cfg.release_empty) && at_release(h, b))
         return; /* merged without restructuring the tree (engine/addrtree.h) */
@@ -38,8 +38,8 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
     if (P_COALESCE(h) == DMM_COALESCE_IMMEDIATE) {
         blk *nx = bat(b, s);
         if (btop(nx)) {
-            old_top = bsize(nx);
-            s += old_top;
+            old_top = nx;
+            s += bsize(nx);
             top = true;
             end = (char *)nx + HDR + LINKS; /* the rest of nx is poisoned already */
         } else if (P_VICTIM(h) && nx == VICTIM(h)) {
@@ -72,10 +72,10 @@ static DMM_ALWAYS_INLINE void release_block(dmm_heap *h, blk *b, char *fresh)
                 break;
         }
     }
+    if (top)
+        top_grew(h, old_top, b, (size_t)((char *)old_top - (char *)b)); /* it grows down to b */
     mark_free(b, s, top ? F_AUX : 0);
     DMM_ASSERT_LOCAL(!top || bsize(bnext(b)) == 0); /* the top is the region's last block */
-    if (top)
-        h->st.top_bytes += s - old_top;
     if (P_POISON(h)) {
         char *lo = (char *)bpayload(b) + LINKS;
         if (fill_from < lo)
@@ -110,38 +110,42 @@ static DMM_ALWAYS_INLINE void release_split(dmm_heap *h, blk *rem, size_t rs, bo
         bin_insert(h, rem);
 }
 
-/* Carves a block of s bytes from the start of a top block: the cached
- * region's, else the first region whose top is large enough.  The
- * remainder stays the top unless it is below a minimum block, in which case
- * the whole top is taken. */
+/* Carves a used block of s bytes from the start of the cached top block
+ * (h->top, the top of h->top_r), else from the first region whose top is
+ * large enough.  The remainder stays the top unless it is below a minimum
+ * block, in which case the whole top is taken.  NULL if no top fits. */
 static DMM_ALWAYS_INLINE blk *carve_from(dmm_heap *h, blk *t, size_t s);
 static DMM_ALWAYS_INLINE blk *carve_top(dmm_heap *h, size_t s)
 {
-    blk *t = rtop(h->top_r);
-    if (!t || bsize(t) < s) {
-        region *r = dmm__region_with_top(h, s);
-        if (!r)
+    blk *t = h->top;
+    if (DMM_UNLIKELY(!t || bsize(t) < s)) {
+        if (!dmm__region_with_top(h, s)) /* makes it h->top */
             return NULL;
-        t = rtop(r);
+        t = h->top;
     }
     return carve_from(h, t, s);
 }
 
-/* Carves s bytes from the start of top block t (of at least s bytes). */
+/* Carves s bytes from the start of top block t == h->top (of at least s
+ * bytes) and hands them out used: each header word is written once (the
+ * caller does not mark the block used again, see finish_alloc).  No
+ * figure is kept: the top bytes and the extent are derived from h->top
+ * when read (heap_internal.h, extent_now). */
 static DMM_ALWAYS_INLINE blk *carve_from(dmm_heap *h, blk *t, size_t s)
 {
-    size_t ts = bsize(t);
-    if (ts - s >= MINB) {
+    size_t hd = t->head, ts = hd & ~F_MASK;
+    DMM_ASSERT(t == h->top && ts >= s);
+    if (DMM_LIKELY(ts - s >= MINB)) {
         blk *nt = bat(t, s);
-        nt->head = (ts - s) | F_PUSED; /* t is about to become used */
-        mark_free(nt, ts - s, F_AUX);
-        t->head = s | (t->head & F_PUSED);
-        h->st.top_bytes -= s;
+        nt->head = (ts - s) | F_PUSED | F_AUX; /* t is used */
+        bat(t, ts)->foot = ts - s;             /* the sentinel: its F_PUSED stays clear */
+        t->head = s | F_USED | (hd & F_PUSED);
+        h->top = nt;
     } else {
-        t->head = ts | (t->head & F_PUSED);
-        h->st.top_bytes -= ts;
+        t->head = ts | F_USED | (hd & F_PUSED);
+        bat(t, ts)->head |= F_PUSED;
+        h->top = NULL;
     }
-    note_extent(h);
     return t;
 }
 
@@ -249,13 +253,13 @@ static inline void sweep(dmm_heap *h)
         while (bsize(b) != 0) {
             blk *c = bnext(b);
             if (blisted(b) && !bused(c) && (btop(c) || can_merge(h, bsize(b), bsize(c))) && bin_remove(h, b)) {
-                size_t s = bsize(b), old_top = 0;
+                size_t s = bsize(b);
                 bool top = false;
                 while (!bused(c) && (btop(c) || can_merge(h, s, bsize(c)))) {
                     size_t cs = bsize(c);
                     top = btop(c);
                     if (top)
-                        old_top = cs;
+                        top_grew(h, c, b, s); /* the top absorbs the run */
                     else if (!bin_remove(h, c))
                         break;
                     poison_fill(h, c, (char *)c + HDR + LINKS);
@@ -265,8 +269,6 @@ static inline void sweep(dmm_heap *h)
                         break;
                 }
                 mark_free(b, s, top ? F_AUX : 0);
-                if (top)
-                    h->st.top_bytes += s - old_top;
                 if (P_GROW(h) && h->cfg.release_empty && bpused(b) && dmm__region_release_if_empty(h, b))
                     break;
                 if (!top)
