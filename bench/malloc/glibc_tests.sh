@@ -61,9 +61,17 @@ fi
 # "../test-skeleton.c" (the older tests' driver) resolves next to malloc/
 ln -s "$SUP/test-skeleton.c" "$work/src/test-skeleton.c"
 
-cmake --preset release >/dev/null
-nice -n 10 cmake --build --preset release -j2 --target dmm_malloc_shared >/dev/null
-LIBDMM="$ROOT/build/release/lib/libdmm.so"
+# $DMM_LIBDMM: another libdmm.so to preload (e.g. one built from an older
+# commit, for a before/after); by default the release build of this tree
+if [ -n "${DMM_LIBDMM:-}" ]; then
+    LIBDMM=$(cd "$(dirname "$DMM_LIBDMM")" && pwd)/$(basename "$DMM_LIBDMM")
+    IMPL="libdmm $LIBDMM (DMM_LIBDMM)"
+else
+    cmake --preset release >/dev/null
+    nice -n 10 cmake --build --preset release -j2 --target dmm_malloc_shared >/dev/null
+    LIBDMM="$ROOT/build/release/lib/libdmm.so"
+    IMPL="libdmm from build/release"
+fi
 [ -f "$LIBDMM" ] || { echo "glibc_tests.sh: $LIBDMM was not built" >&2; exit 1; }
 CC=${CC:-cc}
 CFLAGS=(-std=gnu11 -O2 -g -D_GNU_SOURCE -fno-builtin -w -include "$SUP/internal.h" -I"$SUP" -I"$work/src/malloc")
@@ -103,15 +111,15 @@ for t in "${TESTS[@]}"; do
         elif [ $rc -eq 77 ]; then st=unsupported
         elif [ $rc -eq 124 ] || [ $rc -eq 137 ] || grep -aq '^Timed out: killed the child process' "$work/log/$t.$mode"; then st=timeout
         else st=fail; fi
-        tail=$(tail -n 3 "$work/log/$t.$mode" | cut -c1-200 | tr '\t\n' '  ')
+        tail=$(tail -n 3 "$work/log/$t.$mode" | sed "s|$work/src/||g" | cut -c1-200 | tr '\t\n' '  ')
         printf '%s\t%s\t%s\t%s\t%s\n' "$t" "$mode" "$st" "$secs" "exit $rc: $tail" >> "$work/all"
         echo "$t $mode: $st (${secs} s)"
     done
 done
 
 GLIBC_VERSION=$(getconf GNU_LIBC_VERSION 2>/dev/null || echo "glibc unknown")
-PROV=(--command "${GLIBC_REV:+GLIBC_REV=$GLIBC_REV }bench/malloc/glibc_tests.sh GLIBC_SRC${2:+ $2}" --cmake-build "$ROOT/build/release"
-      --impl "libdmm from build/release; glibc's malloc tests (commit $COMMIT) built with $CC and bench/malloc/glibc_support")
+PROV=(--command "${DMM_LIBDMM:+DMM_LIBDMM=LIB }${GLIBC_REV:+GLIBC_REV=$GLIBC_REV }bench/malloc/glibc_tests.sh GLIBC_SRC${2:+ $2}" --cmake-build "$ROOT/build/release"
+      --impl "$IMPL; glibc's malloc tests (commit $COMMIT) built with $CC and bench/malloc/glibc_support")
 pj=$(python3 "$ROOT/scripts/provenance.py" --json "${PROV[@]}")
 pm=$(python3 "$ROOT/scripts/provenance.py" --md "${PROV[@]}")
 python3 "$ROOT/bench/malloc/suite_report.py" glibc_tests "$work/all" "$OUT" "$COMMIT" "$pj" "$pm" "$GLIBC_VERSION"
