@@ -23,7 +23,8 @@
 # outer one ($DMM_GLIBC_TIMEOUT s, default 300) is a timeout; anything else
 # fails.  A test the stand-in cannot build is listed as not built, with the
 # compiler's first error.  A test that fails under glibc too points at the
-# stand-in, not at libdmm: the report says so.
+# stand-in or at a test newer than the installed glibc, not at libdmm: the
+# report says so.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 USAGE="usage: bench/malloc/glibc_tests.sh GLIBC_SRC [OUT] (GLIBC_SRC: a glibc source tree or a bare git directory of one)"
@@ -41,6 +42,8 @@ TESTS=(tst-malloc tst-calloc tst-realloc tst-reallocarray tst-valloc tst-pvalloc
        tst-malloc-too-large tst-mallocfork tst-mallocfork2 tst-mallocfork3 tst-malloc-fork-deadlock
        tst-malloc-thread-fail tst-malloc-thread-exit tst-malloc-tcache-leak tst-mallinfo2
        tst-malloc-stats-cancellation tst-malloc_info tst-mallopt tst-trim1 tst-free-errno)
+# $DMM_GLIBC_TESTS: a subset to run (names from the list, space-separated)
+if [ -n "${DMM_GLIBC_TESTS:-}" ]; then read -ra TESTS <<< "$DMM_GLIBC_TESTS"; fi
 declare -A NOT_RUN=([tst-aligned-alloc-static]="links statically (-static): a preloaded malloc cannot replace glibc's in it")
 
 work=$(mktemp -d)
@@ -48,8 +51,13 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src/malloc" "$work/bin" "$work/tmp" "$work/log"
 # the tests, from a work tree or a bare git directory; anything else is refused before anything is built or written
 if [ -f "$SRC/malloc/tst-malloc.c" ] && [ -f "$SRC/malloc/malloc.c" ]; then
-    cp "$SRC"/malloc/tst-*.c "$SRC"/malloc/tst-*.h "$work/src/malloc/"
-    COMMIT=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)
+    find "$SRC/malloc" -maxdepth 1 -type f -name 'tst-*' -exec cp {} "$work/src/malloc/" \;
+    # the commit only when SRC is a clone's top (not a copy inside another repository)
+    if [ "$(git -C "$SRC" rev-parse --show-toplevel 2>/dev/null)" = "$SRC" ]; then
+        COMMIT=$(git -C "$SRC" rev-parse HEAD)
+    else
+        COMMIT=unknown
+    fi
 elif REV=${GLIBC_REV:-HEAD} && git --git-dir="$SRC" cat-file -e "$REV:malloc/tst-malloc.c" 2>/dev/null &&
      git --git-dir="$SRC" cat-file -e "$REV:malloc/malloc.c" 2>/dev/null; then
     git --git-dir="$SRC" archive "$REV" malloc | tar -x -C "$work/src" --wildcards 'malloc/tst-*'
@@ -118,7 +126,7 @@ for t in "${TESTS[@]}"; do
 done
 
 GLIBC_VERSION=$(getconf GNU_LIBC_VERSION 2>/dev/null || echo "glibc unknown")
-PROV=(--command "${DMM_LIBDMM:+DMM_LIBDMM=LIB }${GLIBC_REV:+GLIBC_REV=$GLIBC_REV }bench/malloc/glibc_tests.sh GLIBC_SRC${2:+ $2}" --cmake-build "$ROOT/build/release"
+PROV=(--command "${DMM_GLIBC_TESTS:+DMM_GLIBC_TESTS='$DMM_GLIBC_TESTS' }${DMM_LIBDMM:+DMM_LIBDMM=LIB }${GLIBC_REV:+GLIBC_REV=$GLIBC_REV }bench/malloc/glibc_tests.sh GLIBC_SRC${2:+ $2}" --cmake-build "$ROOT/build/release"
       --impl "$IMPL; glibc's malloc tests (commit $COMMIT) built with $CC and bench/malloc/glibc_support")
 pj=$(python3 "$ROOT/scripts/provenance.py" --json "${PROV[@]}")
 pm=$(python3 "$ROOT/scripts/provenance.py" --md "${PROV[@]}")

@@ -28,7 +28,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 if [ -f "$SRC/test/test-stress.c" ] && [ -f "$SRC/include/mimalloc.h" ]; then
     cp "$SRC/test/test-stress.c" "$work/"
-    COMMIT=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)
+    if [ "$(git -C "$SRC" rev-parse --show-toplevel 2>/dev/null)" = "$SRC" ]; then
+        COMMIT=$(git -C "$SRC" rev-parse HEAD)
+    else
+        COMMIT=unknown
+    fi
 elif REV=${MIMALLOC_REV:-HEAD} && git --git-dir="$SRC" cat-file -e "$REV:test/test-stress.c" 2>/dev/null &&
      git --git-dir="$SRC" cat-file -e "$REV:include/mimalloc.h" 2>/dev/null; then
     git --git-dir="$SRC" show "$REV:test/test-stress.c" > "$work/test-stress.c"
