@@ -1050,11 +1050,14 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     spm_entry *e = entry_of(f, idx);
     dmm_gaddr unit = seg + data_off(s, seg) + (dmm_gaddr)idx * stride;
     unsigned slot = 0;
+    spm_unit *res = NULL; /* the unit when it is resident (fills the hit path's cache below) */
     if (e->flags & SPM_E_VALID) {
         while (e->live >> slot & 1u)
             slot++;
         e->live = (uint16_t)(e->live | 1u << slot);
         f->dirty = true;
+        if ((e->flags & SPM_E_RESIDENT) && e->local4)
+            res = unit_at(s, e);
     } else {
         /* A new unit: nothing to read, it is born resident and dirty. */
         dmm_gaddr ega = seg + SPM_HDR_BYTES + (dmm_gaddr)idx * DMM_SPM_ENTRY_BYTES;
@@ -1076,6 +1079,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         hdr_of(f)->used++;
         f->dirty = true;
         zero = false; /* already zero */
+        res = u;
     }
     dmm_gaddr a = unit + (dmm_gaddr)slot * cls;
     s->st.live_objects++;
@@ -1097,7 +1101,16 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
             return 0;
         }
         dmm_port_memset(udata(u) + (size_t)slot * cls, 0, cls);
+        res = u;
     }
+    /* The program translates a new object next, nearly always (the pass
+     * initialises it): put it in the hit path's cache now, so that the
+     * translation is a hit instead of a miss that resolves it through its
+     * table page (~200 instructions; dijkstra's pq_push pins every node
+     * it allocates).  A resident unit only (never a piece: those are parts
+     * of large units, which hold one object and are born whole). */
+    if (res && !res->piece)
+        tc_fill(s, a, a, cls, udata(res) + (size_t)slot * cls, res);
     return a;
 }
 

@@ -1299,3 +1299,57 @@ TEST(SpmHitPath, PinAndUnpinBesideTheEntryNeedNoTableWalk)
     dmm_spm_free(r.s, b);
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
+
+// A new object is in the hit path's cache as soon as malloc (or calloc)
+// returns it: the program's first translation of it, which nearly always
+// follows (the pass initialises what it allocates), reads no table page and
+// makes no transfer, even when the object's page has left the only frame.
+// Before malloc filled the cache, that translation missed the cache, found
+// no page in a frame and fetched it.  The answers must be the objects' own
+// bytes, pins must hold, and counts must fold into the stats and dirty flag.
+TEST(SpmHitPath, NewObjectTranslatesWithoutATableWalk)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=1,gran=1,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a1 = dmm_spm_malloc(r.s, 64), a2 = dmm_spm_calloc(r.s, 1, 64);
+    ASSERT_NE(a1, DMM_GNULL);
+    ASSERT_NE(a2, DMM_GNULL);
+    dmm_gaddr b = dmm_spm_malloc(r.s, 1536); // another class: a new segment, its page takes the frame
+    ASSERT_NE(b, DMM_GNULL);
+    ASSERT_EQ(a1 / 2048, a2 / 2048);
+    ASSERT_NE(a2 / 2048, b / 2048);
+    ASSERT_NE((a2 >> 5) % 8, (b >> 5) % 8); // b's entry does not replace a2's
+    uint64_t pages = dmm_spm_get_stats(r.s).page_fetches, gets = r.hp.gets;
+    auto *p2 = static_cast<unsigned char *>(dmm_spm_pin(r.s, a2));
+    ASSERT_NE(p2, nullptr);
+    EXPECT_EQ(p2[0], 0); // calloc's zeros
+    std::memset(p2, 0x5a, 64);
+    auto *pb = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b));
+    ASSERT_NE(pb, nullptr);
+    std::memset(pb, 0x6b, 1536);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).page_fetches, pages);
+    EXPECT_EQ(r.hp.gets, gets);
+    EXPECT_EQ(r.err.count, 0);
+    ASSERT_TRUE(r.ok());
+    dmm_spm_stats st = dmm_spm_get_stats(r.s); // folds the hit path's counts
+    EXPECT_EQ(st.p2s_hits, 2u);
+    // a2 is pinned: flushing and touching other objects leaves it in place
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+    ASSERT_NE(dmm_spm_p2s(r.s, a1), nullptr);
+    ASSERT_EQ(dmm_spm_p2s_ro(r.s, a2), p2);
+    dmm_spm_unpin(r.s, a2);
+    EXPECT_EQ(r.err.count, 0);
+    // the written bytes reach global memory (a2 and b were marked dirty)
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+    for (dmm_gaddr x : {a2, b}) {
+        const auto *q = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, x, 64));
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(q[0], x == a2 ? 0x5a : 0x6b);
+        EXPECT_EQ(q[63], x == a2 ? 0x5a : 0x6b);
+    }
+    ASSERT_TRUE(r.ok());
+    dmm_spm_free(r.s, a1);
+    dmm_spm_free(r.s, a2);
+    dmm_spm_free(r.s, b);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}
