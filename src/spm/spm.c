@@ -225,6 +225,8 @@ static unsigned xc_index(const dmm_spm *s, dmm_gaddr a)
 /* Forgets every translation into unit u (it is leaving local memory). */
 static void xc_drop_unit(dmm_spm *s, spm_unit *u)
 {
+    if (s->uh_u == u)
+        s->uh_u = NULL;
     for (unsigned i = 0; i < SPM_RECENT; i++)
         if (s->recent[i].u == u)
             s->recent[i].n = 0;
@@ -1269,6 +1271,12 @@ static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xla
     spm_unit *u = unit_at(s, e);
     s->last_frame = fi;
     f->stamp = ++s->tick;
+    s->uh_u = u;
+    s->uh_e = e;
+    s->uh_g = seg + d + i * stride;
+    s->uh_bytes = (uint32_t)stride;
+    s->uh_slot = h->slot_size;
+    s->uh_f = (uint8_t)fi;
     size_t o = (size_t)slot * h->slot_size;
     x->g = seg + d + i * stride + o;
     x->n = h->slot_size;
@@ -1297,13 +1305,34 @@ static spm_unit *resident_unit(const dmm_spm *s, dmm_gaddr a)
 static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
     const spm_xlate *r = NULL;
-    for (unsigned i = 0; i < SPM_RECENT; i++)
+    spm_xlate t;
+    if (s->uh_u && a - s->uh_g < s->uh_bytes &&
+        s->frames[s->uh_f].seg == (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1))) {
+        /* in the unit last resolved through its page, that page still in its
+         * frame (so its entry is current): a live slot of the unit is the
+         * answer (the unit is resident: xc_drop_unit clears the hint when it
+         * leaves, as it clears the unit's xc entries) */
+        unsigned slot = (unsigned)((a - s->uh_g) / s->uh_slot);
+        const spm_entry *e = s->uh_e;
+        if (e->live >> slot & 1u) {
+            spm_frame *f = &s->frames[s->uh_f];
+            s->last_frame = s->uh_f;
+            f->stamp = ++s->tick;
+            size_t o = (size_t)slot * s->uh_slot;
+            t.g = s->uh_g + o;
+            t.n = s->uh_slot;
+            t.l = udata(s->uh_u) + o;
+            t.u = s->uh_u;
+            xc_put(s, &t);
+            recent_add(s, &t);
+            r = &s->recent[s->recent_last];
+        }
+    }
+    for (unsigned i = 0; !r && i < SPM_RECENT; i++)
         if (s->recent[i].n && a - s->recent[i].g < s->recent[i].n) {
             s->recent_last = i;
             r = &s->recent[i];
-            break;
         }
-    spm_xlate t;
     if (!r && resident_in_frame(s, a, &t)) {
         xc_put(s, &t); /* for when its page has left the frames */
         recent_add(s, &t);

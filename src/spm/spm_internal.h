@@ -24,7 +24,7 @@
 #define SPM_OPEN 8u               /* open-segment cache records */
 #define SPM_BOUNCE 64u            /* realloc copies through this many bytes */
 #define SPM_POISON 0xA5u           /* stale local bytes under paranoid */
-#define SPM_RECENT 4u              /* objects resolved last, searched by range */
+#define SPM_RECENT 3u              /* objects resolved last, searched by range */
 #define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
 #define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
 #define SPM_KEEP 4u                /* empty segments kept for reuse, at most */
@@ -172,11 +172,27 @@ struct dmm_spm {
      * when its unit leaves local memory or its object is freed, so a hit is
      * always a live, resident object. */
     spm_xlate recent[SPM_RECENT];
+    /* The unit the miss path last resolved through its table page (uh_u,
+     * resident; NULL = none): its slots [uh_g, uh_g + uh_bytes) of uh_slot
+     * bytes, its entry uh_e in frame uh_f, which holds the page of uh_g's
+     * segment while frames[uh_f].seg says so.  A translation that misses
+     * the hit path's cache and falls in this unit (the next object of a
+     * list allocated in a row: dijkstra's edges, dfs's adjacency nodes)
+     * checks its slot's live bit in that entry instead of walking the page
+     * again.  Cleared when the unit leaves local memory (xc_drop_unit).
+     * These 32 bytes are the fourth recent translation's (SPM_RECENT 4 -> 3)
+     * and uh_f sits in padding: the control block, which comes out of H,
+     * does not grow. */
+    spm_unit *uh_u;
+    const spm_entry *uh_e;
+    dmm_gaddr uh_g;
+    uint32_t uh_bytes, uh_slot;
     unsigned recent_next, recent_last;
 
     spm_xc *xc;
     unsigned xc_bits;
     spm_xc xc_one;
+    uint8_t uh_f; /* see uh_u (in the padding after xc_one) */
     uint64_t cyc;    /* port cycles of the running API call (t_end charges them) */
     bool heap_full;  /* the local heap refused a unit and nothing was freed since */
     /* fhint[(seg >> seg_shift) % SPM_FHINT]: the frame that last held the

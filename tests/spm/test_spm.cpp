@@ -1353,3 +1353,72 @@ TEST(SpmHitPath, NewObjectTranslatesWithoutATableWalk)
     dmm_spm_free(r.s, b);
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
+
+// The miss path remembers the unit it last resolved through its table page
+// and answers a neighbour in that unit from the unit's entry (a list
+// allocated in a row, walked in order).  Walks in order and backwards over
+// units of four objects, on a local memory small enough that units are
+// evicted and the two table frames swap pages, with slots freed between the
+// walks: every answer must be the object's own bytes, a freed slot must be
+// reported (never answered from the remembered unit), writes must reach
+// global memory, and the heap must check after every walk.
+TEST(SpmTranslations, NeighboursInTheLastResolvedUnit)
+{
+    Rig r({DMM_SPM_STATIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 120; i++) { // 48-byte objects, 4 per unit, over several segments
+        dmm_gaddr a = dmm_spm_malloc(r.s, 48);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, i + 1, 48);
+        objs.push_back(a);
+    }
+    ASSERT_TRUE(r.ok());
+    std::vector<bool> live(objs.size(), true);
+    std::vector<unsigned char> val(objs.size());
+    for (size_t i = 0; i < objs.size(); i++) {
+        val[i] = static_cast<unsigned char>(i + 1);
+    }
+    uint64_t fetches = dmm_spm_get_stats(r.s).unit_fetches;
+    for (int round = 0; round < 8; round++) {
+        for (size_t k = 0; k < objs.size(); k++) {
+            size_t i = round % 2 ? objs.size() - 1 - k : k;
+            if (!live[i]) {
+                int errs = r.err.count;
+                EXPECT_EQ(dmm_spm_p2s_ro(r.s, objs[i] + 8), nullptr) << "freed object " << i;
+                EXPECT_EQ(r.err.count, errs + 1);
+                continue;
+            }
+            size_t off = 8 * (k % 5); // interior addresses too
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, objs[i] + off));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(p[0], val[i]) << "round " << round << " object " << i;
+            val[i] = static_cast<unsigned char>(val[i] + 7);
+            std::memset(p - off, val[i], 48); // the whole object (it is contiguous locally)
+        }
+        ASSERT_TRUE(r.ok());
+        // free one slot in every fifth unit (its neighbours stay live)
+        for (size_t i = static_cast<size_t>(round % 4); i < objs.size(); i += 20) {
+            if (live[i]) {
+                dmm_spm_free(r.s, objs[i]);
+                live[i] = false;
+            }
+        }
+        ASSERT_TRUE(r.ok());
+    }
+    EXPECT_GT(dmm_spm_get_stats(r.s).unit_fetches, fetches); // units were evicted and fetched again
+    EXPECT_GT(dmm_spm_get_stats(r.s).page_fetches, 0u);      // and pages swapped
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+    for (size_t i = 0; i < objs.size(); i++) {
+        if (live[i]) {
+            const auto *h = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, objs[i], 1));
+            ASSERT_NE(h, nullptr);
+            EXPECT_EQ(h[0], val[i]) << "object " << i;
+            dmm_spm_free(r.s, objs[i]);
+        }
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
+}
