@@ -1962,6 +1962,18 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
         r = "live objects differ from the live bits";
         goto out;
     }
+    /* the unit hint names a resident unit (not a piece), its range and slot
+     * size, and its entry's place in its frame */
+    if (s->uh_u) {
+        spm_unit *u = s->lru_head;
+        while (u && u != s->uh_u)
+            u = u->next;
+        if (!u || u->piece || u->slots == 0 || s->uh_g != u->gaddr || s->uh_bytes != u->bytes ||
+            s->uh_slot != u->bytes / u->slots || s->uh_f >= s->cfg.table_frames) {
+            r = "unit hint names no resident unit";
+            goto out;
+        }
+    }
     /* translations: each names a live object at its place in a resident unit */
     /* (the translation cache, the recent ones, the hit path's cache) */
     for (unsigned i = 0; i < (1u << s->xc_bits) + SPM_RECENT + SPM_TC; i++) {
