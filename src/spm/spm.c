@@ -1207,7 +1207,7 @@ static void xc_put(dmm_spm *s, const spm_xlate *t)
 static void recent_add(dmm_spm *s, const spm_xlate *x)
 {
     unsigned i = s->recent_next;
-    s->recent_next = (i + 1) % SPM_RECENT;
+    s->recent_next = i + 1 < SPM_RECENT ? i + 1 : 0; /* no division (SPM_RECENT is 3) */
     s->recent[i] = *x;
     s->recent_last = i;
 }
