@@ -123,7 +123,7 @@ static spm_frame *page_frame(dmm_spm *s, dmm_gaddr seg, bool fetch)
     }
     s->last_frame = (unsigned)i;
     s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)i; /* frame_hint */
-    s->frames[i].stamp = ++s->tick;
+    s->frames[i].stamp = (uint32_t)++s->tick;
     return &s->frames[i];
 }
 
@@ -1207,7 +1207,7 @@ static void xc_put(dmm_spm *s, const spm_xlate *t)
 static void recent_add(dmm_spm *s, const spm_xlate *x)
 {
     unsigned i = s->recent_next;
-    s->recent_next = i + 1 < SPM_RECENT ? i + 1 : 0; /* no division (SPM_RECENT is 3) */
+    s->recent_next = i + 1 < SPM_RECENT ? i + 1 : 0;
     s->recent[i] = *x;
     s->recent_last = i;
 }
@@ -1270,7 +1270,7 @@ static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xla
         return NULL;
     spm_unit *u = unit_at(s, e);
     s->last_frame = fi;
-    f->stamp = ++s->tick;
+    f->stamp = (uint32_t)++s->tick;
     s->uh_u = u;
     s->uh_e = e;
     s->uh_g = seg + d + i * stride;
@@ -1306,7 +1306,12 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
     const spm_xlate *r = NULL;
     spm_xlate t;
-    if (s->uh_u && a - s->uh_g < s->uh_bytes &&
+    for (unsigned i = 0; !r && i < SPM_RECENT; i++)
+        if (s->recent[i].n && a - s->recent[i].g < s->recent[i].n) {
+            s->recent_last = i;
+            r = &s->recent[i];
+        }
+    if (!r && s->uh_u && a - s->uh_g < s->uh_bytes &&
         s->frames[s->uh_f].seg == (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1))) {
         /* in the unit last resolved through its page, that page still in its
          * frame (so its entry is current): a live slot of the unit is the
@@ -1317,7 +1322,7 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
         if (e->live >> slot & 1u) {
             spm_frame *f = &s->frames[s->uh_f];
             s->last_frame = s->uh_f;
-            f->stamp = ++s->tick;
+            f->stamp = (uint32_t)++s->tick;
             size_t o = (size_t)slot * s->uh_slot;
             t.g = s->uh_g + o;
             t.n = s->uh_slot;
@@ -1328,11 +1333,6 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
             r = &s->recent[s->recent_last];
         }
     }
-    for (unsigned i = 0; !r && i < SPM_RECENT; i++)
-        if (s->recent[i].n && a - s->recent[i].g < s->recent[i].n) {
-            s->recent_last = i;
-            r = &s->recent[i];
-        }
     if (!r && resident_in_frame(s, a, &t)) {
         xc_put(s, &t); /* for when its page has left the frames */
         recent_add(s, &t);

@@ -24,7 +24,7 @@
 #define SPM_OPEN 8u               /* open-segment cache records */
 #define SPM_BOUNCE 64u            /* realloc copies through this many bytes */
 #define SPM_POISON 0xA5u           /* stale local bytes under paranoid */
-#define SPM_RECENT 3u              /* objects resolved last, searched by range */
+#define SPM_RECENT 4u              /* objects resolved last, searched by range */
 #define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
 #define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
 #define SPM_KEEP 4u                /* empty segments kept for reuse, at most */
@@ -124,8 +124,12 @@ _Static_assert(sizeof(spm_tc) == 64, "spm_tc must stay 64 bytes (the hit path's 
 
 typedef struct spm_frame {
     dmm_gaddr seg; /* the segment whose page is here (0 = free frame) */
-    uint64_t stamp;
     uint8_t *mem;
+    /* the core's tick when the frame was last used (its low 32 bits, as the
+     * entries' stamps: the LRU frame choice may be wrong once per 2^32
+     * ticks, nothing else depends on it); 24 bytes a frame instead of 32
+     * leave room for the unit hint in the control block */
+    uint32_t stamp;
     bool dirty;
 } spm_frame;
 
@@ -180,9 +184,9 @@ struct dmm_spm {
      * list allocated in a row: dijkstra's edges, dfs's adjacency nodes)
      * checks its slot's live bit in that entry instead of walking the page
      * again.  Cleared when the unit leaves local memory (xc_drop_unit).
-     * These 32 bytes are the fourth recent translation's (SPM_RECENT 4 -> 3)
-     * and uh_f sits in padding: the control block, which comes out of H,
-     * does not grow. */
+     * These 32 bytes come from the frame descriptors (32 -> 24 bytes each:
+     * a 32-bit stamp) and uh_f sits in padding: the control block, which
+     * comes out of H, does not grow. */
     spm_unit *uh_u;
     const spm_entry *uh_e;
     dmm_gaddr uh_g;
@@ -219,7 +223,7 @@ struct dmm_spm {
      * line is cleared, so stale addresses into them are still reported). */
     dmm_gaddr kept[SPM_KEEP];
     unsigned nkept;
-    dmm_status last; /* here, in nkept's padding: the control block stays 1,984 bytes on x86-64 */
+    dmm_status last; /* here, in nkept's padding (the control block: 1,888 bytes on x86-64) */
     uint64_t tick;
     size_t local_in_use;
     dmm_spm_stats st;

@@ -984,7 +984,7 @@ TEST(SpmTranslations, ResidentObjectsNeedNoTablePage)
 }
 
 // More resident objects than the translations hold (8 hit-path entries, 4
-// recent (3 since the unit hint took the fourth), the direct-mapped cache), in units of several objects, their pages
+// recent, the unit hint, the direct-mapped cache), in units of several objects, their pages
 // resident: a miss of the translations is answered from the table page in
 // its frame (the miss path's frame hint).  Each answer must be the object's
 // own byte, count as a hit, mark, pin and unpin the right unit, and a slot
