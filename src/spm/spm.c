@@ -123,7 +123,7 @@ static spm_frame *page_frame(dmm_spm *s, dmm_gaddr seg, bool fetch)
     }
     s->last_frame = (unsigned)i;
     s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)i; /* frame_hint */
-    s->frames[i].stamp = ++s->tick;
+    s->frames[i].stamp = (uint32_t)++s->tick;
     return &s->frames[i];
 }
 
@@ -225,6 +225,8 @@ static unsigned xc_index(const dmm_spm *s, dmm_gaddr a)
 /* Forgets every translation into unit u (it is leaving local memory). */
 static void xc_drop_unit(dmm_spm *s, spm_unit *u)
 {
+    if (s->uh_u == u)
+        s->uh_u = NULL;
     for (unsigned i = 0; i < SPM_RECENT; i++)
         if (s->recent[i].u == u)
             s->recent[i].n = 0;
@@ -1050,11 +1052,14 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     spm_entry *e = entry_of(f, idx);
     dmm_gaddr unit = seg + data_off(s, seg) + (dmm_gaddr)idx * stride;
     unsigned slot = 0;
+    spm_unit *res = NULL; /* the unit when it is resident (fills the hit path's cache below) */
     if (e->flags & SPM_E_VALID) {
         while (e->live >> slot & 1u)
             slot++;
         e->live = (uint16_t)(e->live | 1u << slot);
         f->dirty = true;
+        if ((e->flags & SPM_E_RESIDENT) && e->local4)
+            res = unit_at(s, e);
     } else {
         /* A new unit: nothing to read, it is born resident and dirty. */
         dmm_gaddr ega = seg + SPM_HDR_BYTES + (dmm_gaddr)idx * DMM_SPM_ENTRY_BYTES;
@@ -1076,6 +1081,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         hdr_of(f)->used++;
         f->dirty = true;
         zero = false; /* already zero */
+        res = u;
     }
     dmm_gaddr a = unit + (dmm_gaddr)slot * cls;
     s->st.live_objects++;
@@ -1097,7 +1103,16 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
             return 0;
         }
         dmm_port_memset(udata(u) + (size_t)slot * cls, 0, cls);
+        res = u;
     }
+    /* The program translates a new object next, nearly always (the pass
+     * initialises it): put it in the hit path's cache now, so that the
+     * translation is a hit instead of a miss that resolves it through its
+     * table page (~200 instructions; dijkstra's pq_push pins every node
+     * it allocates).  A resident unit only (never a piece: those are parts
+     * of large units, which hold one object and are born whole). */
+    if (res && !res->piece)
+        tc_fill(s, a, a, cls, udata(res) + (size_t)slot * cls, res);
     return a;
 }
 
@@ -1192,7 +1207,7 @@ static void xc_put(dmm_spm *s, const spm_xlate *t)
 static void recent_add(dmm_spm *s, const spm_xlate *x)
 {
     unsigned i = s->recent_next;
-    s->recent_next = (i + 1) % SPM_RECENT;
+    s->recent_next = i + 1 < SPM_RECENT ? i + 1 : 0;
     s->recent[i] = *x;
     s->recent_last = i;
 }
@@ -1255,7 +1270,13 @@ static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xla
         return NULL;
     spm_unit *u = unit_at(s, e);
     s->last_frame = fi;
-    f->stamp = ++s->tick;
+    f->stamp = (uint32_t)++s->tick;
+    s->uh_u = u;
+    s->uh_e = e;
+    s->uh_g = seg + d + i * stride;
+    s->uh_bytes = (uint32_t)stride;
+    s->uh_slot = h->slot_size;
+    s->uh_f = (uint8_t)fi;
     size_t o = (size_t)slot * h->slot_size;
     x->g = seg + d + i * stride + o;
     x->n = h->slot_size;
@@ -1284,13 +1305,34 @@ static spm_unit *resident_unit(const dmm_spm *s, dmm_gaddr a)
 static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
     const spm_xlate *r = NULL;
-    for (unsigned i = 0; i < SPM_RECENT; i++)
+    spm_xlate t;
+    for (unsigned i = 0; !r && i < SPM_RECENT; i++)
         if (s->recent[i].n && a - s->recent[i].g < s->recent[i].n) {
             s->recent_last = i;
             r = &s->recent[i];
-            break;
         }
-    spm_xlate t;
+    if (!r && s->uh_u && a - s->uh_g < s->uh_bytes &&
+        s->frames[s->uh_f].seg == (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1))) {
+        /* in the unit last resolved through its page, that page still in its
+         * frame (so its entry is current): a live slot of the unit is the
+         * answer (the unit is resident: xc_drop_unit clears the hint when it
+         * leaves, as it clears the unit's xc entries) */
+        unsigned slot = (unsigned)((a - s->uh_g) / s->uh_slot);
+        const spm_entry *e = s->uh_e;
+        if (e->live >> slot & 1u) {
+            spm_frame *f = &s->frames[s->uh_f];
+            s->last_frame = s->uh_f;
+            f->stamp = (uint32_t)++s->tick;
+            size_t o = (size_t)slot * s->uh_slot;
+            t.g = s->uh_g + o;
+            t.n = s->uh_slot;
+            t.l = udata(s->uh_u) + o;
+            t.u = s->uh_u;
+            xc_put(s, &t);
+            recent_add(s, &t);
+            r = &s->recent[s->recent_last];
+        }
+    }
     if (!r && resident_in_frame(s, a, &t)) {
         xc_put(s, &t); /* for when its page has left the frames */
         recent_add(s, &t);
@@ -1919,6 +1961,18 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     if (live != s->st.live_objects) {
         r = "live objects differ from the live bits";
         goto out;
+    }
+    /* the unit hint names a resident unit (not a piece), its range and slot
+     * size, and its entry's place in its frame */
+    if (s->uh_u) {
+        spm_unit *u = s->lru_head;
+        while (u && u != s->uh_u)
+            u = u->next;
+        if (!u || u->piece || u->slots == 0 || s->uh_g != u->gaddr || s->uh_bytes != u->bytes ||
+            s->uh_slot != u->bytes / u->slots || s->uh_f >= s->cfg.table_frames) {
+            r = "unit hint names no resident unit";
+            goto out;
+        }
     }
     /* translations: each names a live object at its place in a resident unit */
     /* (the translation cache, the recent ones, the hit path's cache) */

@@ -124,8 +124,12 @@ _Static_assert(sizeof(spm_tc) == 64, "spm_tc must stay 64 bytes (the hit path's 
 
 typedef struct spm_frame {
     dmm_gaddr seg; /* the segment whose page is here (0 = free frame) */
-    uint64_t stamp;
     uint8_t *mem;
+    /* the core's tick when the frame was last used (its low 32 bits, as the
+     * entries' stamps: the LRU frame choice may be wrong once per 2^32
+     * ticks, nothing else depends on it); 24 bytes a frame instead of 32
+     * leave room for the unit hint in the control block */
+    uint32_t stamp;
     bool dirty;
 } spm_frame;
 
@@ -172,11 +176,27 @@ struct dmm_spm {
      * when its unit leaves local memory or its object is freed, so a hit is
      * always a live, resident object. */
     spm_xlate recent[SPM_RECENT];
+    /* The unit the miss path last resolved through its table page (uh_u,
+     * resident; NULL = none): its slots [uh_g, uh_g + uh_bytes) of uh_slot
+     * bytes, its entry uh_e in frame uh_f, which holds the page of uh_g's
+     * segment while frames[uh_f].seg says so.  A translation that misses
+     * the hit path's cache and falls in this unit (the next object of a
+     * list allocated in a row: dijkstra's edges, dfs's adjacency nodes)
+     * checks its slot's live bit in that entry instead of walking the page
+     * again.  Cleared when the unit leaves local memory (xc_drop_unit).
+     * These 32 bytes come from the frame descriptors (32 -> 24 bytes each:
+     * a 32-bit stamp) and uh_f sits in padding: the control block, which
+     * comes out of H, does not grow. */
+    spm_unit *uh_u;
+    const spm_entry *uh_e;
+    dmm_gaddr uh_g;
+    uint32_t uh_bytes, uh_slot;
     unsigned recent_next, recent_last;
 
     spm_xc *xc;
     unsigned xc_bits;
     spm_xc xc_one;
+    uint8_t uh_f; /* see uh_u (in the padding after xc_one) */
     uint64_t cyc;    /* port cycles of the running API call (t_end charges them) */
     bool heap_full;  /* the local heap refused a unit and nothing was freed since */
     /* fhint[(seg >> seg_shift) % SPM_FHINT]: the frame that last held the
@@ -203,7 +223,7 @@ struct dmm_spm {
      * line is cleared, so stale addresses into them are still reported). */
     dmm_gaddr kept[SPM_KEEP];
     unsigned nkept;
-    dmm_status last; /* here, in nkept's padding: the control block stays 1,984 bytes on x86-64 */
+    dmm_status last; /* here, in nkept's padding (the control block: 1,888 bytes on x86-64) */
     uint64_t tick;
     size_t local_in_use;
     dmm_spm_stats st;

@@ -984,7 +984,7 @@ TEST(SpmTranslations, ResidentObjectsNeedNoTablePage)
 }
 
 // More resident objects than the translations hold (8 hit-path entries, 4
-// recent, the direct-mapped cache), in units of several objects, their pages
+// recent, the unit hint, the direct-mapped cache), in units of several objects, their pages
 // resident: a miss of the translations is answered from the table page in
 // its frame (the miss path's frame hint).  Each answer must be the object's
 // own byte, count as a hit, mark, pin and unpin the right unit, and a slot
@@ -1298,4 +1298,127 @@ TEST(SpmHitPath, PinAndUnpinBesideTheEntryNeedNoTableWalk)
     dmm_spm_free(r.s, a);
     dmm_spm_free(r.s, b);
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}
+
+// A new object is in the hit path's cache as soon as malloc (or calloc)
+// returns it: the program's first translation of it, which nearly always
+// follows (the pass initialises what it allocates), reads no table page and
+// makes no transfer, even when the object's page has left the only frame.
+// Before malloc filled the cache, that translation missed the cache, found
+// no page in a frame and fetched it.  The answers must be the objects' own
+// bytes, pins must hold, and counts must fold into the stats and dirty flag.
+TEST(SpmHitPath, NewObjectTranslatesWithoutATableWalk)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=1,gran=1,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a1 = dmm_spm_malloc(r.s, 64), a2 = dmm_spm_calloc(r.s, 1, 64);
+    ASSERT_NE(a1, DMM_GNULL);
+    ASSERT_NE(a2, DMM_GNULL);
+    dmm_gaddr b = dmm_spm_malloc(r.s, 1536); // another class: a new segment, its page takes the frame
+    ASSERT_NE(b, DMM_GNULL);
+    ASSERT_EQ(a1 / 2048, a2 / 2048);
+    ASSERT_NE(a2 / 2048, b / 2048);
+    ASSERT_NE((a2 >> 5) % 8, (b >> 5) % 8); // b's entry does not replace a2's
+    uint64_t pages = dmm_spm_get_stats(r.s).page_fetches, gets = r.hp.gets;
+    auto *p2 = static_cast<unsigned char *>(dmm_spm_pin(r.s, a2));
+    ASSERT_NE(p2, nullptr);
+    EXPECT_EQ(p2[0], 0); // calloc's zeros
+    std::memset(p2, 0x5a, 64);
+    auto *pb = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b));
+    ASSERT_NE(pb, nullptr);
+    std::memset(pb, 0x6b, 1536);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).page_fetches, pages);
+    EXPECT_EQ(r.hp.gets, gets);
+    EXPECT_EQ(r.err.count, 0);
+    ASSERT_TRUE(r.ok());
+    dmm_spm_stats st = dmm_spm_get_stats(r.s); // folds the hit path's counts
+    EXPECT_EQ(st.p2s_hits, 2u);
+    // a2 is pinned: flushing and touching other objects leaves it in place
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+    ASSERT_NE(dmm_spm_p2s(r.s, a1), nullptr);
+    ASSERT_EQ(dmm_spm_p2s_ro(r.s, a2), p2);
+    dmm_spm_unpin(r.s, a2);
+    EXPECT_EQ(r.err.count, 0);
+    // the written bytes reach global memory (a2 and b were marked dirty)
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+    for (dmm_gaddr x : {a2, b}) {
+        const auto *q = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, x, 64));
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(q[0], x == a2 ? 0x5a : 0x6b);
+        EXPECT_EQ(q[63], x == a2 ? 0x5a : 0x6b);
+    }
+    ASSERT_TRUE(r.ok());
+    dmm_spm_free(r.s, a1);
+    dmm_spm_free(r.s, a2);
+    dmm_spm_free(r.s, b);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}
+
+// The miss path remembers the unit it last resolved through its table page
+// and answers a neighbour in that unit from the unit's entry (a list
+// allocated in a row, walked in order).  Walks in order and backwards over
+// units of four objects, on a local memory small enough that units are
+// evicted and the two table frames swap pages, with slots freed between the
+// walks: every answer must be the object's own bytes, a freed slot must be
+// reported (never answered from the remembered unit), writes must reach
+// global memory, and the heap must check after every walk.
+TEST(SpmTranslations, NeighboursInTheLastResolvedUnit)
+{
+    Rig r({DMM_SPM_STATIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    for (int i = 0; i < 120; i++) { // 48-byte objects, 4 per unit, over several segments
+        dmm_gaddr a = dmm_spm_malloc(r.s, 48);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, i + 1, 48);
+        objs.push_back(a);
+    }
+    ASSERT_TRUE(r.ok());
+    std::vector<bool> live(objs.size(), true);
+    std::vector<unsigned char> val(objs.size());
+    for (size_t i = 0; i < objs.size(); i++) {
+        val[i] = static_cast<unsigned char>(i + 1);
+    }
+    uint64_t fetches = dmm_spm_get_stats(r.s).unit_fetches;
+    for (int round = 0; round < 8; round++) {
+        for (size_t k = 0; k < objs.size(); k++) {
+            size_t i = round % 2 ? objs.size() - 1 - k : k;
+            if (!live[i]) {
+                int errs = r.err.count;
+                EXPECT_EQ(dmm_spm_p2s_ro(r.s, objs[i] + 8), nullptr) << "freed object " << i;
+                EXPECT_EQ(r.err.count, errs + 1);
+                continue;
+            }
+            size_t off = 8 * (k % 5); // interior addresses too
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, objs[i] + off));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(p[0], val[i]) << "round " << round << " object " << i;
+            val[i] = static_cast<unsigned char>(val[i] + 7);
+            std::memset(p - off, val[i], 48); // the whole object (it is contiguous locally)
+        }
+        ASSERT_TRUE(r.ok());
+        // free one slot in every fifth unit (its neighbours stay live)
+        for (size_t i = static_cast<size_t>(round % 4); i < objs.size(); i += 20) {
+            if (live[i]) {
+                dmm_spm_free(r.s, objs[i]);
+                live[i] = false;
+            }
+        }
+        ASSERT_TRUE(r.ok());
+    }
+    EXPECT_GT(dmm_spm_get_stats(r.s).unit_fetches, fetches); // units were evicted and fetched again
+    EXPECT_GT(dmm_spm_get_stats(r.s).page_fetches, 0u);      // and pages swapped
+    ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+    for (size_t i = 0; i < objs.size(); i++) {
+        if (live[i]) {
+            const auto *h = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, objs[i], 1));
+            ASSERT_NE(h, nullptr);
+            EXPECT_EQ(h[0], val[i]) << "object " << i;
+            dmm_spm_free(r.s, objs[i]);
+        }
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
 }
