@@ -69,18 +69,10 @@ fi
 # "../test-skeleton.c" (the older tests' driver) resolves next to malloc/
 ln -s "$SUP/test-skeleton.c" "$work/src/test-skeleton.c"
 
-# $DMM_LIBDMM: another libdmm.so to preload (e.g. one built from an older
-# commit, for a before/after); by default the release build of this tree
-if [ -n "${DMM_LIBDMM:-}" ]; then
-    LIBDMM=$(cd "$(dirname "$DMM_LIBDMM")" && pwd)/$(basename "$DMM_LIBDMM")
-    IMPL="libdmm $LIBDMM (DMM_LIBDMM)"
-else
-    cmake --preset release >/dev/null
-    nice -n 10 cmake --build --preset release -j2 --target dmm_malloc_shared >/dev/null
-    LIBDMM="$ROOT/build/release/lib/libdmm.so"
-    IMPL="libdmm from build/release"
-fi
-[ -f "$LIBDMM" ] || { echo "glibc_tests.sh: $LIBDMM was not built" >&2; exit 1; }
+# $DMM_LIBDMM: another libdmm.so to preload (bench/malloc/pick_libdmm.sh)
+# shellcheck source=bench/malloc/pick_libdmm.sh
+. "$ROOT/bench/malloc/pick_libdmm.sh"
+pick_libdmm glibc_tests.sh
 CC=${CC:-cc}
 CFLAGS=(-std=gnu11 -O2 -g -D_GNU_SOURCE -fno-builtin -w -include "$SUP/internal.h" -I"$SUP" -I"$work/src/malloc")
 nice -n 10 "$CC" "${CFLAGS[@]}" -c "$SUP/support.c" -o "$work/support.o"

@@ -41,18 +41,10 @@ else
     echo "test_stress.sh: $SRC is not a mimalloc source tree (no test/test-stress.c and include/mimalloc.h); $USAGE" >&2
     exit 2
 fi
-# $DMM_LIBDMM: another libdmm.so to preload (e.g. one built from an older
-# commit, for a before/after); by default the release build of this tree
-if [ -n "${DMM_LIBDMM:-}" ]; then
-    LIBDMM=$(cd "$(dirname "$DMM_LIBDMM")" && pwd)/$(basename "$DMM_LIBDMM")
-    IMPL="libdmm $LIBDMM (DMM_LIBDMM)"
-else
-    cmake --preset release >/dev/null
-    nice -n 10 cmake --build --preset release -j2 --target dmm_malloc_shared >/dev/null
-    LIBDMM="$ROOT/build/release/lib/libdmm.so"
-    IMPL="libdmm from build/release"
-fi
-[ -f "$LIBDMM" ] || { echo "test_stress.sh: $LIBDMM was not built" >&2; exit 1; }
+# $DMM_LIBDMM: another libdmm.so to preload (bench/malloc/pick_libdmm.sh)
+# shellcheck source=bench/malloc/pick_libdmm.sh
+. "$ROOT/bench/malloc/pick_libdmm.sh"
+pick_libdmm test_stress.sh
 CC=${CC:-cc}
 # no -DNDEBUG: test-stress checks every block's contents with assert
 nice -n 10 "$CC" -O2 -g -DUSE_STD_MALLOC -w "$work/test-stress.c" -o "$work/test-stress" -lpthread
