@@ -124,7 +124,8 @@ bool all_match(Rig &r, const Shadow &sh, bool pinned = false)
 
 // partial: the accesses go through p2s_part / p2s_part_ro with a span, so
 // objects larger than unit_bytes are brought in piece by piece.
-void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false, uint64_t *parts = nullptr)
+void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false, uint64_t *parts = nullptr,
+                bool churn = false)
 {
     Rig r(su);
     ASSERT_NE(r.s, nullptr);
@@ -139,6 +140,13 @@ void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false
         return it->first;
     };
     auto size_of = [&]() -> size_t {
+        if (churn) {
+            // a few classes of one object per unit (above unit/2): every free
+            // of the last object drops its unit (the spare local block), and
+            // emptied segments go idle and come back for another class
+            static const size_t sizes[] = {150, 250, 600, 1000};
+            return std::min<size_t>(sizes[rng() % 4] - rng() % 8, lay.max_object);
+        }
         unsigned k = rng() % 20;
         if (k == 0 || (partial && k < 3)) {
             return 1 + rng() % lay.max_object; // up to the largest (more of them for partial transfers)
@@ -483,6 +491,23 @@ TEST_P(SpmRandom, ShadowModelSeeds)
     for (unsigned seed = 1; seed <= 3; seed++) {
         SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed));
         random_run(su, seed * 7919u + static_cast<unsigned>(GetParam()), 1500);
+        if (HasFatalFailure()) {
+            return;
+        }
+    }
+}
+
+// The same with a few classes of one object per unit, so that frees drop
+// units and empty segments all the time: the spare local block (a dropped
+// unit's block kept for the next unit of its size) and the idle segments
+// (an emptied segment kept in place for the next malloc), checked against
+// the shadow model and dmm_spm_check after every operation.
+TEST_P(SpmRandom, ShadowModelChurn)
+{
+    const SpmSetup &su = kSetups[GetParam()];
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed));
+        random_run(su, seed * 104729u + static_cast<unsigned>(GetParam()), 1500, false, nullptr, true);
         if (HasFatalFailure()) {
             return;
         }
