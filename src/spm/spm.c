@@ -740,7 +740,7 @@ typedef struct spm_clock {
     uint64_t t0;
 } spm_clock;
 
-static spm_clock t_begin(dmm_spm *s)
+static DMM_ALWAYS_INLINE spm_clock t_begin(dmm_spm *s)
 {
     spm_clock c;
     c.t0 = s->cfg.timing ? dmm_port_clock_ns() : 0;
@@ -749,7 +749,7 @@ static spm_clock t_begin(dmm_spm *s)
     return c;
 }
 
-static void t_end(dmm_spm *s, dmm_spm_fn fn, spm_clock c)
+static DMM_ALWAYS_INLINE void t_end(dmm_spm *s, dmm_spm_fn fn, spm_clock c)
 {
     /* The hit path leaves the status alone: after a failure the cache is
      * emptied, so the next p2s takes the general path and says DMM_OK. */
@@ -1181,15 +1181,51 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
      * table page (~200 instructions; dijkstra's pq_push pins every node
      * it allocates).  A resident unit only (never a piece: those are parts
      * of large units, which hold one object and are born whole). */
-    if (res && !res->piece)
+    if (res && !res->piece) {
         tc_fill(s, a, a, cls, udata(res) + (size_t)slot * cls, res);
+        /* and the unit hint (p2s_hit, uh_ref): the next objects of a list
+         * allocated in a row, and a free of an object just allocated,
+         * resolve through this entry without a walk of the page */
+        s->uh_u = res;
+        s->uh_e = e;
+        s->uh_g = unit;
+        s->uh_bytes = (uint32_t)stride;
+        s->uh_slot = (uint32_t)cls;
+        s->uh_f = (uint8_t)(f - s->frames);
+    }
     return a;
+}
+
+/* The reference of the live object that starts at a when a lies in the
+ * unit hint's unit (s->uh_u: the unit the miss path or malloc resolved
+ * last) and that unit's page is still in its frame: its entry is current
+ * there, so a free needs no walk of the page (lookup's ~170 instructions).
+ * Anything else (an interior address, a dead slot) is left to lookup,
+ * which reports. */
+static bool uh_ref(dmm_spm *s, dmm_gaddr a, spm_ref *r)
+{
+    dmm_gaddr o = a - s->uh_g;
+    if (!s->uh_u || o >= s->uh_bytes || o % s->uh_slot)
+        return false;
+    dmm_gaddr seg = s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1);
+    spm_frame *f = &s->frames[s->uh_f];
+    unsigned slot = (unsigned)(o / s->uh_slot);
+    if (f->seg != seg || !(s->uh_e->live >> slot & 1u))
+        return false;
+    s->last_frame = s->uh_f; /* lookup's bookkeeping (page_frame) */
+    f->stamp = (uint32_t)++s->tick;
+    r->seg = seg;
+    r->idx = (unsigned)(((const uint8_t *)s->uh_e - (f->mem + SPM_HDR_BYTES)) / DMM_SPM_ENTRY_BYTES);
+    r->slot = slot;
+    r->unit = s->uh_g;
+    r->f = f;
+    return true;
 }
 
 static void do_free(dmm_spm *s, dmm_gaddr a)
 {
     spm_ref r;
-    if (!lookup(s, a, DMM_OP_FREE, true, &r))
+    if (!uh_ref(s, a, &r) && !lookup(s, a, DMM_OP_FREE, true, &r))
         return;
     tc_drop_object(s, a);
     xc_drop_object(s, a);
