@@ -1064,6 +1064,24 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     unsigned idx = 0;
     bool found = false, fresh = false;
     if (!large) {
+        /* The record the last malloc took a unit from, when it has this
+         * class, its page is in the last frame used and the unit at its
+         * scan start has room: what the scan below would find first (the
+         * scan start is the unit it stopped at), without the search for
+         * the record, the frame and the scan (objects of one class in a
+         * row: dfs's stack frames, dijkstra's queue nodes). */
+        const spm_open *o = &s->open[s->open_hot];
+        spm_frame *lf = &s->frames[s->last_frame];
+        if (o->seg && o->cls == cls && lf->seg == o->seg && o->from < hdr_of(lf)->units) {
+            const spm_entry *he = entry_of(lf, o->from);
+            if ((he->flags & SPM_E_VALID) && he->live != (uint16_t)((1u << he->slots) - 1u)) {
+                f = lf;
+                seg = o->seg;
+                idx = o->from;
+                found = true;
+                lf->stamp = (uint32_t)++s->tick; /* page_frame's bookkeeping */
+            }
+        }
         for (unsigned k = 0; k < SPM_OPEN && !found; k++) {
             if (!s->open[k].seg || s->open[k].cls != cls)
                 continue;
@@ -1081,6 +1099,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                     if (e->live != (uint16_t)((1u << e->slots) - 1u)) {
                         idx = i;
                         found = true;
+                        s->open_hot = (uint8_t)k;
                         break;
                     }
                     left--;
@@ -1100,6 +1119,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
             if (!found && free_idx >= 0) {
                 idx = (unsigned)free_idx;
                 found = true;
+                s->open_hot = (uint8_t)k;
             }
             if (!found)
                 s->open[k].seg = 0;
@@ -1123,8 +1143,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     unsigned slot = 0;
     spm_unit *res = NULL; /* the unit when it is resident (fills the hit path's cache below) */
     if (e->flags & SPM_E_VALID) {
-        while (e->live >> slot & 1u)
-            slot++;
+        slot = dmm_ctz(~(size_t)e->live); /* the first free slot (the unit has room) */
         e->live = (uint16_t)(e->live | 1u << slot);
         f->dirty = true;
         if ((e->flags & SPM_E_RESIDENT) && e->local4)
