@@ -1202,7 +1202,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
      * of large units, which hold one object and are born whole). */
     if (res && !res->piece) {
         tc_fill(s, a, a, cls, udata(res) + (size_t)slot * cls, res);
-        /* and the unit hint (p2s_hit, uh_ref): the next objects of a list
+        /* and the unit hint (p2s_hit, free_ref): the next objects of a list
          * allocated in a row, and a free of an object just allocated,
          * resolve through this entry without a walk of the page */
         s->uh_u = res;
@@ -1215,28 +1215,61 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     return a;
 }
 
-/* The reference of the live object that starts at a when a lies in the
- * unit hint's unit (s->uh_u: the unit the miss path or malloc resolved
- * last) and that unit's page is still in its frame: its entry is current
- * there, so a free needs no walk of the page (lookup's ~170 instructions).
- * Anything else (an interior address, a dead slot) is left to lookup,
- * which reports. */
-static bool uh_ref(dmm_spm *s, dmm_gaddr a, spm_ref *r)
+/* The reference of the live object that starts at a, for a free, without a
+ * walk of its page (lookup's ~170 instructions) when a lies in a resident
+ * unit that the translations name: the unit hint (s->uh_u: the unit the miss
+ * path or malloc resolved last, its entry in a frame), else the hit path's
+ * entry of a or the recent translations and the translation cache (each
+ * names a live object of a resident unit, whose local header holds its
+ * entry's address).  The unit's page must be in a frame (then its entry is
+ * current there).  Anything else (an interior address, a dead slot, a page
+ * not in a frame) is left to lookup, which reports. */
+static spm_unit *resident_unit(const dmm_spm *s, dmm_gaddr a);
+
+static bool free_ref(dmm_spm *s, dmm_gaddr a, spm_ref *r)
 {
-    dmm_gaddr o = a - s->uh_g;
-    if (!s->uh_u || o >= s->uh_bytes || o % s->uh_slot)
+    dmm_gaddr seg, unit;
+    spm_frame *f;
+    const spm_entry *e;
+    uint32_t ss, bytes;
+    unsigned fi;
+    if (s->uh_u && a - s->uh_g < s->uh_bytes) {
+        unit = s->uh_g;
+        seg = unit & ~(dmm_gaddr)(s->cfg.segment - 1);
+        fi = s->uh_f;
+        e = s->uh_e;
+        ss = s->uh_slot;
+        bytes = s->uh_bytes;
+    } else {
+        const spm_tc *t = tc_slot(s, a);
+        spm_unit *u = t->n && t->g == a ? t->u : resident_unit(s, a); /* a piece's tagged g never equals a */
+        if (!u)
+            return false;
+        unit = u->gaddr;
+        bytes = u->bytes;
+        ss = u->bytes / u->slots;
+        seg = u->entry & ~(dmm_gaddr)(s->cfg.segment - 1);
+        fi = frame_hint(s, seg);
+        if (s->frames[fi].seg != seg) {
+            fi = s->last_frame;
+            if (s->frames[fi].seg != seg)
+                return false;
+        }
+        e = (const spm_entry *)(const void *)(s->frames[fi].mem + (u->entry - seg));
+    }
+    f = &s->frames[fi];
+    dmm_gaddr o = a - unit;
+    if (o >= bytes || o % ss || f->seg != seg)
         return false;
-    dmm_gaddr seg = s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1);
-    spm_frame *f = &s->frames[s->uh_f];
-    unsigned slot = (unsigned)(o / s->uh_slot);
-    if (f->seg != seg || !(s->uh_e->live >> slot & 1u))
+    unsigned slot = (unsigned)(o / ss);
+    if (!(e->live >> slot & 1u))
         return false;
-    s->last_frame = s->uh_f; /* lookup's bookkeeping (page_frame) */
+    s->last_frame = fi; /* lookup's bookkeeping (page_frame) */
     f->stamp = (uint32_t)++s->tick;
     r->seg = seg;
-    r->idx = (unsigned)(((const uint8_t *)s->uh_e - (f->mem + SPM_HDR_BYTES)) / DMM_SPM_ENTRY_BYTES);
+    r->idx = (unsigned)(((const uint8_t *)e - (f->mem + SPM_HDR_BYTES)) / DMM_SPM_ENTRY_BYTES);
     r->slot = slot;
-    r->unit = s->uh_g;
+    r->unit = unit;
     r->f = f;
     return true;
 }
@@ -1244,7 +1277,7 @@ static bool uh_ref(dmm_spm *s, dmm_gaddr a, spm_ref *r)
 static void do_free(dmm_spm *s, dmm_gaddr a)
 {
     spm_ref r;
-    if (!uh_ref(s, a, &r) && !lookup(s, a, DMM_OP_FREE, true, &r))
+    if (!free_ref(s, a, &r) && !lookup(s, a, DMM_OP_FREE, true, &r))
         return;
     tc_drop_object(s, a);
     xc_drop_object(s, a);
