@@ -1200,25 +1200,15 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
      * table page (~200 instructions; dijkstra's pq_push pins every node
      * it allocates).  A resident unit only (never a piece: those are parts
      * of large units, which hold one object and are born whole). */
-    if (res && !res->piece) {
+    if (res && !res->piece)
         tc_fill(s, a, a, cls, udata(res) + (size_t)slot * cls, res);
-        /* and the unit hint (p2s_hit, free_ref): the next objects of a list
-         * allocated in a row, and a free of an object just allocated,
-         * resolve through this entry without a walk of the page */
-        s->uh_u = res;
-        s->uh_e = e;
-        s->uh_g = unit;
-        s->uh_bytes = (uint32_t)stride;
-        s->uh_slot = (uint32_t)cls;
-        s->uh_f = (uint8_t)(f - s->frames);
-    }
     return a;
 }
 
 /* The reference of the live object that starts at a, for a free, without a
  * walk of its page (lookup's ~170 instructions) when a lies in a resident
  * unit that the translations name: the unit hint (s->uh_u: the unit the miss
- * path or malloc resolved last, its entry in a frame), else the hit path's
+ * path resolved last, its entry in a frame), else the hit path's
  * entry of a or the recent translations and the translation cache (each
  * names a live object of a resident unit, whose local header holds its
  * entry's address).  The unit's page must be in a frame (then its entry is
