@@ -1498,20 +1498,24 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, s
             r = &s->recent[s->recent_last];
         }
     }
-    if (!r && resident_in_frame(s, a, &t, m)) {
-        xc_put(s, &t); /* for when its page has left the frames */
-        recent_add(s, &t);
-        r = &s->recent[s->recent_last];
-    }
     if (!r) {
+        /* the translation cache before the page: one hashed entry against
+         * resident_in_frame's decode of the page (~120 instructions) */
         const spm_xc *x = &s->xc[xc_index(s, a)];
         dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
-        if (!x->n4 || a - g >= (dmm_gaddr)x->n4 << 4)
+        if (x->n4 && a - g < (dmm_gaddr)x->n4 << 4) {
+            t.u = xc_unit(s, x);
+            t.g = g;
+            t.n = (size_t)x->n4 << 4;
+            t.l = udata(t.u) + (g - t.u->gaddr);
+            recent_add(s, &t);
+            r = &s->recent[s->recent_last];
+        }
+    }
+    if (!r) {
+        if (!resident_in_frame(s, a, &t, m))
             return NULL;
-        t.u = xc_unit(s, x);
-        t.g = g;
-        t.n = (size_t)x->n4 << 4;
-        t.l = udata(t.u) + (g - t.u->gaddr);
+        xc_put(s, &t); /* for when its page has left the frames */
         recent_add(s, &t);
         r = &s->recent[s->recent_last];
     }
