@@ -352,22 +352,6 @@ static void local_release(dmm_spm *s, spm_unit *u)
     dmm_heap_free(s->heap, u);
 }
 
-/* The spare block (spm_internal.h, spare4), or NULL. */
-static spm_unit *spare_of(const dmm_spm *s)
-{
-    return s->spare4 ? (spm_unit *)(void *)(s->local + (size_t)s->spare4 * 16u) : NULL;
-}
-
-/* Gives the spare block back to the local heap. */
-static void spare_release(dmm_spm *s)
-{
-    spm_unit *u = spare_of(s);
-    if (u) {
-        s->spare4 = 0;
-        dmm_heap_free(s->heap, u);
-    }
-}
-
 static void quarantine_release(dmm_spm *s)
 {
     while (s->quarantine) {
@@ -415,15 +399,6 @@ static void evict_core(dmm_spm *s, spm_unit *u, bool drop)
 static void evict(dmm_spm *s, spm_unit *u, bool drop)
 {
     evict_core(s, u, drop);
-    if (drop && !u->piece && !s->spare4 && s->cfg.harden != DMM_HARDEN_PARANOID) {
-        /* the unit's objects are gone (free): its block is kept as the spare
-         * for the next unit of its size, which a program that mallocs and
-         * frees in a loop asks for next (local_alloc) */
-        s->local_in_use -= SPM_UHDR + u->bytes; /* (evict_core dropped its translations) */
-        u->magic = 0;
-        s->spare4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
-        return;
-    }
     if (s->cfg.harden == DMM_HARDEN_PARANOID) {
         dmm_port_memset(udata(u), SPM_POISON, u->bytes);
         dmm_ann_poison(udata(u), u->bytes); /* DMM_ANNOTATE: ASan sees a stale access */
@@ -482,19 +457,6 @@ static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr
     void *p;
     size_t evicted = 0;
     bool failed = false;
-    spm_unit *sp = spare_of(s);
-    if (sp) {
-        /* the spare block serves a unit of its size; any other unit gets it
-         * back into the local heap first, so it never costs a unit its place
-         * (it lives only until the next local allocation) */
-        if (sp->bytes == bytes) {
-            s->spare4 = 0;
-            p = sp;
-            goto take;
-        }
-        spare_release(s);
-        s->heap_full = false;
-    }
     for (;;) {
         /* Local memory full (in steady state it always is): when the unit
          * the clock would evict next has the size wanted, its block is
@@ -531,7 +493,6 @@ static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr
         evicted += SPM_UHDR + v->bytes;
         evict(s, v, false);
     }
-take:;
     spm_unit *u = (spm_unit *)p;
     dmm_port_memset(u, 0, SPM_UHDR);
     u->gaddr = unit;
@@ -1993,22 +1954,6 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     if (!s || s->magic != SPM_MAGIC) {
         r = "not a scratchpad heap";
         goto out;
-    }
-    /* the spare block: a block of the local heap that no resident unit uses,
-     * never under paranoid */
-    spm_unit *sp = spare_of(s);
-    if (sp) {
-        if (s->cfg.harden == DMM_HARDEN_PARANOID || (uint8_t *)sp < s->heap_mem ||
-            udata(sp) + sp->bytes > s->heap_mem + s->heap_bytes || sp->magic != 0 ||
-            dmm_heap_usable_size(s->heap, sp) < SPM_UHDR + sp->bytes) {
-            r = "spare local block broken";
-            goto out;
-        }
-        for (spm_unit *u = s->lru_head; u; u = u->next)
-            if ((uint8_t *)u < udata(sp) + sp->bytes && (uint8_t *)sp < udata(u) + u->bytes) {
-                r = "spare local block overlaps a resident unit";
-                goto out;
-            }
     }
     /* resident units */
     size_t n = 0;

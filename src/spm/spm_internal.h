@@ -217,12 +217,7 @@ struct dmm_spm {
     size_t resident;
     spm_unit *quarantine; /* paranoid: evicted, poisoned, not yet freed */
     spm_open open[SPM_OPEN];
-    uint16_t open_next;
-    /* A local block kept for the next unit of its size (local_alloc): the
-     * block of the unit whose last object a free dropped, at local offset
-     * spare4 * 16 (0 = none; its header keeps `bytes`).  It stays a block of
-     * the local heap, inside H.  In the padding after open_next. */
-    uint16_t spare4;
+    unsigned open_next;
     dmm_gaddr seg_head;
     /* Empty small segments kept for the next segment_new instead of being
      * handed back to the main core at once (at most SPM_KEEP; their header

@@ -142,8 +142,8 @@ void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false
     auto size_of = [&]() -> size_t {
         if (churn) {
             // a few classes of one object per unit (above unit/2): every free
-            // of the last object drops its unit (the spare local block), and
-            // emptied segments go idle and come back for another class
+            // of the last object drops its unit, and emptied segments go idle
+            // and come back for another class
             static const size_t sizes[] = {150, 250, 600, 1000};
             return std::min<size_t>(sizes[rng() % 4] - rng() % 8, lay.max_object);
         }
@@ -498,9 +498,9 @@ TEST_P(SpmRandom, ShadowModelSeeds)
 }
 
 // The same with a few classes of one object per unit, so that frees drop
-// units and empty segments all the time: the spare local block (a dropped
-// unit's block kept for the next unit of its size) and the idle segments
-// (an emptied segment kept in place for the next malloc), checked against
+// units and empty segments all the time: the idle segments (an emptied
+// segment kept in place for the next malloc, or reformatted for another
+// class) and free's resolution through the translations, checked against
 // the shadow model and dmm_spm_check after every operation.
 TEST_P(SpmRandom, ShadowModelChurn)
 {
