@@ -342,12 +342,11 @@ static void tc_fill(dmm_spm *s, dmm_gaddr a, dmm_gaddr g, size_t n, uint8_t *l, 
     e->n = n;
 }
 
+/* Gives an evicted unit's block back to the local heap (evict_core, which
+ * every caller ran first, dropped its translations: a second drop here cost
+ * dfs ~80 instructions per eviction). */
 static void local_release(dmm_spm *s, spm_unit *u)
 {
-    if (!u->piece) {
-        tc_drop_unit(s, u);
-        xc_drop_unit(s, u);
-    }
     s->local_in_use -= SPM_UHDR + u->bytes;
     u->magic = 0;
     dmm_heap_free(s->heap, u);
@@ -702,7 +701,7 @@ typedef struct spm_clock {
     uint64_t t0;
 } spm_clock;
 
-static spm_clock t_begin(dmm_spm *s)
+static DMM_ALWAYS_INLINE spm_clock t_begin(dmm_spm *s)
 {
     spm_clock c;
     c.t0 = s->cfg.timing ? dmm_port_clock_ns() : 0;
@@ -711,7 +710,7 @@ static spm_clock t_begin(dmm_spm *s)
     return c;
 }
 
-static void t_end(dmm_spm *s, dmm_spm_fn fn, spm_clock c)
+static DMM_ALWAYS_INLINE void t_end(dmm_spm *s, dmm_spm_fn fn, spm_clock c)
 {
     /* The hit path leaves the status alone: after a failure the cache is
      * emptied, so the next p2s takes the general path and says DMM_OK. */
@@ -839,11 +838,7 @@ void dmm_spm_destroy(dmm_spm *s)
         charge(s, w);
         seg = next;
     }
-    while (s->nkept) {
-        unsigned w = 0;
-        dmm_spm_global_free(s->g, s->core, s->kept[--s->nkept], &w);
-        charge(s, w);
-    }
+    s->nkept = 0; /* the idle segments were in the list: given back above */
     dmm_heap_destroy(s->heap);
     dmm_spm_global_detach_(s->g, s->core);
     s->magic = 0;
@@ -900,14 +895,30 @@ static void link_patch(dmm_spm *s, dmm_gaddr seg, bool set_prev, dmm_gaddr v)
     line_close(s, ga, l);
 }
 
-/* A new segment (or large run of `bytes`) with its page in a frame. */
+/* Forgets idle segment seg (it is in use again, or given back). */
+static void kept_remove(dmm_spm *s, dmm_gaddr seg)
+{
+    for (unsigned i = 0; i < s->nkept; i++)
+        if (s->kept[i] == seg) {
+            s->kept[i] = s->kept[--s->nkept];
+            return;
+        }
+}
+
+/* A new segment (or large run of `bytes`) with its page in a frame.  An idle
+ * segment (kept[]: still in the core's list, its header valid, no valid
+ * entry) serves a one-segment request without a request to the main core:
+ * its header is rewritten for the new class in place, so its links, and
+ * those of its neighbours, stay as they are. */
 static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t slot_size,
                               unsigned slots, dmm_gaddr *seg_out)
 {
     unsigned w = 0;
     dmm_gaddr seg;
-    if (bytes == s->cfg.segment && s->nkept) {
-        seg = s->kept[--s->nkept]; /* an empty one kept: no request */
+    bool idle = bytes == s->cfg.segment && s->nkept;
+    if (idle) {
+        seg = s->kept[--s->nkept]; /* an idle one: no request */
+        open_remove(s, seg);        /* its record names its old class */
     } else {
         seg = dmm_spm_global_alloc(s->g, s->core, bytes, s->cfg.segment, &w);
         charge(s, w);
@@ -921,16 +932,17 @@ static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t s
         s->last = DMM_E_TOO_SMALL;
         return NULL;
     }
-    spm_frame *f = page_frame(s, seg, false);
+    spm_frame *f = page_frame(s, seg, idle); /* an idle page keeps its links: fetched */
     size_t m = kind == SPM_KIND_LARGE ? 1 : (s->cfg.segment - data_off(s, seg)) / ((size_t)slot_size * slots);
     if (m > s->page_entries)
         m = s->page_entries;
+    spm_seghdr *h = hdr_of(f);
+    dmm_gaddr prev = idle ? h->prev : 0, next = idle ? h->next : s->seg_head;
     /* Only the header and the page's first m entries are ever read (every
      * reader stops at h->units), so only they are zeroed: a large object's
      * page was zeroed whole (P = 4 KiB in Table II) for its one entry, which
      * was most of stringsearch's malloc (callgrind, spm6). */
     dmm_port_memset(f->mem, 0, SPM_HDR_BYTES + m * DMM_SPM_ENTRY_BYTES);
-    spm_seghdr *h = hdr_of(f);
     h->magic = SPM_MAGIC ^ (uint32_t)(seg >> 4);
     h->core = (uint16_t)s->core;
     h->kind = kind;
@@ -938,18 +950,21 @@ static spm_frame *segment_new(dmm_spm *s, size_t bytes, uint8_t kind, uint32_t s
     h->slot_size = slot_size;
     h->units = (uint16_t)m;
     h->used = 0;
-    h->prev = 0;
-    h->next = s->seg_head;
+    h->prev = prev;
+    h->next = next;
     f->dirty = true;
-    if (s->seg_head)
-        link_patch(s, s->seg_head, true, seg);
-    s->seg_head = seg;
+    if (!idle) {
+        if (s->seg_head)
+            link_patch(s, s->seg_head, true, seg);
+        s->seg_head = seg;
+    }
     *seg_out = seg;
     return f;
 }
 
 static void segment_release(dmm_spm *s, spm_frame *f)
 {
+    kept_remove(s, f->seg);
     spm_seghdr *h = hdr_of(f);
     dmm_gaddr seg = f->seg, prev = h->prev, next = h->next;
     if (prev)
@@ -965,13 +980,28 @@ static void segment_release(dmm_spm *s, spm_frame *f)
      * address must not find a page that still looks like ours. */
     dmm_port_memset(s->scratch, 0, 16);
     dma_put(s, seg, s->scratch, 16);
-    if (h->kind == SPM_KIND_SMALL && s->nkept < SPM_KEEP) {
-        s->kept[s->nkept++] = seg; /* kept for the next segment_new */
-        return;
-    }
     unsigned w = 0;
     dmm_spm_global_free(s->g, s->core, seg, &w);
     charge(s, w);
+}
+
+/* Segment f's last unit went.  A small segment stays as it is, idle (at most
+ * SPM_KEEP of them): in the core's list with its header, and in the
+ * open-segment cache, so the next object of its class, or the next segment
+ * the core needs, takes it without a request to the main core and without
+ * unlinking, clearing and linking a header again (stringsearch at Table II
+ * size emptied and refilled a segment on 187 of its 493 mallocs).  A stale
+ * address into an idle segment finds no valid entry, so it is still
+ * reported (double free / no live object).  Others go back at once. */
+static void segment_empty(dmm_spm *s, spm_frame *f)
+{
+    spm_seghdr *h = hdr_of(f);
+    if (h->kind == SPM_KIND_SMALL && s->nkept < SPM_KEEP) {
+        s->kept[s->nkept++] = f->seg;
+        open_add(s, h->slot_size, f->seg);
+        return;
+    }
+    segment_release(s, f);
 }
 
 /* ---- malloc / free -------------------------------------------------------- */
@@ -995,6 +1025,24 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     unsigned idx = 0;
     bool found = false, fresh = false;
     if (!large) {
+        /* The record the last malloc took a unit from, when it has this
+         * class, its page is in the last frame used and the unit at its
+         * scan start has room: what the scan below would find first (the
+         * scan start is the unit it stopped at), without the search for
+         * the record, the frame and the scan (objects of one class in a
+         * row: dfs's stack frames, dijkstra's queue nodes). */
+        const spm_open *o = &s->open[s->open_hot];
+        spm_frame *lf = &s->frames[s->last_frame];
+        if (o->seg && o->cls == cls && lf->seg == o->seg && o->from < hdr_of(lf)->units) {
+            const spm_entry *he = entry_of(lf, o->from);
+            if ((he->flags & SPM_E_VALID) && he->live != (uint16_t)((1u << he->slots) - 1u)) {
+                f = lf;
+                seg = o->seg;
+                idx = o->from;
+                found = true;
+                lf->stamp = (uint32_t)++s->tick; /* page_frame's bookkeeping */
+            }
+        }
         for (unsigned k = 0; k < SPM_OPEN && !found; k++) {
             if (!s->open[k].seg || s->open[k].cls != cls)
                 continue;
@@ -1012,6 +1060,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                     if (e->live != (uint16_t)((1u << e->slots) - 1u)) {
                         idx = i;
                         found = true;
+                        s->open_hot = (uint8_t)k;
                         break;
                     }
                     left--;
@@ -1031,6 +1080,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
             if (!found && free_idx >= 0) {
                 idx = (unsigned)free_idx;
                 found = true;
+                s->open_hot = (uint8_t)k;
             }
             if (!found)
                 s->open[k].seg = 0;
@@ -1054,8 +1104,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     unsigned slot = 0;
     spm_unit *res = NULL; /* the unit when it is resident (fills the hit path's cache below) */
     if (e->flags & SPM_E_VALID) {
-        while (e->live >> slot & 1u)
-            slot++;
+        slot = dmm_ctz(~(size_t)e->live); /* the first free slot (the unit has room) */
         e->live = (uint16_t)(e->live | 1u << slot);
         f->dirty = true;
         if ((e->flags & SPM_E_RESIDENT) && e->local4)
@@ -1066,7 +1115,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         spm_unit *u = local_alloc(s, stride, slots, unit, ega);
         if (!u) {
             if (fresh)
-                segment_release(s, f);
+                segment_empty(s, f);
             return 0;
         }
         dmm_port_memset(udata(u), 0, stride);
@@ -1078,7 +1127,8 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         e->live = 1;
         e->slots = (uint8_t)slots;
         e->flags = SPM_E_VALID | SPM_E_RESIDENT;
-        hdr_of(f)->used++;
+        if (hdr_of(f)->used++ == 0 && s->nkept)
+            kept_remove(s, seg); /* an idle segment in use again */
         f->dirty = true;
         zero = false; /* already zero */
         res = u;
@@ -1116,10 +1166,69 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     return a;
 }
 
+/* The reference of the live object that starts at a, for a free, without a
+ * walk of its page (lookup's ~170 instructions) when a lies in a resident
+ * unit that the translations name: the unit hint (s->uh_u: the unit the miss
+ * path resolved last, its entry in a frame), else the hit path's
+ * entry of a or the recent translations and the translation cache (each
+ * names a live object of a resident unit, whose local header holds its
+ * entry's address).  The unit's page must be in a frame (then its entry is
+ * current there).  Anything else (an interior address, a dead slot, a page
+ * not in a frame) is left to lookup, which reports. */
+static spm_unit *resident_unit(const dmm_spm *s, dmm_gaddr a);
+
+static bool free_ref(dmm_spm *s, dmm_gaddr a, spm_ref *r)
+{
+    dmm_gaddr seg, unit;
+    spm_frame *f;
+    const spm_entry *e;
+    uint32_t ss, bytes;
+    unsigned fi;
+    if (s->uh_u && a - s->uh_g < s->uh_bytes) {
+        unit = s->uh_g;
+        seg = unit & ~(dmm_gaddr)(s->cfg.segment - 1);
+        fi = s->uh_f;
+        e = s->uh_e;
+        ss = s->uh_slot;
+        bytes = s->uh_bytes;
+    } else {
+        const spm_tc *t = tc_slot(s, a);
+        spm_unit *u = t->n && t->g == a ? t->u : resident_unit(s, a); /* a piece's tagged g never equals a */
+        if (!u)
+            return false;
+        unit = u->gaddr;
+        bytes = u->bytes;
+        ss = u->bytes / u->slots;
+        seg = u->entry & ~(dmm_gaddr)(s->cfg.segment - 1);
+        fi = frame_hint(s, seg);
+        if (s->frames[fi].seg != seg) {
+            fi = s->last_frame;
+            if (s->frames[fi].seg != seg)
+                return false;
+        }
+        e = (const spm_entry *)(const void *)(s->frames[fi].mem + (u->entry - seg));
+    }
+    f = &s->frames[fi];
+    dmm_gaddr o = a - unit;
+    if (o >= bytes || o % ss || f->seg != seg)
+        return false;
+    unsigned slot = (unsigned)(o / ss);
+    if (!(e->live >> slot & 1u))
+        return false;
+    s->last_frame = fi; /* lookup's bookkeeping (page_frame) */
+    f->stamp = (uint32_t)++s->tick;
+    r->seg = seg;
+    r->idx = (unsigned)(((const uint8_t *)e - (f->mem + SPM_HDR_BYTES)) / DMM_SPM_ENTRY_BYTES);
+    r->slot = slot;
+    r->unit = unit;
+    r->f = f;
+    return true;
+}
+
 static void do_free(dmm_spm *s, dmm_gaddr a)
 {
     spm_ref r;
-    if (!lookup(s, a, DMM_OP_FREE, true, &r))
+    if (!free_ref(s, a, &r) && !lookup(s, a, DMM_OP_FREE, true, &r))
         return;
     tc_drop_object(s, a);
     xc_drop_object(s, a);
@@ -1143,7 +1252,7 @@ static void do_free(dmm_spm *s, dmm_gaddr a)
     dmm_port_memset(e, 0, sizeof *e);
     h->used--;
     if (h->used == 0)
-        segment_release(s, r.f);
+        segment_empty(s, r.f);
     else
         open_add(s, h->slot_size, r.seg);
 }
@@ -1236,7 +1345,7 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
  * a header that is not ours, no live object at a, its unit not resident)
  * returns NULL and the general path decides and reports.  *x describes the
  * object. */
-static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xlate *x)
+static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xlate *x, spm_ref *m)
 {
     dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
     unsigned fi = frame_hint(s, seg);
@@ -1266,8 +1375,25 @@ static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xla
     uint64_t in = k - i * stride;
     unsigned slot = (unsigned)(in / h->slot_size);
     if ((e->flags & (SPM_E_VALID | SPM_E_RESIDENT)) != (SPM_E_VALID | SPM_E_RESIDENT) || !(e->live >> slot & 1u) ||
-        e->local4 == 0)
+        e->local4 == 0) {
+        if (m && (e->flags & (SPM_E_VALID | SPM_E_RESIDENT)) == SPM_E_VALID && (e->live >> slot & 1u)) {
+            /* a live object of a unit that is not resident: everything the
+             * general path's lookup would check for a p2s has been checked
+             * (the header is this core's, a lies in a unit, its slot is
+             * live), so the miss path takes this instead of walking the
+             * page again (dfs: 1,181 fetches at the Table II size, ~160
+             * instructions each); the bookkeeping is lookup's
+             * (page_frame: the frame's use stamp, the last frame) */
+            s->last_frame = fi;
+            f->stamp = (uint32_t)++s->tick;
+            m->seg = seg;
+            m->idx = (unsigned)i;
+            m->slot = slot;
+            m->unit = seg + d + i * stride;
+            m->f = f;
+        }
         return NULL;
+    }
     spm_unit *u = unit_at(s, e);
     s->last_frame = fi;
     f->stamp = (uint32_t)++s->tick;
@@ -1302,7 +1428,7 @@ static spm_unit *resident_unit(const dmm_spm *s, dmm_gaddr a)
     return x->n4 && a - g < (dmm_gaddr)x->n4 << 4 ? xc_unit(s, x) : NULL;
 }
 
-static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, spm_ref *m)
 {
     const spm_xlate *r = NULL;
     spm_xlate t;
@@ -1333,20 +1459,24 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
             r = &s->recent[s->recent_last];
         }
     }
-    if (!r && resident_in_frame(s, a, &t)) {
-        xc_put(s, &t); /* for when its page has left the frames */
-        recent_add(s, &t);
-        r = &s->recent[s->recent_last];
-    }
     if (!r) {
+        /* the translation cache before the page: one hashed entry against
+         * resident_in_frame's decode of the page (~120 instructions) */
         const spm_xc *x = &s->xc[xc_index(s, a)];
         dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
-        if (!x->n4 || a - g >= (dmm_gaddr)x->n4 << 4)
+        if (x->n4 && a - g < (dmm_gaddr)x->n4 << 4) {
+            t.u = xc_unit(s, x);
+            t.g = g;
+            t.n = (size_t)x->n4 << 4;
+            t.l = udata(t.u) + (g - t.u->gaddr);
+            recent_add(s, &t);
+            r = &s->recent[s->recent_last];
+        }
+    }
+    if (!r) {
+        if (!resident_in_frame(s, a, &t, m))
             return NULL;
-        t.u = xc_unit(s, x);
-        t.g = g;
-        t.n = (size_t)x->n4 << 4;
-        t.l = udata(t.u) + (g - t.u->gaddr);
+        xc_put(s, &t); /* for when its page has left the frames */
         recent_add(s, &t);
         r = &s->recent[s->recent_last];
     }
@@ -1362,14 +1492,16 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 
 /* tried: the caller's p2s_hit found nothing just before (the miss path), so
  * it is not asked again. */
-static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, bool tried)
+static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, bool tried, const spm_ref *m)
 {
-    void *hit = tried ? NULL : p2s_hit(s, a, dirty, pin);
+    void *hit = tried ? NULL : p2s_hit(s, a, dirty, pin, NULL);
     if (hit)
         return hit;
     spm_ref r;
     spm_unit *u;
-    if (!lookup(s, a, DMM_OP_P2S, false, &r))
+    if (m && m->f) /* the hit path found a's entry, valid and live, not resident */
+        r = *m;
+    else if (!lookup(s, a, DMM_OP_P2S, false, &r))
         return NULL;
     u = make_resident(s, &r, dirty);
     if (!u)
@@ -1409,11 +1541,11 @@ dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
                 bool ok = true;
                 for (size_t o = 0; o < n && ok; o += SPM_BOUNCE) {
                     size_t k = n - o < SPM_BOUNCE ? n - o : SPM_BOUNCE;
-                    const uint8_t *src = p2s_core(s, a + o, false, 0, false);
+                    const uint8_t *src = p2s_core(s, a + o, false, 0, false, NULL);
                     ok = src != NULL;
                     if (ok)
                         dmm_port_memcpy(s->bounce, src, k);
-                    uint8_t *dst = ok ? p2s_core(s, b + o, true, 0, false) : NULL;
+                    uint8_t *dst = ok ? p2s_core(s, b + o, true, 0, false, NULL) : NULL;
                     ok = dst != NULL;
                     if (ok)
                         dmm_port_memcpy(dst, s->bounce, k);
@@ -1441,9 +1573,9 @@ static inline bool fast_ok(const dmm_spm *s)
     return s->tc_on; /* set at create: harden != PARANOID && !timing (one load, not two) */
 }
 
-static inline void *fast_p2s(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
+static inline void *fast_p2s(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, spm_ref *m)
 {
-    void *p = fast_ok(s) ? p2s_hit(s, a, dirty, pin) : NULL;
+    void *p = fast_ok(s) ? p2s_hit(s, a, dirty, pin, m) : NULL;
     if (p) {
         s->st.calls[DMM_SPM_FN_P2S]++;
         s->last = DMM_OK;
@@ -1453,11 +1585,11 @@ static inline void *fast_p2s(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 
 /* The general path of p2s, p2s_ro and pin (out of line: the hit path
  * above stays small). */
-static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, bool tried)
+static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, bool tried, const spm_ref *m)
 {
     spm_clock c = t_begin(s);
     paranoid_sweep(s);
-    void *p = p2s_core(s, a, dirty, pin, tried);
+    void *p = p2s_core(s, a, dirty, pin, tried, m);
     t_end(s, DMM_SPM_FN_P2S, c);
     return p;
 }
@@ -1465,8 +1597,10 @@ static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned
 /* p2s and p2s_ro that the translation cache cannot answer. */
 static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
 {
-    void *hit = fast_p2s(s, a, dirty, 0);
-    return hit ? hit : p2s_slow(s, a, dirty, 0, fast_ok(s));
+    spm_ref m;
+    m.f = NULL;
+    void *hit = fast_p2s(s, a, dirty, 0, &m);
+    return hit ? hit : p2s_slow(s, a, dirty, 0, fast_ok(s), &m);
 }
 
 /* pin that the translation cache cannot answer: a resident object among the
@@ -1474,8 +1608,10 @@ static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
  * stays as short as before). */
 static DMM_NOINLINE void *pin_miss(dmm_spm *s, dmm_gaddr a)
 {
-    void *hit = fast_p2s(s, a, true, 1);
-    return hit ? hit : p2s_slow(s, a, true, 1, fast_ok(s));
+    spm_ref m;
+    m.f = NULL;
+    void *hit = fast_p2s(s, a, true, 1, &m);
+    return hit ? hit : p2s_slow(s, a, true, 1, fast_ok(s), &m);
 }
 
 /* The hit path (docs/spm.md): the entry of a's 32-byte block holds a live
@@ -1551,7 +1687,7 @@ static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a)
     spm_xlate x;
     spm_unit *pu = fast_ok(s) ? resident_unit(s, a) : NULL;
     if (!pu && fast_ok(s))
-        pu = resident_in_frame(s, a, &x);
+        pu = resident_in_frame(s, a, &x, NULL);
     if (pu && pu->pins) {
         pu->pins--;
         s->st.calls[DMM_SPM_FN_S2P]++;
@@ -1624,7 +1760,7 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dir
 static DMM_NOINLINE void *part_slow(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
 {
     /* a's object resident whole, among the translations: as p2s's hit */
-    uint8_t *hit = fast_p2s(s, a, dirty, 0);
+    uint8_t *hit = fast_p2s(s, a, dirty, 0, NULL);
     const spm_xlate *x = &s->recent[s->recent_last]; /* the object p2s_hit answered with */
     if (hit && at >= x->g && n <= x->n && at - x->g <= x->n - n)
         return hit + (at - a);
@@ -1850,6 +1986,7 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     }
     /* table pages */
     uint64_t live = 0, resident_entries = 0;
+    unsigned kept_found = 0;
     uint64_t guard = s->gsize / s->cfg.segment + 1;
     dmm_gaddr prev = 0;
     for (dmm_gaddr seg = s->seg_head; seg; guard--) {
@@ -1910,6 +2047,15 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
             r = "segment used count wrong";
             goto out;
         }
+        /* an empty segment is an idle one (segment_empty), and vice versa */
+        bool is_kept = false;
+        for (unsigned k = 0; k < s->nkept; k++)
+            is_kept |= s->kept[k] == seg;
+        if ((used == 0) != is_kept || (is_kept && h->kind != SPM_KIND_SMALL)) {
+            r = "an empty segment that is not idle, or an idle one in use";
+            goto out;
+        }
+        kept_found += is_kept;
         prev = seg;
         seg = h->next;
     }
@@ -1956,6 +2102,10 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     }
     if (resident_entries != s->resident - s->pieces) {
         r = "a resident unit has no entry";
+        goto out;
+    }
+    if (kept_found != s->nkept) {
+        r = "an idle segment is not in the segment list";
         goto out;
     }
     if (live != s->st.live_objects) {

@@ -197,6 +197,7 @@ struct dmm_spm {
     unsigned xc_bits;
     spm_xc xc_one;
     uint8_t uh_f; /* see uh_u (in the padding after xc_one) */
+    uint8_t open_hot; /* the open[] record the last malloc took a unit from (do_malloc; in the same padding) */
     uint64_t cyc;    /* port cycles of the running API call (t_end charges them) */
     bool heap_full;  /* the local heap refused a unit and nothing was freed since */
     /* fhint[(seg >> seg_shift) % SPM_FHINT]: the frame that last held the

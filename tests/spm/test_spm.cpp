@@ -124,7 +124,8 @@ bool all_match(Rig &r, const Shadow &sh, bool pinned = false)
 
 // partial: the accesses go through p2s_part / p2s_part_ro with a span, so
 // objects larger than unit_bytes are brought in piece by piece.
-void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false, uint64_t *parts = nullptr)
+void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false, uint64_t *parts = nullptr,
+                bool churn = false)
 {
     Rig r(su);
     ASSERT_NE(r.s, nullptr);
@@ -139,6 +140,13 @@ void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false
         return it->first;
     };
     auto size_of = [&]() -> size_t {
+        if (churn) {
+            // a few classes of one object per unit (above unit/2): every free
+            // of the last object drops its unit, and emptied segments go idle
+            // and come back for another class
+            static const size_t sizes[] = {150, 250, 600, 1000};
+            return std::min<size_t>(sizes[rng() % 4] - rng() % 8, lay.max_object);
+        }
         unsigned k = rng() % 20;
         if (k == 0 || (partial && k < 3)) {
             return 1 + rng() % lay.max_object; // up to the largest (more of them for partial transfers)
@@ -324,6 +332,63 @@ void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false
     EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
 }
 
+// A segment emptied by a free stays in the core's list, idle: the next
+// malloc of its class takes it as it is.  An object malloc'ed and freed in
+// a loop (stringsearch's buffers at the Table II size) then makes no port
+// call after the first round: no header line cleared and put back, no
+// segment linked again, no request.
+TEST(SpmSegments, EmptiedSegmentIsReusedInPlace)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
+        Rig r({mode, 8192, "table=1024,frames=2,gran=4,unit=256,segment=4096"});
+        ASSERT_NE(r.s, nullptr);
+        dmm_gaddr keep = dmm_spm_malloc(r.s, 40); // another class, live throughout
+        ASSERT_NE(keep, DMM_GNULL);
+        dmm_gaddr a = dmm_spm_malloc(r.s, 1000);
+        ASSERT_NE(a, DMM_GNULL);
+        dmm_spm_free(r.s, a);
+        ASSERT_TRUE(r.ok());
+        uint64_t gets = r.hp.gets, puts = r.hp.puts;
+        dmm_spm_stats st0 = dmm_spm_get_stats(r.s);
+        for (int i = 0; i < 100; i++) {
+            dmm_gaddr b = dmm_spm_malloc(r.s, 1000);
+            ASSERT_EQ(b, a); // the same segment, the same place
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b));
+            ASSERT_NE(p, nullptr);
+            p[999] = static_cast<unsigned char>(i);
+            dmm_spm_free(r.s, b);
+            if (i % 25 == 0) {
+                ASSERT_TRUE(r.ok());
+            }
+        }
+        dmm_spm_stats st = dmm_spm_get_stats(r.s);
+        EXPECT_EQ(r.hp.gets, gets);
+        EXPECT_EQ(r.hp.puts, puts);
+        EXPECT_EQ(st.segment_requests, st0.segment_requests);
+        EXPECT_EQ(st.sim_cycles[DMM_SPM_FN_FREE], st0.sim_cycles[DMM_SPM_FN_FREE]);
+        EXPECT_EQ(st.errors, 0u);
+        // the idle segment serves another class too, without a request
+        dmm_gaddr c = dmm_spm_malloc(r.s, 500);
+        ASSERT_NE(c, DMM_GNULL);
+        EXPECT_EQ(c & ~dmm_gaddr(4095), a & ~dmm_gaddr(4095));
+        EXPECT_EQ(dmm_spm_get_stats(r.s).segment_requests, st0.segment_requests);
+        ASSERT_TRUE(r.ok());
+        // and a stale address into it is still reported
+        dmm_spm_free(r.s, c);
+        r.err = Errors{};
+        dmm_spm_free(r.s, c);
+        EXPECT_EQ(r.err.count, 1);
+        EXPECT_EQ(r.err.kind, DMM_ERR_DOUBLE_FREE);
+        EXPECT_EQ(dmm_spm_p2s(r.s, a), nullptr);
+        EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+        dmm_spm_free(r.s, keep);
+        ASSERT_TRUE(r.ok());
+        dmm_spm_destroy(r.s);
+        r.s = nullptr;
+        EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
+    }
+}
+
 // Empty segments are kept for reuse (at most 4): freeing everything and
 // allocating as much again asks the main core for no new segment.
 TEST(SpmSegments, EmptySegmentsKeptForReuseWithABound)
@@ -426,6 +491,23 @@ TEST_P(SpmRandom, ShadowModelSeeds)
     for (unsigned seed = 1; seed <= 3; seed++) {
         SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed));
         random_run(su, seed * 7919u + static_cast<unsigned>(GetParam()), 1500);
+        if (HasFatalFailure()) {
+            return;
+        }
+    }
+}
+
+// The same with a few classes of one object per unit, so that frees drop
+// units and empty segments all the time: the idle segments (an emptied
+// segment kept in place for the next malloc, or reformatted for another
+// class) and free's resolution through the translations, checked against
+// the shadow model and dmm_spm_check after every operation.
+TEST_P(SpmRandom, ShadowModelChurn)
+{
+    const SpmSetup &su = kSetups[GetParam()];
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed));
+        random_run(su, seed * 104729u + static_cast<unsigned>(GetParam()), 1500, false, nullptr, true);
         if (HasFatalFailure()) {
             return;
         }
@@ -706,10 +788,19 @@ TEST(SpmErrors, BadAddressesReportedAndHarmless)
         ASSERT_EQ(mate, freed + 48);
         dmm_spm_free(r.s, freed);
         objs.push_back(Fixed{mate, {}});
-        // a segment given back to the main core is no longer ours
-        dmm_gaddr lone = dmm_spm_malloc(r.s, 1000);
-        ASSERT_NE(lone, DMM_GNULL);
-        dmm_spm_free(r.s, lone);
+        // a segment emptied stays ours, idle, up to 4 of them: a second
+        // free of its object is a double free; the fifth one emptied goes
+        // back to the main core and is no longer ours (one 1000-byte object
+        // per 2 KiB segment)
+        dmm_gaddr lones[5];
+        for (dmm_gaddr &a : lones) {
+            a = dmm_spm_malloc(r.s, 1000);
+            ASSERT_NE(a, DMM_GNULL);
+        }
+        for (dmm_gaddr a : lones) {
+            dmm_spm_free(r.s, a);
+        }
+        dmm_gaddr lone = lones[0], gone = lones[4];
         uint64_t errors = dmm_spm_get_stats(r.s).errors;
         struct Case {
             const char *what;
@@ -727,7 +818,8 @@ TEST(SpmErrors, BadAddressesReportedAndHarmless)
             {"free inside the table page", DMM_ERR_INVALID_POINTER, DMM_OP_FREE,
              objs[0].a & ~dmm_gaddr(2047), true},
             {"double free", DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, freed, true},
-            {"free in a segment given back", DMM_ERR_FOREIGN_POINTER, DMM_OP_FREE, lone, true},
+            {"free again in an idle segment", DMM_ERR_DOUBLE_FREE, DMM_OP_FREE, lone, true},
+            {"free in a segment given back", DMM_ERR_FOREIGN_POINTER, DMM_OP_FREE, gone, true},
             {"p2s of an address in no segment", DMM_ERR_FOREIGN_POINTER, DMM_OP_P2S,
              (gsize - 4096) & ~dmm_gaddr(2047), false},
             {"p2s of a freed object", DMM_ERR_INVALID_POINTER, DMM_OP_P2S, freed, false},
