@@ -154,12 +154,18 @@ class StmtInfo:
     escapes: list = field(default_factory=list)  # (call cursor, arg cursors) of RETURNS_ARG0 calls
     ext_args: list = field(default_factory=list)  # heap arguments of C library calls
     move_calls: list = field(default_factory=list)  # the calls that may move data (allocations, the program's)
+    # stores into heap objects: assigns token ("F*", ("F", f), ("E", t)) ->
+    # the variables they store through, each one that only holds object
+    # starts (object_start), None for any other store
+    store_objs: dict = field(default_factory=dict)
 
 
 class Pass:
-    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False):
+    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False, any_store=False):
         self.no_pin = no_pin
         self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
+        self.no_alias = no_alias  # tests: the loop rules before object-start stores (--no-object-stores)
+        self.any_store = any_store  # tests: every store taken to land elsewhere (--unsafe-any-store): wrong
         self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
@@ -760,6 +766,7 @@ class Pass:
                         wr = _arg_written(name, all_args.index(a))
                         if wr:
                             info.assigns.add("F*")   # the library writes into a heap object
+                            info.store_objs.setdefault("F*", set()).add(None)
                         s = self.strip(a)
                         inner = s
                         if s.kind.name == "UNARY_OPERATOR" and self.unop(s)[0] == "&":
@@ -810,21 +817,80 @@ class Pass:
                 r = None
             if r is not None:
                 info.assigns |= r[1]
+                for t in r[1]:
+                    info.store_objs.setdefault(t, set()).add(None)
         if c.kind.name in ("ARRAY_SUBSCRIPT_EXPR", "MEMBER_REF_EXPR", "UNARY_OPERATOR"):
             if self.host_lvalue(c):
                 info.assigns.add("*")      # through a pointer that may also hold a host address
             if not self.heap_lvalue(c):
                 info.assigns.add("*")
+                return
             elif c.kind.name == "MEMBER_REF_EXPR":
-                info.assigns.add(("F", c.spelling))
+                t = ("F", c.spelling)
             elif c.type.get_canonical().kind.name in ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG",
                                                        "SHORT", "USHORT", "FLOAT", "DOUBLE", "LONGDOUBLE",
                                                        "BOOL", "INT128", "UINT128"):
                 # an element of a non-character arithmetic type: under C's
                 # aliasing rules it cannot be a pointer some chain reads
-                info.assigns.add(("E", c.type.get_canonical().spelling))
+                t = ("E", c.type.get_canonical().spelling)
             else:
-                info.assigns.add("F*")
+                t = "F*"
+            info.assigns.add(t)
+            v = self._store_var(c)
+            info.store_objs.setdefault(t, set()).add(None if v is None else self.var_id(v.referenced))
+
+    def _store_var(self, c):
+        """The variable a heap store `V[e] = `, `V->f = `, `*(V + e) = `,
+        `V->a[e].f = ` writes through, when V only ever holds the start of an
+        object (object_start): the store then lands in V's object, which no
+        other such variable can point to while it is live (each of them gets
+        its object from its own allocation call).  None otherwise."""
+        c = self.strip_paren(c)
+        k = c.kind.name
+        kids = _kids(c)
+        if not kids:
+            return None
+        if k == "MEMBER_REF_EXPR":
+            b = self.strip(kids[0])
+            return self._ptr_var(b) if self._member_op(c) == "->" else self._store_var(b)
+        if k == "ARRAY_SUBSCRIPT_EXPR":
+            b = self.strip(kids[0])
+            return self._store_var(b) if self.is_array(b.type) else self._ptr_var(b)
+        if k == "UNARY_OPERATOR" and self.unop(c)[0] == "*":
+            return self._ptr_var(self.strip(kids[0]))
+        return None
+
+    def _ptr_var(self, e):
+        e = self.strip(e)
+        if e.kind.name == "BINARY_OPERATOR" and self.binop(e) in ("+", "-"):
+            a, b = _kids(e)
+            if self.is_ptr(a.type):
+                return self._ptr_var(a)
+            if self.binop(e) == "+" and self.is_ptr(b.type):
+                return self._ptr_var(b)
+            return None
+        if e.kind.name == "DECL_REF_EXPR" and self.is_ptr(e.type) and self.object_start(e):
+            return e
+        return None
+
+    def _store_elsewhere(self, t, key, info):
+        """True when every store the loop makes under token t goes through
+        a variable that only holds object starts (_store_var) other than the
+        one chain `key` is read through, itself such a variable: those stores
+        land in other objects, so they cannot change the pointer the chain
+        reads (stringsearch's `low[i] = tolower(texts[t][i])`)."""
+        if not (t == "F*" or isinstance(t, tuple) and len(t) == 2 and t[0] in ("F", "E")):
+            return False
+        if self.any_store:
+            return True
+        srcs = info.store_objs.get(t)
+        ikey = self._chains[key][0]
+        if not srcs or None in srcs or ikey in self._chains:
+            return False
+        bc = self._deps[ikey][0]
+        if bc.kind.name != "DECL_REF_EXPR" or not self.object_start(bc):
+            return False
+        return self.var_id(bc.referenced) not in srcs
 
     # ---- rewriting ---------------------------------------------------------
     def fresh(self, key):
@@ -1009,11 +1075,18 @@ class Pass:
             # a name declared again inside the loop could be another variable
             # spelt the same: such a pointer stays with its regions
             names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
-            good = not (deps & info.assigns) and not (deps & declared) and not (g and info.user_call) \
+            changed = deps & info.assigns
+            if changed and key in self._chains and not self.no_alias:
+                changed = {t for t in changed if not self._store_elsewhere(t, key, info)}
+            good = not changed and not (deps & declared) and not (g and info.user_call) \
                 and key not in self.hoisted and not (names & declared_names) \
                 and (not frees or self.object_start(bc))
             if good and key in self._chains:
-                good = hoistable(self._chains[key][0])
+                # the pointer it is read through: invariant here too, or
+                # translated before an enclosing loop (in self.hoisted while
+                # that loop is rewritten)
+                ikey = self._chains[key][0]
+                good = (ikey in self.hoisted and not self.no_alias) or hoistable(ikey)
             ok[key] = good
             return good
 
@@ -1764,7 +1837,10 @@ class Pass:
                 if (st, en) in seen:
                     continue          # the same replacement found twice
                 seen.add((st, en))
-            edits.append((st, en, prio, seq, text))
+            # the ends of loops hoisted into (prio 3) at one offset: nested
+            # loops without braces end together, and the inner loop's block
+            # (rewritten after the outer one's) must close first
+            edits.append((st, en, prio, -seq if prio == 3 and st == en else seq, text))
         edits.sort()
         out, pos = [], 0
         for st, en, _prio, _seq, text in edits:
@@ -1836,6 +1912,8 @@ def main(argv=None):
                     help="treat calls to NAME (a wrapper defined in a header) as the C library's function")
     ap.add_argument("--unsafe-no-pin", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
     ap.add_argument("--unsafe-no-drop", action="store_true", help=argparse.SUPPRESS)  # tests: no guard stack
+    ap.add_argument("--no-object-stores", action="store_true", help=argparse.SUPPRESS)  # tests: the rules before
+    ap.add_argument("--unsafe-any-store", action="store_true", help=argparse.SUPPRESS)  # tests: breaks it
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -1854,7 +1932,8 @@ def main(argv=None):
                 ap.error(f"--alloc {x}: expected NAME=malloc|calloc|realloc|free")
             aliases[name] = what
         p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases,
-                     no_drop=a.unsafe_no_drop)
+                     no_drop=a.unsafe_no_drop, no_alias=a.no_object_stores,
+                 any_store=a.unsafe_any_store)
         text = p.rewrite()
     except Refusal as r:
         loc = r.loc.location if hasattr(r.loc, "location") else r.loc
