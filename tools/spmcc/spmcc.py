@@ -161,11 +161,13 @@ class StmtInfo:
 
 
 class Pass:
-    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False, any_store=False):
+    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False, any_store=False, no_tail=False, unsafe_tail=False):
         self.no_pin = no_pin
         self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
         self.no_alias = no_alias  # tests: the loop rules before object-start stores (--no-object-stores)
         self.any_store = any_store  # tests: every store taken to land elsewhere (--unsafe-any-store): wrong
+        self.no_tail = no_tail    # tests: an if statement's translation does not serve the run after it
+        self.unsafe_tail = unsafe_tail  # tests: ... serves it even when the run moves data (wrong)
         self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
@@ -192,6 +194,8 @@ class Pass:
         self.same_loc = []       # (field location, `*q` location): the field's address is taken
         self._object_start = {}  # variable id -> holds only object starts (object_start)
         self.lead = None         # (key, name, pin name, offset): lead_in's pin until its run ends
+        self.tail = None         # the statements after the if statement being rewritten (compound)
+        self.tail_key = None     # hoist_if's key, translated in its condition, until its tail's run ends
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
@@ -1284,7 +1288,7 @@ class Pass:
             self.insert(inc.extent.end.offset, "), " + ", ".join(post), 5)
         return good
 
-    def hoist_if(self, stmt, cond):
+    def hoist_if(self, stmt, cond, tail=()):
         """An if statement whose accesses all go through one pointer (those
         hoisted before it aside), which its condition accesses unconditionally
         and nothing in it changes, moves data or frees: one p2s/p2s_ro made
@@ -1292,7 +1296,16 @@ class Pass:
         one in the condition and one per region of the branches (rbtree's
         walk: `if (prev == n->parent) { if (n->left) ... sum_u64(s, n->key)`).
         No other translation runs while it is in use, so it needs no pin (a
-        return inside is fine).  Returns the key hoisted, if any."""
+        return inside is fine).  The same translation also serves the run of
+        statements after the if statement (`tail`, up to the block's next
+        control statement) when that whole run accesses the heap only through
+        the pointer (and pointers hoisted before), declares nothing, does
+        not return, changes neither the pointer nor what it is read from,
+        moves no data, frees nothing and calls no C library function with a
+        heap argument (rbtree's insert: `if (key == p->key) {...; return 0; }
+        link = key < p->key ? &p->left : &p->right;`).  Nothing between the
+        condition and the tail translates or moves data, so the local address
+        is still valid there.  Returns the key hoisted, if any."""
         info = self.collect(stmt)
         if info.moves or info.releases or info.comma:
             return []
@@ -1313,9 +1326,20 @@ class Pass:
         ctype = self.decl_type(bc.type, bc)
         name = self.fresh(key)
         written = any(x.written for x in info.sites if x.key == key)
+        end = self.stmt_end(stmt)
+        tinfos = [self.collect(t) for t in tail] if tail and not self.no_tail else []
+        if tinfos and all(t.kind.name not in ("DECL_STMT", "RETURN_STMT", "NULL_STMT") for t in tail) and \
+                (self.unsafe_tail or
+                 not any(ti.moves or ti.releases or ti.comma or ti.escapes or ti.ext_args or ti.user_call or
+                         ti.free_calls or deps & ti.assigns for ti in tinfos) and
+                 all(x.key == key or x.key in self.hoisted for ti in tinfos for x in ti.sites)) and \
+                any(x.key == key for ti in tinfos for x in ti.sites):
+            written |= any(x.written for ti in tinfos for x in ti.sites if x.key == key)
+            end = self.stmt_end(tail[-1])
+            self.tail_key = "pending"
         fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
         self.insert(stmt.extent.start.offset, f"{{ {ctype} {name}; ", -4)
-        self.insert(self.stmt_end(stmt), " }", 4)
+        self.insert(end, " }", 4)
         self.insert(cond.extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
         self.insert(cond.extent.end.offset, ")", 5)
         self.hoisted[key] = name
@@ -1384,7 +1408,10 @@ class Pass:
         if k == "COMPOUND_STMT":
             self.compound(ch, fn)
         elif k == "IF_STMT":
-            done = self.hoist_if(c, ch[0])
+            tail, self.tail = self.tail, None
+            done = self.hoist_if(c, ch[0], tail)
+            keep = done and self.tail_key == "pending"
+            self.tail_key = None
             lead = None if done else self.lead_in(c, ch)
             self.body(ch[1], fn)
             if self.lead is not None:
@@ -1395,12 +1422,21 @@ class Pass:
                 self.hoisted[lead[0]] = lead[1]
                 done = [lead[0]]
             self.prelude(ch[0], c, "the condition")
+            if keep:
+                self.tail_key = done[0]    # compound releases it after the tail's run
+                done = []
             for key in done:
                 del self.hoisted[key]
         elif k == "WHILE_STMT":
             done = self.hoist_loop(c)
             done += self.iterate_loop(c, ch[1], ch[0], None, while_body=True)
+            lead = None if done else self.while_lead(c, ch)
             self.body(ch[1], fn)
+            if self.lead is not None:
+                self.refuse(c, "internal: the condition's translation was not released in its body")
+            if lead:
+                self.hoisted[lead[0]] = lead[1]
+                done = [lead[0]]
             self.prelude(ch[0], c, "the condition")
             for key in done:
                 del self.hoisted[key]
@@ -1435,19 +1471,35 @@ class Pass:
 
     def compound(self, stmts, fn):
         run, first = [], True
-        for s in stmts:
+        for i, s in enumerate(stmts):
             if s.kind.name in CONTROL_KINDS:
                 self.run(run, fn)
+                self.end_tail()
                 if first:
                     self.end_lead(stmts, run)
                 first = False
                 run = []
+                if s.kind.name == "IF_STMT":
+                    tail = []
+                    for t in stmts[i + 1:]:
+                        if t.kind.name in CONTROL_KINDS:
+                            break
+                        tail.append(t)
+                    self.tail = tail
                 self.control(s, fn)
             else:
                 run.append(s)
         self.run(run, fn)
+        self.end_tail()
         if first:
             self.end_lead(stmts, run)
+
+    def end_tail(self):
+        """The end of the run after an if statement whose condition's
+        translation served it too (hoist_if)."""
+        if self.tail_key is not None:
+            del self.hoisted[self.tail_key]
+            self.tail_key = None
 
     def end_lead(self, stmts, run):
         """The end of a then-branch's first run whose pointer the condition
@@ -1457,7 +1509,61 @@ class Pass:
         key, name, g, _ = self.lead
         self.lead = None
         del self.hoisted[key]
-        self.insert(self.stmt_end(run[-1]), f" spmcc_unpin({g});", 7)
+        if g is not None:
+            self.insert(self.stmt_end(run[-1]), f" spmcc_unpin({g});", 7)
+
+    def while_lead(self, c, ch):
+        """A while loop whose condition reads through one variable,
+        unconditionally, and whose body begins with a run of statements that
+        accesses the heap only through it (and pointers hoisted before the
+        loop): rbtree's insert, `while (*link) { p = *link; ...`.  The
+        condition's p2s/p2s_ro serves that run too, without a pin: nothing
+        between them translates or moves data.  Not when the condition or
+        the run moves data, frees, changes the variable or what it is read
+        from, or calls a C library function with a heap argument.
+        Returns (key, name, None, first statement offset)."""
+        if self.no_tail or ch[1].kind.name != "COMPOUND_STMT":
+            return None
+        ci = self.collect(ch[0])
+        keys = {x.key for x in ci.sites if x.key not in self.hoisted}
+        if len(keys) != 1 or ci.moves or ci.releases or ci.comma or ci.escapes or ci.ext_args:
+            return None
+        key = keys.pop()
+        bc, deps, g = self._deps[key]
+        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & ci.assigns or \
+                not any(x.key == key and not x.conditional for x in ci.sites):
+            return None
+        stmts = _kids(ch[1])
+        run = []
+        for st in stmts:
+            if st.kind.name in CONTROL_KINDS:
+                break
+            run.append(st)
+        if not run:
+            return None
+        written = any(x.written for x in ci.sites if x.key == key)
+        uses = False
+        for st in run:
+            info = self.collect(st)
+            if not self.unsafe_tail and (
+                    info.moves or info.releases or info.comma or info.escapes or info.ext_args or info.user_call or
+                    info.free_calls or deps & info.assigns or self.self_declaring(info) or
+                    any(x.key != key and x.key not in self.hoisted for x in info.sites)):
+                return None
+            uses |= any(x.key == key for x in info.sites)
+            written |= any(x.written for x in info.sites if x.key == key)
+        if not uses:
+            return None
+        ctype = self.decl_type(bc.type, bc)
+        name = self.fresh(key)
+        fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
+        self.insert(c.extent.start.offset, f"{{ {ctype} {name}; ", -4)
+        self.insert(self.stmt_end(c), " }", 4)
+        self.insert(ch[0].extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
+        self.insert(ch[0].extent.end.offset, ")", 5)
+        self.hoisted[key] = name
+        self.lead = (key, name, None, stmts[0].extent.start.offset)
+        return self.lead
 
     def lead_in(self, c, ch):
         """An if statement whose condition reads through one variable,
@@ -1914,6 +2020,8 @@ def main(argv=None):
     ap.add_argument("--unsafe-no-drop", action="store_true", help=argparse.SUPPRESS)  # tests: no guard stack
     ap.add_argument("--no-object-stores", action="store_true", help=argparse.SUPPRESS)  # tests: the rules before
     ap.add_argument("--unsafe-any-store", action="store_true", help=argparse.SUPPRESS)  # tests: breaks it
+    ap.add_argument("--no-if-tail", action="store_true", help=argparse.SUPPRESS)  # tests: the rule before
+    ap.add_argument("--unsafe-tail", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -1933,7 +2041,8 @@ def main(argv=None):
             aliases[name] = what
         p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases,
                      no_drop=a.unsafe_no_drop, no_alias=a.no_object_stores,
-                 any_store=a.unsafe_any_store)
+                 any_store=a.unsafe_any_store, no_tail=a.no_if_tail,
+                 unsafe_tail=a.unsafe_tail)
         text = p.rewrite()
     except Refusal as r:
         loc = r.loc.location if hasattr(r.loc, "location") else r.loc

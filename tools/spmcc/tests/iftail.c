@@ -1,0 +1,151 @@
+/* A translation made in a condition serving the statements after it
+ * (docs/spm.md, "If statements through one pointer" and "While loops: the
+ * condition's translation"): a binary-tree insert through `node **link`
+ * (`while (*link) { p = *link; if (key == p->key) {...; return} link =
+ * ... &p->left ...; }`: link translated once per iteration in the
+ * condition, p once in the if's condition, and both reused by the run that
+ * follows).  The runs where reuse would be WRONG must translate again and
+ * print what the original prints:
+ *   - a malloc between the if and the next access (paranoid mode evicts
+ *     every unpinned unit at each malloc);
+ *   - a call of the program that allocates;
+ *   - an access through another pointer (its translation may evict);
+ *   - the pointer changed in the run (`p = p->next; ... p->v`);
+ *   - a while body whose first run allocates before it reads.
+ * --unsafe-tail (a test-only flag) reuses the translation in those runs
+ * too: the paranoid run must then fail or print something else. */
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct node {
+    long key, hits;
+    struct node *left, *right;
+} node;
+
+typedef struct cell {
+    long v;
+    struct cell *next;
+} cell;
+
+static node *root;
+static long spare_total;
+
+static int insert(node **top, long key)
+{
+    node *p = NULL, **link = top;
+    while (*link) {
+        p = *link;
+        if (key == p->key) {
+            p->hits++;
+            return 0;
+        }
+        link = key < p->key ? &p->left : &p->right;
+    }
+    p = malloc(sizeof *p);
+    p->key = key;
+    p->hits = 1;
+    p->left = p->right = NULL;
+    *link = p;
+    return 1;
+}
+
+static long walk(const node *n)
+{
+    long s = 0;
+    while (n) {
+        s += walk(n->left) * 3 + n->key * n->hits;
+        n = n->right;
+    }
+    return s;
+}
+
+static void destroy(node *n)
+{
+    if (!n)
+        return;
+    destroy(n->left);
+    destroy(n->right);
+    free(n);
+}
+
+static cell *spare(long v)
+{
+    cell *c = malloc(sizeof *c);
+    c->v = v;
+    c->next = NULL;
+    spare_total += v;
+    return c;
+}
+
+static long probe(cell *c, cell *d, cell **keep, int *nkeep)
+{
+    long sum = 0;
+    /* reused: nothing between the if and the next access through c */
+    if (c->v % 7 == 0) {
+        sum += 100;
+    }
+    sum += c->v * 5;
+    /* WRONG to reuse: a malloc before the next access through c */
+    if (c->v % 5 == 0) {
+        sum += c->v;
+    }
+    keep[(*nkeep)++] = malloc(sizeof(cell));
+    sum += c->v * 2;
+    /* WRONG to reuse: a call of the program that allocates */
+    if (c->v % 3 == 0) {
+        sum -= c->v;
+    }
+    keep[(*nkeep)++] = spare(c->v);
+    sum += c->v;
+    /* WRONG to reuse: d's translation comes between */
+    if (c->v > 10) {
+        sum ^= c->v;
+    }
+    sum += d->v + c->v;
+    /* WRONG to reuse: the pointer changes in the run */
+    cell *e = c;
+    if (e->v & 1) {
+        sum += 7;
+    }
+    e = e->next;
+    sum += e->v;
+    return sum;
+}
+
+int main(void)
+{
+    long made = 0;
+    for (long i = 0; i < 400; i++)
+        made += insert(&root, (i * 7919) % 257);
+    cell *head = NULL;
+    for (long i = 0; i < 60; i++) {
+        cell *c = malloc(sizeof *c);
+        c->v = i * 3 + 1;
+        c->next = head;
+        head = c;
+    }
+    cell *keep[200];
+    int nkeep = 0;
+    long sum = 0;
+    for (cell *c = head; c && c->next; c = c->next)
+        sum += probe(c, c->next, keep, &nkeep);
+    /* WRONG to reuse in a while body: the body allocates before it reads */
+    cell *w = head;
+    while (w->next) {
+        keep[nkeep++] = malloc(sizeof(cell));
+        w = w->next;
+        if (nkeep >= 190)
+            break;
+    }
+    sum += w->v;
+    for (int i = 0; i < nkeep; i++)
+        free(keep[i]);
+    while (head) {
+        cell *n = head->next;
+        free(head);
+        head = n;
+    }
+    printf("made=%ld walk=%ld sum=%ld spare=%ld\n", made, walk(root), sum, spare_total);
+    destroy(root);
+    return 0;
+}
