@@ -1409,7 +1409,7 @@ class Pass:
             self.compound(ch, fn)
         elif k == "IF_STMT":
             tail, self.tail = self.tail, None
-            done = self.hoist_if(c, ch[0], tail)
+            done = self.hoist_if(c, ch[0], tail) or self.hoist_if_multi(c, ch[0], tail)
             keep = done and self.tail_key == "pending"
             self.tail_key = None
             lead = None if done else self.lead_in(c, ch)
@@ -1423,7 +1423,7 @@ class Pass:
                 done = [lead[0]]
             self.prelude(ch[0], c, "the condition")
             if keep:
-                self.tail_key = done[0]    # compound releases it after the tail's run
+                self.tail_key = done       # compound releases them after the tail's run
                 done = []
             for key in done:
                 del self.hoisted[key]
@@ -1498,8 +1498,144 @@ class Pass:
         """The end of the run after an if statement whose condition's
         translation served it too (hoist_if)."""
         if self.tail_key is not None:
-            del self.hoisted[self.tail_key]
+            for key in self.tail_key:
+                del self.hoisted[key]
             self.tail_key = None
+
+    def _ptr_copy(self, st, tracked, ctype):
+        """The mirror, on the local addresses, of a branch statement that
+        copies one tracked pointer variable to another (`T *t = a;`,
+        `a = b;`), or None.  tracked: variable id -> local name (updated)."""
+        k = st.kind.name
+        if k == "DECL_STMT":
+            ds = _kids(st)
+            if len(ds) != 1 or ds[0].kind.name != "VAR_DECL" or not self.is_ptr(ds[0].type):
+                return None
+            inits = [e for e in _kids(ds[0]) if e.kind.is_expression()]
+            if len(inits) != 1:
+                return None
+            src = self.strip_paren(inits[0])
+            while src.kind.name in WRAPPERS and _kids(src):
+                src = self.strip_paren(_kids(src)[-1])
+            if src.kind.name != "DECL_REF_EXPR" or src.referenced is None or \
+                    self.var_id(src.referenced) not in tracked or self.decl_type(ds[0].type, ds[0]) != ctype:
+                return None
+            name = self.fresh(ds[0].spelling)
+            text = f" {ctype} {name} = {tracked[self.var_id(src.referenced)]};"
+            tracked[self.var_id(ds[0])] = name
+            return text
+        c = self.strip_paren(st)
+        if c.kind.name != "BINARY_OPERATOR" or self.binop(c) != "=":
+            return None
+        lhs, rhs = (self.strip_paren(x) for x in _kids(c))
+        while rhs.kind.name in WRAPPERS and _kids(rhs):
+            rhs = self.strip_paren(_kids(rhs)[-1])
+        if lhs.kind.name != "DECL_REF_EXPR" or rhs.kind.name != "DECL_REF_EXPR" or \
+                lhs.referenced is None or rhs.referenced is None:
+            return None
+        lv, rv = self.var_id(lhs.referenced), self.var_id(rhs.referenced)
+        if lv not in tracked or rv not in tracked:
+            return None
+        return f" {tracked[lv]} = {tracked[rv]};"
+
+    def hoist_if_multi(self, stmt, cond, tail):
+        """An if statement whose condition reads through two or three
+        variables, unconditionally, whose branches only copy those variables
+        among themselves (dijkstra's meld: `if (b->key < a->key ...) { t = a;
+        a = b; b = t; } b->sibling = a->child; a->child = b; return a;`), and
+        the run after it, which accesses the heap only through them: the
+        condition translates each once (all but the last pinned), the copies
+        in the branches are mirrored on the local addresses, and the run
+        after the if uses them; the pins are released at its end (before a
+        final `return` that reads no heap).  Not when anything in the
+        statement or the run moves data, frees, jumps (return, break,
+        continue, goto inside the if), hands a heap pointer to the C library,
+        or changes a variable other than by those copies.  Returns the keys."""
+        if self.no_tail or self.no_pin or not tail:
+            return []
+        info = self.collect(stmt)
+        if info.moves or info.releases or info.comma or info.escapes or info.ext_args or info.user_call or \
+                info.free_calls:
+            return []
+        keys = [k for k in dict.fromkeys(x.key for x in info.sites) if k not in self.hoisted]
+        if not 2 <= len(keys) <= 3:
+            return []
+        ci = self.collect(cond)
+        vids, ctype = {}, None
+        for k in keys:
+            bc, deps, g = self._deps[k]
+            if k in self._chains or bc.kind.name != "DECL_REF_EXPR" or self.any_sfx(k) or \
+                    deps != {self.var_id(bc.referenced)} or \
+                    not any(x.key == k and not x.conditional for x in ci.sites):
+                return []
+            t = self.decl_type(bc.type, bc)
+            if ctype not in (None, t):
+                return []
+            ctype = t
+            vids[self.var_id(bc.referenced)] = k
+        if ci.assigns & set(vids):
+            return []
+        stack = list(_kids(stmt))
+        while stack:
+            x = stack.pop()
+            if x.kind.name in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT", "BREAK_STMT",
+                               "CONTINUE_STMT", "CASE_STMT", "DEFAULT_STMT"):
+                return []
+            stack.extend(x.get_children())
+        names = {k: self.fresh(k) for k in keys}
+        mirrors = []
+        for br in _kids(stmt)[1:]:
+            tracked = {v: names[k] for v, k in vids.items()}
+            for st in (_kids(br) if br.kind.name == "COMPOUND_STMT" else [br]):
+                m = self._ptr_copy(st, tracked, ctype)
+                if m is not None:
+                    mirrors.append((self.stmt_end(st), m))
+                    continue
+                if self.collect(st).assigns & set(tracked) and not self.unsafe_tail:
+                    return []
+        ret = tail[-1] if tail[-1].kind.name == "RETURN_STMT" else None
+        body = tail[:-1] if ret is not None else list(tail)
+        if ret is not None and (self.collect(ret).sites or self._has_call(ret)):
+            return []
+        if not body or any(t.kind.name in ("DECL_STMT", "RETURN_STMT", "NULL_STMT") for t in body):
+            return []
+        written = any(x.written for x in info.sites)
+        used = False
+        for t in body:
+            ti = self.collect(t)
+            if not self.unsafe_tail and (
+                    ti.moves or ti.releases or ti.comma or ti.escapes or ti.ext_args or ti.user_call or
+                    ti.free_calls or ti.assigns & set(vids) or
+                    any(x.key not in names and x.key not in self.hoisted for x in ti.sites)):
+                return []
+            used |= any(x.key in names for x in ti.sites)
+            written |= any(x.written for x in ti.sites if x.key in names)
+        if not used:
+            return []
+        decls, pre, unpins = [], [], []
+        for i, k in enumerate(keys):
+            n = names[k]
+            if i < len(keys) - 1:
+                decls.append(f"{ctype} {n}; void *{n}g;")
+                pre.append(f"{n}g = (void *)({k}), {n} = ({ctype})spmcc_pin({n}g)")
+                unpins.insert(0, f"spmcc_unpin({n}g);")
+            else:
+                decls.append(f"{ctype} {n};")
+                pre.append(f"{n} = ({ctype})spmcc_{'p2s' if written else 'p2s_ro'}({k})")
+        self.insert(stmt.extent.start.offset, "{ " + " ".join(decls) + " ", -4)
+        self.insert(cond.extent.start.offset, "(" + ", ".join(pre) + ", ", -5)
+        self.insert(cond.extent.end.offset, ")", 5)
+        for off, text in mirrors:
+            self.insert(off, text, 6)
+        if ret is not None:
+            self.insert(ret.extent.start.offset, " ".join(unpins) + " ", -6)
+            self.insert(self.stmt_end(ret), " }", 4)
+        else:
+            self.insert(self.stmt_end(body[-1]), " " + " ".join(unpins) + " }", 4)
+        for k in keys:
+            self.hoisted[k] = names[k]
+        self.tail_key = "pending"
+        return keys
 
     def end_lead(self, stmts, run):
         """The end of a then-branch's first run whose pointer the condition

@@ -112,6 +112,44 @@ static long probe(cell *c, cell *d, cell **keep, int *nkeep)
     return sum;
 }
 
+/* two pointers read in the condition, swapped in the branch, both used
+ * after it (dijkstra's meld): translated once, the swap mirrored */
+static cell *link_min(cell *a, cell *b)
+{
+    if (b->v < a->v || (b->v == a->v && b->v > 100)) {
+        cell *t = a;
+        a = b;
+        b = t;
+    }
+    b->next = a->next;
+    a->next = b;
+    return a;
+}
+
+/* WRONG to reuse after the if: the branch sets a from a pointer the
+ * condition did not translate */
+static long pick(cell *a, cell *b, cell *other)
+{
+    if (a->v > b->v) {
+        a = other;
+    }
+    a->v += b->v;
+    return a->v;
+}
+
+/* WRONG to reuse: a malloc after the if, before the accesses */
+static long pair_then_alloc(cell *a, cell *b, cell **keep, int *nkeep)
+{
+    if (a->v < b->v) {
+        cell *t = a;
+        a = b;
+        b = t;
+    }
+    keep[(*nkeep)++] = malloc(sizeof(cell));
+    a->v -= 1;
+    return a->v * 2 + b->v;
+}
+
 int main(void)
 {
     long made = 0;
@@ -124,17 +162,34 @@ int main(void)
         c->next = head;
         head = c;
     }
-    cell *keep[200];
+    cell *keep[400];
     int nkeep = 0;
     long sum = 0;
     for (cell *c = head; c && c->next; c = c->next)
         sum += probe(c, c->next, keep, &nkeep);
+    cell *x = malloc(sizeof *x), *y = malloc(sizeof *y), *z = malloc(sizeof *z);
+    x->v = 5;
+    y->v = 3;
+    z->v = 11;
+    x->next = y->next = z->next = NULL;
+    for (int i = 0; i < 40; i++) {
+        cell *m = link_min(i & 1 ? x : y, i & 1 ? y : x);
+        sum += m->v * 3 + m->next->v;
+        m->next->v += i % 5;
+        sum += pick(x, y, z) + pair_then_alloc(y, z, keep, &nkeep);
+        x->next = y->next = z->next = NULL;
+        if (nkeep > 170)
+            break;
+    }
+    free(x);
+    free(y);
+    free(z);
     /* WRONG to reuse in a while body: the body allocates before it reads */
     cell *w = head;
     while (w->next) {
         keep[nkeep++] = malloc(sizeof(cell));
         w = w->next;
-        if (nkeep >= 190)
+        if (nkeep >= 390)
             break;
     }
     sum += w->v;
