@@ -1589,6 +1589,8 @@ class Pass:
             for st in (_kids(br) if br.kind.name == "COMPOUND_STMT" else [br]):
                 m = self._ptr_copy(st, tracked, ctype)
                 if m is not None:
+                    if br.kind.name != "COMPOUND_STMT":
+                        return []         # `else a = b;`: the mirror would run unconditionally
                     mirrors.append((self.stmt_end(st), m))
                     continue
                 if self.collect(st).assigns & set(tracked) and not self.unsafe_tail:

@@ -11,7 +11,11 @@
  *   - a call of the program that allocates;
  *   - an access through another pointer (its translation may evict);
  *   - the pointer changed in the run (`p = p->next; ... p->v`);
- *   - a while body whose first run allocates before it reads.
+ *   - a while body whose first run allocates before it reads;
+ *   - two pointers swapped in a branch: reused (link_min), but not when a
+ *     branch sets one from an untranslated pointer (pick), when a malloc
+ *     follows the if (pair_then_alloc) or when a branch without braces
+ *     copies (swap_or_take).
  * --unsafe-tail (a test-only flag) reuses the translation in those runs
  * too: the paranoid run must then fail or print something else. */
 #include <stdio.h>
@@ -126,6 +130,21 @@ static cell *link_min(cell *a, cell *b)
     return a;
 }
 
+/* WRONG to mirror: an else branch without braces (`else a = b;` followed
+ * by the mirror would run it unconditionally) */
+static long swap_or_take(cell *a, cell *b)
+{
+    if (b->v < a->v) {
+        cell *t = a;
+        a = b;
+        b = t;
+    } else
+        a = b;
+    a->v += 1;
+    b->v += 2;
+    return a->v * 5 + b->v;
+}
+
 /* WRONG to reuse after the if: the branch sets a from a pointer the
  * condition did not translate */
 static long pick(cell *a, cell *b, cell *other)
@@ -176,7 +195,7 @@ int main(void)
         cell *m = link_min(i & 1 ? x : y, i & 1 ? y : x);
         sum += m->v * 3 + m->next->v;
         m->next->v += i % 5;
-        sum += pick(x, y, z) + pair_then_alloc(y, z, keep, &nkeep);
+        sum += pick(x, y, z) + pair_then_alloc(y, z, keep, &nkeep) + swap_or_take(z, x);
         x->next = y->next = z->next = NULL;
         if (nkeep > 170)
             break;
