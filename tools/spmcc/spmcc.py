@@ -161,7 +161,8 @@ class StmtInfo:
 
 
 class Pass:
-    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False, any_store=False, no_tail=False, unsafe_tail=False):
+    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False,
+                 any_store=False, no_tail=False, unsafe_tail=False):
         self.no_pin = no_pin
         self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
         self.no_alias = no_alias  # tests: the loop rules before object-start stores (--no-object-stores)
@@ -195,7 +196,7 @@ class Pass:
         self._object_start = {}  # variable id -> holds only object starts (object_start)
         self.lead = None         # (key, name, pin name, offset): lead_in's pin until its run ends
         self.tail = None         # the statements after the if statement being rewritten (compound)
-        self.tail_key = None     # hoist_if's key, translated in its condition, until its tail's run ends
+        self.tail_key = None     # hoist_if's keys, translated in its condition, until its tail's run ends
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
