@@ -154,12 +154,21 @@ class StmtInfo:
     escapes: list = field(default_factory=list)  # (call cursor, arg cursors) of RETURNS_ARG0 calls
     ext_args: list = field(default_factory=list)  # heap arguments of C library calls
     move_calls: list = field(default_factory=list)  # the calls that may move data (allocations, the program's)
+    # stores into heap objects: assigns token ("F*", ("F", f), ("E", t)) ->
+    # the variables they store through, each one that only holds object
+    # starts (object_start), None for any other store
+    store_objs: dict = field(default_factory=dict)
 
 
 class Pass:
-    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False):
+    def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False,
+                 any_store=False, no_tail=False, unsafe_tail=False):
         self.no_pin = no_pin
         self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
+        self.no_alias = no_alias  # tests: the loop rules before object-start stores (--no-object-stores)
+        self.any_store = any_store  # tests: every store taken to land elsewhere (--unsafe-any-store): wrong
+        self.no_tail = no_tail    # tests: an if statement's translation does not serve the run after it
+        self.unsafe_tail = unsafe_tail  # tests: ... serves it even when the run moves data (wrong)
         self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
@@ -186,6 +195,8 @@ class Pass:
         self.same_loc = []       # (field location, `*q` location): the field's address is taken
         self._object_start = {}  # variable id -> holds only object starts (object_start)
         self.lead = None         # (key, name, pin name, offset): lead_in's pin until its run ends
+        self.tail = None         # the statements after the if statement being rewritten (compound)
+        self.tail_key = None     # hoist_if's keys, translated in its condition, until its tail's run ends
 
     # ---- helpers -----------------------------------------------------------
     def mine(self, c):
@@ -760,6 +771,7 @@ class Pass:
                         wr = _arg_written(name, all_args.index(a))
                         if wr:
                             info.assigns.add("F*")   # the library writes into a heap object
+                            info.store_objs.setdefault("F*", set()).add(None)
                         s = self.strip(a)
                         inner = s
                         if s.kind.name == "UNARY_OPERATOR" and self.unop(s)[0] == "&":
@@ -810,21 +822,80 @@ class Pass:
                 r = None
             if r is not None:
                 info.assigns |= r[1]
+                for t in r[1]:
+                    info.store_objs.setdefault(t, set()).add(None)
         if c.kind.name in ("ARRAY_SUBSCRIPT_EXPR", "MEMBER_REF_EXPR", "UNARY_OPERATOR"):
             if self.host_lvalue(c):
                 info.assigns.add("*")      # through a pointer that may also hold a host address
             if not self.heap_lvalue(c):
                 info.assigns.add("*")
+                return
             elif c.kind.name == "MEMBER_REF_EXPR":
-                info.assigns.add(("F", c.spelling))
+                t = ("F", c.spelling)
             elif c.type.get_canonical().kind.name in ("INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG",
                                                        "SHORT", "USHORT", "FLOAT", "DOUBLE", "LONGDOUBLE",
                                                        "BOOL", "INT128", "UINT128"):
                 # an element of a non-character arithmetic type: under C's
                 # aliasing rules it cannot be a pointer some chain reads
-                info.assigns.add(("E", c.type.get_canonical().spelling))
+                t = ("E", c.type.get_canonical().spelling)
             else:
-                info.assigns.add("F*")
+                t = "F*"
+            info.assigns.add(t)
+            v = self._store_var(c)
+            info.store_objs.setdefault(t, set()).add(None if v is None else self.var_id(v.referenced))
+
+    def _store_var(self, c):
+        """The variable a heap store `V[e] = `, `V->f = `, `*(V + e) = `,
+        `V->a[e].f = ` writes through, when V only ever holds the start of an
+        object (object_start): the store then lands in V's object, which no
+        other such variable can point to while it is live (each of them gets
+        its object from its own allocation call).  None otherwise."""
+        c = self.strip_paren(c)
+        k = c.kind.name
+        kids = _kids(c)
+        if not kids:
+            return None
+        if k == "MEMBER_REF_EXPR":
+            b = self.strip(kids[0])
+            return self._ptr_var(b) if self._member_op(c) == "->" else self._store_var(b)
+        if k == "ARRAY_SUBSCRIPT_EXPR":
+            b = self.strip(kids[0])
+            return self._store_var(b) if self.is_array(b.type) else self._ptr_var(b)
+        if k == "UNARY_OPERATOR" and self.unop(c)[0] == "*":
+            return self._ptr_var(self.strip(kids[0]))
+        return None
+
+    def _ptr_var(self, e):
+        e = self.strip(e)
+        if e.kind.name == "BINARY_OPERATOR" and self.binop(e) in ("+", "-"):
+            a, b = _kids(e)
+            if self.is_ptr(a.type):
+                return self._ptr_var(a)
+            if self.binop(e) == "+" and self.is_ptr(b.type):
+                return self._ptr_var(b)
+            return None
+        if e.kind.name == "DECL_REF_EXPR" and self.is_ptr(e.type) and self.object_start(e):
+            return e
+        return None
+
+    def _store_elsewhere(self, t, key, info):
+        """True when every store the loop makes under token t goes through
+        a variable that only holds object starts (_store_var) other than the
+        one chain `key` is read through, itself such a variable: those stores
+        land in other objects, so they cannot change the pointer the chain
+        reads (stringsearch's `low[i] = tolower(texts[t][i])`)."""
+        if not (t == "F*" or isinstance(t, tuple) and len(t) == 2 and t[0] in ("F", "E")):
+            return False
+        if self.any_store:
+            return True
+        srcs = info.store_objs.get(t)
+        ikey = self._chains[key][0]
+        if not srcs or None in srcs or ikey in self._chains:
+            return False
+        bc = self._deps[ikey][0]
+        if bc.kind.name != "DECL_REF_EXPR" or not self.object_start(bc):
+            return False
+        return self.var_id(bc.referenced) not in srcs
 
     # ---- rewriting ---------------------------------------------------------
     def fresh(self, key):
@@ -1009,11 +1080,18 @@ class Pass:
             # a name declared again inside the loop could be another variable
             # spelt the same: such a pointer stays with its regions
             names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
-            good = not (deps & info.assigns) and not (deps & declared) and not (g and info.user_call) \
+            changed = deps & info.assigns
+            if changed and key in self._chains and not self.no_alias:
+                changed = {t for t in changed if not self._store_elsewhere(t, key, info)}
+            good = not changed and not (deps & declared) and not (g and info.user_call) \
                 and key not in self.hoisted and not (names & declared_names) \
                 and (not frees or self.object_start(bc))
             if good and key in self._chains:
-                good = hoistable(self._chains[key][0])
+                # the pointer it is read through: invariant here too, or
+                # translated before an enclosing loop (in self.hoisted while
+                # that loop is rewritten)
+                ikey = self._chains[key][0]
+                good = (ikey in self.hoisted and not self.no_alias) or hoistable(ikey)
             ok[key] = good
             return good
 
@@ -1211,7 +1289,7 @@ class Pass:
             self.insert(inc.extent.end.offset, "), " + ", ".join(post), 5)
         return good
 
-    def hoist_if(self, stmt, cond):
+    def hoist_if(self, stmt, cond, tail=()):
         """An if statement whose accesses all go through one pointer (those
         hoisted before it aside), which its condition accesses unconditionally
         and nothing in it changes, moves data or frees: one p2s/p2s_ro made
@@ -1219,7 +1297,16 @@ class Pass:
         one in the condition and one per region of the branches (rbtree's
         walk: `if (prev == n->parent) { if (n->left) ... sum_u64(s, n->key)`).
         No other translation runs while it is in use, so it needs no pin (a
-        return inside is fine).  Returns the key hoisted, if any."""
+        return inside is fine).  The same translation also serves the run of
+        statements after the if statement (`tail`, up to the block's next
+        control statement) when that whole run accesses the heap only through
+        the pointer (and pointers hoisted before), declares nothing, does
+        not return, changes neither the pointer nor what it is read from,
+        moves no data, frees nothing and calls no C library function with a
+        heap argument (rbtree's insert: `if (key == p->key) {...; return 0; }
+        link = key < p->key ? &p->left : &p->right;`).  Nothing between the
+        condition and the tail translates or moves data, so the local address
+        is still valid there.  Returns the key hoisted, if any."""
         info = self.collect(stmt)
         if info.moves or info.releases or info.comma:
             return []
@@ -1240,9 +1327,20 @@ class Pass:
         ctype = self.decl_type(bc.type, bc)
         name = self.fresh(key)
         written = any(x.written for x in info.sites if x.key == key)
+        end = self.stmt_end(stmt)
+        tinfos = [self.collect(t) for t in tail] if tail and not self.no_tail else []
+        if tinfos and all(t.kind.name not in ("DECL_STMT", "RETURN_STMT", "NULL_STMT") for t in tail) and \
+                (self.unsafe_tail or
+                 not any(ti.moves or ti.releases or ti.comma or ti.escapes or ti.ext_args or ti.user_call or
+                         ti.free_calls or deps & ti.assigns for ti in tinfos) and
+                 all(x.key == key or x.key in self.hoisted for ti in tinfos for x in ti.sites)) and \
+                any(x.key == key for ti in tinfos for x in ti.sites):
+            written |= any(x.written for ti in tinfos for x in ti.sites if x.key == key)
+            end = self.stmt_end(tail[-1])
+            self.tail_key = "pending"
         fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
         self.insert(stmt.extent.start.offset, f"{{ {ctype} {name}; ", -4)
-        self.insert(self.stmt_end(stmt), " }", 4)
+        self.insert(end, " }", 4)
         self.insert(cond.extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
         self.insert(cond.extent.end.offset, ")", 5)
         self.hoisted[key] = name
@@ -1311,7 +1409,10 @@ class Pass:
         if k == "COMPOUND_STMT":
             self.compound(ch, fn)
         elif k == "IF_STMT":
-            done = self.hoist_if(c, ch[0])
+            tail, self.tail = self.tail, None
+            done = self.hoist_if(c, ch[0], tail) or self.hoist_if_multi(c, ch[0], tail)
+            keep = done and self.tail_key == "pending"
+            self.tail_key = None
             lead = None if done else self.lead_in(c, ch)
             self.body(ch[1], fn)
             if self.lead is not None:
@@ -1322,12 +1423,21 @@ class Pass:
                 self.hoisted[lead[0]] = lead[1]
                 done = [lead[0]]
             self.prelude(ch[0], c, "the condition")
+            if keep:
+                self.tail_key = done       # compound releases them after the tail's run
+                done = []
             for key in done:
                 del self.hoisted[key]
         elif k == "WHILE_STMT":
             done = self.hoist_loop(c)
             done += self.iterate_loop(c, ch[1], ch[0], None, while_body=True)
+            lead = None if done else self.while_lead(c, ch)
             self.body(ch[1], fn)
+            if self.lead is not None:
+                self.refuse(c, "internal: the condition's translation was not released in its body")
+            if lead:
+                self.hoisted[lead[0]] = lead[1]
+                done = [lead[0]]
             self.prelude(ch[0], c, "the condition")
             for key in done:
                 del self.hoisted[key]
@@ -1362,19 +1472,173 @@ class Pass:
 
     def compound(self, stmts, fn):
         run, first = [], True
-        for s in stmts:
+        for i, s in enumerate(stmts):
             if s.kind.name in CONTROL_KINDS:
                 self.run(run, fn)
+                self.end_tail()
                 if first:
                     self.end_lead(stmts, run)
                 first = False
                 run = []
+                if s.kind.name == "IF_STMT":
+                    tail = []
+                    for t in stmts[i + 1:]:
+                        if t.kind.name in CONTROL_KINDS:
+                            break
+                        tail.append(t)
+                    self.tail = tail
                 self.control(s, fn)
             else:
                 run.append(s)
         self.run(run, fn)
+        self.end_tail()
         if first:
             self.end_lead(stmts, run)
+
+    def end_tail(self):
+        """The end of the run after an if statement whose condition's
+        translation served it too (hoist_if)."""
+        if self.tail_key is not None:
+            for key in self.tail_key:
+                del self.hoisted[key]
+            self.tail_key = None
+
+    def _ptr_copy(self, st, tracked, ctype):
+        """The mirror, on the local addresses, of a branch statement that
+        copies one tracked pointer variable to another (`T *t = a;`,
+        `a = b;`), or None.  tracked: variable id -> local name (updated)."""
+        k = st.kind.name
+        if k == "DECL_STMT":
+            ds = _kids(st)
+            if len(ds) != 1 or ds[0].kind.name != "VAR_DECL" or not self.is_ptr(ds[0].type):
+                return None
+            inits = [e for e in _kids(ds[0]) if e.kind.is_expression()]
+            if len(inits) != 1:
+                return None
+            src = self.strip_paren(inits[0])
+            while src.kind.name in WRAPPERS and _kids(src):
+                src = self.strip_paren(_kids(src)[-1])
+            if src.kind.name != "DECL_REF_EXPR" or src.referenced is None or \
+                    self.var_id(src.referenced) not in tracked or self.decl_type(ds[0].type, ds[0]) != ctype:
+                return None
+            name = self.fresh(ds[0].spelling)
+            text = f" {ctype} {name} = {tracked[self.var_id(src.referenced)]};"
+            tracked[self.var_id(ds[0])] = name
+            return text
+        c = self.strip_paren(st)
+        if c.kind.name != "BINARY_OPERATOR" or self.binop(c) != "=":
+            return None
+        lhs, rhs = (self.strip_paren(x) for x in _kids(c))
+        while rhs.kind.name in WRAPPERS and _kids(rhs):
+            rhs = self.strip_paren(_kids(rhs)[-1])
+        if lhs.kind.name != "DECL_REF_EXPR" or rhs.kind.name != "DECL_REF_EXPR" or \
+                lhs.referenced is None or rhs.referenced is None:
+            return None
+        lv, rv = self.var_id(lhs.referenced), self.var_id(rhs.referenced)
+        if lv not in tracked or rv not in tracked:
+            return None
+        return f" {tracked[lv]} = {tracked[rv]};"
+
+    def hoist_if_multi(self, stmt, cond, tail):
+        """An if statement whose condition reads through two or three
+        variables, unconditionally, whose branches only copy those variables
+        among themselves (dijkstra's meld: `if (b->key < a->key ...) { t = a;
+        a = b; b = t; } b->sibling = a->child; a->child = b; return a;`), and
+        the run after it, which accesses the heap only through them: the
+        condition translates each once (all but the last pinned), the copies
+        in the branches are mirrored on the local addresses, and the run
+        after the if uses them; the pins are released at its end (before a
+        final `return` that reads no heap).  Not when anything in the
+        statement or the run moves data, frees, jumps (return, break,
+        continue, goto inside the if), hands a heap pointer to the C library,
+        or changes a variable other than by those copies.  Returns the keys."""
+        if self.no_tail or self.no_pin or not tail:
+            return []
+        info = self.collect(stmt)
+        if info.moves or info.releases or info.comma or info.escapes or info.ext_args or info.user_call or \
+                info.free_calls:
+            return []
+        keys = [k for k in dict.fromkeys(x.key for x in info.sites) if k not in self.hoisted]
+        if not 2 <= len(keys) <= 3:
+            return []
+        ci = self.collect(cond)
+        vids, ctype = {}, None
+        for k in keys:
+            bc, deps, g = self._deps[k]
+            if k in self._chains or bc.kind.name != "DECL_REF_EXPR" or self.any_sfx(k) or \
+                    deps != {self.var_id(bc.referenced)} or \
+                    not any(x.key == k and not x.conditional for x in ci.sites):
+                return []
+            t = self.decl_type(bc.type, bc)
+            if ctype not in (None, t):
+                return []
+            ctype = t
+            vids[self.var_id(bc.referenced)] = k
+        if ci.assigns & set(vids):
+            return []
+        stack = list(_kids(stmt))
+        while stack:
+            x = stack.pop()
+            if x.kind.name in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT", "BREAK_STMT",
+                               "CONTINUE_STMT", "CASE_STMT", "DEFAULT_STMT"):
+                return []
+            stack.extend(x.get_children())
+        names = {k: self.fresh(k) for k in keys}
+        mirrors = []
+        for br in _kids(stmt)[1:]:
+            tracked = {v: names[k] for v, k in vids.items()}
+            for st in (_kids(br) if br.kind.name == "COMPOUND_STMT" else [br]):
+                m = self._ptr_copy(st, tracked, ctype)
+                if m is not None:
+                    if br.kind.name != "COMPOUND_STMT":
+                        return []         # `else a = b;`: the mirror would run unconditionally
+                    mirrors.append((self.stmt_end(st), m))
+                    continue
+                if self.collect(st).assigns & set(tracked) and not self.unsafe_tail:
+                    return []
+        ret = tail[-1] if tail[-1].kind.name == "RETURN_STMT" else None
+        body = tail[:-1] if ret is not None else list(tail)
+        if ret is not None and (self.collect(ret).sites or self._has_call(ret)):
+            return []
+        if not body or any(t.kind.name in ("DECL_STMT", "RETURN_STMT", "NULL_STMT") for t in body):
+            return []
+        written = any(x.written for x in info.sites)
+        used = False
+        for t in body:
+            ti = self.collect(t)
+            if not self.unsafe_tail and (
+                    ti.moves or ti.releases or ti.comma or ti.escapes or ti.ext_args or ti.user_call or
+                    ti.free_calls or ti.assigns & set(vids) or
+                    any(x.key not in names and x.key not in self.hoisted for x in ti.sites)):
+                return []
+            used |= any(x.key in names for x in ti.sites)
+            written |= any(x.written for x in ti.sites if x.key in names)
+        if not used:
+            return []
+        decls, pre, unpins = [], [], []
+        for i, k in enumerate(keys):
+            n = names[k]
+            if i < len(keys) - 1:
+                decls.append(f"{ctype} {n}; void *{n}g;")
+                pre.append(f"{n}g = (void *)({k}), {n} = ({ctype})spmcc_pin({n}g)")
+                unpins.insert(0, f"spmcc_unpin({n}g);")
+            else:
+                decls.append(f"{ctype} {n};")
+                pre.append(f"{n} = ({ctype})spmcc_{'p2s' if written else 'p2s_ro'}({k})")
+        self.insert(stmt.extent.start.offset, "{ " + " ".join(decls) + " ", -4)
+        self.insert(cond.extent.start.offset, "(" + ", ".join(pre) + ", ", -5)
+        self.insert(cond.extent.end.offset, ")", 5)
+        for off, text in mirrors:
+            self.insert(off, text, 6)
+        if ret is not None:
+            self.insert(ret.extent.start.offset, " ".join(unpins) + " ", -6)
+            self.insert(self.stmt_end(ret), " }", 4)
+        else:
+            self.insert(self.stmt_end(body[-1]), " " + " ".join(unpins) + " }", 4)
+        for k in keys:
+            self.hoisted[k] = names[k]
+        self.tail_key = "pending"
+        return keys
 
     def end_lead(self, stmts, run):
         """The end of a then-branch's first run whose pointer the condition
@@ -1384,7 +1648,61 @@ class Pass:
         key, name, g, _ = self.lead
         self.lead = None
         del self.hoisted[key]
-        self.insert(self.stmt_end(run[-1]), f" spmcc_unpin({g});", 7)
+        if g is not None:
+            self.insert(self.stmt_end(run[-1]), f" spmcc_unpin({g});", 7)
+
+    def while_lead(self, c, ch):
+        """A while loop whose condition reads through one variable,
+        unconditionally, and whose body begins with a run of statements that
+        accesses the heap only through it (and pointers hoisted before the
+        loop): rbtree's insert, `while (*link) { p = *link; ...`.  The
+        condition's p2s/p2s_ro serves that run too, without a pin: nothing
+        between them translates or moves data.  Not when the condition or
+        the run moves data, frees, changes the variable or what it is read
+        from, or calls a C library function with a heap argument.
+        Returns (key, name, None, first statement offset)."""
+        if self.no_tail or ch[1].kind.name != "COMPOUND_STMT":
+            return None
+        ci = self.collect(ch[0])
+        keys = {x.key for x in ci.sites if x.key not in self.hoisted}
+        if len(keys) != 1 or ci.moves or ci.releases or ci.comma or ci.escapes or ci.ext_args:
+            return None
+        key = keys.pop()
+        bc, deps, g = self._deps[key]
+        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & ci.assigns or \
+                not any(x.key == key and not x.conditional for x in ci.sites):
+            return None
+        stmts = _kids(ch[1])
+        run = []
+        for st in stmts:
+            if st.kind.name in CONTROL_KINDS:
+                break
+            run.append(st)
+        if not run:
+            return None
+        written = any(x.written for x in ci.sites if x.key == key)
+        uses = False
+        for st in run:
+            info = self.collect(st)
+            if not self.unsafe_tail and (
+                    info.moves or info.releases or info.comma or info.escapes or info.ext_args or info.user_call or
+                    info.free_calls or deps & info.assigns or self.self_declaring(info) or
+                    any(x.key != key and x.key not in self.hoisted for x in info.sites)):
+                return None
+            uses |= any(x.key == key for x in info.sites)
+            written |= any(x.written for x in info.sites if x.key == key)
+        if not uses:
+            return None
+        ctype = self.decl_type(bc.type, bc)
+        name = self.fresh(key)
+        fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
+        self.insert(c.extent.start.offset, f"{{ {ctype} {name}; ", -4)
+        self.insert(self.stmt_end(c), " }", 4)
+        self.insert(ch[0].extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
+        self.insert(ch[0].extent.end.offset, ")", 5)
+        self.hoisted[key] = name
+        self.lead = (key, name, None, stmts[0].extent.start.offset)
+        return self.lead
 
     def lead_in(self, c, ch):
         """An if statement whose condition reads through one variable,
@@ -1764,7 +2082,10 @@ class Pass:
                 if (st, en) in seen:
                     continue          # the same replacement found twice
                 seen.add((st, en))
-            edits.append((st, en, prio, seq, text))
+            # the ends of loops hoisted into (prio 3) at one offset: nested
+            # loops without braces end together, and the inner loop's block
+            # (rewritten after the outer one's) must close first
+            edits.append((st, en, prio, -seq if prio == 3 and st == en else seq, text))
         edits.sort()
         out, pos = [], 0
         for st, en, _prio, _seq, text in edits:
@@ -1836,6 +2157,10 @@ def main(argv=None):
                     help="treat calls to NAME (a wrapper defined in a header) as the C library's function")
     ap.add_argument("--unsafe-no-pin", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
     ap.add_argument("--unsafe-no-drop", action="store_true", help=argparse.SUPPRESS)  # tests: no guard stack
+    ap.add_argument("--no-object-stores", action="store_true", help=argparse.SUPPRESS)  # tests: the rules before
+    ap.add_argument("--unsafe-any-store", action="store_true", help=argparse.SUPPRESS)  # tests: breaks it
+    ap.add_argument("--no-if-tail", action="store_true", help=argparse.SUPPRESS)  # tests: the rule before
+    ap.add_argument("--unsafe-tail", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -1854,7 +2179,9 @@ def main(argv=None):
                 ap.error(f"--alloc {x}: expected NAME=malloc|calloc|realloc|free")
             aliases[name] = what
         p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases,
-                     no_drop=a.unsafe_no_drop)
+                     no_drop=a.unsafe_no_drop, no_alias=a.no_object_stores,
+                 any_store=a.unsafe_any_store, no_tail=a.no_if_tail,
+                 unsafe_tail=a.unsafe_tail)
         text = p.rewrite()
     except Refusal as r:
         loc = r.loc.location if hasattr(r.loc, "location") else r.loc
