@@ -182,6 +182,7 @@ class Pass:
             d = errs[0]
             raise Refusal(d.location, "does not compile: " + d.spelling)
         self.edits = []          # (start, end, text)
+        self.closers = {}        # index in edits of a block's " }" -> its opener (offset, priority)
         self.user_fns = {}       # name -> FUNCTION_DECL with a body in this file
         self.fn_decls = {}       # name -> any FUNCTION_DECL
         self.kinds = {}          # location key -> set of 'H'/'N'
@@ -704,6 +705,18 @@ class Pass:
                 callee = self.strip(_kids(c)[0]) if _kids(c) else None
                 direct = callee is not None and callee.kind.name == "DECL_REF_EXPR" and \
                     callee.referenced is not None and callee.referenced.kind.name == "FUNCTION_DECL"
+                if direct and name in ("free", "realloc") and _args(c) and self.kind(_args(c)[0]) == {"N"}:
+                    # memory the rewritten program did not allocate (a
+                    # header's malloc is not rewritten): the C library's
+                    # free is right for it, the heap's is not (a pointer
+                    # that may hold either, `p != &local ? free(p)`, goes
+                    # to the heap's free: the program's test decides)
+                    if name == "realloc":
+                        self.refuse(c, f"realloc of '{self.text(_args(c)[0])}', which does not come from this "
+                                       "file's malloc (allocated elsewhere, e.g. by a function in a header)")
+                    for a in _args(c):
+                        visit(a, cond, False, None)
+                    return
                 if direct and name in ALLOC:
                     self.edits.append((callee.extent.start.offset, callee.extent.end.offset, ALLOC[name], 0))
                     if name in MOVING_ALLOC:
@@ -784,10 +797,12 @@ class Pass:
                         bc, deps, g = self.base_of(a)
                         info.sites.append(Site(bc, bc, self.text(bc), wr, cond))
                         self._deps[self.text(bc)] = (bc, deps, g)
-                        # arguments in pointer arithmetic
-                        for ch in s.get_children():
-                            if ch is not bc:
-                                visit(ch, cond, False, None)
+                        # arguments in pointer arithmetic; the base itself
+                        # (a chain such as `c.c[j]` in `c.c[j] + rr * t`) is
+                        # read through its own translation, so what it
+                        # contains is not a site (cursors are compared by
+                        # extent: libclang makes a new object per lookup)
+                        visit_skipping(s, (bc.extent.start.offset, bc.extent.end.offset), cond)
                     if name in RETURNS_ARG0 and "H" in self.kind(_args(c)[0]) and self.is_ptr(c.type) and \
                             not (c.extent.start.offset == stmt.extent.start.offset and
                                  c.extent.end.offset == stmt.extent.end.offset):
@@ -920,6 +935,13 @@ class Pass:
     def insert(self, off, text, prio=0):
         self.edits.append((off, off, text, prio))
 
+    def close(self, off, text, prio, open_off, open_prio):
+        """The end of a block opened at (open_off, open_prio).  Blocks that
+        end at one offset (nested statements without braces: `for (..)
+        for (..) x;`) close innermost first, whatever rules made them."""
+        self.closers[len(self.edits)] = (open_off, open_prio)
+        self.insert(off, text, prio)
+
     def site_edit(self, s, local, escape_cast):
         b = s.base
         self.edits.append((b.extent.start.offset, b.extent.end.offset, local, 0))
@@ -1037,7 +1059,7 @@ class Pass:
         self.insert(c.extent.start.offset, "(" + ", ".join(assigns) + f", {cname} = !!(", -1)
         self.insert(c.extent.end.offset, f"){unpins}, {cname})", 1)
         self.insert(stmt.extent.start.offset, "{ " + " ".join(decls) + " ", -2)
-        self.insert(self.stmt_end(stmt), " }", 2)
+        self.close(self.stmt_end(stmt), " }", 2, stmt.extent.start.offset, -2)
 
     def hoist_loop(self, loop):
         """Loop-invariant translations: a heap pointer that nothing inside the
@@ -1135,7 +1157,7 @@ class Pass:
             unpins = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in reversed(ordered)
                              if t.mode == "pin" and t not in guarded) + f" spmcc_guard_pop({len(guarded)});"
         self.insert(loop.extent.start.offset, "{ " + " ".join(code) + " ", -3)
-        self.insert(self.stmt_end(loop), "\n" + unpins + " }", 3)
+        self.close(self.stmt_end(loop), "\n" + unpins + " }", 3, loop.extent.start.offset, -3)
         for t in ordered:
             self.hoisted[t.key] = t.name
         return [t.key for t in ordered]
@@ -1279,7 +1301,7 @@ class Pass:
                 after.insert(0, f"spmcc_unpin{sfx}({name}g);")
             self.hoisted[key] = name
         self.insert(loop.extent.start.offset, "{ " + " ".join(decls) + " ", -4)
-        self.insert(self.stmt_end(loop), "\n" + " ".join(after) + " }", 4)
+        self.close(self.stmt_end(loop), "\n" + " ".join(after) + " }", 4, loop.extent.start.offset, -4)
         self.insert(cond.extent.start.offset, "(" + ", ".join(pre) + ", ", -5)
         self.insert(cond.extent.end.offset, ")", 5)
         if post and while_body:
@@ -1340,7 +1362,7 @@ class Pass:
             self.tail_key = "pending"
         fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
         self.insert(stmt.extent.start.offset, f"{{ {ctype} {name}; ", -4)
-        self.insert(end, " }", 4)
+        self.close(end, " }", 4, stmt.extent.start.offset, -4)
         self.insert(cond.extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
         self.insert(cond.extent.end.offset, ")", 5)
         self.hoisted[key] = name
@@ -1697,7 +1719,7 @@ class Pass:
         name = self.fresh(key)
         fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
         self.insert(c.extent.start.offset, f"{{ {ctype} {name}; ", -4)
-        self.insert(self.stmt_end(c), " }", 4)
+        self.close(self.stmt_end(c), " }", 4, c.extent.start.offset, -4)
         self.insert(ch[0].extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
         self.insert(ch[0].extent.end.offset, ")", 5)
         self.hoisted[key] = name
@@ -1748,7 +1770,7 @@ class Pass:
         gname = name + "g"
         sfx = self.any_sfx(key)
         self.insert(c.extent.start.offset, f"{{ {ctype} {name}; void *{gname}; ", -4)
-        self.insert(self.stmt_end(c), " }", 4)
+        self.close(self.stmt_end(c), " }", 4, c.extent.start.offset, -4)
         self.insert(ch[0].extent.start.offset,
                     f"({gname} = (void *)({key}), {name} = ({ctype})spmcc_pin{sfx}({gname}), ", -5)
         self.insert(ch[0].extent.end.offset, ")", 5)
@@ -2085,10 +2107,23 @@ class Pass:
             # the ends of loops hoisted into (prio 3) at one offset: nested
             # loops without braces end together, and the inner loop's block
             # (rewritten after the outer one's) must close first
-            edits.append((st, en, prio, -seq if prio == 3 and st == en else seq, text))
+            edits.append((st, en, prio, -seq if prio == 3 and st == en else seq, text, seq))
         edits.sort()
+        # blocks closing at one offset: innermost (latest opener) first, in
+        # the slots the closers took (the other edits there keep their place)
+        i = 0
+        while i < len(edits):
+            j = i
+            while j < len(edits) and edits[j][0] == edits[i][0] and edits[j][1] == edits[i][0]:
+                j += 1
+            slots = [k for k in range(i, j) if edits[k][5] in self.closers]
+            if len(slots) > 1:
+                ordered = sorted((edits[k] for k in slots), key=lambda e: self.closers[e[5]], reverse=True)
+                for k, e in zip(slots, ordered):
+                    edits[k] = e
+            i = max(j, i + 1)
         out, pos = [], 0
-        for st, en, _prio, _seq, text in edits:
+        for st, en, _prio, _seq, text, _ix in edits:
             if st < pos:
                 raise Refusal(self.tu.get_location(self.path, st), "internal: overlapping rewrites")
             out.append(self.src[pos:st].decode())
