@@ -63,6 +63,9 @@ def load_cindex():
 
 ALLOC = {"malloc": "spmcc_malloc", "calloc": "spmcc_calloc", "realloc": "spmcc_realloc", "free": "spmcc_free"}
 MOVING_ALLOC = {"malloc", "calloc", "realloc"}
+# allocators the pass does not rewrite, and calls that start threads: refused
+OTHER_ALLOC = {"aligned_alloc", "posix_memalign", "memalign", "valloc", "pvalloc", "reallocarray"}
+THREAD_START = {"pthread_create", "thrd_create"}
 # C library functions that touch their pointer arguments only during the call
 # and keep nothing: a heap argument is passed as its local address.
 EXTERN_OK = {
@@ -174,7 +177,8 @@ class Pass:
         self.path = os.path.abspath(path)
         self.shown = path
         idx = ci.Index.create()
-        self.tu = idx.parse(path, args=args)
+        # the detailed record: the macro expansions in the file (in_macro)
+        self.tu = idx.parse(path, args=args, options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
         with open(path, "rb") as f:
             self.src = f.read()
         errs = [d for d in self.tu.diagnostics if d.severity >= ci.Diagnostic.Error]
@@ -188,6 +192,8 @@ class Pass:
         self.kinds = {}          # location key -> set of 'H'/'N'
         self.addr_taken = set()  # variable ids whose address is taken
         self.counter = 0
+        self._macros = None
+        self.fn_values = set()
         self.globals = set()
         self.may_free = set()
         self._deps = {}
@@ -200,6 +206,26 @@ class Pass:
         self.tail_key = None     # hoist_if's keys, translated in its condition, until its tail's run ends
 
     # ---- helpers -----------------------------------------------------------
+    def in_macro(self, c):
+        """The name of the macro whose expansion in this file holds cursor c's
+        start, or None: the pass rewrites the file's text, and an access
+        spelt by a macro has no text of its own to rewrite."""
+        if self._macros is None:
+            self._macros = [(m.extent.start.offset, m.extent.end.offset, m.spelling)
+                            for m in self.tu.cursor.get_children()
+                            if m.kind.name == "MACRO_INSTANTIATION" and self.mine(m)]
+        off = c.extent.start.offset
+        for st, en, name in self._macros:
+            if st <= off < en:
+                return name
+        return None
+
+    def no_macro(self, c, what):
+        name = self.in_macro(c)
+        if name is not None:
+            self.refuse(c, f"{what} inside the expansion of the macro '{name}': the pass rewrites the "
+                           "source text, which does not spell it; write it out or make the macro a function")
+
     def mine(self, c):
         f = c.location.file
         return f is not None and os.path.abspath(f.name) == self.path
@@ -428,6 +454,12 @@ class Pass:
                 if c.kind.name == "VAR_DECL":
                     self.globals.add(self.var_id(c))
                 visit(c, None)
+        # a function called through a pointer receives no heap pointer that
+        # way (check_untracked refuses it), but may receive host ones
+        for name in sorted(self.fn_values):
+            for prm in self.user_fns[name].get_arguments():
+                if self.is_ptr(prm.type):
+                    out.append((self.var_loc(prm), {"N"}))
         return out
 
     def freeing_functions(self):
@@ -479,12 +511,31 @@ class Pass:
             if ch.location.file is None or self.mine(ch):
                 self.find_addr_taken(ch)
 
+    def function_values(self):
+        """The program's functions named other than as the callee of a call:
+        their address is taken, and calls through it are not followed."""
+        called, used = set(), set()
+
+        def refs(c):
+            for i, x in enumerate(_kids(c)):
+                if c.kind.name == "CALL_EXPR" and i == 0:
+                    called.add((x.extent.start.offset, x.extent.end.offset))
+                if x.kind.name == "DECL_REF_EXPR" and x.referenced is not None and \
+                        x.referenced.kind.name == "FUNCTION_DECL" and x.spelling in self.user_fns:
+                    used.add((x.spelling, x.extent.start.offset, x.extent.end.offset))
+                refs(x)
+        for c in self.tu.cursor.get_children():
+            if self.mine(c):
+                refs(c)
+        return {n for n, st, en in used if not any(a <= st and en <= b for a, b in called)}
+
     def analyse(self):
         for c in self.tu.cursor.get_children():
             if c.kind.name == "FUNCTION_DECL":
                 self.fn_decls[c.spelling] = c
                 if c.is_definition() and self.mine(c):
                     self.user_fns[c.spelling] = c
+        self.fn_values = self.function_values()
         self.find_addr_taken(self.tu.cursor)
         self.may_free = self.freeing_functions()
         flows = self.flows()
@@ -506,6 +557,59 @@ class Pass:
         for loc, e in flows:
             if loc[0] == "init" and "H" in self.kinds.get(loc, ()):
                 self.refuse(e, "a heap pointer in an initializer list: assign it in a statement")
+        self.check_untracked()
+
+    def check_untracked(self):
+        """Where a heap pointer would leave what the analysis follows (its
+        kinds flow through assignments, direct calls' parameters and returns):
+        refused, since code that received it would access a global address as
+        if it were local."""
+        def direct_fn(call):
+            callee = self.strip(_kids(call)[0]) if _kids(call) else None
+            if callee is not None and callee.kind.name == "DECL_REF_EXPR" and callee.referenced is not None \
+                    and callee.referenced.kind.name == "FUNCTION_DECL":
+                return callee.referenced
+            return None
+
+        def visit(c):
+            k = c.kind.name
+            if k == "CALL_EXPR":
+                f = direct_fn(c)
+                if f is None:
+                    for a in _args(c):
+                        if (self.is_ptr(a.type) or self.is_array(a.type)) and "H" in self.kind(a):
+                            self.refuse(a, f"heap pointer '{self.text(a)}' passed through a function pointer: "
+                                           "the pass cannot see which function receives it (call it directly)")
+                    if self.is_ptr(c.type) and heap_returners:
+                        self.refuse(c, "a pointer returned through a function pointer (the program's "
+                                       f"'{sorted(heap_returners)[0]}', whose address is used, returns heap "
+                                       "pointers): call it directly")
+                elif self.aliases.get(f.spelling, f.spelling) in OTHER_ALLOC:
+                    self.refuse(c, f"'{f.spelling}' is not rewritten (the heap has malloc, calloc, realloc and "
+                                   "free): the memory it returns could reach the heap's free")
+                elif f.spelling in THREAD_START:
+                    self.refuse(c, f"'{f.spelling}': the rewritten program runs on one execution core "
+                                   "(spmcc_rt.h); threads are not supported")
+                elif f.spelling in self.user_fns and f.type.kind.name == "FUNCTIONPROTO" and \
+                        f.type.is_function_variadic():
+                    nfixed = len(list(self.user_fns[f.spelling].get_arguments()))
+                    for a in _args(c)[nfixed:]:
+                        if (self.is_ptr(a.type) or self.is_array(a.type)) and "H" in self.kind(a):
+                            self.refuse(a, f"heap pointer '{self.text(a)}' passed as a variadic argument of "
+                                           f"'{f.spelling}': va_arg would receive it untranslated")
+            elif k == "CSTYLE_CAST_EXPR" and c.type.get_canonical().kind.name not in ("POINTER", "VOID", "BOOL"):
+                inner = _kids(c)[-1]
+                if self.is_ptr(inner.type) and "H" in self.kind(inner):
+                    self.refuse(c, f"heap pointer '{self.text(inner)}' converted to an integer: the pass cannot "
+                                   "follow it back to a pointer (keep it a pointer)")
+            for ch in c.get_children():
+                visit(ch)
+
+        # the program's functions that return heap pointers and whose address is used
+        heap_returners = {n for n in self.fn_values if "H" in self.kinds.get(("r", n), ())}
+        for c in self.tu.cursor.get_children():
+            if self.mine(c) and c.kind.name in ("FUNCTION_DECL", "VAR_DECL"):
+                visit(c)
 
     # ---- pass 2: accesses --------------------------------------------------
     def stable(self, c):
@@ -649,7 +753,9 @@ class Pass:
             if acc and ptr is not None:
                 ks = self.kind(ptr)
                 if "H" in ks:       # a heap pointer, or one that may be (an _any translation)
+                    self.no_macro(c, "a heap access")
                     bc, deps, g = self.base_of(ptr)
+                    self.no_macro(bc, "a heap access")
                     info.sites.append(Site(parent_addr or c, bc, self.text(bc), written, cond, parent_addr is not None))
                     self._deps[self.text(bc)] = (bc, deps, g)
                     # the index / pointer arithmetic may hold accesses too
@@ -795,6 +901,7 @@ class Pass:
                             visit(s, cond, wr, None)          # a heap member array: its access is a site
                             continue
                         bc, deps, g = self.base_of(a)
+                        self.no_macro(bc, "a heap pointer passed to '" + name + "'")
                         info.sites.append(Site(bc, bc, self.text(bc), wr, cond))
                         self._deps[self.text(bc)] = (bc, deps, g)
                         # arguments in pointer arithmetic; the base itself
