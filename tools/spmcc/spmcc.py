@@ -63,6 +63,9 @@ def load_cindex():
 
 ALLOC = {"malloc": "spmcc_malloc", "calloc": "spmcc_calloc", "realloc": "spmcc_realloc", "free": "spmcc_free"}
 MOVING_ALLOC = {"malloc", "calloc", "realloc"}
+# allocators the pass does not rewrite, and calls that start threads: refused
+OTHER_ALLOC = {"aligned_alloc", "posix_memalign", "memalign", "valloc", "pvalloc", "reallocarray"}
+THREAD_START = {"pthread_create", "thrd_create"}
 # C library functions that touch their pointer arguments only during the call
 # and keep nothing: a heap argument is passed as its local address.
 EXTERN_OK = {
@@ -174,7 +177,8 @@ class Pass:
         self.path = os.path.abspath(path)
         self.shown = path
         idx = ci.Index.create()
-        self.tu = idx.parse(path, args=args)
+        # the detailed record: the macro expansions in the file (in_macro)
+        self.tu = idx.parse(path, args=args, options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
         with open(path, "rb") as f:
             self.src = f.read()
         errs = [d for d in self.tu.diagnostics if d.severity >= ci.Diagnostic.Error]
@@ -182,11 +186,14 @@ class Pass:
             d = errs[0]
             raise Refusal(d.location, "does not compile: " + d.spelling)
         self.edits = []          # (start, end, text)
+        self.closers = {}        # index in edits of a block's " }" -> its opener (offset, priority)
         self.user_fns = {}       # name -> FUNCTION_DECL with a body in this file
         self.fn_decls = {}       # name -> any FUNCTION_DECL
         self.kinds = {}          # location key -> set of 'H'/'N'
         self.addr_taken = set()  # variable ids whose address is taken
         self.counter = 0
+        self._macros = None
+        self.fn_values = set()
         self.globals = set()
         self.may_free = set()
         self._deps = {}
@@ -199,6 +206,26 @@ class Pass:
         self.tail_key = None     # hoist_if's keys, translated in its condition, until its tail's run ends
 
     # ---- helpers -----------------------------------------------------------
+    def in_macro(self, c):
+        """The name of the macro whose expansion in this file holds cursor c's
+        start, or None: the pass rewrites the file's text, and an access
+        spelt by a macro has no text of its own to rewrite."""
+        if self._macros is None:
+            self._macros = [(m.extent.start.offset, m.extent.end.offset, m.spelling)
+                            for m in self.tu.cursor.get_children()
+                            if m.kind.name == "MACRO_INSTANTIATION" and self.mine(m)]
+        off = c.extent.start.offset
+        for st, en, name in self._macros:
+            if st <= off < en:
+                return name
+        return None
+
+    def no_macro(self, c, what):
+        name = self.in_macro(c)
+        if name is not None:
+            self.refuse(c, f"{what} inside the expansion of the macro '{name}': the pass rewrites the "
+                           "source text, which does not spell it; write it out or make the macro a function")
+
     def mine(self, c):
         f = c.location.file
         return f is not None and os.path.abspath(f.name) == self.path
@@ -427,6 +454,12 @@ class Pass:
                 if c.kind.name == "VAR_DECL":
                     self.globals.add(self.var_id(c))
                 visit(c, None)
+        # a function called through a pointer receives no heap pointer that
+        # way (check_untracked refuses it), but may receive host ones
+        for name in sorted(self.fn_values):
+            for prm in self.user_fns[name].get_arguments():
+                if self.is_ptr(prm.type):
+                    out.append((self.var_loc(prm), {"N"}))
         return out
 
     def freeing_functions(self):
@@ -478,12 +511,31 @@ class Pass:
             if ch.location.file is None or self.mine(ch):
                 self.find_addr_taken(ch)
 
+    def function_values(self):
+        """The program's functions named other than as the callee of a call:
+        their address is taken, and calls through it are not followed."""
+        called, used = set(), set()
+
+        def refs(c):
+            for i, x in enumerate(_kids(c)):
+                if c.kind.name == "CALL_EXPR" and i == 0:
+                    called.add((x.extent.start.offset, x.extent.end.offset))
+                if x.kind.name == "DECL_REF_EXPR" and x.referenced is not None and \
+                        x.referenced.kind.name == "FUNCTION_DECL" and x.spelling in self.user_fns:
+                    used.add((x.spelling, x.extent.start.offset, x.extent.end.offset))
+                refs(x)
+        for c in self.tu.cursor.get_children():
+            if self.mine(c):
+                refs(c)
+        return {n for n, st, en in used if not any(a <= st and en <= b for a, b in called)}
+
     def analyse(self):
         for c in self.tu.cursor.get_children():
             if c.kind.name == "FUNCTION_DECL":
                 self.fn_decls[c.spelling] = c
                 if c.is_definition() and self.mine(c):
                     self.user_fns[c.spelling] = c
+        self.fn_values = self.function_values()
         self.find_addr_taken(self.tu.cursor)
         self.may_free = self.freeing_functions()
         flows = self.flows()
@@ -505,6 +557,59 @@ class Pass:
         for loc, e in flows:
             if loc[0] == "init" and "H" in self.kinds.get(loc, ()):
                 self.refuse(e, "a heap pointer in an initializer list: assign it in a statement")
+        self.check_untracked()
+
+    def check_untracked(self):
+        """Where a heap pointer would leave what the analysis follows (its
+        kinds flow through assignments, direct calls' parameters and returns):
+        refused, since code that received it would access a global address as
+        if it were local."""
+        def direct_fn(call):
+            callee = self.strip(_kids(call)[0]) if _kids(call) else None
+            if callee is not None and callee.kind.name == "DECL_REF_EXPR" and callee.referenced is not None \
+                    and callee.referenced.kind.name == "FUNCTION_DECL":
+                return callee.referenced
+            return None
+
+        def visit(c):
+            k = c.kind.name
+            if k == "CALL_EXPR":
+                f = direct_fn(c)
+                if f is None:
+                    for a in _args(c):
+                        if (self.is_ptr(a.type) or self.is_array(a.type)) and "H" in self.kind(a):
+                            self.refuse(a, f"heap pointer '{self.text(a)}' passed through a function pointer: "
+                                           "the pass cannot see which function receives it (call it directly)")
+                    if self.is_ptr(c.type) and heap_returners:
+                        self.refuse(c, "a pointer returned through a function pointer (the program's "
+                                       f"'{sorted(heap_returners)[0]}', whose address is used, returns heap "
+                                       "pointers): call it directly")
+                elif self.aliases.get(f.spelling, f.spelling) in OTHER_ALLOC:
+                    self.refuse(c, f"'{f.spelling}' is not rewritten (the heap has malloc, calloc, realloc and "
+                                   "free): the memory it returns could reach the heap's free")
+                elif f.spelling in THREAD_START:
+                    self.refuse(c, f"'{f.spelling}': the rewritten program runs on one execution core "
+                                   "(spmcc_rt.h); threads are not supported")
+                elif f.spelling in self.user_fns and f.type.kind.name == "FUNCTIONPROTO" and \
+                        f.type.is_function_variadic():
+                    nfixed = len(list(self.user_fns[f.spelling].get_arguments()))
+                    for a in _args(c)[nfixed:]:
+                        if (self.is_ptr(a.type) or self.is_array(a.type)) and "H" in self.kind(a):
+                            self.refuse(a, f"heap pointer '{self.text(a)}' passed as a variadic argument of "
+                                           f"'{f.spelling}': va_arg would receive it untranslated")
+            elif k == "CSTYLE_CAST_EXPR" and c.type.get_canonical().kind.name not in ("POINTER", "VOID", "BOOL"):
+                inner = _kids(c)[-1]
+                if self.is_ptr(inner.type) and "H" in self.kind(inner):
+                    self.refuse(c, f"heap pointer '{self.text(inner)}' converted to an integer: the pass cannot "
+                                   "follow it back to a pointer (keep it a pointer)")
+            for ch in c.get_children():
+                visit(ch)
+
+        # the program's functions that return heap pointers and whose address is used
+        heap_returners = {n for n in self.fn_values if "H" in self.kinds.get(("r", n), ())}
+        for c in self.tu.cursor.get_children():
+            if self.mine(c) and c.kind.name in ("FUNCTION_DECL", "VAR_DECL"):
+                visit(c)
 
     # ---- pass 2: accesses --------------------------------------------------
     def stable(self, c):
@@ -648,7 +753,9 @@ class Pass:
             if acc and ptr is not None:
                 ks = self.kind(ptr)
                 if "H" in ks:       # a heap pointer, or one that may be (an _any translation)
+                    self.no_macro(c, "a heap access")
                     bc, deps, g = self.base_of(ptr)
+                    self.no_macro(bc, "a heap access")
                     info.sites.append(Site(parent_addr or c, bc, self.text(bc), written, cond, parent_addr is not None))
                     self._deps[self.text(bc)] = (bc, deps, g)
                     # the index / pointer arithmetic may hold accesses too
@@ -704,6 +811,18 @@ class Pass:
                 callee = self.strip(_kids(c)[0]) if _kids(c) else None
                 direct = callee is not None and callee.kind.name == "DECL_REF_EXPR" and \
                     callee.referenced is not None and callee.referenced.kind.name == "FUNCTION_DECL"
+                if direct and name in ("free", "realloc") and _args(c) and self.kind(_args(c)[0]) == {"N"}:
+                    # memory the rewritten program did not allocate (a
+                    # header's malloc is not rewritten): the C library's
+                    # free is right for it, the heap's is not (a pointer
+                    # that may hold either, `p != &local ? free(p)`, goes
+                    # to the heap's free: the program's test decides)
+                    if name == "realloc":
+                        self.refuse(c, f"realloc of '{self.text(_args(c)[0])}', which does not come from this "
+                                       "file's malloc (allocated elsewhere, e.g. by a function in a header)")
+                    for a in _args(c):
+                        visit(a, cond, False, None)
+                    return
                 if direct and name in ALLOC:
                     self.edits.append((callee.extent.start.offset, callee.extent.end.offset, ALLOC[name], 0))
                     if name in MOVING_ALLOC:
@@ -782,12 +901,15 @@ class Pass:
                             visit(s, cond, wr, None)          # a heap member array: its access is a site
                             continue
                         bc, deps, g = self.base_of(a)
+                        self.no_macro(bc, "a heap pointer passed to '" + name + "'")
                         info.sites.append(Site(bc, bc, self.text(bc), wr, cond))
                         self._deps[self.text(bc)] = (bc, deps, g)
-                        # arguments in pointer arithmetic
-                        for ch in s.get_children():
-                            if ch is not bc:
-                                visit(ch, cond, False, None)
+                        # arguments in pointer arithmetic; the base itself
+                        # (a chain such as `c.c[j]` in `c.c[j] + rr * t`) is
+                        # read through its own translation, so what it
+                        # contains is not a site (cursors are compared by
+                        # extent: libclang makes a new object per lookup)
+                        visit_skipping(s, (bc.extent.start.offset, bc.extent.end.offset), cond)
                     if name in RETURNS_ARG0 and "H" in self.kind(_args(c)[0]) and self.is_ptr(c.type) and \
                             not (c.extent.start.offset == stmt.extent.start.offset and
                                  c.extent.end.offset == stmt.extent.end.offset):
@@ -920,6 +1042,13 @@ class Pass:
     def insert(self, off, text, prio=0):
         self.edits.append((off, off, text, prio))
 
+    def close(self, off, text, prio, open_off, open_prio):
+        """The end of a block opened at (open_off, open_prio).  Blocks that
+        end at one offset (nested statements without braces: `for (..)
+        for (..) x;`) close innermost first, whatever rules made them."""
+        self.closers[len(self.edits)] = (open_off, open_prio)
+        self.insert(off, text, prio)
+
     def site_edit(self, s, local, escape_cast):
         b = s.base
         self.edits.append((b.extent.start.offset, b.extent.end.offset, local, 0))
@@ -1037,7 +1166,7 @@ class Pass:
         self.insert(c.extent.start.offset, "(" + ", ".join(assigns) + f", {cname} = !!(", -1)
         self.insert(c.extent.end.offset, f"){unpins}, {cname})", 1)
         self.insert(stmt.extent.start.offset, "{ " + " ".join(decls) + " ", -2)
-        self.insert(self.stmt_end(stmt), " }", 2)
+        self.close(self.stmt_end(stmt), " }", 2, stmt.extent.start.offset, -2)
 
     def hoist_loop(self, loop):
         """Loop-invariant translations: a heap pointer that nothing inside the
@@ -1135,7 +1264,7 @@ class Pass:
             unpins = "".join(f" spmcc_unpin{t.any}({t.name}g);" for t in reversed(ordered)
                              if t.mode == "pin" and t not in guarded) + f" spmcc_guard_pop({len(guarded)});"
         self.insert(loop.extent.start.offset, "{ " + " ".join(code) + " ", -3)
-        self.insert(self.stmt_end(loop), "\n" + unpins + " }", 3)
+        self.close(self.stmt_end(loop), "\n" + unpins + " }", 3, loop.extent.start.offset, -3)
         for t in ordered:
             self.hoisted[t.key] = t.name
         return [t.key for t in ordered]
@@ -1279,7 +1408,7 @@ class Pass:
                 after.insert(0, f"spmcc_unpin{sfx}({name}g);")
             self.hoisted[key] = name
         self.insert(loop.extent.start.offset, "{ " + " ".join(decls) + " ", -4)
-        self.insert(self.stmt_end(loop), "\n" + " ".join(after) + " }", 4)
+        self.close(self.stmt_end(loop), "\n" + " ".join(after) + " }", 4, loop.extent.start.offset, -4)
         self.insert(cond.extent.start.offset, "(" + ", ".join(pre) + ", ", -5)
         self.insert(cond.extent.end.offset, ")", 5)
         if post and while_body:
@@ -1340,7 +1469,7 @@ class Pass:
             self.tail_key = "pending"
         fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
         self.insert(stmt.extent.start.offset, f"{{ {ctype} {name}; ", -4)
-        self.insert(end, " }", 4)
+        self.close(end, " }", 4, stmt.extent.start.offset, -4)
         self.insert(cond.extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
         self.insert(cond.extent.end.offset, ")", 5)
         self.hoisted[key] = name
@@ -1697,7 +1826,7 @@ class Pass:
         name = self.fresh(key)
         fn = ("spmcc_p2s" if written else "spmcc_p2s_ro") + self.any_sfx(key)
         self.insert(c.extent.start.offset, f"{{ {ctype} {name}; ", -4)
-        self.insert(self.stmt_end(c), " }", 4)
+        self.close(self.stmt_end(c), " }", 4, c.extent.start.offset, -4)
         self.insert(ch[0].extent.start.offset, f"({name} = ({ctype}){fn}({key}), ", -5)
         self.insert(ch[0].extent.end.offset, ")", 5)
         self.hoisted[key] = name
@@ -1748,7 +1877,7 @@ class Pass:
         gname = name + "g"
         sfx = self.any_sfx(key)
         self.insert(c.extent.start.offset, f"{{ {ctype} {name}; void *{gname}; ", -4)
-        self.insert(self.stmt_end(c), " }", 4)
+        self.close(self.stmt_end(c), " }", 4, c.extent.start.offset, -4)
         self.insert(ch[0].extent.start.offset,
                     f"({gname} = (void *)({key}), {name} = ({ctype})spmcc_pin{sfx}({gname}), ", -5)
         self.insert(ch[0].extent.end.offset, ")", 5)
@@ -2085,10 +2214,23 @@ class Pass:
             # the ends of loops hoisted into (prio 3) at one offset: nested
             # loops without braces end together, and the inner loop's block
             # (rewritten after the outer one's) must close first
-            edits.append((st, en, prio, -seq if prio == 3 and st == en else seq, text))
+            edits.append((st, en, prio, -seq if prio == 3 and st == en else seq, text, seq))
         edits.sort()
+        # blocks closing at one offset: innermost (latest opener) first, in
+        # the slots the closers took (the other edits there keep their place)
+        i = 0
+        while i < len(edits):
+            j = i
+            while j < len(edits) and edits[j][0] == edits[i][0] and edits[j][1] == edits[i][0]:
+                j += 1
+            slots = [k for k in range(i, j) if edits[k][5] in self.closers]
+            if len(slots) > 1:
+                ordered = sorted((edits[k] for k in slots), key=lambda e: self.closers[e[5]], reverse=True)
+                for k, e in zip(slots, ordered):
+                    edits[k] = e
+            i = max(j, i + 1)
         out, pos = [], 0
-        for st, en, _prio, _seq, text in edits:
+        for st, en, _prio, _seq, text, _ix in edits:
             if st < pos:
                 raise Refusal(self.tu.get_location(self.path, st), "internal: overlapping rewrites")
             out.append(self.src[pos:st].decode())
