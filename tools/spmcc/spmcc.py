@@ -1780,6 +1780,34 @@ class Pass:
         if g is not None:
             self.insert(self.stmt_end(run[-1]), f" spmcc_unpin({g});", 7)
 
+    def _cond_run(self, cond, body, ext_args):
+        """What while_lead and lead_in start from: the one variable the
+        condition reads through unconditionally (not a chain, not changed by
+        the condition, which moves no data and lets no heap address escape;
+        with ext_args False, passes none to a C library function), and the
+        body's first run of statements, up to its first control statement.
+        Returns (condition info, key, base cursor, dependencies, the body's
+        statements, the run), or None."""
+        ci = self.collect(cond)
+        keys = {x.key for x in ci.sites if x.key not in self.hoisted}
+        if len(keys) != 1 or ci.moves or ci.releases or ci.comma or ci.escapes or \
+                (ci.ext_args and not ext_args):
+            return None
+        key = keys.pop()
+        bc, deps, g = self._deps[key]
+        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & ci.assigns or \
+                not any(x.key == key and not x.conditional for x in ci.sites):
+            return None
+        stmts = _kids(body)
+        run = []
+        for st in stmts:
+            if st.kind.name in CONTROL_KINDS:
+                break
+            run.append(st)
+        if not run:
+            return None
+        return ci, key, bc, deps, stmts, run
+
     def while_lead(self, c, ch):
         """A while loop whose condition reads through one variable,
         unconditionally, and whose body begins with a run of statements that
@@ -1792,23 +1820,10 @@ class Pass:
         Returns (key, name, None, first statement offset)."""
         if self.no_tail or ch[1].kind.name != "COMPOUND_STMT":
             return None
-        ci = self.collect(ch[0])
-        keys = {x.key for x in ci.sites if x.key not in self.hoisted}
-        if len(keys) != 1 or ci.moves or ci.releases or ci.comma or ci.escapes or ci.ext_args:
+        found = self._cond_run(ch[0], ch[1], ext_args=False)
+        if found is None:
             return None
-        key = keys.pop()
-        bc, deps, g = self._deps[key]
-        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & ci.assigns or \
-                not any(x.key == key and not x.conditional for x in ci.sites):
-            return None
-        stmts = _kids(ch[1])
-        run = []
-        for st in stmts:
-            if st.kind.name in CONTROL_KINDS:
-                break
-            run.append(st)
-        if not run:
-            return None
+        ci, key, bc, deps, stmts, run = found
         written = any(x.written for x in ci.sites if x.key == key)
         uses = False
         for st in run:
@@ -1846,23 +1861,10 @@ class Pass:
         if self.no_pin or len(ch) != 3 or ch[1].kind.name != "COMPOUND_STMT" or \
                 ch[2].kind.name != "COMPOUND_STMT":
             return None
-        ci = self.collect(ch[0])
-        keys = {x.key for x in ci.sites if x.key not in self.hoisted}
-        if len(keys) != 1 or ci.moves or ci.releases or ci.comma or ci.escapes:
+        found = self._cond_run(ch[0], ch[1], ext_args=True)
+        if found is None:
             return None
-        key = keys.pop()
-        bc, deps, g = self._deps[key]
-        if key in self._chains or bc.kind.name != "DECL_REF_EXPR" or deps & ci.assigns or \
-                not any(x.key == key and not x.conditional for x in ci.sites):
-            return None
-        stmts = _kids(ch[1])
-        run = []
-        for st in stmts:
-            if st.kind.name in CONTROL_KINDS:
-                break
-            run.append(st)
-        if not run:
-            return None
+        ci, key, bc, deps, stmts, run = found
         uses = False
         for st in run:
             info = self.collect(st)
