@@ -220,15 +220,17 @@ sys.path.insert(0, "scripts")
 from provenance import cmake_build, markdown, provenance  # noqa: E402
 load0 = min([r["load_before"] for r in runs if "load_before" in r]
             + ([main_job["load_before"]] if main_job else []), default=None)
+prov = provenance("scripts/advise_real.sh" + (f" {args}" if args else ""), *cmake_build("build/release"),
+                  "dmmkit advise (.venv)", load_before=load0)
 doc = {
     "schema": "dmmkit-bench-advise-real/1",
-    "provenance": provenance("scripts/advise_real.sh" + (f" {args}" if args else ""), *cmake_build("build/release"),
-                             "dmmkit advise (.venv)", load_before=load0),
+    "provenance": prov,
     "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "command": "scripts/advise_real.sh" + (f" {args}" if args else ""),
     # DMM_BENCH_COMMIT: the commit of a source copy without .git (git archive)
-    "commit": os.environ.get("DMM_BENCH_COMMIT") or (sh(["git", "rev-parse", "--short", "HEAD"]) + (
-        " (dirty)" if sh(["git", "status", "--porcelain", "--untracked-files=no"]) else "")),
+    # otherwise the provenance record's: "-dirty" only for changes outside
+    # bench/results (a results file just written by an earlier run is not code)
+    "commit": os.environ.get("DMM_BENCH_COMMIT") or prov["commit"],
     "compiler": (sh([cc, "--version"]).splitlines() or ["?"])[0],
     "flags": {"build_type": cache.get("CMAKE_BUILD_TYPE"), "c_flags_release": cache.get("CMAKE_C_FLAGS_RELEASE")},
     "machine": {"cpu": cpu, "cpus": os.cpu_count(), "kernel": platform.release()},
