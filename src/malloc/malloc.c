@@ -71,6 +71,7 @@
 #include "../core/bits.h"
 #include "../core/text.h"
 #include "family.h"
+#include "guard.h"
 #include "../port/port.h"
 
 #define SEG_SHIFT 22u
@@ -722,6 +723,7 @@ static void global_init(void)
         if (e && e[0] == '1') {
             G.secure = 1;
             G.harden = 1;
+            dmm_malloc_guard_on = 1; /* the exported copies check (guard.h) */
         }
         G.secret = canary_seed(); /* canaries (secure) and large blocks' front fill (hardened) */
         G.rkey = canary_seed() * 0x9e3779b97f4a7c15ull;
@@ -1043,6 +1045,16 @@ static inline bool mark(segment *s, size_t pi, const void *p, bool on)
     else
         old = atomic_fetch_and_explicit(&s->bits[pi][slot / 64u], ~bit, memory_order_relaxed);
     return (old & bit) != 0;
+}
+
+/* Secure mode: the same bits in a medium segment's header (unused there:
+ * one per 16 bytes of the whole segment) mark where the blocks handed out
+ * start, set by malloc and cleared by free, so a copy into the segment can
+ * find the block it writes (dmm_malloc_guard_write). */
+static inline void mstart_mark(const void *p, bool on)
+{
+    segment *s = seg_of(p);
+    (void)mark(s, page_index(s, p), p, on);
 }
 
 /* ---- thread heaps ---- */
@@ -1904,6 +1916,7 @@ static DMM_NOINLINE void *alloc_general(size_t n, size_t align)
             *canary_slot(pg, p) = canary_of(p);
         } else if (G.secure) {
             memset(p, 0, n); /* zeroed like small blocks: the heap's poison and links, not old data */
+            mstart_mark(p, true);
         }
         return p;
     }
@@ -2241,6 +2254,7 @@ static void mquarantine_release(void *p)
 static DMM_NOINLINE void secure_free_medium(theap *h, segment *s, void *p)
 {
     size_t n = dmm_heap_usable_size(s->heap->mheap, p);
+    mstart_mark(p, false); /* no longer a block that copies may write */
     if (!h && !(h = heap_get())) {
         medium_free(s, p);
         return;
@@ -2478,6 +2492,135 @@ size_t dmm_malloc_usable_size(const void *p)
     return s->page[page_index(s, p)].block_size - (G.secure ? CANARY : 0u);
 }
 
+/* ---- secure mode: guarded copies and sized deletes (guard.h) ---- */
+int dmm_malloc_guard_on;
+
+/* How far back from a write into a medium segment the start of the block
+ * holding it is looked for: the largest medium block of secure mode and
+ * the heap's rounding.  A start further back cannot hold the write. */
+#define GUARD_BACK (SECURE_MEDIUM_MAX + ((size_t)16 << 10))
+/* How far ahead of a write that starts between blocks (a block header, a
+ * free block) a block start is looked for: a header's size and more. */
+#define GUARD_AHEAD 256u
+
+/* The start of the last block that starts at or below off (a multiple of
+ * MIN_BLOCK) and not below lo, in medium segment s; 0 when none.  Reads the
+ * start bits a word at a time. */
+static size_t mstart_below(segment *s, size_t off, size_t lo)
+{
+    const _Atomic uint64_t *w = &s->bits[0][0];
+    size_t g = off / MIN_BLOCK, glo = lo / MIN_BLOCK;
+    uint64_t x = atomic_load_explicit(&w[g / 64u], memory_order_relaxed) & (~(uint64_t)0 >> (63u - g % 64u));
+    for (size_t i = g / 64u;;) {
+        if (x) {
+            size_t b = i * 64u + 63u - (size_t)__builtin_clzll(x);
+            return b >= glo ? b * MIN_BLOCK : 0u;
+        }
+        if (i == 0 || i * 64u <= glo)
+            return 0;
+        x = atomic_load_explicit(&w[--i], memory_order_relaxed);
+    }
+}
+
+/* The first block start above off and below hi in medium segment s (hi at
+ * most SEG_SIZE); 0 when none. */
+static size_t mstart_above(segment *s, size_t off, size_t hi)
+{
+    for (size_t g = off / MIN_BLOCK + 1u; g * MIN_BLOCK < hi; g++)
+        if (atomic_load_explicit(&s->bits[0][0] + g / 64u, memory_order_relaxed) >> (g % 64u) & 1u)
+            return g * MIN_BLOCK;
+    return 0;
+}
+
+void dmm_malloc_guard_write(const void *d, size_t n)
+{
+    uintptr_t a = (uintptr_t)d;
+    unsigned k;
+    segment *s;
+    size_t off;
+    if (!G.secure || n == 0 || !(k = reg_kind_of(a)))
+        return; /* not libdmm's memory (or not a segment's first unit) */
+    s = seg_of(d);
+    off = (size_t)(a - (uintptr_t)s);
+    if (s->magic != SEG_MAGIC)
+        return;
+    if (k == SEG_LARGE) {
+        /* the header and the keyed fill before the block, or past the
+         * block's usable end (the guard page would fault a little later) */
+        unsigned char *blk = (unsigned char *)s + s->large_off;
+        size_t lim = s->map_bytes - s->large_guard;
+        if (off >= s->map_bytes)
+            return; /* past the mapping: the rest of its 4 MiB unit is not libdmm's */
+        if (off < s->large_off)
+            report("copy before the start of", blk);
+        else if (off >= lim || n > lim - off)
+            report("copy past the end of", blk);
+        return;
+    }
+    if (k == SEG_MEDIUM) {
+        size_t lo = off > GUARD_BACK + MEDIUM_OFF ? off - GUARD_BACK : MEDIUM_OFF, st, end, q;
+        if (off < MEDIUM_OFF) {
+            report("copy into the header of the segment at", s);
+            return;
+        }
+        st = mstart_below(s, off, lo);
+        if (st) {
+            end = st + dmm_heap_usable_size(s->heap->mheap, (unsigned char *)s + st);
+            if (off < end) { /* inside a block: must end in it */
+                if (n > end - off)
+                    report("copy past the end of", (unsigned char *)s + st);
+                return;
+            }
+        }
+        /* between blocks (a header, a free block): must not reach the next
+         * block handed out */
+        q = mstart_above(s, off, off + GUARD_AHEAD < SEG_SIZE ? off + GUARD_AHEAD : SEG_SIZE);
+        if (q && n > q - off)
+            report("copy before the start of", (unsigned char *)s + q);
+        return;
+    }
+    if (reg_small(k)) {
+        size_t pi = page_index(s, d), bs, in;
+        mpage *pg = &s->page[pi];
+        if (pi == 0 || !(bs = pg->block_size))
+            return; /* the header; a page not in use (guarded or empty) */
+        in = (size_t)(a & (PAGE_SIZE - 1u)) % bs; /* offset in its slot */
+        if (in >= bs - CANARY || n > bs - CANARY - in)
+            report("copy past the end of", (unsigned char *)d - in);
+        else if (!bit_is_set(s, pi, (const unsigned char *)d - in)) /* secure mode's allocated bit */
+            report("copy into a free block at", (unsigned char *)d - in);
+    }
+}
+
+void dmm_malloc_guard_sized(const void *p, size_t n)
+{
+    segment *s;
+    bool fits;
+    if (!G.secure || !p)
+        return;
+    s = block_seg(p);
+    if (!reg_has((uintptr_t)s) || s->magic != SEG_MAGIC)
+        return; /* not libdmm's: free reports it */
+    switch (s->kind) {
+    case SEG_ZERO:
+        fits = n == 0;
+        break;
+    case SEG_LARGE:
+        fits = n > medium_max() && n <= dmm_malloc_usable_size(p);
+        break;
+    case SEG_MEDIUM:
+        fits = !small_size(n + CANARY) && n <= medium_max() && n <= dmm_malloc_usable_size(p);
+        break;
+    default: {
+        mpage *pg = &s->page[page_index(s, p)];
+        fits = n != 0 && n <= SMALL_MAX && small_size(n + CANARY) && class_size[size_class(n + CANARY)] == pg->block_size;
+        break;
+    }
+    }
+    if (!fits)
+        report("sized delete whose size does not fit", p);
+}
+
 void *dmm_calloc(size_t nmemb, size_t size)
 {
     void *p;
@@ -2519,6 +2662,10 @@ void *dmm_realloc(void *p, size_t n)
             before = mlive(s->heap);
             if ((q = dmm_heap_realloc(s->heap->mheap, p, n))) { /* in place when it can */
                 book(mlive(s->heap) - before);
+                if (G.secure && q != p) {
+                    mstart_mark(p, false);
+                    mstart_mark(q, true);
+                }
                 return q;
             }
         }

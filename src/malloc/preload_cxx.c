@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "dmm/malloc.h"
+#include "guard.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -90,14 +91,20 @@ void *_ZnamRKSt9nothrow_t(size_t n, const void *tag)
 
 void _ZdlPv(void *p) { dmm_free(p); }
 void _ZdaPv(void *p) { dmm_free(p); }
+/* Every block knows its size; secure mode checks that the size given is one
+ * libdmm would have served with this block (guard.h), which catches a
+ * delete through a pointer of another type and a delete of a new[] block
+ * (or the reverse) whose sizes differ. */
 void _ZdlPvm(void *p, size_t n)
 {
-    (void)n; /* every block knows its size */
+    if (__builtin_expect(dmm_malloc_guard_on != 0, 0))
+        dmm_malloc_guard_sized(p, n);
     dmm_free(p);
 }
 void _ZdaPvm(void *p, size_t n)
 {
-    (void)n;
+    if (__builtin_expect(dmm_malloc_guard_on != 0, 0))
+        dmm_malloc_guard_sized(p, n);
     dmm_free(p);
 }
 void _ZdlPvRKSt9nothrow_t(void *p, const void *tag)

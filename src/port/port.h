@@ -123,6 +123,13 @@ _Noreturn void dmm_port_assert_fail(const char *expr, const char *file, int line
 void dmm_port_memcpy(void *dst, const void *src, size_t n);
 void dmm_port_memset(void *dst, int c, size_t n);
 
+/* The address of the definition of the function `name` that the dynamic
+ * linker would find after the calling library's own (dlsym(RTLD_NEXT)):
+ * the C library's memcpy for libdmm.so, which exports one of its own.
+ * NULL when there is none.  Only in the hosted shared libdmm
+ * (src/port/posix_dl.c); a port without a dynamic linker has none. */
+void *dmm_port_next_symbol(const char *name);
+
 /* A pause hint for spin loops (may do nothing). */
 void dmm_port_cpu_relax(void);
 
