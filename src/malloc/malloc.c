@@ -2495,14 +2495,6 @@ size_t dmm_malloc_usable_size(const void *p)
 /* ---- secure mode: guarded copies and sized deletes (guard.h) ---- */
 int dmm_malloc_guard_on;
 
-/* How far back from a write into a medium segment the start of the block
- * holding it is looked for: the largest medium block of secure mode and
- * the heap's rounding.  A start further back cannot hold the write. */
-#define GUARD_BACK (SECURE_MEDIUM_MAX + ((size_t)16 << 10))
-/* How far ahead of a write that starts between blocks (a block header, a
- * free block) a block start is looked for: a header's size and more. */
-#define GUARD_AHEAD 256u
-
 /* The start of the last block that starts at or below off (a multiple of
  * MIN_BLOCK) and not below lo, in medium segment s; 0 when none.  Reads the
  * start bits a word at a time. */
@@ -2520,16 +2512,6 @@ static size_t mstart_below(segment *s, size_t off, size_t lo)
             return 0;
         x = atomic_load_explicit(&w[--i], memory_order_relaxed);
     }
-}
-
-/* The first block start above off and below hi in medium segment s (hi at
- * most SEG_SIZE); 0 when none. */
-static size_t mstart_above(segment *s, size_t off, size_t hi)
-{
-    for (size_t g = off / MIN_BLOCK + 1u; g * MIN_BLOCK < hi; g++)
-        if (atomic_load_explicit(&s->bits[0][0] + g / 64u, memory_order_relaxed) >> (g % 64u) & 1u)
-            return g * MIN_BLOCK;
-    return 0;
 }
 
 void dmm_malloc_guard_write(const void *d, size_t n)
@@ -2558,12 +2540,12 @@ void dmm_malloc_guard_write(const void *d, size_t n)
         return;
     }
     if (k == SEG_MEDIUM) {
-        size_t lo = off > GUARD_BACK + MEDIUM_OFF ? off - GUARD_BACK : MEDIUM_OFF, st, end, q;
+        size_t st, end;
         if (off < MEDIUM_OFF) {
             report("copy into the header of the segment at", s);
             return;
         }
-        st = mstart_below(s, off, lo);
+        st = mstart_below(s, off, MEDIUM_OFF);
         if (st) {
             end = st + dmm_heap_usable_size(s->heap->mheap, (unsigned char *)s + st);
             if (off < end) { /* inside a block: must end in it */
@@ -2572,11 +2554,9 @@ void dmm_malloc_guard_write(const void *d, size_t n)
                 return;
             }
         }
-        /* between blocks (a header, a free block): must not reach the next
-         * block handed out */
-        q = mstart_above(s, off, off + GUARD_AHEAD < SEG_SIZE ? off + GUARD_AHEAD : SEG_SIZE);
-        if (q && n > q - off)
-            report("copy before the start of", (unsigned char *)s + q);
+        /* in no block handed out: a block's header or canary, a free
+         * block, the heap's own data */
+        report("copy outside the blocks in use, to", d);
         return;
     }
     if (reg_small(k)) {
