@@ -2514,18 +2514,10 @@ static size_t mstart_below(segment *s, size_t off, size_t lo)
     }
 }
 
-void dmm_malloc_guard_write(const void *d, size_t n)
+/* dmm_malloc_guard_write's large and medium blocks (out of line: the
+ * small blocks' path, the common one, then saves no registers). */
+static DMM_NOINLINE void guard_write_big(segment *s, unsigned k, size_t off, const void *d, size_t n)
 {
-    uintptr_t a = (uintptr_t)d;
-    unsigned k;
-    segment *s;
-    size_t off;
-    if (!G.secure || n == 0 || !(k = reg_kind_of(a)))
-        return; /* not libdmm's memory (or not a segment's first unit) */
-    s = seg_of(d);
-    off = (size_t)(a - (uintptr_t)s);
-    if (s->magic != SEG_MAGIC)
-        return;
     if (k == SEG_LARGE) {
         /* the header and the keyed fill before the block, or past the
          * block's usable end (the guard page would fault a little later) */
@@ -2557,8 +2549,19 @@ void dmm_malloc_guard_write(const void *d, size_t n)
         /* in no block handed out: a block's header or canary, a free
          * block, the heap's own data */
         report("copy outside the blocks in use, to", d);
-        return;
     }
+}
+
+void dmm_malloc_guard_write(const void *d, size_t n)
+{
+    uintptr_t a = (uintptr_t)d;
+    unsigned k;
+    segment *s;
+    if (!G.secure || n == 0 || !(k = reg_kind_of(a)))
+        return; /* not libdmm's memory (or not a segment's first unit) */
+    s = seg_of(d);
+    if (s->magic != SEG_MAGIC)
+        return;
     if (reg_small(k)) {
         size_t pi = page_index(s, d), bs, in;
         mpage *pg = &s->page[pi];
@@ -2569,7 +2572,9 @@ void dmm_malloc_guard_write(const void *d, size_t n)
             report("copy past the end of", (unsigned char *)d - in);
         else if (!bit_is_set(s, pi, (const unsigned char *)d - in)) /* secure mode's allocated bit */
             report("copy into a free block at", (unsigned char *)d - in);
+        return;
     }
+    guard_write_big(s, k, (size_t)(a - (uintptr_t)s), d, n);
 }
 
 void dmm_malloc_guard_sized(const void *p, size_t n)
