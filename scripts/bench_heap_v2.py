@@ -21,7 +21,9 @@ For every (binary, workload):
      --workload W --no-prefault: the collected total / (mallocs + frees) is
      the instructions per operation; callgrind_annotate --inclusive=yes splits
      it into bench_op_malloc and bench_op_free.  The entry points add the same
-     few instructions for every target.
+     few instructions for every target; their self cost (bench_op_* and the
+     adapter's anchor_*, callgrind_annotate) taken out gives ir_alloc_per_op,
+     the instructions inside the allocator alone.
   2. the minimum arena: bisection on BINARY --workload W --arena N (exit 0 =
      the replay fits), to 16 bytes, between the peak live bytes and the first
      doubling of the callgrind run's high-water mark that fits.
@@ -47,6 +49,9 @@ WORKLOADS = ["kernels", "frag", "rbtree"]
 RESOLUTION = 16
 CG_ARENA = 64 << 20
 ANNOT_RE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*:(bench_op_(malloc|free))\b")
+# the harness's own call wrapper (bench_op_* -> anchor_* -> the allocator): its
+# self cost is the same few instructions for every target
+WRAP_RE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*:((bench_op|anchor)_(malloc|free))\b")
 
 
 def rel(p):
@@ -123,6 +128,14 @@ def callgrind(target, binary, workload, tmp):
         m = ANNOT_RE.match(l)
         if m:
             inc[m.group(3)] = max(inc.get(m.group(3), 0), int(m.group(1).replace(",", "")))
+    ann = run(["callgrind_annotate", "--threshold=100", out])
+    wrap = {"malloc": 0, "free": 0}
+    for l in ann.stdout.splitlines():
+        m = WRAP_RE.match(l)
+        if m:
+            wrap[m.group(4)] += int(m.group(1).replace(",", ""))
+    inc["wrapper"] = wrap["malloc"] + wrap["free"]
+    inc["wrapper_malloc"], inc["wrapper_free"] = wrap["malloc"], wrap["free"]
     os.unlink(out)
     return total, inc, line
 
@@ -174,9 +187,14 @@ def measure(t, workload, tmp):
         "mallocs": mallocs, "frees": frees, "ops": ops,
         "ir_total": total,
         "ir_per_op": round(total / ops, 2),
+        # inside the allocator only: the harness wrapper's self cost taken out
+        "ir_wrapper_per_op": round(inc["wrapper"] / ops, 2),
+        "ir_alloc_per_op": round((total - inc["wrapper"]) / ops, 2),
         "ir_malloc": inc.get("malloc"), "ir_free": inc.get("free"),
         "ir_per_malloc": round(inc["malloc"] / mallocs, 2) if inc.get("malloc") else None,
         "ir_per_free": round(inc["free"] / frees, 2) if inc.get("free") else None,
+        "ir_alloc_per_malloc": round((inc["malloc"] - inc["wrapper_malloc"]) / mallocs, 2) if inc.get("malloc") else None,
+        "ir_alloc_per_free": round((inc["free"] - inc["wrapper_free"]) / frees, 2) if inc.get("free") else None,
         "peak_live": peak,
         "observed_alignment": int(line["min_align"]),
         "high_water_64MiB": int(line["highest_end"]),
@@ -292,6 +310,18 @@ def markdown(doc):
     L.append("")
     L.append("Observed alignment: the largest power of two (up to 64) dividing every pointer returned on "
              "these workloads (TLSF 3.1 guarantees 8 bytes on 64-bit, dlmalloc and dmm 16, o1heap 32).")
+    L.append("")
+    L.append("Inside the allocator only (Ir per operation without the harness's own wrapper: the self "
+             "instructions of `bench_op_*` and the adapter's `anchor_*`, the same few for every target):")
+    L.append("")
+    L.append("| target | " + " | ".join(wls) + " | wrapper Ir/op |")
+    L.append("|---" * (2 + len(wls)) + "|")
+    for t in targets:
+        rs = [by.get((t["name"], w)) for w in wls]
+        wr = sorted({r["ir_wrapper_per_op"] for r in rs if r and r.get("ir_wrapper_per_op") is not None})
+        L.append(f"| `{t['name']}` | " + " | ".join(fmt(r.get("ir_alloc_per_op")) if r else "-" for r in rs)
+                 + " | " + (" - ".join(fmt(x) for x in (wr[0], wr[-1])) if wr and wr[0] != wr[-1]
+                            else (fmt(wr[0]) if wr else "-")) + " |")
     L.append("")
     L.append("## Targets")
     L.append("")
@@ -425,6 +455,9 @@ def main():
             "method": {
                 "ir_per_op": "callgrind --toggle-collect='bench_op_*' total Ir / (mallocs + frees); "
                              "bench_op_* -> anchor_* (adapter) -> allocator, same wrapper for every target",
+                "ir_alloc_per_op": "ir_per_op without the wrapper's own instructions (the self Ir of "
+                                   "bench_op_malloc/free and anchor_malloc/free, callgrind_annotate): "
+                                   "instructions inside the allocator per call",
                 "ir_split": "callgrind_annotate --inclusive=yes: bench_op_malloc, bench_op_free",
                 "min_arena": "smallest --arena N (bisection) for which the replay has no failed allocation; "
                              "the arena holds the allocator's control structure too; 64-byte aligned buffer",

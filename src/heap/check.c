@@ -222,7 +222,8 @@ static dmm_status check_quick(dmm_heap *h, const tally *t, dmm_heap_check_report
                 return fail(rep, DMM_INV_QUICK, c, "quick-list node has the wrong size");
             len++;
         }
-        if (len != h->quick_len[q] || (h->cfg.quick_limit && len > h->cfg.quick_limit))
+        /* the lengths are counted only under a limit (quick_push, quick_pop_x) */
+        if (h->cfg.quick_limit && (len != h->quick_len[q] || len > h->cfg.quick_limit))
             return fail(rep, DMM_INV_QUICK, &h->quick[q], "quick-list length differs from its count or limit");
     }
     if (total != t->quick_blocks)

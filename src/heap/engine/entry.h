@@ -171,7 +171,7 @@ static void *e_malloc(dmm_heap *h, size_t size)
     size_t s = req2size(h, size);
     if (E_QUICK_LEAF(h) && s && s <= h->quick_bmax) {
         blk *b;
-        enter(h, DMM_OP_MALLOC); /* the quick list is read under the heap's lock */
+        enter_leaf(h, DMM_OP_MALLOC); /* the quick list is read under the heap's lock; no report here */
         if (!h->quick[quick_index(s)]) {
             leave(h);
             /* its quick list is empty: not looked at again */
@@ -444,9 +444,9 @@ static void e_free(dmm_heap *h, void *ptr)
         e_free_bin_leaf(h, ptr);
         return;
     }
-    enter(h, DMM_OP_FREE);
     if (E_QUICK_LEAF(h)) {
         size_t s;
+        enter_leaf(h, DMM_OP_FREE); /* a push reports nothing: h->op is stored on the way to the full path */
         if ((b = validate_x(h, ptr, true)) != NULL && quick_takes(h, s = bsize(b))) {
             st_sub_live(h, s, requested_of(h, b));
             COUNT_OP(h, free_count);
@@ -455,9 +455,11 @@ static void e_free(dmm_heap *h, void *ptr)
             leave(h);
             return;
         }
+        h->op = DMM_OP_FREE;
         e_free_full(h, ptr, b);
         return;
     }
+    enter(h, DMM_OP_FREE);
     if ((b = validate(h, ptr)) != NULL)
         free_block(h, b);
     leave(h);

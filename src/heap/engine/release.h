@@ -151,15 +151,16 @@ static DMM_ALWAYS_INLINE blk *carve_from(dmm_heap *h, blk *t, size_t s)
 
 /* ---- quick lists: exact-size LIFO stacks of blocks that stay "used" ---- */
 
-static inline unsigned quick_index(size_t s) { return (unsigned)((s - MINB) / GRAN); }
+static inline size_t quick_index(size_t s) { return (s - MINB) / GRAN; } /* size_t: no zero-extension per use */
 
 static inline void quick_push(dmm_heap *h, blk *b)
 {
-    unsigned q = quick_index(bsize(b));
+    size_t q = quick_index(bsize(b));
     b->head |= F_AUX;
     set_next(h, b, h->quick[q]);
     h->quick[q] = b;
-    h->quick_len[q]++;
+    if (h->cfg.quick_limit)
+        h->quick_len[q]++; /* counted only where a limit reads it */
 }
 
 /* nx, the successor of popped block b in its quick list, failed the fast
@@ -183,7 +184,7 @@ static DMM_COLD blk *quick_fault(dmm_heap *h, blk *b, blk *nx, size_t s)
  * one header word). */
 static DMM_ALWAYS_INLINE blk *quick_pop_x(dmm_heap *h, size_t s, bool leaf)
 {
-    unsigned q;
+    size_t q;
     blk *b, *nx;
     if (s > h->quick_bmax)
         return NULL;
@@ -204,7 +205,8 @@ static DMM_ALWAYS_INLINE blk *quick_pop_x(dmm_heap *h, size_t s, bool leaf)
         nx = get_next(h, b);
     }
     h->quick[q] = nx;
-    h->quick_len[q] = nx ? h->quick_len[q] - 1u : 0u; /* 0 also after a cut */
+    if (h->cfg.quick_limit)
+        h->quick_len[q] = nx ? h->quick_len[q] - 1u : 0u; /* 0 also after a cut */
     st_steps(h, 1);
     b->head &= ~F_AUX; /* used, as a quick block already is */
     return b;
