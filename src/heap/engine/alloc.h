@@ -85,12 +85,14 @@ static inline bool poison_intact(dmm_heap *h, blk *b, size_t req)
  * checker holds every bit to its bin's emptiness, invariant "bitmap") the
  * search of the bins cannot find one and is skipped: the block comes from
  * the top, as after a failed search.  That is the common case of a program
- * that allocates everything before it frees (seed 001's kernels).  Not with
- * the designated victim (it lies outside the bins), not for org=addrtree
- * (no bitmap), and not at stats=full (its search_steps count the failed
+ * that allocates everything before it frees (seed 001's kernels).  With the
+ * designated victim only while there is none (it lies outside the bins, and
+ * the full path would carve it before the top); not for org=addrtree (no
+ * bitmap), and not at stats=full (its search_steps count the failed
  * look-up). */
 #define OBTAIN_NO_LISTED(h)                                                                                   \
-    (!P_VICTIM(h) && P_ORG(h) != DMM_ORG_ADDRTREE && P_STATS(h) != DMM_STATS_FULL && (h)->summary == 0)
+    ((!P_VICTIM(h) || !VICTIM(h)) && P_ORG(h) != DMM_ORG_ADDRTREE && P_STATS(h) != DMM_STATS_FULL &&          \
+     (h)->summary == 0)
 
 static DMM_ALWAYS_INLINE blk *obtain_fast(dmm_heap *h, size_t s, bool quick_ok)
 {

@@ -462,10 +462,21 @@ static DMM_ALWAYS_INLINE void bin_insert(dmm_heap *h, blk *b)
     bin_insert_k(h, &k, b);
 }
 
-/* Unlink b from bin n given its list predecessor (NULL: b is the head). */
+/* n for "b's own bin, computed only where it is needed": a doubly linked
+ * unlink reads its bin only when b is the head of its list, or (FIFO) its
+ * tail, so a merging free does not compute the bin index of each neighbour
+ * it takes out of the middle of a list. */
+#define BIN_OF_B UINT_MAX
+static DMM_ALWAYS_INLINE unsigned bin_or(const dmm_heap *h, unsigned n, const blk *b)
+{
+    return n != BIN_OF_B ? n : bin_of(h, bsize(b));
+}
+
+/* Unlink b from bin n (or BIN_OF_B) given its list predecessor (NULL: b is
+ * the head). */
 static DMM_ALWAYS_INLINE void list_remove_k(dmm_heap *h, const lkeys *k, unsigned n, blk *pred, blk *b)
 {
-    DMM_ASSERT(pred ? get_next(h, pred) == b : h->heads[n] == b);
+    DMM_ASSERT(pred ? get_next(h, pred) == b : h->heads[bin_or(h, n, b)] == b);
     blk *nx;
     if (DOUBLY(h) && HARDENED(h) && P_ORDER(h) == DMM_ORDER_LIFO) {
         /* the same checks with the NULL test folded (k_raw) */
@@ -478,24 +489,23 @@ static DMM_ALWAYS_INLINE void list_remove_k(dmm_heap *h, const lkeys *k, unsigne
         /* b -> nx and nx <- b agree and nx is in range: the unlink is safe
          * (nx's header is checked when nx is taken) */
         nx = k_next(h, k, b);
-        if (nx && DMM_UNLIKELY(!k_in(k, nx) || !k_names(k, *lprev(nx), b))) {
-            nx = back_fault(h, b, nx, tail_of(h, n));
-            if (!nx && P_ORDER(h) == DMM_ORDER_FIFO)
-                h->tails[n] = b; /* cut: the rest of the list is dropped, not followed */
-        }
+        if (nx && DMM_UNLIKELY(!k_in(k, nx) || !k_names(k, *lprev(nx), b)))
+            nx = back_fault(h, b, nx, tail_of(h, bin_or(h, n, b))); /* cut: the rest is dropped, not followed */
     } else {
-        nx = follow_check(h, k, b, 0, tail_of(h, n), true);
+        nx = follow_check(h, k, b, 0, tail_of(h, bin_or(h, n, b)), true);
     }
-    if (pred)
-        k_set_next(h, k, pred, nx);
-    else
+    if (pred) {
+        k_set_next(h, k, pred, nx); /* the list keeps pred: its head and bit stay */
+    } else {
+        n = bin_or(h, n, b);
         h->heads[n] = nx;
+        if (!nx)
+            bm_clear(h, n);
+    }
     if (DOUBLY(h) && nx)
         k_set_prev(h, k, nx, pred);
-    if (P_ORDER(h) == DMM_ORDER_FIFO && h->tails[n] == b)
-        h->tails[n] = pred;
-    if (!h->heads[n])
-        bm_clear(h, n);
+    if (P_ORDER(h) == DMM_ORDER_FIFO && !nx)
+        h->tails[bin_or(h, n, b)] = pred; /* b was the tail (or the list was cut after it) */
     if (P_FIT(h) == DMM_FIT_NEXT && h->rover == b)
         h->rover = nx;
 }
@@ -528,7 +538,8 @@ static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
 {
     if (P_ORG(h) == DMM_ORG_ADDRTREE)
         return at_remove(h, b);
-    unsigned n = bin_of(h, bsize(b));
+    /* doubly linked: b's bin is read only where b heads its list */
+    unsigned n = DOUBLY(h) ? BIN_OF_B : bin_of(h, bsize(b));
     blk *pred;
     const lkeys k = *kp;
     if (DOUBLY(h) && HARDENED(h) && P_ORDER(h) == DMM_ORDER_LIFO) {
@@ -539,11 +550,12 @@ static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
         pred = k_raw(&k, *lprev(b));
         if (pred == b) {
             pred = NULL;
+            n = bin_of(h, bsize(b));
             bad = h->heads[n] != b;
         } else {
             bad = !k_in(&k, pred) || !k_names(&k, *lnext(pred), b);
         }
-        if (DMM_UNLIKELY(bad) && !unlink_fault(h, b, pred, n))
+        if (DMM_UNLIKELY(bad) && !unlink_fault(h, b, pred, bin_or(h, n, b)))
             return false;
     } else if (DOUBLY(h)) {
         pred = k_prev(h, &k, b);
@@ -553,8 +565,9 @@ static DMM_ALWAYS_INLINE bool bin_remove_k(dmm_heap *h, const lkeys *kp, blk *b)
          * tlsf and halffit but +1.2 to +3.7 on dlmalloc's best-fit malloc,
          * through gcc's register allocation of the whole scan: not kept.) */
         if (HARDENED(h) &&
-            DMM_UNLIKELY(pred ? !k_in(&k, pred) || k_next(h, &k, pred) != b : h->heads[n] != b) &&
-            !unlink_fault(h, b, pred, n))
+            DMM_UNLIKELY(pred ? !k_in(&k, pred) || k_next(h, &k, pred) != b
+                              : h->heads[n = bin_of(h, bsize(b))] != b) &&
+            !unlink_fault(h, b, pred, bin_or(h, n, b)))
             return false;
     } else {
         uint64_t steps = 0;

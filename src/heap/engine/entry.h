@@ -123,8 +123,10 @@ static DMM_NOINLINE void *e_malloc_victim(dmm_heap *h, size_t size, size_t s, bo
  * block comes from the top, which h->top names in one load; the carve is
  * done in a leaf that saves no register, and anything else (a listed
  * block, a top too small, growth) goes to the full path, which starts
- * over.  Not with the bin leaves (they carve the top themselves), the
- * victim or poisoning (the full path checks the carved payload), nor
+ * over.  With the designated victim while there is none (OBTAIN_NO_LISTED;
+ * a small request with a victim took e_malloc_victim before).  Not with
+ * the bin leaves (they carve the top themselves) or poisoning (the full
+ * path checks the carved payload), nor
  * where OBTAIN_NO_LISTED never holds (org=addrtree, stats=full), nor in
  * builds optimised for size (like the bin leaves, it repeats part of the
  * full path; under -Os the tlsf and halffit shapes, which have no bin
@@ -133,8 +135,7 @@ static DMM_NOINLINE void *e_malloc_victim(dmm_heap *h, size_t size, size_t s, bo
  * empty, or that it has none. */
 #if !defined(__OPTIMIZE_SIZE__)
 #define E_TOP_LEAF(h)                                                                                         \
-    (!E_BIN_LEAF(h) && !P_VICTIM(h) && !P_POISON(h) && P_ORG(h) != DMM_ORG_ADDRTREE &&                          \
-     P_STATS(h) != DMM_STATS_FULL)
+    (!E_BIN_LEAF(h) && !P_POISON(h) && P_ORG(h) != DMM_ORG_ADDRTREE && P_STATS(h) != DMM_STATS_FULL)
 #else
 #define E_TOP_LEAF(h) ((void)(h), 0) /* -Os: one copy of the carve, as for the bin leaves */
 #endif
