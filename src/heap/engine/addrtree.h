@@ -72,7 +72,14 @@ static inline blk **at_root(dmm_heap *h, bool big) { return big ? &h->heads[0] :
 /* The checker (addrtree_check.c). */
 dmm_status dmm__addrtree_check(dmm_heap *h, size_t free_blocks, dmm_heap_check_report *rep);
 
-static inline blk **at_slot(const blk *b, unsigned dir) { return dir ? lprev(b) : lnext(b); }
+/* Link dir of b: lnext (left) or lprev (right).  Lean, indexed (a
+ * direction in a register costs one addressing mode); hardened, selected
+ * (the descents branch on the direction for their order windows anyway,
+ * and each branch then has its slot as a constant). */
+static inline blk **at_slot(const dmm_heap *h, const blk *b, unsigned dir)
+{
+    return HARDENED(h) ? (dir ? lprev(b) : lnext(b)) : lnext(b) + dir;
+}
 static inline size_t *at_maxp(const blk *b) { return (size_t *)bpayload(b) + 2; }
 /* An empty link of b holds, with the balance bit, b itself from hardening
  * CHECKED up (like an empty list link: a zeroed word does not decode to
@@ -83,7 +90,7 @@ static inline size_t *at_maxp(const blk *b) { return (size_t *)bpayload(b) + 2; 
 static inline uintptr_t at_nil(const dmm_heap *h, const blk *b) { return HARDENED(h) ? (uintptr_t)b : 0; }
 static inline uintptr_t at_raw(const dmm_heap *h, const blk *b, unsigned dir)
 {
-    uintptr_t e = (uintptr_t)*at_slot(b, dir);
+    uintptr_t e = (uintptr_t)*at_slot(h, b, dir);
     return HARDENED(h) ? (e * h->link_kinv) ^ h->link_key2 : e;
 }
 /* b's link dir decoded: the child (NULL when empty) | the balance bit. */
@@ -91,6 +98,14 @@ static inline uintptr_t at_word(const dmm_heap *h, const blk *b, unsigned dir)
 {
     uintptr_t x = at_raw(h, b, dir);
     return (x & ~AT_HEAVY) == at_nil(h, b) ? (x & AT_HEAVY) : x;
+}
+
+/* The balance bit of b's link dir, read without decoding: the key is odd,
+ * so bit 0 of an encoded word is bit 0 of (v ^ key2). */
+static DMM_ALWAYS_INLINE uintptr_t at_heavy(const dmm_heap *h, const blk *b, unsigned dir)
+{
+    const uintptr_t e = (uintptr_t)*at_slot(h, b, dir);
+    return (HARDENED(h) ? e ^ h->link_key2 : e) & AT_HEAVY;
 }
 
 /* The hinted region (the region of the last look-up), read from the heap
@@ -149,7 +164,10 @@ static DMM_ALWAYS_INLINE bool at_in(dmm_heap *h, at_keys k, const blk *c)
 static DMM_ALWAYS_INLINE bool at_live(const blk *c, bool big)
 {
     const size_t hd = c->head;
-    return !(hd & F_STATE) && (big ? (hd & ~F_MASK) > MINB : (hd & ~F_MASK) == MINB);
+    /* the size is a multiple of GRAN above the flag bits: size > MINB is
+     * hd > MINB | F_MASK (no mask); size == MINB with no state bit is one
+     * masked compare */
+    return big ? !(hd & F_STATE) && hd > (MINB | F_MASK) : (hd & (~F_MASK | F_STATE)) == MINB;
 }
 
 /* c (decoded from a link of b, non-NULL) lying strictly inside (lo, hi)
@@ -227,13 +245,20 @@ static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, const blk *b, un
 {
     uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
     at_win x;
-    if (c == at_nil(h, b))
-        return NULL;
     if (!HARDENED(h))
-        return (blk *)c;
+        return c == at_nil(h, b) ? NULL : (blk *)c;
+    /* the window test first: an empty link (b itself) never passes it (b
+     * is the end of its left window and lies before its right one), so the
+     * test for it is paid off the fast path */
     x.L = dir ? (uintptr_t)b + GRAN : w->L;
     x.N = dir ? w->N - w->t - 1u : w->t;
-    x.t = 0;
+    x.t = rotr_w(c - x.L, GRAN_LOG2);
+    if (DMM_LIKELY(x.t < x.N)) {
+        *cw = x;
+        return (blk *)c;
+    }
+    if (c == at_nil(h, b))
+        return NULL;
     *cw = x;
     return at_wcheck(h, k, b, (blk *)c, cw, lo, hi);
 }
@@ -252,13 +277,20 @@ static AT_SHARED at_node at_read(dmm_heap *h, at_keys k, const blk *b)
 /* b's balance from its two link words (no child is followed). */
 static DMM_ALWAYS_INLINE int at_bal(const dmm_heap *h, at_keys k, const blk *b)
 {
-    return (int)(at_wd(h, k, b, 1) & AT_HEAVY) - (int)(at_wd(h, k, b, 0) & AT_HEAVY);
+    (void)k;
+    return (int)at_heavy(h, b, 1) - (int)at_heavy(h, b, 0);
 }
 
 /* Toggles the balance bit of b's link dir, keeping its child. */
-static AT_SHARED void at_flip(const dmm_heap *h, at_keys k, blk *b, unsigned dir)
+static DMM_ALWAYS_INLINE void at_flip(const dmm_heap *h, at_keys k, blk *b, unsigned dir)
 {
-    *at_slot(b, dir) = at_enc(h, k, b, at_wd(h, k, b, dir) ^ AT_HEAVY);
+    blk **sl = at_slot(h, b, dir);
+    const uintptr_t e = (uintptr_t)*sl;
+    (void)k;
+    /* encoded, without decoding: the word is u * key with u = v ^ key2, and
+     * (u ^ 1) * key is e + key for an even u (an even e: key is odd), e - key
+     * for an odd one */
+    *sl = (blk *)(HARDENED(h) ? ((e & AT_HEAVY) ? e - h->link_key : e + h->link_key) : e ^ AT_HEAVY);
 }
 
 static DMM_ALWAYS_INLINE void at_write(const dmm_heap *h, at_keys k, blk *b, blk *l, blk *r, int bal)
@@ -278,8 +310,8 @@ static DMM_ALWAYS_INLINE void at_put(const dmm_heap *h, at_keys k, blk *b, unsig
 
 static DMM_ALWAYS_INLINE void at_set_child(const dmm_heap *h, at_keys k, blk *b, unsigned dir, blk *c)
 {
-    uintptr_t heavy = at_wd(h, k, b, dir) & AT_HEAVY;
-    *at_slot(b, dir) = at_enc(h, k, b, (c ? (uintptr_t)c : at_nil(h, b)) | heavy);
+    uintptr_t heavy = at_heavy(h, b, dir);
+    *at_slot(h, b, dir) = at_enc(h, k, b, (c ? (uintptr_t)c : at_nil(h, b)) | heavy);
 }
 
 /* Recomputes b's subtree maximum from its size and its children's (tree
@@ -421,17 +453,16 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
     at_relink(h, k, &p, p.k, b, big);
     for (unsigned i = p.k; i-- > 0;) { /* the side d[i] of n[i] grew */
         blk *a = p.n[i], *r;
-        const int sd = p.d[i] ? 1 : -1;
-        const int bal = at_bal(h, k, a);
+        const unsigned dir = p.d[i];
         bool shorter;
         if (!at_need(h, a, big))
             return;
-        if (bal == -sd) {
-            at_flip(h, k, a, !p.d[i]); /* balanced, as high as before */
+        if (at_heavy(h, a, !dir)) {
+            at_flip(h, k, a, !dir); /* balanced, as high as before */
             return;
         }
-        if (bal == 0) {
-            at_flip(h, k, a, p.d[i]); /* taller on the side that grew */
+        if (!at_heavy(h, a, dir)) {
+            at_flip(h, k, a, dir); /* taller on the side that grew */
             continue;
         }
         if ((r = at_rotate(h, a, p.d[i], big, &shorter)) != NULL)
