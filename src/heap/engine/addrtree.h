@@ -170,6 +170,24 @@ static DMM_ALWAYS_INLINE bool at_live(const blk *c, bool big)
     return big ? !(hd & F_STATE) && hd > (MINB | F_MASK) : (hd & (~F_MASK | F_STATE)) == MINB;
 }
 
+/* Can f (reached through checked links: granule-aligned, in a region) be
+ * handed out for s bytes: a free node of tree `big` (at_live), at least s
+ * bytes, ending before its region's sentinel?  node_ok's test, without the
+ * region and alignment compare the links' checks already made. */
+static DMM_ALWAYS_INLINE bool at_fits(dmm_heap *h, const blk *f, size_t s, bool big)
+{
+    const size_t fs = bsize(f);
+    const blk *sen;
+    if (!at_live(f, big) || fs < s)
+        return false;
+    /* the hinted region as it is now (a slow check on the way may have
+     * moved the hint since k was read) */
+    if (DMM_LIKELY((uintptr_t)f - h->hint_lo < h->hint_span))
+        return fs <= h->hint_lo + h->hint_span - (uintptr_t)f;
+    sen = block_room_slow(h, f);
+    return sen && fs <= (size_t)((const char *)sen - (const char *)f);
+}
+
 /* c (decoded from a link of b, non-NULL) lying strictly inside (lo, hi)
  * where its node words can be read: c itself, or NULL after a report.  Its
  * header is not read here: a node a descent only passes through or reads is
@@ -282,7 +300,7 @@ static DMM_ALWAYS_INLINE int at_bal(const dmm_heap *h, at_keys k, const blk *b)
 }
 
 /* Toggles the balance bit of b's link dir, keeping its child. */
-static DMM_ALWAYS_INLINE void at_flip(const dmm_heap *h, at_keys k, blk *b, unsigned dir)
+static AT_SHARED void at_flip(const dmm_heap *h, at_keys k, blk *b, unsigned dir)
 {
     blk **sl = at_slot(h, b, dir);
     const uintptr_t e = (uintptr_t)*sl;
@@ -472,9 +490,8 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
 }
 
 /* Removes b, reached through path p (p->n[p->k - 1] is its parent). */
-static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
+static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_keys k, at_path *p, blk *b, bool big)
 {
-    const at_keys k = at_keys_of(h);
     at_node B = at_read(h, k, b);
     const unsigned j = p->k;
     size_t gone = bsize(b), ys = 0; /* the sizes that left the subtrees on the path */
@@ -549,12 +566,12 @@ static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool
 }
 
 /* at_delete_at with one copy per tree. */
-static inline void at_unlink(dmm_heap *h, at_path *p, blk *b, bool big)
+static inline void at_unlink(dmm_heap *h, at_keys k, at_path *p, blk *b, bool big)
 {
     if (big)
-        at_delete_at(h, p, b, true);
+        at_delete_at(h, k, p, b, true);
     else
-        at_delete_at(h, p, b, false);
+        at_delete_at(h, k, p, b, false);
 }
 
 /* Node c0 of tree `big` with its path in p (c0 is not in it), or false
@@ -595,9 +612,9 @@ static inline bool at_remove(dmm_heap *h, blk *b)
     if (!at_find(h, k, &p, b, big))
         return false;
     if (big)
-        at_delete_at(h, &p, b, true);
+        at_delete_at(h, k, &p, b, true);
     else
-        at_delete_at(h, &p, b, false);
+        at_delete_at(h, k, &p, b, false);
     return true;
 }
 
@@ -770,7 +787,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     st_steps(h, steps);
     if (!f)
         return NULL;
-    if (HARDENED(h) && DMM_UNLIKELY(bsize(f) < s || !node_ok(h, f, 0) || !at_live(f, big)))
+    if (HARDENED(h) && DMM_UNLIKELY(!at_fits(h, f, s, big)))
         return at_bad(h, f, "a free-tree link names a block too small for the request");
     if (split && big && P_SPLIT(h) && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE && h->cfg.coalesce_max == 0 && !P_POISON(h) &&
         bsize(f) - s >= h->split_min && bsize(f) - s > MINB) {
@@ -784,7 +801,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
         at_lower(h, k, &p, bs, rem);
         return f;
     }
-    at_unlink(h, &p, f, big);
+    at_unlink(h, k, &p, f, big);
     return f;
 }
 
