@@ -51,8 +51,10 @@
  * shared copy at -Os (code size first: the compiler would inline them). */
 #ifdef __OPTIMIZE_SIZE__
 #define AT_SHARED DMM_NOINLINE
+#define AT_SIZE_FIRST 1
 #else
 #define AT_SHARED DMM_ALWAYS_INLINE
+#define AT_SIZE_FIRST 0
 #endif
 
 typedef struct at_path {
@@ -674,7 +676,7 @@ static DMM_ALWAYS_INLINE size_t at_replace(dmm_heap *h, at_keys k, at_path *p, b
  * neither neighbour is free. */
 static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
 {
-    const at_keys k = at_keys_of(h);
+    at_keys k; /* read where a merge needs them, not on the frees that merge nothing */
     at_path p;
     size_t s = bsize(b), ns;
     blk *nx = bat(b, s), *pv;
@@ -684,6 +686,7 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
             return false;
         if (blisted(nx) && at_remove(h, nx))
             s += bsize(nx);
+        k = at_keys_of(h);
         if (!at_find(h, k, &p, pv, true)) {
             mark_free(b, s, 0);
             at_insert(h, b);
@@ -696,7 +699,10 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
         at_raise(h, &p, s);
         return true;
     }
-    if (!blisted(nx) || (ns = bsize(nx)) == MINB || !at_find(h, k, &p, nx, true))
+    if (!blisted(nx) || (ns = bsize(nx)) == MINB)
+        return false;
+    k = at_keys_of(h);
+    if (!at_find(h, k, &p, nx, true))
         return false;
     at_replace(h, k, &p, nx, b);
     mark_free(b, s + ns, 0);
@@ -801,7 +807,10 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
         at_lower(h, k, &p, bs, rem);
         return f;
     }
-    at_unlink(h, k, &p, f, big);
+    if (big || AT_SIZE_FIRST)
+        at_unlink(h, k, &p, f, big);
+    else
+        at_delete_at(h, k, &p, f, false); /* the small tree's leftmost: inline (every minimum-size malloc) */
     return f;
 }
 
