@@ -283,13 +283,27 @@ static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, const blk *b, un
     return at_wcheck(h, k, b, (blk *)c, cw, lo, hi);
 }
 
+/* b's child on side dir from its decoded word c (without the balance
+ * bit), checked as at_ok does: the order and region tests first, the
+ * empty link (b itself fails the order test) only when they fail. */
+static DMM_ALWAYS_INLINE blk *at_kid(dmm_heap *h, at_keys k, const blk *b, uintptr_t c, unsigned dir)
+{
+    if (!HARDENED(h))
+        return c == at_nil(h, b) ? NULL : (blk *)c;
+    if (DMM_LIKELY((dir ? c > (uintptr_t)b : c < (uintptr_t)b) && rotr_w(c - k.lo, GRAN_LOG2) < k.node_g))
+        return (blk *)c;
+    if (c == at_nil(h, b))
+        return NULL;
+    return at_ok(h, k, b, (blk *)c, dir ? (uintptr_t)b : 0, dir ? UINTPTR_MAX : (uintptr_t)b);
+}
+
 /* b's children (checked by at_ok) and balance. */
 static AT_SHARED at_node at_read(dmm_heap *h, at_keys k, const blk *b)
 {
     uintptr_t l = at_wd(h, k, b, 0), r = at_wd(h, k, b, 1);
     at_node n;
-    n.c[0] = (l & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(l & ~AT_HEAVY), 0, (uintptr_t)b) : NULL;
-    n.c[1] = (r & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(r & ~AT_HEAVY), (uintptr_t)b, UINTPTR_MAX) : NULL;
+    n.c[0] = at_kid(h, k, b, l & ~AT_HEAVY, 0);
+    n.c[1] = at_kid(h, k, b, r & ~AT_HEAVY, 1);
     n.bal = (int)(r & AT_HEAVY) - (int)(l & AT_HEAVY);
     return n;
 }
