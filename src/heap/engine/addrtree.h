@@ -51,8 +51,10 @@
  * shared copy at -Os (code size first: the compiler would inline them). */
 #ifdef __OPTIMIZE_SIZE__
 #define AT_SHARED DMM_NOINLINE
+#define AT_SIZE_FIRST 1
 #else
 #define AT_SHARED DMM_ALWAYS_INLINE
+#define AT_SIZE_FIRST 0
 #endif
 
 typedef struct at_path {
@@ -72,7 +74,14 @@ static inline blk **at_root(dmm_heap *h, bool big) { return big ? &h->heads[0] :
 /* The checker (addrtree_check.c). */
 dmm_status dmm__addrtree_check(dmm_heap *h, size_t free_blocks, dmm_heap_check_report *rep);
 
-static inline blk **at_slot(const blk *b, unsigned dir) { return dir ? lprev(b) : lnext(b); }
+/* Link dir of b: lnext (left) or lprev (right).  Lean, indexed (a
+ * direction in a register costs one addressing mode); hardened, selected
+ * (the descents branch on the direction for their order windows anyway,
+ * and each branch then has its slot as a constant). */
+static inline blk **at_slot(const dmm_heap *h, const blk *b, unsigned dir)
+{
+    return HARDENED(h) ? (dir ? lprev(b) : lnext(b)) : lnext(b) + dir;
+}
 static inline size_t *at_maxp(const blk *b) { return (size_t *)bpayload(b) + 2; }
 /* An empty link of b holds, with the balance bit, b itself from hardening
  * CHECKED up (like an empty list link: a zeroed word does not decode to
@@ -83,7 +92,7 @@ static inline size_t *at_maxp(const blk *b) { return (size_t *)bpayload(b) + 2; 
 static inline uintptr_t at_nil(const dmm_heap *h, const blk *b) { return HARDENED(h) ? (uintptr_t)b : 0; }
 static inline uintptr_t at_raw(const dmm_heap *h, const blk *b, unsigned dir)
 {
-    uintptr_t e = (uintptr_t)*at_slot(b, dir);
+    uintptr_t e = (uintptr_t)*at_slot(h, b, dir);
     return HARDENED(h) ? (e * h->link_kinv) ^ h->link_key2 : e;
 }
 /* b's link dir decoded: the child (NULL when empty) | the balance bit. */
@@ -91,6 +100,14 @@ static inline uintptr_t at_word(const dmm_heap *h, const blk *b, unsigned dir)
 {
     uintptr_t x = at_raw(h, b, dir);
     return (x & ~AT_HEAVY) == at_nil(h, b) ? (x & AT_HEAVY) : x;
+}
+
+/* The balance bit of b's link dir, read without decoding: the key is odd,
+ * so bit 0 of an encoded word is bit 0 of (v ^ key2). */
+static DMM_ALWAYS_INLINE uintptr_t at_heavy(const dmm_heap *h, const blk *b, unsigned dir)
+{
+    const uintptr_t e = (uintptr_t)*at_slot(h, b, dir);
+    return (HARDENED(h) ? e ^ h->link_key2 : e) & AT_HEAVY;
 }
 
 /* The hinted region (the region of the last look-up), read from the heap
@@ -149,7 +166,28 @@ static DMM_ALWAYS_INLINE bool at_in(dmm_heap *h, at_keys k, const blk *c)
 static DMM_ALWAYS_INLINE bool at_live(const blk *c, bool big)
 {
     const size_t hd = c->head;
-    return !(hd & F_STATE) && (big ? (hd & ~F_MASK) > MINB : (hd & ~F_MASK) == MINB);
+    /* the size is a multiple of GRAN above the flag bits: size > MINB is
+     * hd > MINB | F_MASK (no mask); size == MINB with no state bit is one
+     * masked compare */
+    return big ? !(hd & F_STATE) && hd > (MINB | F_MASK) : (hd & (~F_MASK | F_STATE)) == MINB;
+}
+
+/* Can f (reached through checked links: granule-aligned, in a region) be
+ * handed out for s bytes: a free node of tree `big` (at_live), at least s
+ * bytes, ending before its region's sentinel?  node_ok's test, without the
+ * region and alignment compare the links' checks already made. */
+static DMM_ALWAYS_INLINE bool at_fits(dmm_heap *h, const blk *f, size_t s, bool big)
+{
+    const size_t fs = bsize(f);
+    const blk *sen;
+    if (!at_live(f, big) || fs < s)
+        return false;
+    /* the hinted region as it is now (a slow check on the way may have
+     * moved the hint since k was read) */
+    if (DMM_LIKELY((uintptr_t)f - h->hint_lo < h->hint_span))
+        return fs <= h->hint_lo + h->hint_span - (uintptr_t)f;
+    sen = block_room_slow(h, f);
+    return sen && fs <= (size_t)((const char *)sen - (const char *)f);
 }
 
 /* c (decoded from a link of b, non-NULL) lying strictly inside (lo, hi)
@@ -227,15 +265,36 @@ static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, const blk *b, un
 {
     uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
     at_win x;
-    if (c == at_nil(h, b))
-        return NULL;
     if (!HARDENED(h))
-        return (blk *)c;
+        return c == at_nil(h, b) ? NULL : (blk *)c;
+    /* the window test first: an empty link (b itself) never passes it (b
+     * is the end of its left window and lies before its right one), so the
+     * test for it is paid off the fast path */
     x.L = dir ? (uintptr_t)b + GRAN : w->L;
     x.N = dir ? w->N - w->t - 1u : w->t;
-    x.t = 0;
+    x.t = rotr_w(c - x.L, GRAN_LOG2);
+    if (DMM_LIKELY(x.t < x.N)) {
+        *cw = x;
+        return (blk *)c;
+    }
+    if (c == at_nil(h, b))
+        return NULL;
     *cw = x;
     return at_wcheck(h, k, b, (blk *)c, cw, lo, hi);
+}
+
+/* b's child on side dir from its decoded word c (without the balance
+ * bit), checked as at_ok does: the order and region tests first, the
+ * empty link (b itself fails the order test) only when they fail. */
+static DMM_ALWAYS_INLINE blk *at_kid(dmm_heap *h, at_keys k, const blk *b, uintptr_t c, unsigned dir)
+{
+    if (!HARDENED(h))
+        return c == at_nil(h, b) ? NULL : (blk *)c;
+    if (DMM_LIKELY((dir ? c > (uintptr_t)b : c < (uintptr_t)b) && rotr_w(c - k.lo, GRAN_LOG2) < k.node_g))
+        return (blk *)c;
+    if (c == at_nil(h, b))
+        return NULL;
+    return at_ok(h, k, b, (blk *)c, dir ? (uintptr_t)b : 0, dir ? UINTPTR_MAX : (uintptr_t)b);
 }
 
 /* b's children (checked by at_ok) and balance. */
@@ -243,8 +302,13 @@ static AT_SHARED at_node at_read(dmm_heap *h, at_keys k, const blk *b)
 {
     uintptr_t l = at_wd(h, k, b, 0), r = at_wd(h, k, b, 1);
     at_node n;
-    n.c[0] = (l & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(l & ~AT_HEAVY), 0, (uintptr_t)b) : NULL;
-    n.c[1] = (r & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(r & ~AT_HEAVY), (uintptr_t)b, UINTPTR_MAX) : NULL;
+    if (AT_SIZE_FIRST) { /* -Os: one compare against the empty link, one at_ok (84 B less on Cortex-M4) */
+        n.c[0] = (l & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(l & ~AT_HEAVY), 0, (uintptr_t)b) : NULL;
+        n.c[1] = (r & ~AT_HEAVY) != at_nil(h, b) ? at_ok(h, k, b, (blk *)(r & ~AT_HEAVY), (uintptr_t)b, UINTPTR_MAX) : NULL;
+    } else {
+        n.c[0] = at_kid(h, k, b, l & ~AT_HEAVY, 0);
+        n.c[1] = at_kid(h, k, b, r & ~AT_HEAVY, 1);
+    }
     n.bal = (int)(r & AT_HEAVY) - (int)(l & AT_HEAVY);
     return n;
 }
@@ -252,13 +316,20 @@ static AT_SHARED at_node at_read(dmm_heap *h, at_keys k, const blk *b)
 /* b's balance from its two link words (no child is followed). */
 static DMM_ALWAYS_INLINE int at_bal(const dmm_heap *h, at_keys k, const blk *b)
 {
-    return (int)(at_wd(h, k, b, 1) & AT_HEAVY) - (int)(at_wd(h, k, b, 0) & AT_HEAVY);
+    (void)k;
+    return (int)at_heavy(h, b, 1) - (int)at_heavy(h, b, 0);
 }
 
 /* Toggles the balance bit of b's link dir, keeping its child. */
 static AT_SHARED void at_flip(const dmm_heap *h, at_keys k, blk *b, unsigned dir)
 {
-    *at_slot(b, dir) = at_enc(h, k, b, at_wd(h, k, b, dir) ^ AT_HEAVY);
+    blk **sl = at_slot(h, b, dir);
+    const uintptr_t e = (uintptr_t)*sl;
+    (void)k;
+    /* encoded, without decoding: the word is u * key with u = v ^ key2, and
+     * (u ^ 1) * key is e + key for an even u (an even e: key is odd), e - key
+     * for an odd one */
+    *sl = (blk *)(HARDENED(h) ? ((e & AT_HEAVY) ? e - h->link_key : e + h->link_key) : e ^ AT_HEAVY);
 }
 
 static DMM_ALWAYS_INLINE void at_write(const dmm_heap *h, at_keys k, blk *b, blk *l, blk *r, int bal)
@@ -278,8 +349,8 @@ static DMM_ALWAYS_INLINE void at_put(const dmm_heap *h, at_keys k, blk *b, unsig
 
 static DMM_ALWAYS_INLINE void at_set_child(const dmm_heap *h, at_keys k, blk *b, unsigned dir, blk *c)
 {
-    uintptr_t heavy = at_wd(h, k, b, dir) & AT_HEAVY;
-    *at_slot(b, dir) = at_enc(h, k, b, (c ? (uintptr_t)c : at_nil(h, b)) | heavy);
+    uintptr_t heavy = at_heavy(h, b, dir);
+    *at_slot(h, b, dir) = at_enc(h, k, b, (c ? (uintptr_t)c : at_nil(h, b)) | heavy);
 }
 
 /* Recomputes b's subtree maximum from its size and its children's (tree
@@ -421,17 +492,16 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
     at_relink(h, k, &p, p.k, b, big);
     for (unsigned i = p.k; i-- > 0;) { /* the side d[i] of n[i] grew */
         blk *a = p.n[i], *r;
-        const int sd = p.d[i] ? 1 : -1;
-        const int bal = at_bal(h, k, a);
+        const unsigned dir = p.d[i];
         bool shorter;
         if (!at_need(h, a, big))
             return;
-        if (bal == -sd) {
-            at_flip(h, k, a, !p.d[i]); /* balanced, as high as before */
+        if (at_heavy(h, a, !dir)) {
+            at_flip(h, k, a, !dir); /* balanced, as high as before */
             return;
         }
-        if (bal == 0) {
-            at_flip(h, k, a, p.d[i]); /* taller on the side that grew */
+        if (!at_heavy(h, a, dir)) {
+            at_flip(h, k, a, dir); /* taller on the side that grew */
             continue;
         }
         if ((r = at_rotate(h, a, p.d[i], big, &shorter)) != NULL)
@@ -441,9 +511,8 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
 }
 
 /* Removes b, reached through path p (p->n[p->k - 1] is its parent). */
-static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool big)
+static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_keys k, at_path *p, blk *b, bool big)
 {
-    const at_keys k = at_keys_of(h);
     at_node B = at_read(h, k, b);
     const unsigned j = p->k;
     size_t gone = bsize(b), ys = 0; /* the sizes that left the subtrees on the path */
@@ -518,12 +587,12 @@ static DMM_ALWAYS_INLINE void at_delete_at(dmm_heap *h, at_path *p, blk *b, bool
 }
 
 /* at_delete_at with one copy per tree. */
-static inline void at_unlink(dmm_heap *h, at_path *p, blk *b, bool big)
+static inline void at_unlink(dmm_heap *h, at_keys k, at_path *p, blk *b, bool big)
 {
     if (big)
-        at_delete_at(h, p, b, true);
+        at_delete_at(h, k, p, b, true);
     else
-        at_delete_at(h, p, b, false);
+        at_delete_at(h, k, p, b, false);
 }
 
 /* Node c0 of tree `big` with its path in p (c0 is not in it), or false
@@ -564,9 +633,9 @@ static inline bool at_remove(dmm_heap *h, blk *b)
     if (!at_find(h, k, &p, b, big))
         return false;
     if (big)
-        at_delete_at(h, &p, b, true);
+        at_delete_at(h, k, &p, b, true);
     else
-        at_delete_at(h, &p, b, false);
+        at_delete_at(h, k, &p, b, false);
     return true;
 }
 
@@ -626,7 +695,7 @@ static DMM_ALWAYS_INLINE size_t at_replace(dmm_heap *h, at_keys k, at_path *p, b
  * neither neighbour is free. */
 static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
 {
-    const at_keys k = at_keys_of(h);
+    at_keys k; /* read where a merge needs them, not on the frees that merge nothing */
     at_path p;
     size_t s = bsize(b), ns;
     blk *nx = bat(b, s), *pv;
@@ -636,6 +705,7 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
             return false;
         if (blisted(nx) && at_remove(h, nx))
             s += bsize(nx);
+        k = at_keys_of(h);
         if (!at_find(h, k, &p, pv, true)) {
             mark_free(b, s, 0);
             at_insert(h, b);
@@ -648,7 +718,10 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
         at_raise(h, &p, s);
         return true;
     }
-    if (!blisted(nx) || (ns = bsize(nx)) == MINB || !at_find(h, k, &p, nx, true))
+    if (!blisted(nx) || (ns = bsize(nx)) == MINB)
+        return false;
+    k = at_keys_of(h);
+    if (!at_find(h, k, &p, nx, true))
         return false;
     at_replace(h, k, &p, nx, b);
     mark_free(b, s + ns, 0);
@@ -739,7 +812,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     st_steps(h, steps);
     if (!f)
         return NULL;
-    if (HARDENED(h) && DMM_UNLIKELY(bsize(f) < s || !node_ok(h, f, 0) || !at_live(f, big)))
+    if (HARDENED(h) && DMM_UNLIKELY(!at_fits(h, f, s, big)))
         return at_bad(h, f, "a free-tree link names a block too small for the request");
     if (split && big && P_SPLIT(h) && P_COALESCE(h) == DMM_COALESCE_IMMEDIATE && h->cfg.coalesce_max == 0 && !P_POISON(h) &&
         bsize(f) - s >= h->split_min && bsize(f) - s > MINB) {
@@ -753,7 +826,10 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
         at_lower(h, k, &p, bs, rem);
         return f;
     }
-    at_unlink(h, &p, f, big);
+    if (big || AT_SIZE_FIRST)
+        at_unlink(h, k, &p, f, big);
+    else
+        at_delete_at(h, k, &p, f, false); /* the small tree's leftmost: inline (every minimum-size malloc) */
     return f;
 }
 
