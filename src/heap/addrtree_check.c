@@ -9,6 +9,7 @@
 
 blk *dmm__addrtree_bad(dmm_heap *h, const void *where, const char *msg)
 {
+    (void)msg; /* unread where reports carry no text (DMM_HEAP_ERROR_TEXT 0) */
     dmm__heap_report(h, DMM_ERR_FREE_LIST, where, msg);
     return NULL;
 }
