@@ -101,8 +101,13 @@ static inline unsigned bin_of_roundup(const dmm_heap *h, size_t s)
 
 /* ---- bitmap over bins: one bit per bin, one summary bit per word ---- */
 
+/* org=single has one bin: its index is the constant 0 wherever the policy
+ * is fixed, so the bit and word arithmetic folds away. */
+#define BM_BIN(h, i) (P_ORG(h) == DMM_ORG_SINGLE ? 0u : (i))
+
 static inline void bm_set(dmm_heap *h, unsigned i)
 {
+    i = BM_BIN(h, i);
     DMM_ASSERT(i < h->nbins);
     h->bitmap[i / DMM_WORD_BITS] |= (size_t)1 << (i % DMM_WORD_BITS);
     h->summary |= (size_t)1 << (i / DMM_WORD_BITS);
@@ -110,6 +115,7 @@ static inline void bm_set(dmm_heap *h, unsigned i)
 
 static inline void bm_clear(dmm_heap *h, unsigned i)
 {
+    i = BM_BIN(h, i);
     unsigned w = (unsigned)(i / DMM_WORD_BITS);
     h->bitmap[w] &= ~((size_t)1 << (i % DMM_WORD_BITS));
     if (!h->bitmap[w])
@@ -382,6 +388,7 @@ static DMM_COLD blk *back_fault(dmm_heap *h, blk *pred, blk *nx, blk **tail)
 /* Link b after pred (NULL: at the head) in bin n. */
 static DMM_ALWAYS_INLINE void list_insert_after(dmm_heap *h, const lkeys *k, unsigned n, blk *pred, blk *b)
 {
+    n = BM_BIN(h, n);
     DMM_ASSERT(blisted(b) && n < h->nbins);
     DMM_ASSERT(!pred || P_ORDER(h) != DMM_ORDER_LIFO); /* LIFO inserts at the head only */
     DMM_ASSERT_LOCAL(bnext(b)->foot == bsize(b) && !bpused(bnext(b)));
@@ -476,6 +483,7 @@ static DMM_ALWAYS_INLINE unsigned bin_or(const dmm_heap *h, unsigned n, const bl
  * the head). */
 static DMM_ALWAYS_INLINE void list_remove_k(dmm_heap *h, const lkeys *k, unsigned n, blk *pred, blk *b)
 {
+    n = BM_BIN(h, n);
     DMM_ASSERT(pred ? get_next(h, pred) == b : h->heads[bin_or(h, n, b)] == b);
     blk *nx;
     if (DOUBLY(h) && HARDENED(h) && P_ORDER(h) == DMM_ORDER_LIFO) {
@@ -494,18 +502,32 @@ static DMM_ALWAYS_INLINE void list_remove_k(dmm_heap *h, const lkeys *k, unsigne
     } else {
         nx = follow_check(h, k, b, 0, tail_of(h, bin_or(h, n, b)), true);
     }
-    if (pred) {
-        k_set_next(h, k, pred, nx); /* the list keeps pred: its head and bit stay */
+    if (DOUBLY(h)) {
+        if (pred) {
+            k_set_next(h, k, pred, nx); /* the list keeps pred: its head and bit stay */
+        } else {
+            n = bin_or(h, n, b);
+            h->heads[n] = nx;
+            if (!nx)
+                bm_clear(h, n);
+        }
+        if (nx)
+            k_set_prev(h, k, nx, pred);
+        if (P_ORDER(h) == DMM_ORDER_FIFO && !nx)
+            h->tails[bin_or(h, n, b)] = pred; /* b was the tail (or the list was cut after it) */
     } else {
-        n = bin_or(h, n, b);
-        h->heads[n] = nx;
-        if (!nx)
+        /* singly linked: the walk that found pred knew n already (this
+         * form keeps gcc's scan loops as they were: the one above made the
+         * first-fit scan of org=single one instruction longer per node) */
+        if (pred)
+            k_set_next(h, k, pred, nx);
+        else
+            h->heads[n] = nx;
+        if (P_ORDER(h) == DMM_ORDER_FIFO && h->tails[n] == b)
+            h->tails[n] = pred;
+        if (!h->heads[n])
             bm_clear(h, n);
     }
-    if (DOUBLY(h) && nx)
-        k_set_prev(h, k, nx, pred);
-    if (P_ORDER(h) == DMM_ORDER_FIFO && !nx)
-        h->tails[bin_or(h, n, b)] = pred; /* b was the tail (or the list was cut after it) */
     if (P_FIT(h) == DMM_FIT_NEXT && h->rover == b)
         h->rover = nx;
 }
