@@ -5,7 +5,9 @@
 //                   cross-field rule (segregated bins and split).
 //   VictimPlacement a small request whose exact bin is empty is carved from
 //                   the last split's remainder, where best fit alone takes a
-//                   smaller block elsewhere; a freed neighbour merges into it.
+//                   smaller block elsewhere; a freed neighbour merges into it;
+//                   the fast-path leaves place every block where the full
+//                   path does (poison=on, which turns them off, as reference).
 //   VictimDamage    the checker refuses a victim whose header was overwritten,
 //                   and malloc and free report such a victim (and never hand
 //                   out or merge through it) at every hardening level.
@@ -223,6 +225,87 @@ TEST(VictimDamage, MallocAndFreeReportAnOverwrittenVictim) {
                 EXPECT_TRUE(p == nullptr || (char *)p < v || (char *)p >= v + real);
             }
             EXPECT_EQ(s.errs.errors.size(), 1u);
+        }
+    }
+}
+
+// The leaves (engine/entry.h: the top leaf, the quick leaves, the victim
+// leaf) must place every block where the full path would.  poison=on turns
+// every leaf off (each needs !P_POISON) and changes no placement decision,
+// so a heap with it is the full path's reference: the same seeded sequence
+// (an allocate-first phase that the top leaf serves, then frees and
+// allocations of small and large sizes that the quick lists, the victim and
+// the bins serve) must return the same offsets on both.
+TEST(VictimPlacement, LeavesPlaceAsTheFullPathDoes) {
+    const char *texts[] = {
+        "preset=dlmalloc",
+        "preset=dlmalloc,stats=off,harden=off",
+        "preset=dlmalloc,quick_max=0",
+        "preset=tlsf,victim=on",
+        "preset=p2012,quick_max=4096,stats=off,harden=off",
+    };
+    for (const char *t : texts) {
+        for (unsigned seed = 1; seed <= 3; ++seed) {
+            dmm_heap_config cfg[2] = {parsed(t), parsed(t)};
+            cfg[1].poison = true;
+            ErrorLog errs[2];
+            Buffer buf[2] = {Buffer(256 * 1024, 0), Buffer(256 * 1024, 0)};
+            dmm_heap *h[2] = {nullptr, nullptr};
+            for (int k = 0; k < 2; ++k) {
+                errs[k].attach(&cfg[k]);
+                ASSERT_EQ(dmm_heap_init(&h[k], buf[k].data(), buf[k].size(), &cfg[k]), DMM_OK) << t;
+            }
+            std::vector<void *> live[2];
+            uint64_t x = mix64(0x6c656166ull /* "leaf" */, seed);
+            auto next = [&x]() { return x = mix64(x, 0x9e3779b97f4a7c15ull); };
+            auto size_of = [&next]() -> size_t {
+                uint64_t r = next();
+                return (r & 3) ? 8 + r % 120 : 128 + (r >> 8) % 3000; // mostly small, some large
+            };
+            auto step = [&](bool alloc, size_t n, size_t victim_index, unsigned op) {
+                for (int k = 0; k < 2; ++k) {
+                    if (alloc) {
+                        void *p = dmm_heap_malloc(h[k], n);
+                        live[k].push_back(p);
+                    } else {
+                        dmm_heap_free(h[k], live[k][victim_index]);
+                        live[k][victim_index] = live[k].back();
+                        live[k].pop_back();
+                    }
+                }
+                void *a = live[0].empty() ? nullptr : (alloc ? live[0].back() : nullptr);
+                void *b = live[1].empty() ? nullptr : (alloc ? live[1].back() : nullptr);
+                if (alloc) {
+                    ASSERT_EQ(a == nullptr, b == nullptr) << t << " seed " << seed << " op " << op;
+                    if (a)
+                        ASSERT_EQ(static_cast<unsigned char *>(a) - buf[0].data(),
+                                  static_cast<unsigned char *>(b) - buf[1].data())
+                            << t << " seed " << seed << " op " << op << ": malloc(" << n << ")";
+                }
+            };
+            unsigned op = 0;
+            // a victim and no listed block: a large request the victim can
+            // serve must come from it, not from the top
+            step(true, 1000, 0, op++);
+            step(true, 100, 0, op++);
+            step(false, 0, 0, op++);
+            step(true, 200, 0, op++); // splits the freed block: its remainder is the victim
+            step(true, 300, 0, op++);
+            for (unsigned i = 0; i < 200; ++i, ++op) // allocate first: the top leaf
+                step(true, size_of(), 0, op);
+            for (unsigned i = 0; i < 3000; ++i, ++op) {
+                uint64_t r = next();
+                if (!live[0].empty() && (r & 1))
+                    step(false, 0, (r >> 1) % live[0].size(), op);
+                else
+                    step(true, size_of(), 0, op);
+                if (HasFatalFailure())
+                    return;
+            }
+            for (int k = 0; k < 2; ++k) {
+                EXPECT_EQ(dmm_heap_check(h[k], nullptr), DMM_OK) << t;
+                EXPECT_TRUE(errs[k].errors.empty()) << t;
+            }
         }
     }
 }
