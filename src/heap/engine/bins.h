@@ -305,6 +305,8 @@ static DMM_COLD void list_fault(dmm_heap *h, const void *at, blk *cut, blk **tai
  * node_in_heap).  Returns nx, or NULL after a report and a cut at c. */
 static DMM_COLD blk *follow_slow(dmm_heap *h, blk *c, blk *nx, size_t want, blk **tail, bool full)
 {
+    if (!nx) /* a word decoding to address 0 (kenc writes none): NULL, as kdec reads it */
+        return NULL;
     if (full ? node_ok(h, nx, want) : node_in_heap(h, nx))
         return nx;
     list_fault(h, c, c, tail, "a free-list link was overwritten (use after free?)");
@@ -320,17 +322,26 @@ static DMM_COLD blk *follow_slow(dmm_heap *h, blk *c, blk *nx, size_t want, blk 
  *   follow: nx must also be a block of the list's kind (node_ok). */
 static DMM_ALWAYS_INLINE blk *follow_check(dmm_heap *h, const lkeys *k, blk *c, size_t want, blk **tail, bool full)
 {
-    blk *nx = k_next(h, k, c);
-    if (HARDENED(h) && nx) {
-        bool ok = k_in(k, nx);
-        if (full && ok) {
-            size_t hd = nx->head;
-            ok = (hd & F_STATE) == want && (hd & ~F_MASK) >= MINB &&
-                 (hd & ~F_MASK) <= (size_t)(k->lo + k->span_g * GRAN - (uintptr_t)nx);
-        }
-        if (DMM_UNLIKELY(!ok))
-            nx = follow_slow(h, c, nx, want, tail, full);
+    blk *nx;
+    bool ok;
+    if (!HARDENED(h))
+        return *lnext(c);
+    /* Decoded without kdec's NULL mapping: the owner itself is the
+     * encoding of NULL; anything else is range-checked, and a word that
+     * decodes to address 0 fails that compare and is read as NULL on the
+     * cold path: no separate NULL test per node (issue 25). */
+    nx = k_raw(k, *lnext(c));
+    if (nx == c)
+        return NULL;
+    ok = k_in(k, nx);
+    if (full && ok) {
+        size_t hd = nx->head;
+        ok = (hd & F_STATE) == want && (hd & ~F_MASK) >= MINB &&
+             (hd & ~F_MASK) <= (size_t)(k->lo + k->span_g * GRAN - (uintptr_t)nx);
     }
+    if (DMM_UNLIKELY(!ok))
+        return follow_slow(h, c, nx, want, tail, full);
+    DMM_ASSUME(nx != NULL); /* inside a region: the walk's NULL test folds away */
     return nx;
 }
 static DMM_ALWAYS_INLINE blk *follow(dmm_heap *h, blk *c, size_t want, blk **tail)

@@ -23,11 +23,11 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
     blk *pred = NULL, *best = NULL, *best_pred = NULL;
     size_t best_s = SIZE_MAX; /* bsize(best), kept in a register */
     const uint64_t lim = max_nodes(h);
-    uint64_t k = 0;
+    uint64_t left = lim + 1u; /* counts down: one decrement and branch per node */
     lkeys ks = keys_of(h);
     for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, &ks, c, tail_of(h, n))) {
         size_t cs = bsize(c);
-        if (++k > lim && walk_too_long(h, k, lim, c, tail_of(h, n)))
+        if (DMM_UNLIKELY(--left == 0) && walk_too_long(h, lim + 1u, lim, c, tail_of(h, n)))
             break;
         if (cs < s)
             continue;
@@ -50,7 +50,7 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
             best_pred = pred;
         }
     }
-    *steps += k;
+    *steps += lim + 1u - left; /* the nodes visited */
     if (!best)
         return false;
     f->b = best;
@@ -68,22 +68,22 @@ static inline bool scan_next_fit(dmm_heap *h, size_t s, found *f, uint64_t *step
 {
     blk *c = h->rover;
     const uint64_t lim = max_nodes(h);
-    uint64_t k = 0;
+    uint64_t left = lim + 1u; /* counts down, as in scan_bin */
     lkeys ks = keys_of(h);
     if (c && !blisted(c))
         c = NULL; /* defensive: a rover always names a listed block */
     for (; c; c = follow_scan(h, &ks, c, tail_of(h, 0))) {
-        if (++k > lim && walk_too_long(h, k, lim, c, tail_of(h, 0)))
+        if (DMM_UNLIKELY(--left == 0) && walk_too_long(h, lim + 1u, lim, c, tail_of(h, 0)))
             break;
         if (bsize(c) >= s) {
-            *steps += k;
+            *steps += lim + 1u - left;
             f->b = c;
             f->pred = NULL;
             f->bin = UINT32_MAX; /* predecessor unknown */
             return true;
         }
     }
-    *steps += k;
+    *steps += lim + 1u - left;
     return scan_bin(h, 0, s, DMM_FIT_FIRST, f, steps);
 }
 
