@@ -57,17 +57,6 @@ static inline uintptr_t dmm_align_up_ptr(uintptr_t x, uintptr_t a) { return (x +
 #define DMM_LIKELY(x) (x)
 #define DMM_UNLIKELY(x) (x)
 #endif
-/* A fact the compiler cannot see (a range check passed, so the pointer is
- * not NULL): lets it drop a test that the fact decides.  Never a check. */
-#if defined(__GNUC__) || defined(__clang__)
-#define DMM_ASSUME(c)                                                                                        \
-    do {                                                                                                     \
-        if (!(c))                                                                                            \
-            __builtin_unreachable();                                                                         \
-    } while (0)
-#else
-#define DMM_ASSUME(c) ((void)0)
-#endif
 
 _Static_assert(sizeof(unsigned long) == sizeof(size_t),
                "dmm_ctz/dmm_log2_floor assume size_t and unsigned long have the same width");

@@ -341,7 +341,6 @@ static DMM_ALWAYS_INLINE blk *follow_check(dmm_heap *h, const lkeys *k, blk *c, 
     }
     if (DMM_UNLIKELY(!ok))
         return follow_slow(h, c, nx, want, tail, full);
-    DMM_ASSUME(nx != NULL); /* inside a region: the walk's NULL test folds away */
     return nx;
 }
 static DMM_ALWAYS_INLINE blk *follow(dmm_heap *h, blk *c, size_t want, blk **tail)
