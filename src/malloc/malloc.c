@@ -2374,7 +2374,7 @@ static DMM_NOINLINE void free_general(void *p)
  * pages, a page in use, a block boundary below the threaded end) and
  * free_slow's, without their dispatch on kind and mode.  false, with
  * nothing done, for any other pointer. */
-static inline bool secure_free_owned(void *p)
+static inline bool secure_free_owned(void *p, unsigned kind)
 {
     uintptr_t u = (uintptr_t)p;
     theap *h = tl_heap;
@@ -2382,7 +2382,7 @@ static inline bool secure_free_owned(void *p)
     size_t pi;
     mpage *pg;
     uint32_t off;
-    if (!reg_small(reg_kind_of(u)) || !h)
+    if (!reg_small(kind) || !h)
         return false;
     s = seg_of(p);
     pi = page_index(s, p);
@@ -2404,12 +2404,12 @@ static inline bool secure_free_owned(void *p)
  * (mimalloc-bench's xmalloc-test and larson, whose frees are mostly of
  * other threads' blocks).  false, with nothing done, for any other
  * pointer. */
-static DMM_ALWAYS_INLINE bool free_remote(void *p)
+static DMM_ALWAYS_INLINE bool free_remote(void *p, unsigned kind)
 {
     uintptr_t u = (uintptr_t)p;
     mpage *pg;
     uint32_t off;
-    if (!reg_small(reg_kind_of(u)))
+    if (!reg_small(kind))
         return false;
     pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
@@ -2421,9 +2421,12 @@ static DMM_ALWAYS_INLINE bool free_remote(void *p)
     return true;
 }
 
-static DMM_NOINLINE void free_slow(void *p)
+/* kind: the registry byte of p's unit as dmm_free read it (0 for a
+ * pointer past the registry), so that the paths below need not read it
+ * again. */
+static DMM_NOINLINE void free_slow(void *p, unsigned kind)
 {
-    if (G.secure ? secure_free_owned(p) : free_remote(p))
+    if (G.secure ? secure_free_owned(p, kind) : free_remote(p, kind))
         return;
     free_general(p);
 }
@@ -2460,7 +2463,8 @@ void dmm_free(void *p)
 {
     uintptr_t u = (uintptr_t)p;
     uint64_t unit = (uint64_t)u >> SEG_SHIFT;
-    if (unit < REG_UNITS && atomic_load_explicit(&reg_kind[unit], memory_order_acquire) == tl_tag) {
+    unsigned kind = 0; /* (no unit: no segment) */
+    if (unit < REG_UNITS && (kind = atomic_load_explicit(&reg_kind[unit], memory_order_acquire)) == tl_tag) {
         mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
         if (dmm_slot_in((uint32_t)(u & (PAGE_SIZE - 1u)), pg->mul, pg->lim) && !tagged_free(p)) {
             mblock *b = p;
@@ -2472,7 +2476,7 @@ void dmm_free(void *p)
             return;
         }
     }
-    free_slow(p);
+    free_slow(p, kind);
 }
 
 /* DMM_MALLOC_LIBC_NAMES (libdmm.so, src/malloc/CMakeLists.txt): the C
