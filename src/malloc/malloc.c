@@ -72,6 +72,7 @@
 #include "../core/text.h"
 #include "family.h"
 #include "guard.h"
+#include "slot.h"
 #include "../port/port.h"
 
 #define SEG_SHIFT 22u
@@ -126,57 +127,55 @@ typedef struct mpage {
     _Atomic(mblock *) xfree;   /* frees from other threads */
     struct theap *heap;        /* owner heap; NULL = page unused */
     struct mpage *next, *prev; /* the owner's list for this class */
-    uint32_t inv;              /* the inverse of block_size's odd part mod
-                                  2^32 (page_slot) */
-    uint32_t nthr;             /* blocks threaded so far: [0, nthr) were
-                                  handed to the free list at least once, the
-                                  rest never; 0 on a page not in use.  The
-                                  owner's copy (written and read by the
-                                  thread holding the heap: the free fast
-                                  path compares it straight from memory) */
+    uint32_t mul;              /* dmm_slot_mul(block_size): the boundary
+                                  test's multiplier (slot.h, page_slot_in) */
+    uint32_t lim;              /* dmm_slot_limit(block_size, nthr): the
+                                  boundary test's limit for the blocks
+                                  threaded so far, [0, nthr) (handed to the
+                                  free list at least once; the rest never);
+                                  0 on a page not in use.  The owner's copy
+                                  (written and read by the thread holding
+                                  the heap: the free fast path compares it
+                                  straight from memory) */
     uint16_t block_size;       /* at most the largest class, 8 KiB */
     uint16_t used;             /* blocks out (owner's count; at most
                                   PAGE_SIZE / MIN_BLOCK) */
-    _Atomic uint16_t nthr_x;   /* nthr, for every other reader (page_nthr) */
-    uint8_t rot;               /* block_size's trailing zero bits (page_slot) */
+    _Atomic uint16_t nthr_x;   /* nthr, the count of blocks threaded so far,
+                                  for every reader (page_nthr) */
+    uint16_t step;             /* dmm_slot_step(block_size): lim per block */
 } mpage;
 
 _Static_assert(sizeof(mpage) == 64u || sizeof(void *) != 8u, "a page descriptor is 64 bytes: free indexes them with a shift");
 _Static_assert(PAGE_SIZE / MIN_BLOCK <= 0xffffu, "a page's used and threaded counts fit 16 bits");
 
 /* Sets pg's count of threaded blocks, both copies (the caller holds the
- * page's heap). */
+ * page's heap; its block size is set). */
 static inline void page_set_nthr(mpage *pg, uint32_t n)
 {
-    pg->nthr = n;
+    pg->lim = n * pg->step;
     atomic_store_explicit(&pg->nthr_x, (uint16_t)n, memory_order_relaxed);
 }
 
 /* pg's count of threaded blocks, for any thread. */
 static inline uint32_t page_nthr(const mpage *pg) { return atomic_load_explicit(&pg->nthr_x, memory_order_relaxed); }
 
-/* The block index of the page offset off (< PAGE_SIZE) when off is a block
- * boundary, else a number above (2^32 - 1) / block_size, so above any
- * block count: off * inv, rotated right by rot, is off / block_size for the
- * multiples of block_size and maps the others above every multiple's image
- * (the multiply-and-rotate divisibility test, Granlund and Montgomery):
- * page_slot(pg, off) < nthr is at once "a block boundary" and "among the
- * blocks threaded so far", one compare.  A page not in use has nthr 0. */
-static inline uint32_t page_slot(const mpage *pg, uint32_t off)
+/* Page offset off (< PAGE_SIZE) is a block boundary among the first n
+ * blocks of pg (slot.h: one multiply and one compare, "a block boundary"
+ * and "among the blocks threaded so far" at once).  A page not in use has
+ * n = 0.  For a thread other than the owner, n is page_nthr's; the owner's
+ * fast path compares with pg->lim, the limit for its own copy. */
+static inline bool page_slot_in(const mpage *pg, uint32_t off, uint32_t n)
 {
-    uint32_t x = off * pg->inv, r = pg->rot;
-    return (x >> (r & 31u)) | (x << (-r & 31u));
+    return dmm_slot_in(off, pg->mul, n * pg->step);
 }
 
-/* Sets pg's block size bs (a multiple of MIN_BLOCK) and its page_slot terms. */
+/* Sets pg's block size bs (a multiple of MIN_BLOCK) and its boundary test's
+ * terms; the count of threaded blocks is set after (page_set_nthr). */
 static void page_set_size(mpage *pg, uint32_t bs)
 {
-    uint32_t r = (uint32_t)__builtin_ctz(bs), d = bs >> r, x = d;
-    for (int i = 0; i < 5; i++) /* Newton's iteration: each doubles the correct low bits (3 to start) */
-        x *= 2u - d * x;
     pg->block_size = (uint16_t)bs;
-    pg->inv = x;
-    pg->rot = (uint8_t)r;
+    pg->mul = dmm_slot_mul(bs);
+    pg->step = (uint16_t)dmm_slot_step(bs);
 }
 
 typedef struct segment {
@@ -214,6 +213,8 @@ static const uint32_t class_size[NCLASS] = {
     640,  768,  896,  1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
 
 _Static_assert(DMM_MALLOC_SMALL_MAX <= 8192u, "DMM_MALLOC_SMALL_MAX: at most the largest size class");
+_Static_assert(8192u <= DMM_SLOT_MAX_BLOCK && PAGE_SHIFT == DMM_SLOT_OFF_BITS,
+               "the boundary test (slot.h) holds for every class and page offset");
 
 /* Served from size-class pages (never, in whole mode: SMALL_MAX 0). */
 static inline bool small_size(size_t n) { return SMALL_MAX != 0 && n <= SMALL_MAX; }
@@ -726,7 +727,7 @@ static void global_init(void)
             dmm_malloc_guard_on = 1; /* the exported copies check (guard.h) */
         }
         G.secret = canary_seed(); /* canaries (secure) and large blocks' front fill (hardened) */
-        G.rkey = canary_seed() * 0x9e3779b97f4a7c15ull;
+        G.rkey = canary_seed() * 0x9e3779b97f4a7c15ull | 1u; /* never 0: malloc clears the tag to 0 */
         e = dmm_port_getenv("DMM_ABORT_ON_ERROR");
         G.abort_on_error = !(e && e[0] == '0'); /* abort unless asked to report and continue */
         e = dmm_port_getenv("DMM_VERBOSE");
@@ -961,9 +962,10 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
 
 /* How a free knows that the block is allocated.  It depends on the mode:
  *
- * default and unhardened: a free block carries the free tag (ftag: its
- *   address mixed with a per-process key) in its second word (blocks are at
- *   least 16 bytes), written by every free, local or remote, and by
+ * default and unhardened: a free block carries the free tag (ftag: a
+ *   random per-process key, never 0, as glibc's tcache key is) in its
+ *   second word (blocks are at least 16 bytes), written by every free,
+ *   local or remote, and by
  *   page_extend on blocks it threads; malloc clears it when it hands the
  *   block out.  A free that finds the tag is a double free (of a block on a
  *   local or a remote list alike); one past the page's threaded blocks
@@ -975,7 +977,13 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
  *   set and cleared with atomic read-modify-writes (mark), so that of two
  *   racing frees only one wins; the quarantine keeps blocks away from
  *   their owner's lists for a while. */
-static inline uint64_t ftag(const void *b) { return (uint64_t)(uintptr_t)b ^ G.rkey; }
+/* (The key alone, not mixed with the block's address: one instruction
+ * less on every free's fast path, docs/malloc.md "The fast paths".) */
+static inline uint64_t ftag(const void *b)
+{
+    (void)b;
+    return G.rkey;
+}
 static inline uint64_t *tag_slot(void *b) { return (uint64_t *)b + 1; }
 static inline bool tagged_free(const void *b) { return *tag_slot((void *)(uintptr_t)b) == ftag(b); }
 
@@ -1019,7 +1027,7 @@ static bool page_extend(mpage *pg)
     segment *s = seg_of(pg);
     unsigned char *base = page_start(s, (size_t)(pg - s->page));
     uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    uint32_t n = pg->nthr;
+    uint32_t n = page_nthr(pg);
     uint32_t bump = n * pg->block_size, end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
     while (bump < end && k < batch) {
         mblock *b = (mblock *)(base + bump);
@@ -2006,7 +2014,7 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
             return NULL;
         }
         /* a block boundary among the threaded blocks */
-        if (page_slot(pg, (uint32_t)((uintptr_t)p & (PAGE_SIZE - 1u))) >= page_nthr(pg)) {
+        if (!page_slot_in(pg, (uint32_t)((uintptr_t)p & (PAGE_SIZE - 1u)), page_nthr(pg))) {
             report(what, p);
             return NULL;
         }
@@ -2366,7 +2374,7 @@ static DMM_NOINLINE void free_general(void *p)
  * pages, a page in use, a block boundary below the threaded end) and
  * free_slow's, without their dispatch on kind and mode.  false, with
  * nothing done, for any other pointer. */
-static inline bool secure_free_owned(void *p)
+static inline bool secure_free_owned(void *p, unsigned kind)
 {
     uintptr_t u = (uintptr_t)p;
     theap *h = tl_heap;
@@ -2374,13 +2382,13 @@ static inline bool secure_free_owned(void *p)
     size_t pi;
     mpage *pg;
     uint32_t off;
-    if (!reg_small(reg_kind_of(u)) || !h)
+    if (!reg_small(kind) || !h)
         return false;
     s = seg_of(p);
     pi = page_index(s, p);
     pg = &s->page[pi];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
-    if (pi == 0 || pg->heap != h || page_slot(pg, off) >= page_nthr(pg))
+    if (pi == 0 || pg->heap != h || !page_slot_in(pg, off, page_nthr(pg)))
         return false;
     if (!mark(s, pi, p, false)) { /* clearing the bit is the test, as in free_general */
         report("double free of", p);
@@ -2396,16 +2404,16 @@ static inline bool secure_free_owned(void *p)
  * (mimalloc-bench's xmalloc-test and larson, whose frees are mostly of
  * other threads' blocks).  false, with nothing done, for any other
  * pointer. */
-static DMM_ALWAYS_INLINE bool free_remote(void *p)
+static DMM_ALWAYS_INLINE bool free_remote(void *p, unsigned kind)
 {
     uintptr_t u = (uintptr_t)p;
     mpage *pg;
     uint32_t off;
-    if (!reg_small(reg_kind_of(u)))
+    if (!reg_small(kind))
         return false;
     pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
     off = (uint32_t)(u & (PAGE_SIZE - 1u));
-    if (!pg->heap || pg->heap == tl_heap || page_slot(pg, off) >= page_nthr(pg) ||
+    if (!pg->heap || pg->heap == tl_heap || !page_slot_in(pg, off, page_nthr(pg)) ||
         tagged_free(p))
         return false;
     *tag_slot(p) = ftag(p);
@@ -2413,9 +2421,12 @@ static DMM_ALWAYS_INLINE bool free_remote(void *p)
     return true;
 }
 
-static DMM_NOINLINE void free_slow(void *p)
+/* kind: the registry byte of p's unit as dmm_free read it (0 for a
+ * pointer past the registry), so that the paths below need not read it
+ * again. */
+static DMM_NOINLINE void free_slow(void *p, unsigned kind)
 {
-    if (G.secure ? secure_free_owned(p) : free_remote(p))
+    if (G.secure ? secure_free_owned(p, kind) : free_remote(p, kind))
         return;
     free_general(p);
 }
@@ -2438,8 +2449,9 @@ static DMM_NOINLINE void free_emptied(void *p)
  * heap (NULL and foreign pointers, other heaps' segments: no; in secure
  * mode, after the thread's exit and before it has a heap, tl_tag is
  * TAG_NONE, which no unit has), the pointer is a block boundary among the
- * blocks threaded so far (page_slot below nthr, one multiply, one rotate
- * and one compare: page 0, the header, and pages not in use have nthr 0,
+ * blocks threaded so far (slot.h: the offset times the page's multiplier
+ * below its limit, one multiply and one compare: page 0, the header, and
+ * pages not in use have limit 0,
  * so the page is in use and, its segment being this heap's, owned by it;
  * the segment's address is the registry's unit shifted back), and the
  * block does not carry
@@ -2451,9 +2463,10 @@ void dmm_free(void *p)
 {
     uintptr_t u = (uintptr_t)p;
     uint64_t unit = (uint64_t)u >> SEG_SHIFT;
-    if (unit < REG_UNITS && atomic_load_explicit(&reg_kind[unit], memory_order_acquire) == tl_tag) {
+    unsigned kind = 0; /* (no unit: no segment) */
+    if (unit < REG_UNITS && (kind = atomic_load_explicit(&reg_kind[unit], memory_order_acquire)) == tl_tag) {
         mpage *pg = &seg_of(p)->page[(u >> PAGE_SHIFT) & (PAGES - 1u)];
-        if (page_slot(pg, (uint32_t)(u & (PAGE_SIZE - 1u))) < pg->nthr && !tagged_free(p)) {
+        if (dmm_slot_in((uint32_t)(u & (PAGE_SIZE - 1u)), pg->mul, pg->lim) && !tagged_free(p)) {
             mblock *b = p;
             *tag_slot(p) = ftag(p);
             b->next = pg->local_free;
@@ -2463,7 +2476,7 @@ void dmm_free(void *p)
             return;
         }
     }
-    free_slow(p);
+    free_slow(p, kind);
 }
 
 /* DMM_MALLOC_LIBC_NAMES (libdmm.so, src/malloc/CMakeLists.txt): the C

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "dmm/malloc.h"
+#include "malloc/slot.h"
 
 namespace {
 
@@ -646,6 +647,36 @@ TEST(MallocThreads, EveryPointerInsideASmallBlockIsRefused)
         }
         dmm_malloc_set_abort_on_error(was);
     }).join();
+}
+
+// The block-boundary test of free (src/malloc/slot.h: one multiply and one
+// compare) against plain division, for every block size that is a multiple
+// of 16 up to 8 KiB (every size class, and more), every page offset and
+// the limits on either side of each block: an offset passes exactly when
+// it starts one of the first n blocks.  The test is monotone in n, so the
+// limits n = 0, k, k + 1 (k = offset / size) and the page's whole count
+// cover every n.
+TEST(Malloc, BoundaryTestIsExactForEverySizeAndOffset)
+{
+    uint64_t wrong = 0, checked = 0;
+    for (uint32_t bs = 16; bs <= DMM_SLOT_MAX_BLOCK; bs += 16) {
+        uint32_t mul = dmm_slot_mul(bs), step = dmm_slot_step(bs), nmax = (1u << DMM_SLOT_OFF_BITS) / bs;
+        ASSERT_GE(step, 1u) << bs;
+        ASSERT_LE(step, bs) << bs;
+        for (uint32_t off = 0; off < (1u << DMM_SLOT_OFF_BITS); off++) {
+            const uint32_t ns[] = {0u, off / bs, off / bs + 1u, nmax};
+            for (uint32_t n : ns) {
+                if (n > nmax)
+                    continue;
+                bool want = off % bs == 0 && off / bs < n;
+                checked++;
+                if (dmm_slot_in(off, mul, dmm_slot_limit(bs, n)) != want && wrong++ < 5)
+                    ADD_FAILURE() << "block size " << bs << ", offset " << off << ", n " << n;
+            }
+        }
+    }
+    EXPECT_EQ(wrong, 0u);
+    EXPECT_GT(checked, 512u * 65536u);
 }
 
 // A free at a block boundary of a page in use, past the blocks the page has
