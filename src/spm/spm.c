@@ -1026,14 +1026,13 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
     bool found = false, fresh = false;
     if (!large) {
         /* The record the last malloc took a unit from, when it has this
-         * class, its page is in its hinted frame (frame_hint) and the unit at its
+         * class, its page is in the last frame used and the unit at its
          * scan start has room: what the scan below would find first (the
          * scan start is the unit it stopped at), without the search for
          * the record, the frame and the scan (objects of one class in a
          * row: dfs's stack frames, dijkstra's queue nodes). */
         const spm_open *o = &s->open[s->open_hot];
-        unsigned fi = frame_hint(s, o->seg);
-        spm_frame *lf = &s->frames[fi];
+        spm_frame *lf = &s->frames[s->last_frame];
         if (o->seg && o->cls == cls && lf->seg == o->seg && o->from < hdr_of(lf)->units) {
             const spm_entry *he = entry_of(lf, o->from);
             if ((he->flags & SPM_E_VALID) && he->live != (uint16_t)((1u << he->slots) - 1u)) {
@@ -1041,8 +1040,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                 seg = o->seg;
                 idx = o->from;
                 found = true;
-                s->last_frame = fi; /* page_frame's bookkeeping */
-                lf->stamp = (uint32_t)++s->tick;
+                lf->stamp = (uint32_t)++s->tick; /* page_frame's bookkeeping */
             }
         }
         for (unsigned k = 0; k < SPM_OPEN && !found; k++) {
