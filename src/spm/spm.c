@@ -1752,7 +1752,13 @@ static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a)
     /* a pinned object among the translations (the hit path's entry went to
      * another address since the pin): drop the pin without a table walk */
     spm_xlate x;
-    spm_unit *pu = fast_ok(s) ? resident_unit(s, a) : NULL;
+    spm_unit *pu = NULL;
+    if (fast_ok(s) && s->uh_u && a - s->uh_g < s->uh_bytes &&
+        s->frames[s->uh_f].seg == (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1)) &&
+        (s->uh_e->live >> (unsigned)((a - s->uh_g) / s->uh_slot) & 1u))
+        pu = s->uh_u; /* a live object of the unit hint's unit (as miss_hit) */
+    if (!pu && fast_ok(s))
+        pu = resident_unit(s, a);
     if (!pu && fast_ok(s))
         pu = resident_in_frame(s, a, &x, NULL);
     if (pu && pu->pins) {

@@ -1457,6 +1457,80 @@ TEST(SpmHitPath, PinAndUnpinBesideTheEntryNeedNoTableWalk)
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
 
+// Pins and unpins of many small objects in a few units, the hit path's
+// entries taken by other translations in between, so that unpin mostly takes
+// its slow path (the unit hint's unit when the object's slot is live there,
+// the translations, the page in its frame).  Seeded.  Every unpin of a pinned
+// object is silent and the pins balance: once all are released, an unpin of
+// any object is reported (its unit holds no pin), once each; an unpin of a
+// freed object is reported too, as are the bytes kept.
+TEST(SpmHitPath, UnpinsBesideTheEntryBalance)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=2,gran=16,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    const unsigned n = 48;
+    std::vector<dmm_gaddr> obj(n);
+    std::vector<unsigned> pins(n, 0);
+    for (unsigned i = 0; i < n; i++) {
+        obj[i] = dmm_spm_malloc(r.s, 16);
+        ASSERT_NE(obj[i], DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, obj[i]));
+        ASSERT_NE(p, nullptr);
+        p[0] = static_cast<unsigned char>(i);
+    }
+    std::mt19937 rng(77);
+    unsigned unpins = 0;
+    for (unsigned step = 0; step < 4000; step++) {
+        unsigned i = rng() % n, op = rng() % 3;
+        if (op == 0 && pins[i] < 3) {
+            auto *p = static_cast<unsigned char *>(dmm_spm_pin(r.s, obj[i]));
+            ASSERT_NE(p, nullptr) << "step " << step;
+            ASSERT_EQ(p[0], static_cast<unsigned char>(i)) << "step " << step;
+            pins[i]++;
+        } else if (op == 1 && pins[i]) {
+            dmm_spm_unpin(r.s, obj[i]);
+            pins[i]--;
+            unpins++;
+            ASSERT_EQ(r.err.count, 0) << "step " << step;
+        } else {
+            unsigned j = rng() % n;
+            auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, obj[j]));
+            ASSERT_NE(q, nullptr);
+            ASSERT_EQ(q[0], static_cast<unsigned char>(j)) << "step " << step;
+        }
+        if (step % 64 == 0) {
+            ASSERT_TRUE(r.ok()) << "step " << step;
+        }
+    }
+    EXPECT_GT(unpins, 500u);
+    for (unsigned i = 0; i < n; i++)
+        for (; pins[i]; pins[i]--)
+            dmm_spm_unpin(r.s, obj[i]);
+    ASSERT_EQ(r.err.count, 0);
+    ASSERT_TRUE(r.ok());
+    for (unsigned i = 0; i < n; i++) { // nothing pinned is left anywhere
+        dmm_spm_unpin(r.s, obj[i]);
+        ASSERT_EQ(r.err.count, static_cast<int>(i + 1)) << "object " << i;
+        EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+    }
+    r.err.count = 0;
+    // a freed object's unpin is reported, also while a neighbour in its unit
+    // holds a pin (which it must not take)
+    ASSERT_NE(dmm_spm_pin(r.s, obj[5]), nullptr);
+    dmm_spm_free(r.s, obj[4]);
+    dmm_spm_unpin(r.s, obj[4]);
+    EXPECT_EQ(r.err.count, 1);
+    dmm_spm_unpin(r.s, obj[5]);
+    EXPECT_EQ(r.err.count, 1);
+    dmm_spm_unpin(r.s, obj[5]);
+    EXPECT_EQ(r.err.count, 2);
+    ASSERT_TRUE(r.ok());
+    for (unsigned i = 0; i < n; i++)
+        if (i != 4)
+            dmm_spm_free(r.s, obj[i]);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}
+
 // A new object is in the hit path's cache as soon as malloc (or calloc)
 // returns it: the program's first translation of it, which nearly always
 // follows (the pass initialises what it allocates), reads no table page and
