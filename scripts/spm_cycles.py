@@ -25,7 +25,7 @@ management = api  - dma_emulation - mailbox_emulation + manager_service + dma_cy
 
 where body is the program body's inclusive instruction count, api the
 inclusive count of the calls into the management functions from outside them
-(dmm_spm_malloc/calloc/realloc/free/p2s/p2s_ro/s2p/pin/unpin, or the cache's
+(dmm_spm_malloc/calloc/realloc/free/p2s/p2s_ro/p2s_part/p2s_part_ro/s2p/pin/unpin, or the cache's
 dmm_swc_*), and dma_cycles the cost model's cycles charged inside them.  Every
 transfer and mailbox word happens inside a management function, so the
 emulation subtracted from the body is the same subtracted from api.  The
@@ -40,7 +40,8 @@ from collections import defaultdict
 
 API = {
     "spm": {"dmm_spm_malloc", "dmm_spm_calloc", "dmm_spm_realloc", "dmm_spm_free", "dmm_spm_p2s",
-            "dmm_spm_p2s_ro", "dmm_spm_s2p", "dmm_spm_pin", "dmm_spm_unpin"},
+            "dmm_spm_p2s_ro", "dmm_spm_p2s_part", "dmm_spm_p2s_part_ro", "dmm_spm_s2p", "dmm_spm_pin",
+            "dmm_spm_unpin"},
     "swc": {"dmm_swc_malloc", "dmm_swc_calloc", "dmm_swc_realloc", "dmm_swc_free", "dmm_swc_read",
             "dmm_swc_write", "dmm_swc_map"},
     "raw": set(),

@@ -1752,7 +1752,13 @@ static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a)
     /* a pinned object among the translations (the hit path's entry went to
      * another address since the pin): drop the pin without a table walk */
     spm_xlate x;
-    spm_unit *pu = fast_ok(s) ? resident_unit(s, a) : NULL;
+    spm_unit *pu = NULL;
+    if (fast_ok(s) && s->uh_u && a - s->uh_g < s->uh_bytes &&
+        s->frames[s->uh_f].seg == (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1)) &&
+        (s->uh_e->live >> (unsigned)((a - s->uh_g) / s->uh_slot) & 1u))
+        pu = s->uh_u; /* a live object of the unit hint's unit (as miss_hit) */
+    if (!pu && fast_ok(s))
+        pu = resident_unit(s, a);
     if (!pu && fast_ok(s))
         pu = resident_in_frame(s, a, &x, NULL);
     if (pu && pu->pins) {
@@ -1777,10 +1783,12 @@ static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a)
 /* p2s_part's general path: the object of a, then either the whole unit (as
  * p2s: it is resident already, or it is not a large unit of its own) or the
  * pieces covering [at, at + n), fetched as one local block. */
-static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
+static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty, const spm_ref *m)
 {
     spm_ref r;
-    if (!lookup(s, a, DMM_OP_P2S, false, &r))
+    if (m && m->f) /* the hit path found a's entry, valid and live, not resident (as p2s_core) */
+        r = *m;
+    else if (!lookup(s, a, DMM_OP_P2S, false, &r))
         return NULL;
     const spm_seghdr *h = hdr_of(r.f);
     dmm_gaddr obj = r.unit + (dmm_gaddr)r.slot * h->slot_size;
@@ -1820,30 +1828,45 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dir
     u->ref = 1;
     if (dirty)
         u->dirty = 1;
-    tc_fill(s, a, u->gaddr | SPM_PIECE_TAG, u->bytes, SPM_PIECE_L, u);
+    /* in the entry of at, not a: the pieces of one object then take
+     * different entries (rbtree's key array: every switch between two
+     * pieces missed, at ~500 instructions, while both stayed resident) */
+    tc_fill(s, at, u->gaddr | SPM_PIECE_TAG, u->bytes, SPM_PIECE_L, u);
     return udata(u) + (at - u->gaddr);
 }
 
 static DMM_NOINLINE void *part_slow(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
 {
-    /* a's object resident whole, among the translations: as p2s's hit */
-    uint8_t *hit = fast_p2s(s, a, dirty, 0, NULL, false);
+    /* a's object resident whole, among the translations: as p2s's hit;
+     * else m holds its reference when the hit path decoded it from its page
+     * (a large object in pieces: its unit is not resident), which spares
+     * part_core the page walk (lookup, ~160 instructions) */
+    spm_ref m;
+    m.f = NULL;
+    uint8_t *hit = fast_p2s(s, a, dirty, 0, &m, false);
     const spm_xlate *x = &s->recent[s->recent_last]; /* the object p2s_hit answered with */
     if (hit && at >= x->g && n <= x->n && at - x->g <= x->n - n)
         return hit + (at - a);
     spm_clock c = t_begin(s);
     paranoid_sweep(s);
-    void *p = part_core(s, a, at, n, dirty);
+    void *p = part_core(s, a, at, n, dirty, &m);
     t_end(s, DMM_SPM_FN_P2S, c);
     return p;
 }
 
-/* p2s_part's hit path: the hit path's entry of a holds the whole object or
- * a piece (tagged) that covers the span. */
+/* p2s_part's hit path: the hit path's entry of at holds a piece (tagged:
+ * part_core fills pieces there) or an object that covers the span, or the
+ * entry of a holds the whole object (p2s fills objects in their start's
+ * entry).  An object that covers [at, at + n) is a's, as objects do not
+ * overlap. */
 static inline void *part_fast(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
 {
-    spm_tc *e = tc_slot(s, a);
+    spm_tc *e = tc_slot(s, at);
     dmm_gaddr off = at - (e->g & ~SPM_PIECE_TAG);
+    if (!(off < e->n && n <= e->n - off)) {
+        e = tc_slot(s, a);
+        off = at - (e->g & ~SPM_PIECE_TAG);
+    }
     if (off < e->n && n <= e->n - off) {
         if (dirty)
             e->w++;

@@ -723,6 +723,71 @@ TEST(SpmPartial, PiecesAndWholeCopiesAgree)
     EXPECT_EQ(r.err.count, 0);
 }
 
+// Pieces of one large object in the hit path's cache: each piece's entry is
+// the one of the address asked for (not the object's start), so several
+// pieces of one object are cached at once; spans in them, interleaved with
+// small objects that take entries and local memory, stay coherent with a
+// shadow copy, the translations pass dmm_spm_check after every step, and a
+// piece asked for again with nothing moved in between comes back at the
+// same local address without a fetch.  A seeded random sequence.
+TEST(SpmPartial, PiecesOfOneObjectCachedApart)
+{
+    Rig r({DMM_SPM_STATIC, 6144, "table=256,frames=2,gran=4,unit=256,segment=8192"});
+    ASSERT_NE(r.s, nullptr);
+    const unsigned big = 2000;
+    dmm_gaddr a = dmm_spm_malloc(r.s, big);
+    ASSERT_NE(a, DMM_GNULL);
+    std::vector<unsigned char> shadow(big);
+    auto *w = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+    ASSERT_NE(w, nullptr);
+    for (unsigned i = 0; i < big; i++)
+        w[i] = shadow[i] = static_cast<unsigned char>(i * 7u);
+    dmm_gaddr small[3];
+    for (auto &x : small) {
+        x = dmm_spm_malloc(r.s, 48);
+        ASSERT_NE(x, DMM_GNULL);
+    }
+    // push the whole copy out: from here on a is reached in pieces
+    dmm_gaddr b = dmm_spm_malloc(r.s, big), c = dmm_spm_malloc(r.s, big);
+    ASSERT_NE(dmm_spm_p2s(r.s, b), nullptr);
+    ASSERT_NE(dmm_spm_p2s(r.s, c), nullptr);
+    std::mt19937 rng(1234);
+    unsigned repeats = 0;
+    for (unsigned step = 0; step < 600; step++) {
+        unsigned at = rng() % (big - 8), n = 1 + rng() % 8;
+        if (at / 256 != (at + n - 1) / 256)
+            n = 256 - at % 256; // within one piece
+        bool write = rng() % 2;
+        unsigned char *p = write ? static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + at, n))
+                                 : static_cast<unsigned char *>(const_cast<void *>(dmm_spm_p2s_part_ro(r.s, a, a + at, n)));
+        ASSERT_NE(p, nullptr) << "step " << step;
+        for (unsigned i = 0; i < n; i++)
+            ASSERT_EQ(p[i], shadow[at + i]) << "step " << step << " byte " << at + i;
+        if (write)
+            for (unsigned i = 0; i < n; i++)
+                p[i] = shadow[at + i] = static_cast<unsigned char>(rng());
+        if (step % 3 == 0) { // the same span again, nothing moved: the same local bytes, no fetch
+            uint64_t f0 = dmm_spm_get_stats(r.s).part_fetches;
+            EXPECT_EQ(dmm_spm_p2s_part_ro(r.s, a, a + at, n), p) << "step " << step;
+            EXPECT_EQ(dmm_spm_get_stats(r.s).part_fetches, f0);
+            repeats++;
+        }
+        if (rng() % 4 == 0) { // a small object takes an entry of the hit path's cache
+            auto *q = static_cast<unsigned char *>(dmm_spm_p2s(r.s, small[rng() % 3]));
+            ASSERT_NE(q, nullptr);
+            q[rng() % 48] ^= 1;
+        }
+        ASSERT_TRUE(r.ok()) << "step " << step;
+    }
+    EXPECT_GT(repeats, 100u);
+    EXPECT_GT(dmm_spm_get_stats(r.s).part_fetches, 0u);
+    auto *all = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a));
+    ASSERT_NE(all, nullptr);
+    for (unsigned i = 0; i < big; i++)
+        ASSERT_EQ(all[i], shadow[i]) << "byte " << i;
+    EXPECT_EQ(r.err.count, 0);
+}
+
 // Under paranoid, a piece's local address dies at the next moving call too.
 TEST(SpmPartial, StalePieceAddressReadsPoison)
 {
@@ -1389,6 +1454,80 @@ TEST(SpmHitPath, PinAndUnpinBesideTheEntryNeedNoTableWalk)
     EXPECT_EQ(static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, b))[0], 0x22);
     dmm_spm_free(r.s, a);
     dmm_spm_free(r.s, b);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}
+
+// Pins and unpins of many small objects in a few units, the hit path's
+// entries taken by other translations in between, so that unpin mostly takes
+// its slow path (the unit hint's unit when the object's slot is live there,
+// the translations, the page in its frame).  Seeded.  Every unpin of a pinned
+// object is silent and the pins balance: once all are released, an unpin of
+// any object is reported (its unit holds no pin), once each; an unpin of a
+// freed object is reported too, as are the bytes kept.
+TEST(SpmHitPath, UnpinsBesideTheEntryBalance)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=2,gran=16,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    const unsigned n = 48;
+    std::vector<dmm_gaddr> obj(n);
+    std::vector<unsigned> pins(n, 0);
+    for (unsigned i = 0; i < n; i++) {
+        obj[i] = dmm_spm_malloc(r.s, 16);
+        ASSERT_NE(obj[i], DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, obj[i]));
+        ASSERT_NE(p, nullptr);
+        p[0] = static_cast<unsigned char>(i);
+    }
+    std::mt19937 rng(77);
+    unsigned unpins = 0;
+    for (unsigned step = 0; step < 4000; step++) {
+        unsigned i = rng() % n, op = rng() % 3;
+        if (op == 0 && pins[i] < 3) {
+            auto *p = static_cast<unsigned char *>(dmm_spm_pin(r.s, obj[i]));
+            ASSERT_NE(p, nullptr) << "step " << step;
+            ASSERT_EQ(p[0], static_cast<unsigned char>(i)) << "step " << step;
+            pins[i]++;
+        } else if (op == 1 && pins[i]) {
+            dmm_spm_unpin(r.s, obj[i]);
+            pins[i]--;
+            unpins++;
+            ASSERT_EQ(r.err.count, 0) << "step " << step;
+        } else {
+            unsigned j = rng() % n;
+            auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, obj[j]));
+            ASSERT_NE(q, nullptr);
+            ASSERT_EQ(q[0], static_cast<unsigned char>(j)) << "step " << step;
+        }
+        if (step % 64 == 0) {
+            ASSERT_TRUE(r.ok()) << "step " << step;
+        }
+    }
+    EXPECT_GT(unpins, 500u);
+    for (unsigned i = 0; i < n; i++)
+        for (; pins[i]; pins[i]--)
+            dmm_spm_unpin(r.s, obj[i]);
+    ASSERT_EQ(r.err.count, 0);
+    ASSERT_TRUE(r.ok());
+    for (unsigned i = 0; i < n; i++) { // nothing pinned is left anywhere
+        dmm_spm_unpin(r.s, obj[i]);
+        ASSERT_EQ(r.err.count, static_cast<int>(i + 1)) << "object " << i;
+        EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+    }
+    r.err.count = 0;
+    // a freed object's unpin is reported, also while a neighbour in its unit
+    // holds a pin (which it must not take)
+    ASSERT_NE(dmm_spm_pin(r.s, obj[5]), nullptr);
+    dmm_spm_free(r.s, obj[4]);
+    dmm_spm_unpin(r.s, obj[4]);
+    EXPECT_EQ(r.err.count, 1);
+    dmm_spm_unpin(r.s, obj[5]);
+    EXPECT_EQ(r.err.count, 1);
+    dmm_spm_unpin(r.s, obj[5]);
+    EXPECT_EQ(r.err.count, 2);
+    ASSERT_TRUE(r.ok());
+    for (unsigned i = 0; i < n; i++)
+        if (i != 4)
+            dmm_spm_free(r.s, obj[i]);
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
 
