@@ -132,7 +132,11 @@ static DMM_NOINLINE blk *obtain_slow(dmm_heap *h, blk *b, size_t s, size_t req, 
 static DMM_ALWAYS_INLINE blk *obtain(dmm_heap *h, size_t s, size_t req, bool quick_ok)
 {
     blk *b = obtain_fast(h, s, quick_ok);
-    if (DMM_UNLIKELY(!b || P_POISON(h)))
+    /* A frozen build with no quick lists, deferred sweep, growth or
+     * poisoning has no slow path: no call to an empty function (Cortex-M4
+     * -Os, lean tlsf: the tail call and its two-byte body). */
+    if (DMM_UNLIKELY(!b || P_POISON(h)) &&
+        (P_QUICK(h) || P_COALESCE(h) == DMM_COALESCE_DEFERRED || P_GROW(h) || P_POISON(h)))
         b = obtain_slow(h, b, s, req, quick_ok);
     return b;
 }

@@ -25,31 +25,48 @@ static inline bool scan_bin(dmm_heap *h, unsigned n, size_t s, dmm_heap_fit fit,
     const uint64_t lim = max_nodes(h);
     uint64_t left = lim + 1u; /* counts down: one decrement and branch per node */
     lkeys ks = keys_of(h);
-    for (blk *c = h->heads[n]; c; pred = c, c = follow_scan(h, &ks, c, tail_of(h, n))) {
-        size_t cs = bsize(c);
-        if (DMM_UNLIKELY(--left == 0) && walk_too_long(h, lim + 1u, lim, c, tail_of(h, n)))
-            break;
-        if (cs < s)
-            continue;
-        if (cs == s || fit == DMM_FIT_FIRST || fit == DMM_FIT_NEXT || fit == DMM_FIT_GOOD ||
-            (fit == DMM_FIT_BEST && P_ORDER(h) == DMM_ORDER_SIZE)) {
-            best = c;
-            best_pred = pred;
-            break;
-        }
-        if (fit == DMM_FIT_EXACT) {
-            if (!best) {
-                best = c;
-                best_pred = pred;
+    blk *c = h->heads[n];
+    /* The loop has no test of c at its top: the successor is followed at
+     * its bottom, and a successor that passed the range compare is not
+     * NULL, so only the end-of-list encoding and the cold path leave it
+     * (follow_check's steps, written out here for that reason). */
+    if (c)
+        for (;;) {
+            blk *nx;
+            size_t cs = bsize(c);
+            if (DMM_UNLIKELY(--left == 0) && walk_too_long(h, lim + 1u, lim, c, tail_of(h, n)))
+                break;
+            if (cs >= s) {
+                if (cs == s || fit == DMM_FIT_FIRST || fit == DMM_FIT_NEXT || fit == DMM_FIT_GOOD ||
+                    (fit == DMM_FIT_BEST && P_ORDER(h) == DMM_ORDER_SIZE)) {
+                    best = c;
+                    best_pred = pred;
+                    break;
+                }
+                if (fit == DMM_FIT_EXACT) {
+                    if (!best) {
+                        best = c;
+                        best_pred = pred;
+                    }
+                } else if (cs < best_s) { /* best fit */
+                    best = c;
+                    best_s = cs;
+                    best_pred = pred;
+                }
             }
-            continue;
+            if (!HARDENED(h)) {
+                if (!(nx = *lnext(c)))
+                    break;
+            } else {
+                nx = k_raw(&ks, *lnext(c));
+                if (nx == c) /* the encoding of NULL: the end of the list */
+                    break;
+                if (DMM_UNLIKELY(!k_in(&ks, nx)) && !(nx = follow_slow(h, c, nx, 0, tail_of(h, n), false)))
+                    break;
+            }
+            pred = c;
+            c = nx;
         }
-        if (cs < best_s) { /* best fit */
-            best = c;
-            best_s = cs;
-            best_pred = pred;
-        }
-    }
     *steps += lim + 1u - left; /* the nodes visited */
     if (!best)
         return false;
