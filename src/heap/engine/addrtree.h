@@ -180,6 +180,12 @@ static DMM_ALWAYS_INLINE bool at_fits(dmm_heap *h, const blk *f, size_t s, bool 
 {
     const size_t fs = bsize(f);
     const blk *sen;
+    /* a node of the small tree is a minimum block (at_live), which serves
+     * any request taken there (s <= MINB), and its links' checks put it a
+     * minimum block before its region's sentinel: its header is all there
+     * is to read */
+    if (!big)
+        return at_live(f, false);
     if (!at_live(f, big) || fs < s)
         return false;
     /* the hinted region as it is now (a slow check on the way may have
