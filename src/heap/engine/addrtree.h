@@ -35,7 +35,9 @@
  * between the addresses of the ancestors that bound it (so a forged link
  * can neither form a cycle nor make a node reachable twice); a bad link is
  * reported and read as an empty subtree (the blocks behind it are lost to
- * the tree, none is handed out).  The header (a listed free block of the
+ * the tree, none is handed out).  A child read only for its subtree
+ * maximum (at_rchild) takes the region test alone: nothing is written to it
+ * and nothing follows it.  The header (a listed free block of the
  * tree's size class) is read only for the nodes the operation writes
  * (at_need, before the first write) and for the block it hands out: reading
  * a used block's payload as a node is harmless, writing it is not.  At
