@@ -540,6 +540,108 @@ TEST(AddrTreeDamage, RemovalThroughForgedLinkDoesNotWriteAUsedBlock) {
     }
 }
 
+// A split malloc lowers the subtree maxima on its path (at_lower), reading
+// the other child of each node it lowers for its maximum only: that read
+// takes the region test alone, no order test (it writes nothing and follows
+// nothing). A forged link there is then reported by the next walk that
+// follows it, and nothing is written through it or handed out twice.
+TEST(AddrTreeDamage, ForgedLinkBesideALoweredPath) {
+    Three x(kBig);
+    ASSERT_TRUE(x.shape_ok());
+    // b's right link (to c) now names a: below b, out of address order
+    word(x.b, 1) = x.enc(x.b, x.a);
+    // the first fit is a; a 64-byte request splits it, its tail takes a's
+    // node, and b's maximum (a's size) is recomputed from b's other child
+    void *p = dmm_heap_malloc(x.h, 64);
+    ASSERT_EQ(p, x.a);
+    fill_pattern(p, 0, 64, 7);
+    EXPECT_NE(x.check().invariant, DMM_INV_NONE);
+    // freeing g3 merges it with c, whose descent by address from b goes
+    // right, through the forged link
+    dmm_heap_free(x.h, x.g[3]);
+    EXPECT_TRUE(x.only_free_list_reports()) << "the forged link must be reported when a walk follows it";
+    void *q = dmm_heap_malloc(x.h, kBig), *r = dmm_heap_malloc(x.h, kBig);
+    for (void *v : {q, r}) {
+        EXPECT_NE(v, p) << "a used block was handed out";
+        for (int i = 0; i < 3; ++i)
+            EXPECT_NE(v, x.g[i]) << "a used block was handed out";
+    }
+    if (q && r) {
+        EXPECT_NE(q, r) << "a block was handed out twice";
+    }
+    EXPECT_EQ(find_pattern_mismatch(p, 0, 64, 7), SIZE_MAX) << "a write went through the forged link";
+    EXPECT_TRUE(x.guards_intact(3));
+    EXPECT_TRUE(x.only_free_list_reports());
+}
+
+// A child outside a descent's window (here a node in another region) is
+// checked against the bounds its ancestors set, derived from the path on
+// that slow path: not against its parent alone. Two regions, region one
+// below region two: a1 < a2 free in region one, X (larger) free in region
+// two, so the tree is a2 with a1 on its left and X on its right. X's left
+// link forged to name a1 is in order for X alone (a1 < X), but a1 lies
+// below X's ancestor a2, so a descent into X's left must report it, and
+// take nothing through it.
+TEST(AddrTreeDamage, ForgedLinkAcrossRegionsIsCheckedAgainstTheAncestors) {
+    dmm_heap_config cfg = tree_cfg();
+    ErrorLog errs;
+    errs.attach(&cfg);
+    Buffer b1(16 * 1024, 0), b2(16 * 1024, 0);
+    Buffer &one = b1.data() < b2.data() ? b1 : b2, &two = b1.data() < b2.data() ? b2 : b1;
+    dmm_heap *h = nullptr;
+    ASSERT_EQ(dmm_heap_init(&h, one.data(), one.size(), &cfg), DMM_OK);
+    void *g0 = dmm_heap_malloc(h, kBig), *a1 = dmm_heap_malloc(h, kBig), *g1 = dmm_heap_malloc(h, kBig),
+         *a2 = dmm_heap_malloc(h, kBig), *g2 = dmm_heap_malloc(h, kBig);
+    ASSERT_TRUE(g0 && a1 && g1 && a2 && g2);
+    ASSERT_EQ(dmm_heap_add_region(h, two.data(), two.size()), DMM_OK);
+    std::vector<void *> fill; // what is left of region one, so that the next blocks come from region two
+    void *xg0 = nullptr;
+    for (int i = 0; i < 400 && !xg0; ++i) {
+        void *v = dmm_heap_malloc(h, kBig);
+        ASSERT_NE(v, nullptr);
+        if (two.contains(v, kBig))
+            xg0 = v;
+        else
+            fill.push_back(v);
+    }
+    ASSERT_NE(xg0, nullptr);
+    void *X = dmm_heap_malloc(h, 600), *xg1 = dmm_heap_malloc(h, kBig);
+    ASSERT_TRUE(X && xg1 && two.contains(X, 600) && two.contains(xg1, kBig));
+    void *guards[] = {g0, g1, g2, xg0, xg1};
+    for (int i = 0; i < 5; ++i)
+        fill_pattern(guards[i], 0, kBig, 200 + i);
+    dmm_heap_free(h, a2);
+    dmm_heap_free(h, a1);
+    dmm_heap_free(h, X);
+    ASSERT_TRUE(errs.errors.empty());
+    {
+        dmm_heap_check_report r{};
+        ASSERT_EQ(dmm_heap_check(h, &r), DMM_OK) << report_str(r);
+    }
+    ASSERT_EQ(word(a2, 0), dmm__heap_link_encode(h, a2, a1)) << "a2 is the root, a1 its left child";
+    ASSERT_EQ(word(a2, 1), dmm__heap_link_encode(h, a2, X)) << "X is a2's right child";
+    ASSERT_EQ(word(X, 0), dmm__heap_link_encode(h, X, nullptr));
+    word(X, 0) = dmm__heap_link_encode(h, X, a1); // in order for X, not for a2
+    {
+        dmm_heap_check_report r{};
+        EXPECT_NE(dmm_heap_check(h, &r), DMM_OK);
+    }
+    // 300 bytes: neither a1 nor a2 fits, X does; the search goes right at
+    // a2 and then reads X's left link
+    void *p = dmm_heap_malloc(h, 300);
+    EXPECT_FALSE(errs.errors.empty()) << "a link below an ancestor's bound was followed without a report";
+    for (const dmm_error &e : errs.errors)
+        EXPECT_EQ(e.kind, DMM_ERR_FREE_LIST);
+    EXPECT_NE(p, a1);
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_NE(p, guards[i]) << "a used block was handed out";
+        EXPECT_EQ(find_pattern_mismatch(guards[i], 0, kBig, 200 + i), SIZE_MAX) << "guard " << i;
+    }
+    for (void *v : fill)
+        EXPECT_NE(p, v) << "a used block was handed out";
+    dmm_heap_destroy(h);
+}
+
 // A descent checks a child in one compare against a window cut from the
 // region of the last look-up; a node in another region of the heap falls
 // outside it and is checked against its ancestors' bounds instead. Two

@@ -35,7 +35,9 @@
  * between the addresses of the ancestors that bound it (so a forged link
  * can neither form a cycle nor make a node reachable twice); a bad link is
  * reported and read as an empty subtree (the blocks behind it are lost to
- * the tree, none is handed out).  The header (a listed free block of the
+ * the tree, none is handed out).  A child read only for its subtree
+ * maximum (at_rchild) takes the region test alone: nothing is written to it
+ * and nothing follows it.  The header (a listed free block of the
  * tree's size class) is read only for the nodes the operation writes
  * (at_need, before the first write) and for the block it hands out: reading
  * a used block's payload as a node is harmless, writing it is not.  At
@@ -180,6 +182,12 @@ static DMM_ALWAYS_INLINE bool at_fits(dmm_heap *h, const blk *f, size_t s, bool 
 {
     const size_t fs = bsize(f);
     const blk *sen;
+    /* a node of the small tree is a minimum block (at_live), which serves
+     * any request taken there (s <= MINB), and its links' checks put it a
+     * minimum block before its region's sentinel: its header is all there
+     * is to read */
+    if (!big)
+        return at_live(f, false);
     if (!at_live(f, big) || fs < s)
         return false;
     /* the hinted region as it is now (a slow check on the way may have
@@ -228,40 +236,91 @@ static DMM_ALWAYS_INLINE blk *at_child(dmm_heap *h, at_keys k, const blk *b, uns
  * ancestors bound, as far as they lie in that region), and t, the current
  * node's granule offset in it.  A child is then checked with one subtract,
  * rotate and compare (order, region and alignment at once): its window is
- * [L, node) on the left, [node + GRAN, L + N granules) on the right.  A
- * child outside the window is checked by at_ok against the ancestors' bounds
- * lo and hi (a node in another region of the heap passes there) and gets
- * an empty window, so its subtree is checked the same slow way. */
+ * [L, node) on the left, [node + GRAN, L + N granules) on the right.  The
+ * ancestors' bounds themselves are not kept on the way down (no register
+ * and no move per level): a child outside the window (damage, or a node in
+ * another region of the heap) is checked by at_wslow, which derives them
+ * from the path, and gets the window of its own region cut to them. */
 typedef struct at_win {
     uintptr_t L;
     size_t N, t;
 } at_win;
 
-static DMM_ALWAYS_INLINE at_win at_win_of(at_keys k)
+/* The slow half of a descent's check (cold, out of line): c was decoded
+ * from link dir of b (b NULL: c is a root), whose ancestors are the first n
+ * nodes pn of the descent's path (b may be the last of them: its bound then
+ * counts twice, which changes nothing), pd the directions taken from them.
+ * A descent by address passes pn and pd NULL, its tree and its key (the
+ * address sought) instead: its first n nodes are found again from the root
+ * (links it has followed already), so its path never escapes and the
+ * compiler need not store what nothing else reads.  c
+ * must lie strictly between the bounds the path sets (the highest node it
+ * went right from, the lowest it went left from), granule-aligned, in a
+ * region with room for a minimum block before its sentinel; it is then
+ * returned with the window of that region cut to those bounds, else NULL
+ * after a report naming `where`. */
+typedef struct at_wres {
+    blk *c;
+    at_win w;
+} at_wres;
+static DMM_COLD at_wres at_wslow(dmm_heap *h, blk *const *pn, const unsigned char *pd, unsigned n, bool big,
+                                 uintptr_t key, const blk *b, unsigned dir, uintptr_t c, const void *where)
 {
-    at_win w = {k.lo, k.node_g, 0};
-    return w;
+    uintptr_t lo = 0, hi = UINTPTR_MAX, L, E;
+    region *r;
+    at_wres x = {NULL, {0, 0, 0}};
+    const blk *root = *at_root(h, big);
+    for (unsigned i = 0; i < n; i++) {
+        const uintptr_t a = pn ? (uintptr_t)pn[i] : (uintptr_t)root;
+        const bool right = pd ? pd[i] != 0 : key > a;
+        if (right ? a > lo : a < hi)
+            *(right ? &lo : &hi) = a;
+        if (!pn)
+            root = (const blk *)(at_raw(h, root, right) & ~AT_HEAVY);
+    }
+    if (b && (dir ? (uintptr_t)b > lo : (uintptr_t)b < hi))
+        *(dir ? &lo : &hi) = (uintptr_t)b;
+    if (c <= lo || c >= hi || (c & (GRAN - 1u)) || !(r = region_of(h, (const void *)c)) ||
+        c < (uintptr_t)rfirst(r) || c > (uintptr_t)rsentinel(r) - MINB) {
+        at_bad(h, where, "a free-tree link was overwritten (use after free?)");
+        return x;
+    }
+    /* lo < c and hi > c are granule-aligned nodes (or 0 and UINTPTR_MAX):
+     * no wrap, and the window holds c */
+    L = lo + GRAN > (uintptr_t)rfirst(r) ? lo + GRAN : (uintptr_t)rfirst(r);
+    E = (uintptr_t)rsentinel(r) - MINB + GRAN;
+    if (hi < E)
+        E = hi;
+    x.c = (blk *)c;
+    x.w.L = L;
+    x.w.N = (E - L) >> GRAN_LOG2;
+    x.w.t = (c - L) >> GRAN_LOG2;
+    return x;
 }
 
-/* c (decoded from a link of b, non-NULL) checked in window *w (whose t it
- * sets): c, or NULL after a report. */
-static DMM_ALWAYS_INLINE blk *at_wcheck(dmm_heap *h, at_keys k, const blk *b, blk *c, at_win *w, uintptr_t lo, uintptr_t hi)
+/* Root c (non-NULL) of a descent checked, with its window in *w: the
+ * hinted region's (c in it), else at_wslow's. */
+static DMM_ALWAYS_INLINE blk *at_wroot(dmm_heap *h, at_keys k, blk *c, const void *where, at_win *w)
 {
-    w->t = rotr_w((uintptr_t)c - w->L, GRAN_LOG2);
+    w->L = k.lo;
+    w->N = k.node_g;
+    w->t = rotr_w((uintptr_t)c - k.lo, GRAN_LOG2);
     if (DMM_LIKELY(w->t < w->N))
         return c;
-    if (!at_ok(h, k, b, c, lo, hi))
-        return NULL;
-    w->L = (uintptr_t)c; /* an empty window for its children */
-    w->N = 1;
-    w->t = 0;
-    return c;
+    {
+        const at_wres y = at_wslow(h, NULL, NULL, 0, false, 0, NULL, 0, (uintptr_t)c, where); /* by value: *w stays in registers */
+        *w = y.w;
+        return y.c;
+    }
 }
 
-/* Child dir of b, whose window is *w, checked as at_child does; *cw (may
- * be w) receives the child's window. */
-static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, const blk *b, unsigned dir, uintptr_t lo, uintptr_t hi,
-                                        const at_win *w, at_win *cw)
+/* Child dir of b, whose window is *w and whose ancestors are the first n
+ * nodes of the descent's path (b may be the last; pn, pd, big, key: as
+ * at_wslow says), checked as at_wslow says; *cw (may be w) receives the
+ * child's window. */
+static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, blk *const *pn, const unsigned char *pd, unsigned n,
+                                        bool big, uintptr_t key, const blk *b, unsigned dir, const at_win *w,
+                                        at_win *cw)
 {
     uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
     at_win x;
@@ -279,8 +338,11 @@ static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, const blk *b, un
     }
     if (c == at_nil(h, b))
         return NULL;
-    *cw = x;
-    return at_wcheck(h, k, b, (blk *)c, cw, lo, hi);
+    {
+        const at_wres y = at_wslow(h, pn, pd, n, big, key, b, dir, c, b); /* by value: the window stays in registers */
+        *cw = y.w;
+        return y.c;
+    }
 }
 
 /* b's child on side dir from its decoded word c (without the balance
@@ -366,13 +428,27 @@ static DMM_ALWAYS_INLINE size_t at_fix(blk *b, const at_node *n)
     return m;
 }
 
+/* Child dir of b whose subtree maximum alone is read (nothing is written
+ * to it, no descent follows it): the region test alone (its words can be
+ * read), no order test.  A forged link there can only make b's maximum
+ * wrong, which misleads no check: the next descent that takes the link
+ * meets it in its window test (AddrTreeDamage.ForgedLinkBesideALoweredPath). */
+static DMM_ALWAYS_INLINE const blk *at_rchild(dmm_heap *h, at_keys k, const blk *b, unsigned dir)
+{
+    const uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
+    if (c == at_nil(h, b))
+        return NULL;
+    if (!HARDENED(h) || DMM_LIKELY(rotr_w(c - k.lo, GRAN_LOG2) < k.node_g))
+        return (const blk *)c;
+    return at_in(h, k, (const blk *)c) ? (const blk *)c : at_bad(h, b, "a free-tree link was overwritten (use after free?)");
+}
+
 /* The same where b's child on side dir is `below` (NULL or a node already
  * checked, whose maximum is current): only the other child is read. */
 static DMM_ALWAYS_INLINE size_t at_fix_below(dmm_heap *h, at_keys k, blk *b, unsigned dir, const blk *below)
 {
     size_t m = bsize(b);
-    const unsigned od = !dir;
-    blk *o = at_child(h, k, b, od, od ? (uintptr_t)b : 0, od ? UINTPTR_MAX : (uintptr_t)b);
+    const blk *o = at_rchild(h, k, b, !dir);
     if (below && *at_maxp(below) > m)
         m = *at_maxp(below);
     if (o && *at_maxp(o) > m)
@@ -460,12 +536,11 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
     const at_keys k = at_keys_of(h);
     at_path p;
     size_t s = bsize(b);
-    uintptr_t lo = 0, hi = UINTPTR_MAX;
     blk *c = *at_root(h, big);
-    at_win w = at_win_of(k);
+    at_win w = {0, 0, 0};
     unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_wcheck(h, k, b, c, &w, lo, hi);
+        c = at_wroot(h, k, c, b, &w);
     while (c) {
         unsigned dir = b > c;
         if (DMM_UNLIKELY(c == b)) {
@@ -479,11 +554,7 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
                 return;
             *at_maxp(c) = s;
         }
-        if (dir)
-            lo = (uintptr_t)c;
-        else
-            hi = (uintptr_t)c;
-        c = at_wchild(h, k, c, dir, lo, hi, &w, &w);
+        c = at_wchild(h, k, NULL, NULL, n, big, (uintptr_t)b, c, dir, &w, &w);
     }
     at_write(h, k, b, NULL, NULL, 0);
     if (big)
@@ -600,11 +671,10 @@ static inline void at_unlink(dmm_heap *h, at_keys k, at_path *p, blk *b, bool bi
 static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_keys k, at_path *p, blk *c0, bool big)
 {
     blk *c = *at_root(h, big);
-    uintptr_t lo = 0, hi = UINTPTR_MAX;
-    at_win w = at_win_of(k);
+    at_win w = {0, 0, 0};
     unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_wcheck(h, k, c0, c, &w, lo, hi);
+        c = at_wroot(h, k, c, c0, &w);
     while (c != c0) {
         unsigned dir = c0 > c;
         if (!c) {
@@ -613,11 +683,7 @@ static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_keys k, at_path *p, blk *c
         }
         if (!at_push(h, p, &n, c, dir))
             return false;
-        if (dir)
-            lo = (uintptr_t)c;
-        else
-            hi = (uintptr_t)c;
-        c = at_wchild(h, k, c, dir, lo, hi, &w, &w);
+        c = at_wchild(h, k, NULL, NULL, n, big, (uintptr_t)c0, c, dir, &w, &w);
     }
     p->k = n;
     return true;
@@ -734,11 +800,11 @@ static DMM_ALWAYS_INLINE bool at_release(dmm_heap *h, blk *b)
 static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_keys k, at_path *p, bool big, uint64_t *steps)
 {
     blk *c = *at_root(h, big), *l;
-    at_win w = at_win_of(k);
+    at_win w = {0, 0, 0};
     unsigned n = 0;
     if (c && HARDENED(h))
-        c = at_wcheck(h, k, c, c, &w, 0, UINTPTR_MAX);
-    while (c && (l = at_wchild(h, k, c, 0, 0, (uintptr_t)c, &w, &w)) != NULL) {
+        c = at_wroot(h, k, c, c, &w);
+    while (c && (l = at_wchild(h, k, p->n, p->d, n, big, 0, c, 0, &w, &w)) != NULL) {
         ++*steps;
         if (!at_push(h, p, &n, c, 0))
             return NULL;
@@ -762,11 +828,12 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     if (s <= MINB) {
         /* any block fits: the lower of the two trees' leftmost blocks */
         blk *a = at_leftmost(h, k, &p, false, &steps);
-        at_win w = at_win_of(k);
+        at_win w = {0, 0, 0};
         c = *at_root(h, true);
         if (c && HARDENED(h))
-            c = at_wcheck(h, k, c, c, &w, 0, UINTPTR_MAX);
-        for (blk *l; c && (l = at_wchild(h, k, c, 0, 0, (uintptr_t)c, &w, &w)) != NULL; c = l)
+            c = at_wroot(h, k, c, c, &w);
+        /* all left: the bound of each node is its parent's (no path kept) */
+        for (blk *l; c && (l = at_wchild(h, k, NULL, NULL, 0, true, 0, c, 0, &w, &w)) != NULL; c = l)
             ++steps;
         if (a && (!c || a < c)) {
             f = a;
@@ -775,20 +842,18 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
             f = at_leftmost(h, k, &p, true, &steps);
         }
     } else {
-        uintptr_t lo = 0, hi = UINTPTR_MAX;
-        at_win w = at_win_of(k), lw;
+        at_win w = {0, 0, 0}, lw = {0, 0, 0};
         unsigned n = 0;
         c = *at_root(h, true);
         if (c && HARDENED(h))
-            c = at_wcheck(h, k, c, c, &w, lo, hi);
+            c = at_wroot(h, k, c, c, &w);
         if (c && *at_maxp(c) >= s) {
             for (;;) {
-                blk *l = at_wchild(h, k, c, 0, lo, (uintptr_t)c, &w, &lw);
+                blk *l = at_wchild(h, k, p.n, p.d, n, true, 0, c, 0, &w, &lw);
                 ++steps;
                 if (l && *at_maxp(l) >= s) {
                     if (!at_push(h, &p, &n, c, 0))
                         break;
-                    hi = (uintptr_t)c;
                     c = l;
                     w = lw;
                     continue;
@@ -799,8 +864,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
                 }
                 if (!at_push(h, &p, &n, c, 1))
                     break;
-                lo = (uintptr_t)c;
-                c = at_wchild(h, k, c, 1, lo, hi, &w, &w);
+                c = at_wchild(h, k, p.n, p.d, n, true, 0, c, 1, &w, &w);
                 if (!c || *at_maxp(c) < s) {
                     at_bad(h, p.n[n - 1u], "a free-tree node's subtree maximum was overwritten");
                     break;
