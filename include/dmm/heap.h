@@ -329,6 +329,14 @@ void dmm_heap_free(dmm_heap *h, void *ptr);
  * invalid pointer under hardening. */
 size_t dmm_heap_usable_size(dmm_heap *h, const void *ptr);
 
+/* The same for ptr, a live block of h that the caller holds, read from the
+ * block's own header alone: no lock is taken and nothing is checked or
+ * written, so another thread may use h meanwhile (a heap with lock=none
+ * included; dmm_heap_usable_size validates the block against its
+ * neighbours, which that thread may be changing).  For a pointer that is
+ * not a live block of h the result is meaningless. */
+size_t dmm_heap_block_usable_size(const dmm_heap *h, const void *ptr);
+
 /* ---- statistics ---------------------------------------------------- */
 
 #define DMM_HEAP_HIST_BUCKETS 32 /* bucket i: requests in [2^(i-1), 2^i); 0: size 0 */

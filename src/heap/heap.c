@@ -256,6 +256,14 @@ const char *dmm_heap_variant(const dmm_heap *h) { return h ? "frozen" : NULL; }
 
 dmm_heap_config dmm_heap_get_config(const dmm_heap *h) { return h->cfg; }
 
+/* Reads the block's head word and the heap's tail size, both fixed while
+ * the block is live (a neighbour's merge rewrites only the head's
+ * previous-used bit). */
+size_t dmm_heap_block_usable_size(const dmm_heap *h, const void *ptr)
+{
+    return ptr ? usable_of(h, bfrom(ptr)) : 0;
+}
+
 /* ---- the allocator interface ---- */
 
 static void *a_malloc(void *c, size_t n) { return dmm_heap_malloc((dmm_heap *)c, n); }

@@ -1805,6 +1805,29 @@ static void medium_destroy(theap *h)
     }
 }
 
+/* The usable size of medium block p of segment s.  The owning thread asks
+ * its heap (which validates p); any other thread reads p's header alone
+ * (dmm_heap_block_usable_size): the heap has no lock, and its validation
+ * reads p's neighbours, which the owner may be merging or splitting at
+ * that moment (before, a realloc, malloc_usable_size, guarded copy or
+ * secure free of another thread's medium block could read a torn
+ * neighbour and abort with a false "size tag" report, and it stored into
+ * the owner's heap).  The header's size is bounded by the segment's end.
+ * The head word read here is also where the owner clears or sets the
+ * previous-used bit when p's predecessor is freed or allocated: the size
+ * bits read are the same either way, but it is a data race in C11's terms
+ * (ThreadSanitizer reports it); a race-free answer would need libdmm to
+ * record medium sizes itself. */
+static size_t medium_usable(segment *s, const void *p)
+{
+    size_t n, room;
+    if (s->heap == tl_heap)
+        return dmm_heap_usable_size(s->heap->mheap, p);
+    n = dmm_heap_block_usable_size(s->heap->mheap, p);
+    room = (size_t)((const unsigned char *)s + SEG_SIZE - (const unsigned char *)p);
+    return n <= room ? n : 0;
+}
+
 /* A parked heap's medium memory is returned on a schedule as it is freed:
  * the heap whole when it is empty, else a discard walk every time this many
  * bytes have been freed into it. */
@@ -2261,7 +2284,7 @@ static void mquarantine_release(void *p)
 
 static DMM_NOINLINE void secure_free_medium(theap *h, segment *s, void *p)
 {
-    size_t n = dmm_heap_usable_size(s->heap->mheap, p);
+    size_t n = medium_usable(s, p);
     mstart_mark(p, false); /* no longer a block that copies may write */
     if (!h && !(h = heap_get())) {
         medium_free(s, p);
@@ -2499,7 +2522,7 @@ size_t dmm_malloc_usable_size(const void *p)
     if (s->kind == SEG_LARGE)
         return s->map_bytes - s->large_guard - (size_t)((uintptr_t)p - (uintptr_t)s);
     if (s->kind == SEG_MEDIUM)
-        return dmm_heap_usable_size(s->heap->mheap, p);
+        return medium_usable(s, p);
     if (s->kind == SEG_ZERO)
         return 0;
     return s->page[page_index(s, p)].block_size - (G.secure ? CANARY : 0u);
@@ -2552,7 +2575,7 @@ static DMM_NOINLINE void guard_write_big(segment *s, unsigned k, size_t off, con
         }
         st = mstart_below(s, off, MEDIUM_OFF);
         if (st) {
-            end = st + dmm_heap_usable_size(s->heap->mheap, (unsigned char *)s + st);
+            end = st + medium_usable(s, (unsigned char *)s + st);
             if (off < end) { /* inside a block: must end in it */
                 if (n > end - off)
                     report("copy past the end of", (unsigned char *)s + st);

@@ -1854,3 +1854,44 @@ TEST(Checker, DamagedTopCacheAndTopBytesAreDetected) {
         }
     }
 }
+
+// ---- dmm_heap_block_usable_size -------------------------------------------------
+// The header-only size read libdmm uses for another thread's medium blocks
+// (src/malloc/malloc.c, medium_usable): the validating dmm_heap_usable_size
+// stores into the heap and reads the block's neighbours, which the owning
+// thread may be changing, so it could report a false "size tag" and abort
+// (seen once in mimalloc's test-stress under DMM_SECURE=1).  The read gives
+// what dmm_heap_usable_size gives, writes nothing (the control block is
+// byte-identical after it), reports nothing, and does not look at the
+// previous block: with that block's size tag damaged it still answers.
+TEST(BlockUsableSize, ReadsTheHeaderAloneAndWritesNothing) {
+    for (int p = 0; p < DMM_PRESET_COUNT; ++p) {
+        dmm_heap_config cfg = dmm_heap_preset_config((dmm_heap_preset)p);
+        cfg.harden = DMM_HARDEN_CHECKED;
+        SCOPED_TRACE(dmm_heap_preset_name((dmm_heap_preset)p));
+        Heap x(cfg);
+        ASSERT_EQ(x.status, DMM_OK);
+        void *a = x.alloc(200, 1), *b = x.alloc(300, 2), *c = x.alloc(100, 3);
+        ASSERT_TRUE(a && b && c);
+        const size_t n = dmm_heap_usable_size(x.h, b);
+        ASSERT_GE(n, 300u);
+        EXPECT_EQ(dmm_heap_block_usable_size(x.h, nullptr), 0u);
+        dmm_heap_free(x.h, a); // b's previous block is free where the preset merges
+        const size_t ctrl = dmm_heap_control_overhead(x.h);
+        std::vector<unsigned char> before(ctrl);
+        std::memcpy(before.data(), x.h, ctrl);
+        x.errs.errors.clear();
+        EXPECT_EQ(dmm_heap_block_usable_size(x.h, b), n);
+        EXPECT_EQ(std::memcmp(before.data(), x.h, ctrl), 0) << "the read wrote into the heap";
+        // the previous block's size tag (b's foot word) damaged: only the
+        // validating call may notice
+        size_t *foot = reinterpret_cast<size_t *>(static_cast<unsigned char *>(b) - 2 * sizeof(size_t));
+        const size_t saved = *foot;
+        *foot ^= 0x40;
+        EXPECT_EQ(dmm_heap_block_usable_size(x.h, b), n);
+        EXPECT_TRUE(x.errs.errors.empty());
+        *foot = saved;
+        EXPECT_EQ(find_pattern_mismatch(b, 0, 300, 2), SIZE_MAX);
+        EXPECT_TRUE(x.check_ok());
+    }
+}

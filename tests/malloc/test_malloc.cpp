@@ -504,6 +504,74 @@ TEST(MallocThreads, CrossThreadFreesAndAdoption)
     EXPECT_EQ(st.errors, errors0) << "every free in this test is a good one";
 }
 
+// Medium blocks (above the size-class pages) live in their owner thread's
+// policy heap, which has no lock.  Another thread's malloc_usable_size,
+// realloc, or (secure mode) guarded copy and free of such a block must not
+// run the heap's validation, which reads the block's neighbours while the
+// owner may be merging or splitting them: that read a torn neighbour once
+// (mimalloc's test-stress, DMM_SECURE=1: a false "the previous block's size
+// tag does not match it" and an abort) and stored into the owner's heap.
+// Seeded threads swap medium blocks through shared slots and size, grow and
+// free each other's; every answer must cover the block's contents, and no
+// error may be counted.  Before the fix a debug build failed every run (the
+// checker that runs after each public heap operation ran on the owner's
+// heap from the other thread); a release build, sometimes.  Labelled
+// "malloc", not "threads": the header read still shares its word with the
+// owner's update of the previous-used bit (the size bits do not change),
+// which ThreadSanitizer reports as a race (src/malloc/malloc.c,
+// medium_usable).
+TEST(Malloc, OtherThreadsMediumBlocksAreSizedWithoutTheOwnersHeap)
+{
+    constexpr int kThreads = 4, kPer = 6000;
+    std::vector<std::atomic<void *>> slots(kThreads * 16);
+    for (auto &s : slots)
+        s.store(nullptr);
+    std::atomic<bool> bad{false};
+    uint64_t errors0 = dmm_malloc_get_stats().errors;
+    auto worker = [&](int t) {
+        std::mt19937_64 rng(seed() + 7919u * (unsigned)t);
+        for (int i = 0; i < kPer && !bad; i++) {
+            size_t n = 4096 + rng() % 40000; // medium: above the 2 KiB pages
+            auto *p = static_cast<uint8_t *>(dmm_malloc(n));
+            if (!p) {
+                bad = true;
+                return;
+            }
+            std::memcpy(p, &n, sizeof n);
+            p[n - 1] = static_cast<uint8_t>(n >> 3);
+            void *old = slots[rng() % slots.size()].exchange(p);
+            if (!old)
+                continue;
+            auto *o = static_cast<uint8_t *>(old);
+            size_t on;
+            std::memcpy(&on, o, sizeof on);
+            if (dmm_malloc_usable_size(o) < on || o[on - 1] != static_cast<uint8_t>(on >> 3)) {
+                bad = true;
+                return;
+            }
+            if (rng() % 2) { // grown by a thread that does not own it
+                size_t nn = on + 1 + rng() % 20000;
+                auto *q = static_cast<uint8_t *>(dmm_realloc(o, nn));
+                if (!q || q[on - 1] != static_cast<uint8_t>(on >> 3) || dmm_malloc_usable_size(q) < nn) {
+                    bad = true;
+                    return;
+                }
+                o = q;
+            }
+            dmm_free(o);
+        }
+    };
+    std::vector<std::thread> th;
+    for (int t = 0; t < kThreads; t++)
+        th.emplace_back(worker, t);
+    for (auto &x : th)
+        x.join();
+    EXPECT_FALSE(bad.load());
+    for (auto &s : slots)
+        dmm_free(s.exchange(nullptr));
+    EXPECT_EQ(dmm_malloc_get_stats().errors, errors0) << "every call in this test is a good one";
+}
+
 // The owner's path writes a page's allocated bits without atomic
 // read-modify-writes, so a thread freeing a block of a page it does not own
 // leaves the bit set and tags the block (malloc.c, bit_word): misuse of a
