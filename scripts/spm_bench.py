@@ -31,8 +31,10 @@ management functions over all cycles) and, second, the slowdown against the
 unmanaged program in the same model.
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,6 +59,8 @@ class Runner:
         self.reps = reps
         self.sizes = sizes
         self.tmp = tempfile.mkdtemp(prefix="spm_bench_")
+        # scratch JSON and callgrind files: gone when the run ends, however it ends
+        atexit.register(shutil.rmtree, self.tmp, True)
         self.count = 0
 
     def base(self, prog, sizes):

@@ -10,6 +10,7 @@ import os
 import stat
 import subprocess
 import sys
+import shutil
 import threading
 import tempfile
 
@@ -903,11 +904,14 @@ def main():
     try:
         rc = TESTS[a.test](c)
     except Fail as e:
-        print("FAIL: %s" % e)
+        print("FAIL: %s (its files are kept in %s)" % (e, c.tmp))
         return 1
     except subprocess.TimeoutExpired as e:
-        print("FAIL: timeout: %s" % e)
+        print("FAIL: timeout: %s (its files are kept in %s)" % (e, c.tmp))
         return 1
+    # A test that passed (or was skipped) leaves nothing behind; a failed
+    # one keeps its scratch directory for the post-mortem.
+    shutil.rmtree(c.tmp, ignore_errors=True)
     if rc == SKIP:
         return SKIP
     print("ok")
