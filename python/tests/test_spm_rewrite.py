@@ -34,3 +34,18 @@ def test_refusal_is_file_line_and_status_1(tmp_path):
 def test_bad_alloc_alias_is_a_usage_error():
     p = run_cli(["spm-rewrite", str(CORPUS / "list.c"), "--alloc", "xmalloc=new"])
     assert p.returncode == 2 and "--alloc xmalloc=new" in p.stderr
+
+
+def test_unreadable_or_binary_input_is_one_line_and_status_2(tmp_path):
+    # libclang answers both with a bare TranslationUnitLoadError, which the
+    # front end used to report as an internal error with a traceback hint.
+    junk = tmp_path / "junk.c"
+    junk.write_bytes(bytes(range(256)) * 8)
+    for path, why in ((tmp_path / "missing.c", "cannot read"), (tmp_path, "cannot read"),
+                      (junk, "not a C source file")):
+        out = tmp_path / "out.c"
+        p = run_cli(["spm-rewrite", str(path), "-o", str(out)])
+        assert p.returncode == 2, (path, p.returncode, p.stderr)
+        assert why in p.stderr and "internal error" not in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not out.exists()

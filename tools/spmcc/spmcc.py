@@ -2314,6 +2314,17 @@ def main(argv=None):
         return 0
     if not a.file:
         ap.error("a C file to rewrite is required")
+    # libclang answers a file it cannot read, or one that is not text, with a
+    # bare load error and no diagnostic: say which, in one line, first.
+    try:
+        with open(a.file, "rb") as f:
+            head = f.read(65536)
+    except OSError as e:
+        print(f"dmm-spmcc: {a.file}: cannot read: {e.strerror}", file=sys.stderr)
+        return 2
+    if b"\0" in head:
+        print(f"dmm-spmcc: {a.file}: not a C source file (it holds NUL bytes)", file=sys.stderr)
+        return 2
     args = [f"-std={a.std}"] + [f"-I{d}" for d in a.incs] + [f"-D{d}" for d in a.defs] + resource_include()
     try:
         aliases = {}
@@ -2327,6 +2338,9 @@ def main(argv=None):
                  any_store=a.unsafe_any_store, no_tail=a.no_if_tail,
                  unsafe_tail=a.unsafe_tail)
         text = p.rewrite()
+    except ci.TranslationUnitLoadError:
+        print(f"dmm-spmcc: {a.file}: libclang could not parse it (not C source?)", file=sys.stderr)
+        return 2
     except Refusal as r:
         loc = r.loc.location if hasattr(r.loc, "location") else r.loc
         name = a.file if (loc.file is None or os.path.abspath(loc.file.name) == os.path.abspath(a.file)) \
