@@ -999,6 +999,31 @@ TEST(SpmParanoid, StaleLocalAddressReadsPoison)
     ASSERT_TRUE(r.ok());
 }
 
+// Under paranoid no emptied unit is kept: a local address of a freed
+// object is dead at the next malloc (its bytes poisoned), also when the
+// malloc is of the freed object's class and takes its place again.
+TEST(SpmParanoid, FreedObjectsLocalAddressDiesAtTheNextMalloc)
+{
+    Rig r({DMM_SPM_STATIC, 8192, "table=1024,frames=2,gran=4,unit=256,segment=4096,harden=paranoid"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(r.s, 1000);
+    ASSERT_NE(a, DMM_GNULL);
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x11, 1000);
+    dmm_spm_free(r.s, a);
+    dmm_gaddr b = dmm_spm_malloc(r.s, 1000);
+    ASSERT_EQ(b, a);
+    for (int i = 0; i < 1000; i++) {
+        ASSERT_EQ(p[i], 0xA5) << "stale byte " << i;
+    }
+    const auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, b));
+    ASSERT_NE(q, nullptr);
+    EXPECT_NE(q[0], 0x11);
+    dmm_spm_free(r.s, b);
+    ASSERT_TRUE(r.ok());
+}
+
 // ---- flush: the main core sees current data --------------------------------
 
 TEST(SpmFlush, DataVisibleThroughGlobalHost)
