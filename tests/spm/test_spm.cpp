@@ -999,6 +999,31 @@ TEST(SpmParanoid, StaleLocalAddressReadsPoison)
     ASSERT_TRUE(r.ok());
 }
 
+// Under paranoid no emptied unit is kept: a local address of a freed
+// object is dead at the next malloc (its bytes poisoned), also when the
+// malloc is of the freed object's class and takes its place again.
+TEST(SpmParanoid, FreedObjectsLocalAddressDiesAtTheNextMalloc)
+{
+    Rig r({DMM_SPM_STATIC, 8192, "table=1024,frames=2,gran=4,unit=256,segment=4096,harden=paranoid"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(r.s, 1000);
+    ASSERT_NE(a, DMM_GNULL);
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x11, 1000);
+    dmm_spm_free(r.s, a);
+    dmm_gaddr b = dmm_spm_malloc(r.s, 1000);
+    ASSERT_EQ(b, a);
+    for (int i = 0; i < 1000; i++) {
+        ASSERT_EQ(p[i], 0xA5) << "stale byte " << i;
+    }
+    const auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, b));
+    ASSERT_NE(q, nullptr);
+    EXPECT_NE(q[0], 0x11);
+    dmm_spm_free(r.s, b);
+    ASSERT_TRUE(r.ok());
+}
+
 // ---- flush: the main core sees current data --------------------------------
 
 TEST(SpmFlush, DataVisibleThroughGlobalHost)
@@ -1529,6 +1554,44 @@ TEST(SpmHitPath, UnpinsBesideTheEntryBalance)
         if (i != 4)
             dmm_spm_free(r.s, obj[i]);
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}
+
+// malloc remembers a new object in the translation cache too, not only in
+// the hit path's 8-entry cache: once other objects have taken all 8 of those
+// entries and its page has left the frames, its translation (and its free)
+// still needs no table page.  Before, that p2s walked a's page again: a page
+// fetch (rewritten stringsearch at the Table II size: 245 of its 493 frees
+// walked the page).
+TEST(SpmHitPath, NewObjectRememberedBeyondTheHitPathsCache)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=1,gran=1,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a = dmm_spm_malloc(r.s, 64);
+    ASSERT_NE(a, DMM_GNULL);
+    std::vector<dmm_gaddr> others;
+    for (int i = 0; i < 8; i++) { // another class, another segment: its page takes the frame
+        dmm_gaddr o = dmm_spm_malloc(r.s, 32);
+        ASSERT_NE(o, DMM_GNULL);
+        ASSERT_NE(o / 2048, a / 2048);
+        others.push_back(o);
+    }
+    for (dmm_gaddr o : others) { // 8 consecutive 32-byte objects: every entry of the hit path's cache
+        ASSERT_NE(dmm_spm_p2s(r.s, o), nullptr);
+    }
+    uint64_t pages = dmm_spm_get_stats(r.s).page_fetches, gets = r.hp.gets;
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+    ASSERT_NE(p, nullptr);
+    p[0] = 7;
+    EXPECT_EQ(dmm_spm_get_stats(r.s).page_fetches, pages);
+    EXPECT_EQ(r.hp.gets, gets);
+    ASSERT_TRUE(r.ok());
+    for (dmm_gaddr o : others) {
+        dmm_spm_free(r.s, o);
+    }
+    dmm_spm_free(r.s, a);
+    EXPECT_EQ(r.err.count, 0);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
 }
 
 // A new object is in the hit path's cache as soon as malloc (or calloc)
