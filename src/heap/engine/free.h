@@ -101,11 +101,13 @@ static DMM_ALWAYS_INLINE bool prev_tag_ok(const dmm_heap *h, const blk *b, size_
 {
     /* pf is b's size tag; b passed the range check in the region of the
      * last look-up.  The tag is range-checked before the previous block is
-     * computed; a tag without flag bits that matches that block's head
-     * (F_PUSED aside) names a free block that is not the top: a listed
-     * one. */
-    return pf >= MINB && pf <= (size_t)((uintptr_t)b - h->hint_lo) && !(pf & F_MASK) &&
-           (bprev(b)->head & ~F_PUSED) == pf;
+     * read, on the integer address b - pf (wraps to above b when pf > b):
+     * inside [lo, b - MINB] means MINB <= pf <= b - lo.  A tag without flag
+     * bits that matches that block's head (F_PUSED aside) names a free
+     * block that is not the top: a listed one. */
+    uintptr_t pv = (uintptr_t)b - pf;
+    return pv >= h->hint_lo && pv <= (uintptr_t)b - MINB && !(pf & F_MASK) &&
+           (((const blk *)pv)->head & ~F_PUSED) == pf;
 }
 static DMM_ALWAYS_INLINE blk *validate_x(dmm_heap *h, const void *ptr, bool leaf, bool prev)
 {
