@@ -1099,6 +1099,44 @@ TEST_P(Hardening, HugePrevSizeLieIsReported) {
     ASSERT_TRUE(x.check_ok());
 }
 
+// Size tags with flag bits (issue 25, item 1): the tag names a misaligned
+// "previous block" whose head word, planted in the used block before b
+// (an overflow there), matches the tag exactly.  The full check refuses a
+// tag with flag bits; the inline one must be as strict (it used to accept
+// such a tag, then wrote to the heap: the merge tried the fake block, or b
+// went free beside it, unreported).  free must report HEADER, nothing
+// written.
+TEST_P(Hardening, FlaggedPrevSizeTagIsReported) {
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    const size_t req = req256(x.cfg);
+    void *a = x.alloc(req, 1), *b = x.alloc(req, 2), *c = x.alloc(req, 3), *g = x.alloc(req, 4);
+    ASSERT_TRUE(a && b && c && g);
+    dmm_heap_free(x.h, b);
+    ASSERT_EQ(head_word(c) & F_PUSED, 0u);
+    ASSERT_EQ(foot_word(c), 256u);
+    for (size_t flags : {(size_t)8, (size_t)4, (size_t)1, (size_t)9}) {
+        const size_t lie = 256 + flags;
+        std::string what = "size tag " + std::to_string(lie) + " with a matching planted head";
+        SCOPED_TRACE(what);
+        unsigned char *fake_head = (unsigned char *)block_addr(c) - lie + W; // the fake block's head word
+        unsigned char saved[sizeof(size_t)];
+        std::memcpy(saved, fake_head, W);
+        std::memcpy(fake_head, &lie, W);
+        foot_word(c) = lie;
+        expect_refused(x, {DMM_ERR_HEADER}, DMM_OP_FREE, c, [&] { dmm_heap_free(x.h, c); }, what);
+        foot_word(c) = 256;
+        std::memcpy(fake_head, saved, W);
+        ASSERT_TRUE(x.check_ok());
+    }
+    x.errs.errors.clear();
+    for (void *p : {a, c, g})
+        dmm_heap_free(x.h, p);
+    EXPECT_TRUE(x.errs.errors.empty()) << errors_str(x.errs);
+    EXPECT_TRUE(x.check_ok());
+}
+
 TEST_P(Hardening, ConsistentPrevSizeLieNeverMergesWithAFake) {
     // The attacker's best prev-size lie: c's size tag names a fake free
     // block crafted inside free b, consistent for free's O(1) checks.  The

@@ -107,7 +107,15 @@ static DMM_ALWAYS_INLINE blk *obtain_fast(dmm_heap *h, size_t s, bool quick_ok)
 }
 
 /* The slow path of obtain: a quick-list flush plus deferred sweep, growth,
- * and the poison check with its retry.  `b` is what the fast path found. */
+ * and the poison check with its retry.  `b` is what the fast path found.
+ * OBTAIN_SLOW_HAS_WORK(h, b): is there anything for it to do?  The poison
+ * check, or, when the fast path found nothing, one of the sources above
+ * (a frozen build without any has no slow path: no call to an empty
+ * function; Cortex-M4 -Os, lean tlsf: the tail call and its two-byte
+ * body). */
+#define OBTAIN_SLOW_HAS_WORK(h, b)                                                                            \
+    (P_POISON(h) ||                                                                                          \
+     (!(b) && (P_QUICK(h) || P_COALESCE(h) == DMM_COALESCE_DEFERRED || P_GROW(h))))
 static DMM_NOINLINE blk *obtain_slow(dmm_heap *h, blk *b, size_t s, size_t req, bool quick_ok)
 {
     for (;;) {
@@ -132,11 +140,7 @@ static DMM_NOINLINE blk *obtain_slow(dmm_heap *h, blk *b, size_t s, size_t req, 
 static DMM_ALWAYS_INLINE blk *obtain(dmm_heap *h, size_t s, size_t req, bool quick_ok)
 {
     blk *b = obtain_fast(h, s, quick_ok);
-    /* A frozen build with no quick lists, deferred sweep, growth or
-     * poisoning has no slow path: no call to an empty function (Cortex-M4
-     * -Os, lean tlsf: the tail call and its two-byte body). */
-    if (DMM_UNLIKELY(!b || P_POISON(h)) &&
-        (P_QUICK(h) || P_COALESCE(h) == DMM_COALESCE_DEFERRED || P_GROW(h) || P_POISON(h)))
+    if (DMM_UNLIKELY(OBTAIN_SLOW_HAS_WORK(h, b)))
         b = obtain_slow(h, b, s, req, quick_ok);
     return b;
 }

@@ -364,16 +364,26 @@ full:
 }
 
 /* The free leaf's second half, out of line so that the leaf keeps its few
- * registers: validated used block b, whose next block nb is not the top,
- * has a free neighbour.  free_block and release_block for this case, in
- * their order and with their checks (bin_remove_k, list_insert_after and
- * their cold reports), without the cases these presets cannot reach
- * (victim, poison, quick lists, the top, region release). */
+ * registers: used block b, whose next block nb is not the top, has a free
+ * neighbour.  b passed validate_x without its previous-tag check (`prev`
+ * false): when b's previous block is free, that check is made here, first,
+ * on the header the merge reads anyway (a tag that passes names a listed
+ * block of that size: free, not the top, so its own listed test is not
+ * needed), and a failure goes to the full path, which validates again and
+ * reports, nothing written.  Then free_block and release_block for this
+ * case, in their order and with their checks (bin_remove_k,
+ * list_insert_after and their cold reports), without the cases these
+ * presets cannot reach (victim, poison, quick lists, the top, region
+ * release). */
 static DMM_NOINLINE void e_free_merge(dmm_heap *h, blk *b, blk *nb)
 {
-    size_t s = bsize(b);
-    const lkeys k = keys_of(h);
+    size_t s = bsize(b), pf = 0;
     h->op = DMM_OP_FREE; /* for the reports (enter_leaf) */
+    if (HARDENED(h) && !bpused(b) && DMM_UNLIKELY(!prev_tag_ok(h, b, pf = b->foot))) {
+        e_free_full(h, bpayload(b), NULL); /* validates again and reports */
+        return;
+    }
+    const lkeys k = keys_of(h);
     st_sub_live(h, s, requested_of(h, b));
     COUNT_OP(h, free_count);
     dmm_ann_free(bpayload(b), (char *)nb + WORD);
@@ -382,8 +392,13 @@ static DMM_NOINLINE void e_free_merge(dmm_heap *h, blk *b, blk *nb)
         s += bsize(nb);
     if (!bpused(b)) {
         blk *pv = bprev(b);
-        if (blisted(pv) && can_merge(h, s, bsize(pv)) && bin_remove_k(h, &k, pv)) {
-            s += bsize(pv);
+        if (!HARDENED(h)) {
+            if (blisted(pv) && can_merge(h, s, bsize(pv)) && bin_remove_k(h, &k, pv)) {
+                s += bsize(pv);
+                b = pv;
+            }
+        } else if (can_merge(h, s, pf) && bin_remove_k(h, &k, pv)) {
+            s += pf;
             b = pv;
         }
     }
@@ -414,7 +429,10 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
     unsigned n;
     lkeys k;
     enter_leaf(h, DMM_OP_FREE);
-    if (DMM_UNLIKELY((b = validate_x(h, ptr, true)) == NULL)) {
+    /* no previous-tag check here: e_free_merge makes it where it reads
+     * the previous block (a free block before b always goes there, or to
+     * the full path, which validates again) */
+    if (DMM_UNLIKELY((b = validate_x(h, ptr, true, false)) == NULL)) {
         h->op = DMM_OP_FREE;
         e_free_full(h, ptr, NULL); /* validates again and reports */
         return;
@@ -451,7 +469,7 @@ static void e_free_bin_leaf(dmm_heap *h, void *ptr)
     return;
 full:
     h->op = DMM_OP_FREE;
-    e_free_full(h, ptr, b);
+    e_free_full(h, ptr, bpused(b) ? b : NULL); /* a free block before b: its tag is not checked yet */
 }
 
 static void e_free(dmm_heap *h, void *ptr)
@@ -466,7 +484,7 @@ static void e_free(dmm_heap *h, void *ptr)
     if (E_QUICK_LEAF(h)) {
         size_t s;
         enter_leaf(h, DMM_OP_FREE); /* a push reports nothing: h->op is stored on the way to the full path */
-        if ((b = validate_x(h, ptr, true)) != NULL && quick_takes(h, s = bsize(b))) {
+        if ((b = validate_x(h, ptr, true, true)) != NULL && quick_takes(h, s = bsize(b))) {
             st_sub_live(h, s, requested_of(h, b));
             COUNT_OP(h, free_count);
             dmm_ann_free(bpayload(b), (char *)bnext(b) + WORD);

@@ -89,12 +89,27 @@ static DMM_COLD blk *validate_slow(dmm_heap *h, const void *ptr)
 
 /* The O(1) essentials in the region of the last look-up: the block is in
  * range and aligned, its head says used and a size that stays inside the
- * region, the next block knows it as used, the canary (CANARY), and a
- * free previous block's size tag names a listed block of that size (one
- * header word, read where coalescing reads it anyway).  Each is a stricter
- * form of a check of validate_slow, which runs (and reports) when any
- * fails, and always under PARANOID. */
-static DMM_ALWAYS_INLINE blk *validate_x(dmm_heap *h, const void *ptr, bool leaf)
+ * region, the next block knows it as used, the canary (CANARY), and
+ * (`prev`) a free previous block's size tag names a listed block of that
+ * size.  Each is a stricter form of a check of validate_slow, which runs
+ * (and reports) when any fails, and always under PARANOID.  A caller that
+ * passes `prev` false makes the previous-tag check itself, before it
+ * writes, where it reads the previous block's header anyway (prev_tag_ok:
+ * the bin leaf's merge, e_free_merge), or never reaches a write with a
+ * free previous block unchecked. */
+static DMM_ALWAYS_INLINE bool prev_tag_ok(const dmm_heap *h, const blk *b, size_t pf)
+{
+    /* pf is b's size tag; b passed the range check in the region of the
+     * last look-up.  The tag is range-checked before the previous block is
+     * read, on the integer address b - pf (wraps to above b when pf > b):
+     * inside [lo, b - MINB] means MINB <= pf <= b - lo.  A tag without flag
+     * bits that matches that block's head (F_PUSED aside) names a free
+     * block that is not the top: a listed one. */
+    uintptr_t pv = (uintptr_t)b - pf;
+    return pv >= h->hint_lo && pv <= (uintptr_t)b - MINB && !(pf & F_MASK) &&
+           (((const blk *)pv)->head & ~F_PUSED) == pf;
+}
+static DMM_ALWAYS_INLINE blk *validate_x(dmm_heap *h, const void *ptr, bool leaf, bool prev)
 {
     blk *b = bfrom(ptr);
     uintptr_t lo;
@@ -111,16 +126,16 @@ static DMM_ALWAYS_INLINE blk *validate_x(dmm_heap *h, const void *ptr, bool leaf
         return leaf ? NULL : validate_slow(h, ptr);
     if (P_HARDEN(h) >= DMM_HARDEN_CANARY && DMM_UNLIKELY(*canary_slot(b) != canary_of(h, b)))
         return leaf ? NULL : validate_slow(h, ptr);
-    if (!(hd & F_PUSED)) {
+    if (prev && !(hd & F_PUSED)) {
         size_t pf = b->foot;
-        if (DMM_UNLIKELY(pf < MINB || pf > off || (bprev(b)->head & ~F_PUSED) != pf))
+        if (DMM_UNLIKELY(!prev_tag_ok(h, b, pf)))
             return leaf ? NULL : validate_slow(h, ptr);
     }
     return b;
 }
 /* validate() reports and runs validate_slow when a fast check fails; the
  * leaf form (the entry's fast path) returns NULL then, having read only. */
-static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr) { return validate_x(h, ptr, false); }
+static DMM_ALWAYS_INLINE blk *validate(dmm_heap *h, const void *ptr) { return validate_x(h, ptr, false, true); }
 
 /* Frees validated used block b. */
 static DMM_ALWAYS_INLINE void free_block(dmm_heap *h, blk *b)
