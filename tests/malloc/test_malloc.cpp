@@ -1651,6 +1651,42 @@ TEST(MallocLarge, StaleAndDamagedLargeBlocksAreCaught)
     dmm_malloc_trim();
 }
 
+// Medium blocks (2 KiB-128 KiB) are booked in the live bytes by their
+// usable size at malloc, realloc and free (no longer by the medium heap's
+// locked counters before and after each call): the live bytes come back
+// to where they were after every free, and a second free the heap refuses
+// books nothing off.
+TEST(Malloc, MediumBlocksBookedExactly)
+{
+    uint64_t base = dmm_malloc_get_stats().live_bytes;
+    std::mt19937 rng(77);
+    std::vector<void *> v;
+    for (int i = 0; i < 500; i++) {
+        size_t n = 2100 + rng() % 100000;
+        void *p = rng() % 5 ? dmm_malloc(n) : dmm_memalign((size_t)64 << (rng() % 6), n);
+        ASSERT_NE(p, nullptr);
+        if (rng() % 3 == 0) {
+            p = dmm_realloc(p, 2100 + rng() % 100000);
+            ASSERT_NE(p, nullptr);
+        }
+        v.push_back(p);
+        EXPECT_GT(dmm_malloc_get_stats().live_bytes, base);
+    }
+    std::shuffle(v.begin(), v.end(), rng);
+    for (void *p : v)
+        dmm_free(p);
+    EXPECT_EQ(dmm_malloc_get_stats().live_bytes, base) << "medium blocks booked unevenly";
+    int was = dmm_malloc_set_abort_on_error(0);
+    uint64_t e = dmm_malloc_get_stats().errors;
+    void *a = dmm_malloc(5000), *b = dmm_malloc(5000);
+    dmm_free(a);
+    dmm_free(a); // refused, reported
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e + 1);
+    dmm_free(b);
+    EXPECT_EQ(dmm_malloc_get_stats().live_bytes, base) << "a refused free was booked off";
+    dmm_malloc_set_abort_on_error(was);
+}
+
 // The large-mapping cache (issue 27, mimalloc-bench's malloc-large: 5-25
 // MiB blocks, 20 live, each freed after the next is made): a request takes
 // the smallest cached mapping that holds it (up to 4 times its size), and
