@@ -1117,6 +1117,10 @@ TEST_P(Hardening, FlaggedPrevSizeTagIsReported) {
     ASSERT_EQ(head_word(c) & F_PUSED, 0u);
     ASSERT_EQ(foot_word(c), 256u);
     for (size_t flags : {(size_t)8, (size_t)4, (size_t)1, (size_t)9}) {
+        // flag bits are those below the granule: with 8-byte granules
+        // (32-bit targets) 256 + 8 is a well-formed tag, not a flagged one
+        if (!(flags & FLAG_MASK))
+            continue;
         const size_t lie = 256 + flags;
         std::string what = "size tag " + std::to_string(lie) + " with a matching planted head";
         SCOPED_TRACE(what);
