@@ -4,12 +4,18 @@ end-to-end check): one place, imported by both."""
 from __future__ import annotations
 
 
+def _ratio(r: float) -> str:
+    # two decimals, or two significant digits below 0.1: a worst case 300
+    # times glibc's lower read "0.00x", as if it cost nothing
+    return f"{r:.2f}" if r == 0 or abs(r) >= 0.1 else f"{r:.2g}"
+
+
 def fmt_x(r: float | None) -> str:
-    return "?" if r is None else f"{r:.2f}x"
+    return "?" if r is None else f"{_ratio(r)}x"
 
 
 def fmt_ci(ci: list[float] | None) -> str:
-    return "" if not ci else f"95% CI {ci[0]:.2f}-{ci[1]:.2f}"
+    return "" if not ci else f"95% CI {_ratio(ci[0])}-{_ratio(ci[1])}"
 
 
 def short_labels(labels, width: int = 12, prefix: str = "a") -> tuple[dict, list[str]]:
