@@ -1560,30 +1560,46 @@ static void lcache_remove(unsigned i)
     LC.n--;
 }
 
+/* Takes out of the cache the entry the rule picks for a request of bytes,
+ * or NULL; *have: its size.  grow false: the smallest mapping that holds
+ * bytes and is at most LREUSE times as much (not a guarded one the last
+ * large free put there); grow true: the largest unguarded one below bytes
+ * and at least a quarter of it.  The newest first among equals: its pages
+ * are the warmest. */
+static segment *lcache_pick(size_t bytes, bool grow, size_t *have)
+{
+    segment *s = NULL;
+    unsigned best = LCACHE;
+    if (!atomic_load_explicit(&LC.peek, memory_order_relaxed)) /* an empty cache costs no lock */
+        return NULL;
+    olock_lock(&LC.lock);
+    for (unsigned i = LC.n; i-- > 0;) {
+        size_t eb = LC.eb[i];
+        bool fits = grow ? eb < bytes && eb >= bytes / 4u && !lcache_guarded(eb) &&
+                               (best == LCACHE || eb > LC.eb[best])
+                         : eb >= bytes && eb / LREUSE <= bytes && (best == LCACHE || eb < LC.eb[best]) &&
+                               !(lcache_guarded(eb) && LC.es[i] == LC.tick);
+        if (fits)
+            best = i;
+    }
+    if (best != LCACHE) {
+        s = LC.e[best];
+        *have = LC.eb[best];
+        lcache_remove(best);
+    }
+    atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
+    olock_unlock(&LC.lock);
+    return s;
+}
+
 /* The smallest cached mapping of at least bytes (and at most LREUSE times
  * as much; the newest of equal ones), made accessible again, or NULL.  Not
  * a guarded one the last large free put there: a freed block's address is
  * not the next block's. */
 static segment *lcache_take(size_t bytes)
 {
-    segment *s = NULL;
     size_t have = 0;
-    unsigned best = LCACHE;
-    if (!atomic_load_explicit(&LC.peek, memory_order_relaxed)) /* an empty cache costs no lock */
-        return NULL;
-    olock_lock(&LC.lock);
-    for (unsigned i = LC.n; i-- > 0;) { /* the newest first: its pages are the warmest */
-        if (LC.eb[i] >= bytes && LC.eb[i] / LREUSE <= bytes && (best == LCACHE || LC.eb[i] < LC.eb[best]) &&
-            !(lcache_guarded(LC.eb[i]) && LC.es[i] == LC.tick))
-            best = i;
-    }
-    if (best != LCACHE) {
-        s = LC.e[best];
-        have = LC.eb[best];
-        lcache_remove(best);
-    }
-    atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
-    olock_unlock(&LC.lock);
+    segment *s = lcache_pick(bytes, false, &have);
     if (s && lcache_guarded(have) && !dmm_port_pages_unguard(s, have)) {
         large_unmap_bytes(s, have);
         s = NULL;
@@ -1597,24 +1613,8 @@ static segment *lcache_take(size_t bytes)
  * or the port cannot move pages.  The mapping's header moved with it. */
 static segment *lcache_take_grow(size_t bytes)
 {
-    segment *s = NULL, *t;
     size_t have = 0;
-    unsigned best = LCACHE;
-    if (!atomic_load_explicit(&LC.peek, memory_order_relaxed))
-        return NULL;
-    olock_lock(&LC.lock);
-    for (unsigned i = LC.n; i-- > 0;) {
-        if (LC.eb[i] < bytes && LC.eb[i] >= bytes / 4u && !lcache_guarded(LC.eb[i]) &&
-            (best == LCACHE || LC.eb[i] > LC.eb[best]))
-            best = i;
-    }
-    if (best != LCACHE) {
-        s = LC.e[best];
-        have = LC.eb[best];
-        lcache_remove(best);
-    }
-    atomic_store_explicit(&LC.peek, LC.n, memory_order_relaxed);
-    olock_unlock(&LC.lock);
+    segment *t, *s = lcache_pick(bytes, true, &have);
     if (!s)
         return NULL;
     if (!(t = dmm_port_pages_map_aligned(bytes, SEG_SIZE))) {
