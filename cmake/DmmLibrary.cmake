@@ -12,7 +12,10 @@
 #       [ASSERT_LEVEL 0..3]            default: DMM_ASSERT_LEVEL, else 3 in
 #                                      Debug and 0 otherwise
 #       [EXPORT_NAME <name>]
-#       [DEFINES <def>...])            extra compile definitions (all sources)
+#       [DEFINES <def>...]             extra compile definitions (all sources)
+#       [HEAP_ONLY]                    OBJECT only: core, heap and port alone
+#       [HOT <source>...])             OBJECT only: these sources (paths under the
+#                                      source root) last, in this order
 #
 # The top-level CMakeLists.txt builds `dmm_heap` and `dmm_heap_shared` (the
 # files libdmm_heap.a and libdmm_heap.so) with it; tests and benchmarks may
@@ -122,8 +125,8 @@ function(_dmm_lib_group out group srcs port annotate assert_level variants froze
 endfunction()
 
 function(dmm_add_heap_library name)
-    cmake_parse_arguments(PARSE_ARGV 1 A "STATIC;SHARED;OBJECT"
-                          "PORT;FROZEN;POOL_FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME;VARIANTS" "DEFINES")
+    cmake_parse_arguments(PARSE_ARGV 1 A "STATIC;SHARED;OBJECT;HEAP_ONLY"
+                          "PORT;FROZEN;POOL_FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME;VARIANTS" "DEFINES;HOT")
     if(A_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "dmm_add_heap_library(${name}): unknown arguments ${A_UNPARSED_ARGUMENTS}")
     endif()
@@ -203,7 +206,28 @@ function(dmm_add_heap_library name)
     if(kind STREQUAL "OBJECT")
         # an object library cannot hold other object libraries' objects:
         # it compiles every source itself
-        add_library(${name} OBJECT ${core_srcs} ${heap_srcs} ${pool_srcs} ${base_srcs} ${vec_srcs} "${port_src}")
+        if(A_HEAP_ONLY)
+            # the heap alone: no pools, multi-heaps, scratchpad or vector routines
+            set(srcs ${core_srcs} ${heap_srcs} "${port_src}")
+        else()
+            set(srcs ${core_srcs} ${heap_srcs} ${pool_srcs} ${base_srcs} ${vec_srcs} "${port_src}")
+        endif()
+        # HOT: sources (paths under the source root) moved to the end, in
+        # the order given.  A library that links these objects before its
+        # own (libdmm.so) then has the code every process runs in a few
+        # adjacent pages instead of spread over its text: the kernel maps
+        # file pages 64 KiB around each one a process touches, so spread
+        # code costs resident memory in every process that loads it.
+        foreach(_h IN LISTS A_HOT)
+            get_filename_component(_h "${_h}" ABSOLUTE BASE_DIR "${root}")
+            list(FIND srcs "${_h}" _i)
+            if(_i LESS 0)
+                message(FATAL_ERROR "dmm_add_heap_library(${name}): HOT source ${_h} is not one of the library's")
+            endif()
+            list(REMOVE_AT srcs ${_i})
+            list(APPEND srcs "${_h}")
+        endforeach()
+        add_library(${name} OBJECT ${srcs})
         _dmm_lib_compile(${name} "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "${A_VARIANTS}"
                          "${frozen}" "${pfrozen}" "${vec_arch}" "${A_DEFINES}")
         target_include_directories(${name} PUBLIC "$<BUILD_INTERFACE:${root}/include>")

@@ -18,9 +18,13 @@
 const dmm__heap_ops *const dmm__heap_variants[] = {&dmm__heap_ops_any};
 #else
 extern const dmm__heap_ops dmm__heap_ops_dlmalloc_ship, dmm__heap_ops_tlsf_ship, dmm__heap_ops_halffit_ship, dmm__heap_ops_firstfit_ship, dmm__heap_ops_p2012_ship, dmm__heap_ops_dlmalloc_lean, dmm__heap_ops_tlsf_lean, dmm__heap_ops_halffit_lean, dmm__heap_ops_firstfit_lean, dmm__heap_ops_p2012_lean, dmm__heap_ops_dlmalloc_shape, dmm__heap_ops_tlsf_shape, dmm__heap_ops_halffit_shape, dmm__heap_ops_firstfit_shape, dmm__heap_ops_p2012_shape;
+/* tlsf first: it is the default preset and what libdmm's medium heaps run,
+ * so their init reads one variant's accepts (one page of code) before it
+ * finds theirs.  The ship variants accept disjoint configs, and so do the
+ * lean ones, so the order within a tier chooses nothing. */
 const dmm__heap_ops *const dmm__heap_variants[] = {
-    &dmm__heap_ops_dlmalloc_ship,
     &dmm__heap_ops_tlsf_ship,
+    &dmm__heap_ops_dlmalloc_ship,
     &dmm__heap_ops_halffit_ship,
     &dmm__heap_ops_firstfit_ship,
     &dmm__heap_ops_p2012_ship,
