@@ -202,6 +202,10 @@ def run_once(exe, args, stdin_path, preload, timeout, workdir):
         err = f"killed by signal {code - 128}" if code > 128 else f"exit status {code}"
     elif rss is None:
         err = "no figures from /usr/bin/time"
+    elif preload and b"cannot be preloaded" in output:
+        # the dynamic linker skipped the library (and said so): the figures
+        # would be glibc's under another name
+        err = f"{preload} was not preloaded"
     else:
         err = None
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "user": ru.ru_utime, "sys": ru.ru_stime,
@@ -427,6 +431,12 @@ def main():
         die(f"none of the tests' programs is in {bench_dir}")
     tests = runnable
     specs = [x for x in a.allocs.split(",") if x]
+    if a.libdmm:
+        # absolute: the programs run in a scratch directory, where a relative
+        # LD_PRELOAD names nothing and the dynamic linker runs glibc instead
+        if not os.path.isfile(a.libdmm):
+            die(f"--libdmm {a.libdmm}: no such file")
+        a.libdmm = os.path.abspath(a.libdmm)
     libdmm = a.libdmm or (build_libdmm() if "libdmm" in specs else None)
     if "libdmm" in specs and not os.path.isfile(libdmm):
         die(f"{libdmm}: no such file")
