@@ -1716,3 +1716,63 @@ TEST(SpmTranslations, NeighboursInTheLastResolvedUnit)
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
     ASSERT_TRUE(r.ok());
 }
+
+// The unit hint (the unit the miss path last resolved through its table
+// page) points at its entry inside a frame, and its users no longer compare
+// the frame's segment: when that frame takes another page (here one frame,
+// so every page access swaps it), the hint must go with the old page.
+// Otherwise a miss inside the hinted unit reads the live bit of whatever
+// entry now sits at that place of the frame (a freed object could answer as
+// live): dmm_spm_check, after every step, finds a hint whose frame holds
+// another page (without frame_repurpose this fails at round 0, step 1), and
+// every freed object must still be reported.
+TEST(SpmTranslations, UnitHintLeavesWithItsPage)
+{
+    Rig r({DMM_SPM_STATIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    std::vector<size_t> sizes;
+    for (int i = 0; i < 96; i++) {
+        size_t n = i % 2 ? 64 : 48; // 4 per unit either way, in segments of their own class
+        dmm_gaddr a = dmm_spm_malloc(r.s, n);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, i + 1, n);
+        objs.push_back(a);
+        sizes.push_back(n);
+    }
+    ASSERT_TRUE(r.ok());
+    std::vector<bool> live(objs.size(), true);
+    for (size_t i = 0; i < objs.size(); i += 8) { // one slot (the first) of every 48-byte unit
+        dmm_spm_free(r.s, objs[i]);
+        live[i] = false;
+    }
+    ASSERT_TRUE(r.ok());
+    int reported = 0;
+    for (int round = 0; round < 6; round++) {
+        for (size_t k = 0; k < objs.size(); k++) {
+            size_t i = (k * 37 + static_cast<size_t>(round) * 11) % objs.size(); // scattered: misses the caches
+            if (!live[i]) {
+                int errs = r.err.count;
+                EXPECT_EQ(dmm_spm_p2s_ro(r.s, objs[i] + 8), nullptr) << "freed object " << i << " round " << round;
+                EXPECT_EQ(r.err.count, errs + 1);
+                reported++;
+            } else {
+                const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, objs[i]));
+                ASSERT_NE(p, nullptr);
+                ASSERT_EQ(p[sizes[i] - 1], static_cast<unsigned char>(i + 1)) << "object " << i;
+            }
+            ASSERT_TRUE(r.ok()) << "round " << round << " step " << k;
+        }
+    }
+    EXPECT_GT(reported, 0);
+    EXPECT_GT(dmm_spm_get_stats(r.s).page_fetches, 0u); // the frame took other pages
+    for (size_t i = 0; i < objs.size(); i++) {
+        if (live[i]) {
+            dmm_spm_free(r.s, objs[i]);
+        }
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
+}
