@@ -386,6 +386,8 @@ static void evict_core(dmm_spm *s, spm_unit *u, bool drop)
         }
         if (!drop)
             s->st.unit_evictions++;
+        if (s->piece4 && (uint8_t *)u == s->local + (size_t)s->piece4 * 16u)
+            s->piece4 = 0;
         s->pieces--;
         lru_unlink(s, u);
         return;
@@ -1869,6 +1871,7 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dir
     u->ref = 1;
     if (dirty)
         u->dirty = 1;
+    s->piece4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
     /* in the entry of at, not a: the pieces of one object then take
      * different entries (rbtree's key array: every switch between two
      * pieces missed, at ~500 instructions, while both stayed resident) */
@@ -1878,6 +1881,26 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dir
 
 static DMM_NOINLINE void *part_slow(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
 {
+    /* the piece answered last (piece4, resident while set) covers the span:
+     * a hit as part_fast's, with the same trust (a piece covering [at,
+     * at + n) is of the object holding at), counted in the hit path's entry
+     * of at, which takes the piece (as miss_hit does) */
+    if (fast_ok(s) && s->piece4) {
+        spm_unit *u = (spm_unit *)(void *)(s->local + (size_t)s->piece4 * 16u);
+        dmm_gaddr off = at - u->gaddr;
+        if (off < u->bytes && n <= u->bytes - off) {
+            s->last = DMM_OK;
+            spm_tc *e = tc_slot(s, at);
+            tc_retire(s, e);
+            e->g = u->gaddr | SPM_PIECE_TAG;
+            e->n = u->bytes;
+            e->l = SPM_PIECE_L;
+            e->u = u;
+            e->w = dirty;
+            e->r = !dirty;
+            return udata(u) + off;
+        }
+    }
     /* a's object resident whole, among the translations: as p2s's hit;
      * else m holds its reference when the hit path decoded it from its page
      * (a large object in pieces: its unit is not resident), which spares
@@ -2195,10 +2218,12 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
      * start, never overlapping another piece; the last ones translated are
      * among them */
     size_t pieces = 0;
+    bool piece_hint = s->piece4 == 0; /* p2s_part's last piece: a resident piece */
     for (spm_unit *u = s->lru_head; u; u = u->next) {
         if (!u->piece)
             continue;
         pieces++;
+        piece_hint |= (uint8_t *)u == s->local + (size_t)s->piece4 * 16u;
         spm_entry e;
         dmm_port_memcpy(&e, line_open(s, u->entry), sizeof e);
         dmm_gaddr unit = (dmm_gaddr)e.gaddr4 << 4;
@@ -2217,6 +2242,10 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     }
     if (pieces != s->pieces) {
         r = "piece count differs from the resident list";
+        goto out;
+    }
+    if (!piece_hint) {
+        r = "the last piece names no resident piece";
         goto out;
     }
     for (unsigned i = 0; i < SPM_TC; i++) { /* pieces in the hit path's cache: tagged, whole */

@@ -1776,3 +1776,60 @@ TEST(SpmTranslations, UnitHintLeavesWithItsPage)
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
     ASSERT_TRUE(r.ok());
 }
+
+// p2s_part's general path remembers the piece it answered last (piece4), so
+// that the next access to that piece is a hit even when the hit path's entry
+// went to another address.  The hint must go when its piece leaves local
+// memory: here a whole copy of the object comes in (its pieces go first),
+// then whole copies of two other large objects push it out, and their data
+// may sit where the piece was; the next access to the span must fetch a
+// piece again and read the object's bytes (without the hint cleared in
+// evict_core it answers from the stale block without a fetch, and
+// dmm_spm_check reports a last piece that names no resident piece).
+TEST(SpmPartial, LastPieceHintLeavesWithItsPiece)
+{
+    Rig r({DMM_SPM_STATIC, 6144, "table=256,frames=2,gran=4,unit=256,segment=8192"});
+    ASSERT_NE(r.s, nullptr);
+    const unsigned big = 2000;
+    dmm_gaddr a = dmm_spm_malloc(r.s, big), b = dmm_spm_malloc(r.s, big), c = dmm_spm_malloc(r.s, big);
+    dmm_gaddr small = dmm_spm_malloc(r.s, 48);
+    ASSERT_NE(a, DMM_GNULL);
+    ASSERT_NE(b, DMM_GNULL);
+    ASSERT_NE(c, DMM_GNULL);
+    ASSERT_NE(small, DMM_GNULL);
+    for (dmm_gaddr x : {a, b, c}) { // whole copies, each pushing the one before out
+        auto *w = static_cast<unsigned char *>(dmm_spm_p2s(r.s, x));
+        ASSERT_NE(w, nullptr);
+        std::memset(w, x == a ? 0x11 : x == b ? 0x22 : 0x33, big);
+    }
+    uint64_t fetched = 0;
+    for (int round = 0; round < 6; round++) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        uint64_t f0 = dmm_spm_get_stats(r.s).part_fetches;
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 700, 4));
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(p[0], round == 0 ? 0x11 : 0x40 + round - 1);
+        p[0] = static_cast<unsigned char>(0x40 + round);
+        uint64_t f1 = dmm_spm_get_stats(r.s).part_fetches;
+        fetched += f1 - f0;
+        ASSERT_NE(dmm_spm_p2s(r.s, small), nullptr); // the hit path's entries move on
+        auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a, a + 702, 2));
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(q, p + 2); // the same bytes, nothing fetched
+        EXPECT_EQ(dmm_spm_get_stats(r.s).part_fetches, f1);
+        ASSERT_TRUE(r.ok());
+        const auto *whole = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a)); // the pieces go
+        ASSERT_NE(whole, nullptr);
+        EXPECT_EQ(whole[700], 0x40 + round);
+        EXPECT_EQ(whole[1999], 0x11);
+        ASSERT_TRUE(r.ok());
+        for (dmm_gaddr x : {b, c}) { // whole copies push a's out
+            const auto *w = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, x));
+            ASSERT_NE(w, nullptr);
+            EXPECT_EQ(w[700], x == b ? 0x22 : 0x33);
+        }
+        ASSERT_TRUE(r.ok());
+    }
+    EXPECT_GE(fetched, 4u); // pieces fetched again after a's whole copy left
+    EXPECT_EQ(r.err.count, 0);
+}
