@@ -1692,26 +1692,19 @@ static inline void *miss_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
     return l + (a - g);
 }
 
-/* What miss_hit cannot answer: p2s_hit's full search, then the general
- * path.  Out of line and reached by a tail call, so that the functions
- * below, which answer most misses through miss_hit alone, save no
- * registers and set up no frame (the spm_ref lives here): 8 instructions
- * fewer per answered miss. */
-static DMM_NOINLINE void *miss_search(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
-{
-    spm_ref m;
-    m.f = NULL;
-    void *hit = fast_p2s(s, a, dirty, pin, &m, true);
-    return hit ? hit : p2s_slow(s, a, dirty, pin, fast_ok(s), &m);
-}
-
-/* p2s and p2s_ro that the translation cache cannot answer. */
+/* p2s and p2s_ro that the translation cache cannot answer.  (The search
+ * after miss_hit stays inline: moved out of line behind a tail call, it
+ * saved the answered misses a few register saves but cost each full search
+ * a call, and dfs, whose misses are real, 11 k instructions more.) */
 static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
 {
     void *l = miss_hit(s, a, dirty, 0);
-    if (DMM_LIKELY(l))
+    if (l)
         return l;
-    return miss_search(s, a, dirty, 0);
+    spm_ref m;
+    m.f = NULL;
+    void *hit = fast_p2s(s, a, dirty, 0, &m, true);
+    return hit ? hit : p2s_slow(s, a, dirty, 0, fast_ok(s), &m);
 }
 
 /* pin that the translation cache cannot answer: a resident object among the
@@ -1720,9 +1713,12 @@ static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
 static DMM_NOINLINE void *pin_miss(dmm_spm *s, dmm_gaddr a)
 {
     void *l = miss_hit(s, a, true, 1);
-    if (DMM_LIKELY(l))
+    if (l)
         return l;
-    return miss_search(s, a, true, 1);
+    spm_ref m;
+    m.f = NULL;
+    void *hit = fast_p2s(s, a, true, 1, &m, true);
+    return hit ? hit : p2s_slow(s, a, true, 1, fast_ok(s), &m);
 }
 
 /* The hit path (docs/spm.md): the entry of a's 32-byte block holds a live
