@@ -87,6 +87,16 @@ static int frame_of(dmm_spm *s, dmm_gaddr seg)
     return -1;
 }
 
+/* Frame f is about to hold another page (or none): the unit hint, whose
+ * entry pointer points into the frame it names, goes with the old page, so
+ * that the hint's users need not compare the frame's segment on every use
+ * (dmm_spm_check verifies that a set hint's frame holds its page). */
+static void frame_repurpose(dmm_spm *s, const spm_frame *f)
+{
+    if (s->uh_u && &s->frames[s->uh_f] == f)
+        s->uh_u = NULL;
+}
+
 static void frame_writeback(dmm_spm *s, spm_frame *f)
 {
     if (f->seg && f->dirty) {
@@ -114,6 +124,7 @@ static spm_frame *page_frame(dmm_spm *s, dmm_gaddr seg, bool fetch)
         }
         spm_frame *f = &s->frames[v];
         frame_writeback(s, f);
+        frame_repurpose(s, f);
         f->seg = seg;
         if (fetch) {
             dma_get(s, f->mem, seg, s->page);
@@ -375,6 +386,8 @@ static void evict_core(dmm_spm *s, spm_unit *u, bool drop)
         }
         if (!drop)
             s->st.unit_evictions++;
+        if (s->piece4 && (uint8_t *)u == s->local + (size_t)s->piece4 * 16u)
+            s->piece4 = 0;
         s->pieces--;
         lru_unlink(s, u);
         return;
@@ -831,6 +844,7 @@ void dmm_spm_destroy(dmm_spm *s)
     while (seg && guard--) {
         spm_frame *f = page_frame(s, seg, true);
         dmm_gaddr next = hdr_of(f)->next;
+        frame_repurpose(s, f);
         f->seg = 0;
         f->dirty = false;
         unsigned w = 0;
@@ -973,6 +987,7 @@ static void segment_release(dmm_spm *s, spm_frame *f)
         s->seg_head = next;
     if (next)
         link_patch(s, next, true, prev);
+    frame_repurpose(s, f);
     f->seg = 0;
     f->dirty = false;
     open_remove(s, seg);
@@ -1455,8 +1470,7 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, s
             s->recent_last = i;
             r = &s->recent[i];
         }
-    if (!r && !asked && s->uh_u && a - s->uh_g < s->uh_bytes &&
-        s->frames[s->uh_f].seg == (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1))) {
+    if (!r && !asked && s->uh_u && a - s->uh_g < s->uh_bytes) {
         /* in the unit last resolved through its page, that page still in its
          * frame (so its entry is current): a live slot of the unit is the
          * answer (the unit is resident: xc_drop_unit clears the hint when it
@@ -1640,8 +1654,7 @@ static inline void *miss_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
     dmm_gaddr g;
     size_t n;
     spm_unit *u;
-    if (s->uh_u && a - s->uh_g < s->uh_bytes &&
-        s->frames[s->uh_f].seg == (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1))) {
+    if (s->uh_u && a - s->uh_g < s->uh_bytes) {
         unsigned slot = (unsigned)((a - s->uh_g) / s->uh_slot);
         if (!(s->uh_e->live >> slot & 1u))
             return NULL;
@@ -1660,18 +1673,29 @@ static inline void *miss_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
         u = xc_unit(s, x);
     }
     uint8_t *l = udata(u) + (g - u->gaddr);
-    if (dirty)
-        u->dirty = 1;
-    u->ref = 1;
     u->pins += pin;
-    s->st.p2s_hits++;
-    s->st.calls[DMM_SPM_FN_P2S]++;
     s->last = DMM_OK;
-    tc_fill(s, a, g, n, l, u);
+    /* the hit path's entry of a takes the object, and this call is counted
+     * in it as one hit of the kind asked (written or read): folding the
+     * entry (tc_fold, when it is replaced or dropped, before a victim
+     * search or a flush, and in dmm_spm_get_stats) marks the unit dirty
+     * and used and counts the call, as for the hits the entry answers
+     * itself; ~10 instructions fewer than setting them here */
+    spm_tc *e = tc_slot(s, a);
+    tc_retire(s, e);
+    e->g = g;
+    e->l = l;
+    e->u = u;
+    e->n = n;
+    e->w = dirty;
+    e->r = !dirty;
     return l + (a - g);
 }
 
-/* p2s and p2s_ro that the translation cache cannot answer. */
+/* p2s and p2s_ro that the translation cache cannot answer.  (The search
+ * after miss_hit stays inline: moved out of line behind a tail call, it
+ * saved the answered misses a few register saves but cost each full search
+ * a call, and dfs, whose misses are real, 11 k instructions more.) */
 static DMM_NOINLINE void *p2s_miss(dmm_spm *s, dmm_gaddr a, bool dirty)
 {
     void *l = miss_hit(s, a, dirty, 0);
@@ -1770,7 +1794,6 @@ static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a)
     spm_xlate x;
     spm_unit *pu = NULL;
     if (fast_ok(s) && s->uh_u && a - s->uh_g < s->uh_bytes &&
-        s->frames[s->uh_f].seg == (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1)) &&
         (s->uh_e->live >> (unsigned)((a - s->uh_g) / s->uh_slot) & 1u))
         pu = s->uh_u; /* a live object of the unit hint's unit (as miss_hit) */
     if (!pu && fast_ok(s))
@@ -1844,6 +1867,7 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dir
     u->ref = 1;
     if (dirty)
         u->dirty = 1;
+    s->piece4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
     /* in the entry of at, not a: the pieces of one object then take
      * different entries (rbtree's key array: every switch between two
      * pieces missed, at ~500 instructions, while both stayed resident) */
@@ -1853,6 +1877,26 @@ static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dir
 
 static DMM_NOINLINE void *part_slow(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty)
 {
+    /* the piece answered last (piece4, resident while set) covers the span:
+     * a hit as part_fast's, with the same trust (a piece covering [at,
+     * at + n) is of the object holding at), counted in the hit path's entry
+     * of at, which takes the piece (as miss_hit does) */
+    if (fast_ok(s) && s->piece4) {
+        spm_unit *u = (spm_unit *)(void *)(s->local + (size_t)s->piece4 * 16u);
+        dmm_gaddr off = at - u->gaddr;
+        if (off < u->bytes && n <= u->bytes - off) {
+            s->last = DMM_OK;
+            spm_tc *e = tc_slot(s, at);
+            tc_retire(s, e);
+            e->g = u->gaddr | SPM_PIECE_TAG;
+            e->n = u->bytes;
+            e->l = SPM_PIECE_L;
+            e->u = u;
+            e->w = dirty;
+            e->r = !dirty;
+            return udata(u) + off;
+        }
+    }
     /* a's object resident whole, among the translations: as p2s's hit;
      * else m holds its reference when the hit path decoded it from its page
      * (a large object in pieces: its unit is not resident), which spares
@@ -2170,10 +2214,12 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
      * start, never overlapping another piece; the last ones translated are
      * among them */
     size_t pieces = 0;
+    bool piece_hint = s->piece4 == 0; /* p2s_part's last piece: a resident piece */
     for (spm_unit *u = s->lru_head; u; u = u->next) {
         if (!u->piece)
             continue;
         pieces++;
+        piece_hint |= (uint8_t *)u == s->local + (size_t)s->piece4 * 16u;
         spm_entry e;
         dmm_port_memcpy(&e, line_open(s, u->entry), sizeof e);
         dmm_gaddr unit = (dmm_gaddr)e.gaddr4 << 4;
@@ -2192,6 +2238,10 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     }
     if (pieces != s->pieces) {
         r = "piece count differs from the resident list";
+        goto out;
+    }
+    if (!piece_hint) {
+        r = "the last piece names no resident piece";
         goto out;
     }
     for (unsigned i = 0; i < SPM_TC; i++) { /* pieces in the hit path's cache: tagged, whole */
@@ -2227,6 +2277,12 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
         if (!u || u->piece || u->slots == 0 || s->uh_g != u->gaddr || s->uh_bytes != u->bytes ||
             s->uh_slot != u->bytes / u->slots || s->uh_f >= s->cfg.table_frames) {
             r = "unit hint names no resident unit";
+            goto out;
+        }
+        /* its users trust the entry in its frame without comparing the
+         * frame's segment (frame_repurpose clears the hint) */
+        if (s->frames[s->uh_f].seg != (s->uh_g & ~(dmm_gaddr)(s->cfg.segment - 1))) {
+            r = "unit hint names a frame that holds another page";
             goto out;
         }
     }

@@ -198,6 +198,14 @@ struct dmm_spm {
     spm_xc xc_one;
     uint8_t uh_f; /* see uh_u (in the padding after xc_one) */
     uint8_t open_hot; /* the open[] record the last malloc took a unit from (do_malloc; in the same padding) */
+    /* The piece (partial transfer) p2s_part answered last, as its unit's
+     * local offset / 16 (0 = none; S <= 1 MiB), so that the next access to
+     * that piece finds it when the hit path's entry went to another address
+     * (rbtree's key array: 2 pieces resident, 99 of its 143 part calls took
+     * the general path, ~450 instructions each).  Cleared when the piece
+     * leaves (evict_core).  In the same padding: the control block does not
+     * grow. */
+    uint16_t piece4;
     uint64_t cyc;    /* port cycles of the running API call (t_end charges them) */
     bool heap_full;  /* the local heap refused a unit and nothing was freed since */
     /* fhint[(seg >> seg_shift) % SPM_FHINT]: the frame that last held the

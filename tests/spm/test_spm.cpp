@@ -1716,3 +1716,120 @@ TEST(SpmTranslations, NeighboursInTheLastResolvedUnit)
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
     ASSERT_TRUE(r.ok());
 }
+
+// The unit hint (the unit the miss path last resolved through its table
+// page) points at its entry inside a frame, and its users no longer compare
+// the frame's segment: when that frame takes another page (here one frame,
+// so every page access swaps it), the hint must go with the old page.
+// Otherwise a miss inside the hinted unit reads the live bit of whatever
+// entry now sits at that place of the frame (a freed object could answer as
+// live): dmm_spm_check, after every step, finds a hint whose frame holds
+// another page (without frame_repurpose this fails at round 0, step 1), and
+// every freed object must still be reported.
+TEST(SpmTranslations, UnitHintLeavesWithItsPage)
+{
+    Rig r({DMM_SPM_STATIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> objs;
+    std::vector<size_t> sizes;
+    for (int i = 0; i < 96; i++) {
+        size_t n = i % 2 ? 64 : 48; // 4 per unit either way, in segments of their own class
+        dmm_gaddr a = dmm_spm_malloc(r.s, n);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, i + 1, n);
+        objs.push_back(a);
+        sizes.push_back(n);
+    }
+    ASSERT_TRUE(r.ok());
+    std::vector<bool> live(objs.size(), true);
+    for (size_t i = 0; i < objs.size(); i += 8) { // one slot (the first) of every 48-byte unit
+        dmm_spm_free(r.s, objs[i]);
+        live[i] = false;
+    }
+    ASSERT_TRUE(r.ok());
+    int reported = 0;
+    for (int round = 0; round < 6; round++) {
+        for (size_t k = 0; k < objs.size(); k++) {
+            size_t i = (k * 37 + static_cast<size_t>(round) * 11) % objs.size(); // scattered: misses the caches
+            if (!live[i]) {
+                int errs = r.err.count;
+                EXPECT_EQ(dmm_spm_p2s_ro(r.s, objs[i] + 8), nullptr) << "freed object " << i << " round " << round;
+                EXPECT_EQ(r.err.count, errs + 1);
+                reported++;
+            } else {
+                const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, objs[i]));
+                ASSERT_NE(p, nullptr);
+                ASSERT_EQ(p[sizes[i] - 1], static_cast<unsigned char>(i + 1)) << "object " << i;
+            }
+            ASSERT_TRUE(r.ok()) << "round " << round << " step " << k;
+        }
+    }
+    EXPECT_GT(reported, 0);
+    EXPECT_GT(dmm_spm_get_stats(r.s).page_fetches, 0u); // the frame took other pages
+    for (size_t i = 0; i < objs.size(); i++) {
+        if (live[i]) {
+            dmm_spm_free(r.s, objs[i]);
+        }
+    }
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    ASSERT_TRUE(r.ok());
+}
+
+// p2s_part's general path remembers the piece it answered last (piece4), so
+// that the next access to that piece is a hit even when the hit path's entry
+// went to another address.  The hint must go when its piece leaves local
+// memory: here a whole copy of the object comes in (its pieces go first),
+// then whole copies of two other large objects push it out, and their data
+// may sit where the piece was; the next access to the span must fetch a
+// piece again and read the object's bytes (without the hint cleared in
+// evict_core it answers from the stale block without a fetch, and
+// dmm_spm_check reports a last piece that names no resident piece).
+TEST(SpmPartial, LastPieceHintLeavesWithItsPiece)
+{
+    Rig r({DMM_SPM_STATIC, 6144, "table=256,frames=2,gran=4,unit=256,segment=8192"});
+    ASSERT_NE(r.s, nullptr);
+    const unsigned big = 2000;
+    dmm_gaddr a = dmm_spm_malloc(r.s, big), b = dmm_spm_malloc(r.s, big), c = dmm_spm_malloc(r.s, big);
+    dmm_gaddr small = dmm_spm_malloc(r.s, 48);
+    ASSERT_NE(a, DMM_GNULL);
+    ASSERT_NE(b, DMM_GNULL);
+    ASSERT_NE(c, DMM_GNULL);
+    ASSERT_NE(small, DMM_GNULL);
+    for (dmm_gaddr x : {a, b, c}) { // whole copies, each pushing the one before out
+        auto *w = static_cast<unsigned char *>(dmm_spm_p2s(r.s, x));
+        ASSERT_NE(w, nullptr);
+        std::memset(w, x == a ? 0x11 : x == b ? 0x22 : 0x33, big);
+    }
+    uint64_t fetched = 0;
+    for (int round = 0; round < 6; round++) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        uint64_t f0 = dmm_spm_get_stats(r.s).part_fetches;
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, a, a + 700, 4));
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(p[0], round == 0 ? 0x11 : 0x40 + round - 1);
+        p[0] = static_cast<unsigned char>(0x40 + round);
+        uint64_t f1 = dmm_spm_get_stats(r.s).part_fetches;
+        fetched += f1 - f0;
+        ASSERT_NE(dmm_spm_p2s(r.s, small), nullptr); // the hit path's entries move on
+        auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, a, a + 702, 2));
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(q, p + 2); // the same bytes, nothing fetched
+        EXPECT_EQ(dmm_spm_get_stats(r.s).part_fetches, f1);
+        ASSERT_TRUE(r.ok());
+        const auto *whole = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a)); // the pieces go
+        ASSERT_NE(whole, nullptr);
+        EXPECT_EQ(whole[700], 0x40 + round);
+        EXPECT_EQ(whole[1999], 0x11);
+        ASSERT_TRUE(r.ok());
+        for (dmm_gaddr x : {b, c}) { // whole copies push a's out
+            const auto *w = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, x));
+            ASSERT_NE(w, nullptr);
+            EXPECT_EQ(w[700], x == b ? 0x22 : 0x33);
+        }
+        ASSERT_TRUE(r.ok());
+    }
+    EXPECT_GE(fetched, 4u); // pieces fetched again after a's whole copy left
+    EXPECT_EQ(r.err.count, 0);
+}
