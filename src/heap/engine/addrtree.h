@@ -467,6 +467,27 @@ static DMM_ALWAYS_INLINE void at_relink(dmm_heap *h, at_keys k, const at_path *p
         at_set_child(h, k, p->n[i - 1], p->d[i - 1], c);
 }
 
+/* The direction stored at level i of an insertion's path, whose block is
+ * b.  From hardening CHECKED up it is not stored: it is b's address
+ * against the node's (b lies in the subtree below), recomputed on the way
+ * up where it is read, which saves a store per level on the way down where
+ * registers are short (in the lean form the stored byte measured cheaper
+ * than the compare on the way up: scripts/bench_heap_v2.py). */
+static DMM_ALWAYS_INLINE unsigned at_ins_dir(const dmm_heap *h, const at_path *p, unsigned i, const blk *b)
+{
+    return HARDENED(h) ? b > p->n[i] : p->d[i];
+}
+
+/* at_relink on an insertion's path (its directions as at_ins_dir says). */
+static DMM_ALWAYS_INLINE void at_relink_ins(dmm_heap *h, at_keys k, const at_path *p, unsigned i, blk *c, bool big,
+                                            const blk *b)
+{
+    if (i == 0)
+        *at_root(h, big) = c;
+    else if (at_need(h, p->n[i - 1], big))
+        at_set_child(h, k, p->n[i - 1], at_ins_dir(h, p, i - 1, b), c);
+}
+
 /* Appends (c, dir) to path p whose length is *n (a local of the descent,
  * stored in p->k when it ends: kept in a register, not reloaded after every
  * store). */
@@ -478,6 +499,20 @@ static DMM_ALWAYS_INLINE bool at_push(dmm_heap *h, at_path *p, unsigned *n, blk 
     }
     p->n[*n] = c;
     p->d[(*n)++] = (unsigned char)dir;
+    return true;
+}
+
+/* at_push on an insertion's path (the direction stored in the lean form
+ * only, at_ins_dir). */
+static DMM_ALWAYS_INLINE bool at_push_ins(dmm_heap *h, at_path *p, unsigned *n, blk *c, unsigned dir)
+{
+    if (DMM_UNLIKELY(*n >= AT_DEPTH)) {
+        at_bad(h, c, "a free tree is deeper than its balance allows (links overwritten)");
+        return false;
+    }
+    if (!HARDENED(h))
+        p->d[*n] = (unsigned char)dir;
+    p->n[(*n)++] = c;
     return true;
 }
 
@@ -547,7 +582,7 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
             at_bad(h, b, "a block being freed is already in the free tree");
             return;
         }
-        if (!at_push(h, &p, &n, c, dir))
+        if (!at_push_ins(h, &p, &n, c, dir))
             return;
         if (big && *at_maxp(c) < s) {
             if (!at_need(h, c, big))
@@ -560,10 +595,10 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
     if (big)
         *at_maxp(b) = s;
     p.k = n;
-    at_relink(h, k, &p, p.k, b, big);
-    for (unsigned i = p.k; i-- > 0;) { /* the side d[i] of n[i] grew */
+    at_relink_ins(h, k, &p, p.k, b, big, b);
+    for (unsigned i = p.k; i-- > 0;) { /* the side of n[i] that holds b grew */
         blk *a = p.n[i], *r;
-        const unsigned dir = p.d[i];
+        const unsigned dir = at_ins_dir(h, &p, i, b);
         bool shorter;
         if (!at_need(h, a, big))
             return;
@@ -575,8 +610,8 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
             at_flip(h, k, a, dir); /* taller on the side that grew */
             continue;
         }
-        if ((r = at_rotate(h, a, p.d[i], big, &shorter)) != NULL)
-            at_relink(h, k, &p, i, r, big);
+        if ((r = at_rotate(h, a, dir, big, &shorter)) != NULL)
+            at_relink_ins(h, k, &p, i, r, big, b);
         return;
     }
 }
