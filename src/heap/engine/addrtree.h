@@ -316,16 +316,19 @@ static DMM_ALWAYS_INLINE blk *at_wroot(dmm_heap *h, at_keys k, blk *c, const voi
 
 /* Child dir of b, whose window is *w and whose ancestors are the first n
  * nodes of the descent's path (b may be the last; pn, pd, big, key: as
- * at_wslow says), checked as at_wslow says; *cw (may be w) receives the
- * child's window. */
-static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, blk *const *pn, const unsigned char *pd, unsigned n,
-                                        bool big, uintptr_t key, const blk *b, unsigned dir, const at_win *w,
-                                        at_win *cw)
+ * at_wslow says), checked as at_wslow says, into *out (NULL: none); *cw
+ * (may be w) receives the child's window.  True when there is a child: a
+ * loop that goes on while it is true tests no pointer on the fast path. */
+static DMM_ALWAYS_INLINE bool at_wstep(dmm_heap *h, at_keys k, blk *const *pn, const unsigned char *pd, unsigned n,
+                                       bool big, uintptr_t key, const blk *b, unsigned dir, const at_win *w,
+                                       at_win *cw, blk **out)
 {
     uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
     at_win x;
-    if (!HARDENED(h))
-        return c == at_nil(h, b) ? NULL : (blk *)c;
+    if (!HARDENED(h)) {
+        *out = (blk *)c;
+        return c != at_nil(h, b);
+    }
     /* the window test first: an empty link (b itself) never passes it (b
      * is the end of its left window and lies before its right one), so the
      * test for it is paid off the fast path */
@@ -334,14 +337,18 @@ static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, blk *const *pn, 
     x.t = rotr_w(c - x.L, GRAN_LOG2);
     if (DMM_LIKELY(x.t < x.N)) {
         *cw = x;
-        return (blk *)c;
+        *out = (blk *)c;
+        return true;
     }
-    if (c == at_nil(h, b))
-        return NULL;
+    if (c == at_nil(h, b)) {
+        *out = NULL;
+        return false;
+    }
     {
         const at_wres y = at_wslow(h, pn, pd, n, big, key, b, dir, c, b); /* by value: the window stays in registers */
         *cw = y.w;
-        return y.c;
+        *out = y.c;
+        return y.c != NULL;
     }
 }
 
@@ -576,8 +583,8 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
     unsigned n = 0;
     if (c && HARDENED(h))
         c = at_wroot(h, k, c, b, &w);
-    while (c) {
-        unsigned dir = b > c;
+    if (c) for (;;) { /* ends where at_wstep finds no child */
+        const unsigned dir = b > c;
         if (DMM_UNLIKELY(c == b)) {
             at_bad(h, b, "a block being freed is already in the free tree");
             return;
@@ -589,7 +596,8 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
                 return;
             *at_maxp(c) = s;
         }
-        c = at_wchild(h, k, NULL, NULL, n, big, (uintptr_t)b, c, dir, &w, &w);
+        if (!at_wstep(h, k, NULL, NULL, n, big, (uintptr_t)b, c, dir, &w, &w, &c))
+            break;
     }
     at_write(h, k, b, NULL, NULL, 0);
     if (big)
@@ -710,18 +718,20 @@ static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_keys k, at_path *p, blk *c
     unsigned n = 0;
     if (c && HARDENED(h))
         c = at_wroot(h, k, c, c0, &w);
+    if (!c)
+        goto missing;
     while (c != c0) {
-        unsigned dir = c0 > c;
-        if (!c) {
-            at_bad(h, c0, "a free block is missing from its free tree (link overwritten?)");
-            return false;
-        }
+        const unsigned dir = c0 > c;
         if (!at_push(h, p, &n, c, dir))
             return false;
-        c = at_wchild(h, k, NULL, NULL, n, big, (uintptr_t)c0, c, dir, &w, &w);
+        if (!at_wstep(h, k, NULL, NULL, n, big, (uintptr_t)c0, c, dir, &w, &w, &c))
+            goto missing;
     }
     p->k = n;
     return true;
+missing:
+    at_bad(h, c0, "a free block is missing from its free tree (link overwritten?)");
+    return false;
 }
 
 /* Unlinks free block b from its tree; false (after a report) when b is not
@@ -839,7 +849,7 @@ static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_keys k, at_path *p, bo
     unsigned n = 0;
     if (c && HARDENED(h))
         c = at_wroot(h, k, c, c, &w);
-    while (c && (l = at_wchild(h, k, p->n, p->d, n, big, 0, c, 0, &w, &w)) != NULL) {
+    while (c && at_wstep(h, k, p->n, p->d, n, big, 0, c, 0, &w, &w, &l)) {
         ++*steps;
         if (!at_push(h, p, &n, c, 0))
             return NULL;
@@ -868,7 +878,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
         if (c && HARDENED(h))
             c = at_wroot(h, k, c, c, &w);
         /* all left: the bound of each node is its parent's (no path kept) */
-        for (blk *l; c && (l = at_wchild(h, k, NULL, NULL, 0, true, 0, c, 0, &w, &w)) != NULL; c = l)
+        for (blk *l; c && at_wstep(h, k, NULL, NULL, 0, true, 0, c, 0, &w, &w, &l); c = l)
             ++steps;
         if (a && (!c || a < c)) {
             f = a;
@@ -884,9 +894,9 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
             c = at_wroot(h, k, c, c, &w);
         if (c && *at_maxp(c) >= s) {
             for (;;) {
-                blk *l = at_wchild(h, k, p.n, p.d, n, true, 0, c, 0, &w, &lw);
+                blk *l;
                 ++steps;
-                if (l && *at_maxp(l) >= s) {
+                if (at_wstep(h, k, p.n, p.d, n, true, 0, c, 0, &w, &lw, &l) && *at_maxp(l) >= s) {
                     if (!at_push(h, &p, &n, c, 0))
                         break;
                     c = l;
@@ -899,8 +909,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
                 }
                 if (!at_push(h, &p, &n, c, 1))
                     break;
-                c = at_wchild(h, k, p.n, p.d, n, true, 0, c, 1, &w, &w);
-                if (!c || *at_maxp(c) < s) {
+                if (!at_wstep(h, k, p.n, p.d, n, true, 0, c, 1, &w, &w, &c) || *at_maxp(c) < s) {
                     at_bad(h, p.n[n - 1u], "a free-tree node's subtree maximum was overwritten");
                     break;
                 }
