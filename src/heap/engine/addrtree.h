@@ -751,12 +751,31 @@ static inline bool at_remove(dmm_heap *h, blk *b)
 }
 
 /* Inserts free block b into the tree of its size (one copy per tree). */
-static inline void at_insert(dmm_heap *h, blk *b)
+static inline void at_insert_any(dmm_heap *h, blk *b)
 {
     if (bsize(b) > MINB)
         at_insert_in(h, b, true);
     else
         at_insert_in(h, b, false);
+}
+
+/* at_insert_any, with the insertion into an empty tree (b becomes its
+ * root: what at_insert_in does there, without the call) inline: a heap
+ * whose blocks of one size are freed and taken back in turn (a node pool)
+ * frees most of them into an empty tree. */
+static DMM_ALWAYS_INLINE void at_insert(dmm_heap *h, blk *b)
+{
+    const size_t s = bsize(b);
+    blk **root = at_root(h, s > MINB);
+    if (!AT_SIZE_FIRST && !*root) {
+        const at_keys k = {0};
+        at_write(h, k, b, NULL, NULL, 0);
+        if (s > MINB)
+            *at_maxp(b) = s;
+        *root = b;
+        return;
+    }
+    at_insert_any(h, b);
 }
 
 
