@@ -479,16 +479,21 @@ static DMM_ALWAYS_INLINE void at_relink(dmm_heap *h, at_keys k, const at_path *p
  * against the node's (b lies in the subtree below), recomputed on the way
  * up where it is read, which saves a store per level on the way down where
  * registers are short (in the lean form the stored byte measured cheaper
- * than the compare on the way up: scripts/bench_heap_v2.py). */
+ * than the compare on the way up: scripts/bench_heap_v2.py; at -Os it is
+ * stored too, so the insert shares at_relink: less code). */
 static DMM_ALWAYS_INLINE unsigned at_ins_dir(const dmm_heap *h, const at_path *p, unsigned i, const blk *b)
 {
-    return HARDENED(h) ? b > p->n[i] : p->d[i];
+    return HARDENED(h) && !AT_SIZE_FIRST ? b > p->n[i] : p->d[i];
 }
 
 /* at_relink on an insertion's path (its directions as at_ins_dir says). */
 static DMM_ALWAYS_INLINE void at_relink_ins(dmm_heap *h, at_keys k, const at_path *p, unsigned i, blk *c, bool big,
                                             const blk *b)
 {
+    if (AT_SIZE_FIRST || !HARDENED(h)) { /* the directions are stored: one copy of at_relink */
+        at_relink(h, k, p, i, c, big);
+        return;
+    }
     if (i == 0)
         *at_root(h, big) = c;
     else if (at_need(h, p->n[i - 1], big))
@@ -517,7 +522,7 @@ static DMM_ALWAYS_INLINE bool at_push_ins(dmm_heap *h, at_path *p, unsigned *n, 
         at_bad(h, c, "a free tree is deeper than its balance allows (links overwritten)");
         return false;
     }
-    if (!HARDENED(h))
+    if (!HARDENED(h) || AT_SIZE_FIRST)
         p->d[*n] = (unsigned char)dir;
     p->n[(*n)++] = c;
     return true;
@@ -891,7 +896,20 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     bool big = true;
     if (s <= MINB) {
         /* any block fits: the lower of the two trees' leftmost blocks */
-        blk *a = at_leftmost(h, k, &p, false, &steps);
+        blk *a = *at_root(h, false);
+        /* A node pool's case, inline: the small tree is one node whose
+         * links are both empty (balance bits clear) and the big tree is
+         * empty.  That node, in the hinted region and a free minimum block
+         * by its header, is what the search below takes, leaving both trees
+         * empty; anything else (damage included) takes the search. */
+        if (!AT_SIZE_FIRST && a && !*at_root(h, true) && at_wd(h, k, a, 0) == at_nil(h, a) &&
+            at_wd(h, k, a, 1) == at_nil(h, a) &&
+            (!HARDENED(h) || (rotr_w((uintptr_t)a - k.lo, GRAN_LOG2) < k.node_g && at_live(a, false)))) {
+            *at_root(h, false) = NULL;
+            st_steps(h, steps);
+            return a;
+        }
+        a = at_leftmost(h, k, &p, false, &steps);
         at_win w = {0, 0, 0};
         c = *at_root(h, true);
         if (c && HARDENED(h))
