@@ -286,6 +286,39 @@ TEST(AddrTreePlacement, RandomSequencesLandWhereTheListPutsThem) {
     }
 }
 
+// A node pool: minimum blocks freed one at a time and taken back. Each free
+// leaves one node in the small tree and none in the big one, so malloc takes
+// the inline path for a lone node (at_take). First fit must give back the
+// block just freed, and the heap must check clean after every operation, in
+// the shipped and the lean form.
+TEST(AddrTreePlacement, ANodePoolTakesBackTheBlockItFreed) {
+    for (dmm_heap_harden hd : {DMM_HARDEN_CHECKED, DMM_HARDEN_OFF}) {
+        dmm_heap_config c = tree_cfg();
+        c.harden = hd;
+        SCOPED_TRACE(cfg_str(c));
+        Buffer buf{64 * 1024, 0};
+        dmm_heap *h = nullptr;
+        ASSERT_EQ(dmm_heap_init(&h, buf.data(), buf.size(), &c), DMM_OK);
+        std::vector<void *> v(64);
+        for (void *&p : v) {
+            p = dmm_heap_malloc(h, 8);
+            ASSERT_NE(p, nullptr);
+        }
+        Rng r(mix64(base_seed(), 0x9001));
+        for (int i = 0; i < 2000; ++i) {
+            size_t k = (size_t)r.below(v.size());
+            void *was = v[k];
+            dmm_heap_free(h, was);
+            dmm_heap_check_report rep{};
+            ASSERT_EQ(dmm_heap_check(h, &rep), DMM_OK) << report_str(rep);
+            v[k] = dmm_heap_malloc(h, 8);
+            ASSERT_EQ(v[k], was) << "first fit takes the only free block";
+            ASSERT_EQ(dmm_heap_check(h, &rep), DMM_OK) << report_str(rep);
+        }
+        dmm_heap_destroy(h);
+    }
+}
+
 // ---- damage to the tree -------------------------------------------------------
 
 namespace {
@@ -434,6 +467,31 @@ TEST(AddrTreeDamage, LostSubtreeIsFoundByCheckAndFree) {
         dmm_heap_free(x.h, x.g[0]);
         EXPECT_TRUE(x.only_free_list_reports());
     }
+}
+
+// The inline path for a lone node of the small tree (at_take) must read the
+// node's header as the search does: a lone free minimum block whose header
+// now says "used" (a forged or stale header) is reported, not handed out.
+TEST(AddrTreeDamage, LoneSmallNodeWithAUsedHeaderIsNotHandedOut) {
+    dmm_heap_config cfg = tree_cfg();
+    ErrorLog errs;
+    errs.attach(&cfg);
+    Buffer buf{64 * 1024, 0};
+    dmm_heap *h = nullptr;
+    ASSERT_EQ(dmm_heap_init(&h, buf.data(), buf.size(), &cfg), DMM_OK);
+    void *g0 = dmm_heap_malloc(h, kMin), *a = dmm_heap_malloc(h, kMin), *g1 = dmm_heap_malloc(h, kMin);
+    ASSERT_TRUE(g0 && a && g1);
+    dmm_heap_free(h, a); // the small tree is a alone, the big tree is empty
+    ASSERT_EQ(word(a, 0), dmm__heap_link_encode(h, a, nullptr));
+    ASSERT_EQ(word(a, 1), dmm__heap_link_encode(h, a, nullptr));
+    ASSERT_TRUE(errs.errors.empty());
+    ((uintptr_t *)a)[-1] = ((uintptr_t *)g1)[-1]; // a's header: g1's (used, the same size)
+    void *p = dmm_heap_malloc(h, kMin);
+    EXPECT_NE(p, a) << "a block whose header says used was handed out";
+    EXPECT_FALSE(errs.errors.empty());
+    for (const dmm_error &e : errs.errors)
+        EXPECT_EQ(e.kind, DMM_ERR_FREE_LIST);
+    dmm_heap_destroy(h);
 }
 
 TEST(AddrTreeDamage, ForgedLinkToAUsedBlockIsRefused) {

@@ -316,16 +316,19 @@ static DMM_ALWAYS_INLINE blk *at_wroot(dmm_heap *h, at_keys k, blk *c, const voi
 
 /* Child dir of b, whose window is *w and whose ancestors are the first n
  * nodes of the descent's path (b may be the last; pn, pd, big, key: as
- * at_wslow says), checked as at_wslow says; *cw (may be w) receives the
- * child's window. */
-static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, blk *const *pn, const unsigned char *pd, unsigned n,
-                                        bool big, uintptr_t key, const blk *b, unsigned dir, const at_win *w,
-                                        at_win *cw)
+ * at_wslow says), checked as at_wslow says, into *out (NULL: none); *cw
+ * (may be w) receives the child's window.  True when there is a child: a
+ * loop that goes on while it is true tests no pointer on the fast path. */
+static DMM_ALWAYS_INLINE bool at_wstep(dmm_heap *h, at_keys k, blk *const *pn, const unsigned char *pd, unsigned n,
+                                       bool big, uintptr_t key, const blk *b, unsigned dir, const at_win *w,
+                                       at_win *cw, blk **out)
 {
     uintptr_t c = at_wd(h, k, b, dir) & ~AT_HEAVY;
     at_win x;
-    if (!HARDENED(h))
-        return c == at_nil(h, b) ? NULL : (blk *)c;
+    if (!HARDENED(h)) {
+        *out = (blk *)c;
+        return c != at_nil(h, b);
+    }
     /* the window test first: an empty link (b itself) never passes it (b
      * is the end of its left window and lies before its right one), so the
      * test for it is paid off the fast path */
@@ -334,14 +337,18 @@ static DMM_ALWAYS_INLINE blk *at_wchild(dmm_heap *h, at_keys k, blk *const *pn, 
     x.t = rotr_w(c - x.L, GRAN_LOG2);
     if (DMM_LIKELY(x.t < x.N)) {
         *cw = x;
-        return (blk *)c;
+        *out = (blk *)c;
+        return true;
     }
-    if (c == at_nil(h, b))
-        return NULL;
+    if (c == at_nil(h, b)) {
+        *out = NULL;
+        return false;
+    }
     {
         const at_wres y = at_wslow(h, pn, pd, n, big, key, b, dir, c, b); /* by value: the window stays in registers */
         *cw = y.w;
-        return y.c;
+        *out = y.c;
+        return y.c != NULL;
     }
 }
 
@@ -467,6 +474,32 @@ static DMM_ALWAYS_INLINE void at_relink(dmm_heap *h, at_keys k, const at_path *p
         at_set_child(h, k, p->n[i - 1], p->d[i - 1], c);
 }
 
+/* The direction stored at level i of an insertion's path, whose block is
+ * b.  From hardening CHECKED up it is not stored: it is b's address
+ * against the node's (b lies in the subtree below), recomputed on the way
+ * up where it is read, which saves a store per level on the way down where
+ * registers are short (in the lean form the stored byte measured cheaper
+ * than the compare on the way up: scripts/bench_heap_v2.py; at -Os it is
+ * stored too, so the insert shares at_relink: less code). */
+static DMM_ALWAYS_INLINE unsigned at_ins_dir(const dmm_heap *h, const at_path *p, unsigned i, const blk *b)
+{
+    return HARDENED(h) && !AT_SIZE_FIRST ? b > p->n[i] : p->d[i];
+}
+
+/* at_relink on an insertion's path (its directions as at_ins_dir says). */
+static DMM_ALWAYS_INLINE void at_relink_ins(dmm_heap *h, at_keys k, const at_path *p, unsigned i, blk *c, bool big,
+                                            const blk *b)
+{
+    if (AT_SIZE_FIRST || !HARDENED(h)) { /* the directions are stored: one copy of at_relink */
+        at_relink(h, k, p, i, c, big);
+        return;
+    }
+    if (i == 0)
+        *at_root(h, big) = c;
+    else if (at_need(h, p->n[i - 1], big))
+        at_set_child(h, k, p->n[i - 1], at_ins_dir(h, p, i - 1, b), c);
+}
+
 /* Appends (c, dir) to path p whose length is *n (a local of the descent,
  * stored in p->k when it ends: kept in a register, not reloaded after every
  * store). */
@@ -478,6 +511,20 @@ static DMM_ALWAYS_INLINE bool at_push(dmm_heap *h, at_path *p, unsigned *n, blk 
     }
     p->n[*n] = c;
     p->d[(*n)++] = (unsigned char)dir;
+    return true;
+}
+
+/* at_push on an insertion's path (the direction stored in the lean form
+ * only, at_ins_dir). */
+static DMM_ALWAYS_INLINE bool at_push_ins(dmm_heap *h, at_path *p, unsigned *n, blk *c, unsigned dir)
+{
+    if (DMM_UNLIKELY(*n >= AT_DEPTH)) {
+        at_bad(h, c, "a free tree is deeper than its balance allows (links overwritten)");
+        return false;
+    }
+    if (!HARDENED(h) || AT_SIZE_FIRST)
+        p->d[*n] = (unsigned char)dir;
+    p->n[(*n)++] = c;
     return true;
 }
 
@@ -541,29 +588,30 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
     unsigned n = 0;
     if (c && HARDENED(h))
         c = at_wroot(h, k, c, b, &w);
-    while (c) {
-        unsigned dir = b > c;
+    if (c) for (;;) { /* ends where at_wstep finds no child */
+        const unsigned dir = b > c;
         if (DMM_UNLIKELY(c == b)) {
             at_bad(h, b, "a block being freed is already in the free tree");
             return;
         }
-        if (!at_push(h, &p, &n, c, dir))
+        if (!at_push_ins(h, &p, &n, c, dir))
             return;
         if (big && *at_maxp(c) < s) {
             if (!at_need(h, c, big))
                 return;
             *at_maxp(c) = s;
         }
-        c = at_wchild(h, k, NULL, NULL, n, big, (uintptr_t)b, c, dir, &w, &w);
+        if (!at_wstep(h, k, NULL, NULL, n, big, (uintptr_t)b, c, dir, &w, &w, &c))
+            break;
     }
     at_write(h, k, b, NULL, NULL, 0);
     if (big)
         *at_maxp(b) = s;
     p.k = n;
-    at_relink(h, k, &p, p.k, b, big);
-    for (unsigned i = p.k; i-- > 0;) { /* the side d[i] of n[i] grew */
+    at_relink_ins(h, k, &p, p.k, b, big, b);
+    for (unsigned i = p.k; i-- > 0;) { /* the side of n[i] that holds b grew */
         blk *a = p.n[i], *r;
-        const unsigned dir = p.d[i];
+        const unsigned dir = at_ins_dir(h, &p, i, b);
         bool shorter;
         if (!at_need(h, a, big))
             return;
@@ -575,8 +623,8 @@ static DMM_ALWAYS_INLINE void at_insert_in(dmm_heap *h, blk *b, bool big)
             at_flip(h, k, a, dir); /* taller on the side that grew */
             continue;
         }
-        if ((r = at_rotate(h, a, p.d[i], big, &shorter)) != NULL)
-            at_relink(h, k, &p, i, r, big);
+        if ((r = at_rotate(h, a, dir, big, &shorter)) != NULL)
+            at_relink_ins(h, k, &p, i, r, big, b);
         return;
     }
 }
@@ -675,18 +723,20 @@ static DMM_ALWAYS_INLINE bool at_find(dmm_heap *h, at_keys k, at_path *p, blk *c
     unsigned n = 0;
     if (c && HARDENED(h))
         c = at_wroot(h, k, c, c0, &w);
+    if (!c)
+        goto missing;
     while (c != c0) {
-        unsigned dir = c0 > c;
-        if (!c) {
-            at_bad(h, c0, "a free block is missing from its free tree (link overwritten?)");
-            return false;
-        }
+        const unsigned dir = c0 > c;
         if (!at_push(h, p, &n, c, dir))
             return false;
-        c = at_wchild(h, k, NULL, NULL, n, big, (uintptr_t)c0, c, dir, &w, &w);
+        if (!at_wstep(h, k, NULL, NULL, n, big, (uintptr_t)c0, c, dir, &w, &w, &c))
+            goto missing;
     }
     p->k = n;
     return true;
+missing:
+    at_bad(h, c0, "a free block is missing from its free tree (link overwritten?)");
+    return false;
 }
 
 /* Unlinks free block b from its tree; false (after a report) when b is not
@@ -706,12 +756,31 @@ static inline bool at_remove(dmm_heap *h, blk *b)
 }
 
 /* Inserts free block b into the tree of its size (one copy per tree). */
-static inline void at_insert(dmm_heap *h, blk *b)
+static inline void at_insert_any(dmm_heap *h, blk *b)
 {
     if (bsize(b) > MINB)
         at_insert_in(h, b, true);
     else
         at_insert_in(h, b, false);
+}
+
+/* at_insert_any, with the insertion into an empty tree (b becomes its
+ * root: what at_insert_in does there, without the call) inline: a heap
+ * whose blocks of one size are freed and taken back in turn (a node pool)
+ * frees most of them into an empty tree. */
+static DMM_ALWAYS_INLINE void at_insert(dmm_heap *h, blk *b)
+{
+    const size_t s = bsize(b);
+    blk **root = at_root(h, s > MINB);
+    if (!AT_SIZE_FIRST && !*root) {
+        const at_keys k = {0};
+        at_write(h, k, b, NULL, NULL, 0);
+        if (s > MINB)
+            *at_maxp(b) = s;
+        *root = b;
+        return;
+    }
+    at_insert_any(h, b);
 }
 
 
@@ -804,7 +873,7 @@ static DMM_ALWAYS_INLINE blk *at_leftmost(dmm_heap *h, at_keys k, at_path *p, bo
     unsigned n = 0;
     if (c && HARDENED(h))
         c = at_wroot(h, k, c, c, &w);
-    while (c && (l = at_wchild(h, k, p->n, p->d, n, big, 0, c, 0, &w, &w)) != NULL) {
+    while (c && at_wstep(h, k, p->n, p->d, n, big, 0, c, 0, &w, &w, &l)) {
         ++*steps;
         if (!at_push(h, p, &n, c, 0))
             return NULL;
@@ -827,13 +896,26 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
     bool big = true;
     if (s <= MINB) {
         /* any block fits: the lower of the two trees' leftmost blocks */
-        blk *a = at_leftmost(h, k, &p, false, &steps);
+        blk *a = *at_root(h, false);
+        /* A node pool's case, inline: the small tree is one node whose
+         * links are both empty (balance bits clear) and the big tree is
+         * empty.  That node, in the hinted region and a free minimum block
+         * by its header, is what the search below takes, leaving both trees
+         * empty; anything else (damage included) takes the search. */
+        if (!AT_SIZE_FIRST && a && !*at_root(h, true) && at_wd(h, k, a, 0) == at_nil(h, a) &&
+            at_wd(h, k, a, 1) == at_nil(h, a) &&
+            (!HARDENED(h) || (rotr_w((uintptr_t)a - k.lo, GRAN_LOG2) < k.node_g && at_live(a, false)))) {
+            *at_root(h, false) = NULL;
+            st_steps(h, steps);
+            return a;
+        }
+        a = at_leftmost(h, k, &p, false, &steps);
         at_win w = {0, 0, 0};
         c = *at_root(h, true);
         if (c && HARDENED(h))
             c = at_wroot(h, k, c, c, &w);
         /* all left: the bound of each node is its parent's (no path kept) */
-        for (blk *l; c && (l = at_wchild(h, k, NULL, NULL, 0, true, 0, c, 0, &w, &w)) != NULL; c = l)
+        for (blk *l; c && at_wstep(h, k, NULL, NULL, 0, true, 0, c, 0, &w, &w, &l); c = l)
             ++steps;
         if (a && (!c || a < c)) {
             f = a;
@@ -849,9 +931,9 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
             c = at_wroot(h, k, c, c, &w);
         if (c && *at_maxp(c) >= s) {
             for (;;) {
-                blk *l = at_wchild(h, k, p.n, p.d, n, true, 0, c, 0, &w, &lw);
+                blk *l;
                 ++steps;
-                if (l && *at_maxp(l) >= s) {
+                if (at_wstep(h, k, p.n, p.d, n, true, 0, c, 0, &w, &lw, &l) && *at_maxp(l) >= s) {
                     if (!at_push(h, &p, &n, c, 0))
                         break;
                     c = l;
@@ -864,8 +946,7 @@ static DMM_ALWAYS_INLINE blk *at_take(dmm_heap *h, size_t s, bool split)
                 }
                 if (!at_push(h, &p, &n, c, 1))
                     break;
-                c = at_wchild(h, k, p.n, p.d, n, true, 0, c, 1, &w, &w);
-                if (!c || *at_maxp(c) < s) {
+                if (!at_wstep(h, k, p.n, p.d, n, true, 0, c, 1, &w, &w, &c) || *at_maxp(c) < s) {
                     at_bad(h, p.n[n - 1u], "a free-tree node's subtree maximum was overwritten");
                     break;
                 }
