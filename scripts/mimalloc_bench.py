@@ -32,6 +32,7 @@ after every repetition, so a stopped run leaves the repetitions it finished.
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -48,6 +49,9 @@ import provenance  # noqa: E402
 
 PROCS = os.cpu_count() or 1
 DEFAULT_ALLOCS = "libdmm,glibc,mimalloc,jemalloc,tcmalloc"
+# libdmm's library under another name, with the environment that selects a
+# mode (docs/malloc.md): libdmm-secure is its documented secure mode
+LIBDMM_MODES = {"libdmm": {}, "libdmm-secure": {"DMM_SECURE": "1"}}
 
 
 def _larson(out):
@@ -134,7 +138,7 @@ def preload_of(alloc, libdmm):
         if not os.path.isfile(path):
             die(f"{alloc}: no such file")
         return os.path.abspath(path)
-    if alloc == "libdmm":
+    if alloc in LIBDMM_MODES:
         return libdmm
     if alloc == "glibc":
         return None
@@ -157,13 +161,14 @@ def package_versions(allocs):
     return out
 
 
-def run_once(exe, args, stdin_path, preload, timeout, workdir):
+def run_once(exe, args, stdin_path, preload, timeout, workdir, extra_env=None):
     """One run under GNU time, as bench.sh does (/usr/bin/time ... /usr/bin/env
     LD_PRELOAD=lib prog): the peak RSS is time's %M, the program's own (a
     process forked from this Python interpreter would start from its RSS);
     the CPU time comes from wait4 on time (the program and time, which adds
     about a millisecond)."""
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("DMM_")}
+    env.update(extra_env or {})
     out_path, time_path = os.path.join(workdir, "stdout"), os.path.join(workdir, "time")
     cmd = ["/usr/bin/time", "-o", time_path, "-f", "%M %R %x", "/usr/bin/env",
            *([f"LD_PRELOAD={preload}"] if preload else []), exe, *args]
@@ -343,6 +348,14 @@ def markdown(doc):
             rf = res[t]["libdmm"]["minflt"]["median"], res[t][other]["minflt"]["median"]
             L.append(f"| {t} | {fmt(rt[0] / rt[1] if all(rt) else None)} | {ft} of {len(reps)} | "
                      f"{fmt(rf[0] / rf[1] if all(rf) else None)} | {ff} of {len(reps)} |")
+        # the other form's cost over libdmm's default, as one figure per measure
+        for m, what in (("time", "time"), ("cpu", "CPU time"), ("rss_kb", "peak RSS")):
+            rs = [res[t][other][m]["median"] / res[t]["libdmm"][m]["median"] for t in tests
+                  if res[t][other][m]["median"] and res[t]["libdmm"][m]["median"]]
+            if rs:
+                g = math.exp(sum(math.log(x) for x in rs) / len(rs))
+                L.append(f"\nGeometric mean of {other}'s {what} over libdmm's (ratios of medians, "
+                         f"{len(rs)} tests): **{fmt(g)}**.")
     L += ["", "## Tests and arguments", "", "| test | command | note |", "|---|---|---|"]
     for t in tests:
         spec = doc["commands"][t]
@@ -391,7 +404,8 @@ def main():
     ap.add_argument("--bench-dir", help="build directory of mimalloc-bench's bench/ (required)")
     ap.add_argument("--bench-src", help="mimalloc-bench's bench/ source directory (default: from CMakeCache.txt)")
     ap.add_argument("--allocs", default=DEFAULT_ALLOCS,
-                    help="comma-separated: libdmm, glibc, mimalloc, jemalloc, tcmalloc, tbbmalloc, NAME=/path/lib.so")
+                    help="comma-separated: libdmm, libdmm-secure (libdmm with DMM_SECURE=1), glibc, mimalloc, "
+                         "jemalloc, tcmalloc, tbbmalloc, NAME=/path/lib.so")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--tests", default="", help="comma-separated test names (default: all)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
@@ -412,6 +426,12 @@ def main():
     bench_dir = os.path.abspath(a.bench_dir)
     if not os.path.isdir(bench_dir):
         die(f"--bench-dir {bench_dir}: not a directory")
+    if a.libdmm:
+        # absolute: the programs run in a scratch directory, where a relative
+        # LD_PRELOAD names nothing and the dynamic linker runs glibc instead
+        if not os.path.isfile(a.libdmm):
+            die(f"--libdmm {a.libdmm}: no such file")
+        a.libdmm = os.path.abspath(a.libdmm)
     if a.reps < 1:
         die("--reps must be at least 1")
     all_tests = tests_for(PROCS)
@@ -431,14 +451,9 @@ def main():
         die(f"none of the tests' programs is in {bench_dir}")
     tests = runnable
     specs = [x for x in a.allocs.split(",") if x]
-    if a.libdmm:
-        # absolute: the programs run in a scratch directory, where a relative
-        # LD_PRELOAD names nothing and the dynamic linker runs glibc instead
-        if not os.path.isfile(a.libdmm):
-            die(f"--libdmm {a.libdmm}: no such file")
-        a.libdmm = os.path.abspath(a.libdmm)
-    libdmm = a.libdmm or (build_libdmm() if "libdmm" in specs else None)
-    if "libdmm" in specs and not os.path.isfile(libdmm):
+    wants_libdmm = any(x in LIBDMM_MODES for x in specs)
+    libdmm = a.libdmm or (build_libdmm() if wants_libdmm else None)
+    if wants_libdmm and not os.path.isfile(libdmm):
         die(f"{libdmm}: no such file")
     libs = {x.split("=", 1)[0]: preload_of(x, libdmm) for x in specs}
     allocs = list(libs)
@@ -497,7 +512,8 @@ def main():
             parser, check = all_tests[t][3], all_tests[t][4]
             for x in allocs:
                 loads.append(provenance.load())
-                r = run_once(c["argv"][0], c["argv"][1:], c["stdin"], libs[x], a.timeout, work)
+                r = run_once(c["argv"][0], c["argv"][1:], c["stdin"], libs[x], a.timeout, work,
+                             LIBDMM_MODES.get(x))
                 out = r.pop("output")
                 if check and not r["error"]:
                     r["out_sha"] = hashlib.sha256(out.encode()).hexdigest()

@@ -76,3 +76,29 @@ def test_missing_bench_dir_is_a_one_line_error():
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "mimalloc_bench.py"), "--bench-dir", "/nonexistent"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "not a directory" in r.stderr
+
+
+def test_a_library_the_dynamic_linker_skips_is_a_failed_run(tmp_path):
+    # Before: ld.so printed a warning, the program ran on glibc, and its
+    # figures were filed under the library's name.
+    junk = tmp_path / "not-a-library.so"
+    junk.write_text("not an ELF file\n")
+    r = mb.run_once("/bin/true", [], None, str(junk), 60, str(tmp_path))
+    assert r["error"] == f"{junk} was not preloaded"
+
+
+def test_a_relative_libdmm_is_made_absolute_or_refused(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "mimalloc_bench.py"), "--bench-dir", str(tmp_path),
+                        "--libdmm", "no/such/libdmm.so"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "--libdmm no/such/libdmm.so: no such file" in r.stderr
+
+
+def test_libdmm_secure_runs_libdmm_with_its_switch_and_nothing_else_leaks(tmp_path, monkeypatch):
+    monkeypatch.setenv("DMM_HARDEN", "0")          # the caller's DMM_* never reach a run
+    assert mb.preload_of("libdmm-secure", "/x/libdmm.so") == "/x/libdmm.so"
+    r = mb.run_once("/usr/bin/env", [], None, None, 60, str(tmp_path), mb.LIBDMM_MODES["libdmm-secure"])
+    lines = r["output"].splitlines()
+    assert "DMM_SECURE=1" in lines and not any(x.startswith("DMM_HARDEN") for x in lines)
+    r = mb.run_once("/usr/bin/env", [], None, None, 60, str(tmp_path), mb.LIBDMM_MODES["libdmm"])
+    assert not any(x.startswith("DMM_") for x in r["output"].splitlines())
