@@ -231,6 +231,13 @@ static unsigned size_class(size_t n)
 
 #define QUAR 256u   /* secure mode: freed small blocks held back per thread */
 #define MQUAR 16u   /* secure mode: freed medium blocks held back per thread */
+/* The medium cache (see mc_take): classes above MC_LO, 8 per power of two
+ * (the largest 128 KiB, MEDIUM_MAX), MC_SLOTS blocks per class at most and
+ * G.mc_max bytes in all per thread (DMM_MEDIUM_CACHE; MC_BYTES unset). */
+#define MC_LO 2048u
+#define MC_NCLASS 48u
+#define MC_SLOTS 32u
+#define MC_BYTES ((size_t)1 << 20)
 #define CANARY 8u   /* secure mode: canary bytes at a small block's end */
 #define POISON_BYTE 0x00u /* secure mode: freed small blocks are zero-filled */
 
@@ -279,6 +286,9 @@ typedef struct theap {
     struct mblock *quar[QUAR];
     uint32_t mqhead, mqcount;  /* secure mode: the medium blocks' ring */
     void *mquar[MQUAR];
+    size_t mc_bytes;           /* the medium cache (see mc_take): usable */
+    uint8_t mc_n[MC_NCLASS];   /* bytes held, blocks per class, the blocks */
+    void *mc[MC_NCLASS][MC_SLOTS];
 } theap;
 
 /* Who may touch a heap's owner-only state.  OWNED: the thread bound to it.
@@ -363,6 +373,8 @@ static struct {
     struct theap *warm[WARM_HEAPS]; /* the heaps parked last with their memory kept */
     unsigned warm_next; /* warm[warm_next]: the oldest (under parked_lock) */
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
+    size_t mc_max;              /* the medium cache's bytes per thread; 0 = off
+                                   (secure and whole modes: always) */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
     _Atomic uint64_t retired;     /* pages retired (malloc_trim's answer) */
     _Atomic uint64_t large_count_max, large_bytes_max; /* high-water marks */
@@ -726,6 +738,28 @@ static uint64_t canary_seed(void)
     return x | 1u;
 }
 
+/* The medium cache's bound: DMM_MEDIUM_CACHE bytes (decimal, an optional
+ * k or m suffix; 0 turns it off), MC_BYTES when unset or not understood.
+ * Off in secure mode (freed medium blocks wait in its quarantine instead,
+ * and are never handed out again at once) and in whole mode (the policy
+ * heap serves every size: what is measured there is that heap). */
+static size_t mc_config(const char *e)
+{
+    size_t v = 0;
+    if (G.secure || SMALL_MAX == 0)
+        return 0;
+    if (!e || *e < '0' || *e > '9')
+        return MC_BYTES;
+    for (; *e >= '0' && *e <= '9'; e++)
+        if ((v = v * 10u + (size_t)(*e - '0')) > ((size_t)1 << 30))
+            return MC_BYTES;
+    if (*e == 'k' || *e == 'K')
+        v = v > ((size_t)1 << 20) ? (size_t)1 << 30 : v << 10;
+    else if (*e == 'm' || *e == 'M')
+        v = v > ((size_t)1 << 10) ? (size_t)1 << 30 : v << 20;
+    return v;
+}
+
 static void global_init(void)
 {
     int s = 0;
@@ -749,6 +783,7 @@ static void global_init(void)
         G.verbose = e && e[0] == '1';
         class_table_init();
         medium_config(dmm_port_getenv("DMM_MEDIUM"));
+        G.mc_max = mc_config(dmm_port_getenv("DMM_MEDIUM_CACHE"));
         if (G.verbose)
             say_config();
         G.have_key = dmm_port_tkey_create(&G.key, heap_abandon);
@@ -1103,6 +1138,7 @@ static void heap_tidy(theap *h);
 static void heap_tidy_keep(theap *h, bool warm);
 static void quarantine_flush(theap *h);
 static size_t medium_free_bytes(theap *h);
+static void mc_flush(theap *h);
 
 
 /* A warm parked heap (held BUSY) whose free memory went over its bound
@@ -1205,6 +1241,8 @@ static void heap_tidy(theap *h)
 static void heap_tidy_keep(theap *h, bool warm)
 {
     quarantine_flush(h);
+    if (h->mheap)
+        mc_flush(h);
     for (unsigned c = 0; c < NCLASS; c++) {
         mpage *pg = h->pages[c];
         while (pg) {
@@ -1805,6 +1843,154 @@ static inline int64_t mfree(theap *h, void *p)
     return tl_reports == r ? u : 0;
 }
 
+/* ---- the medium cache ----
+ * Freed medium blocks of up to 128 KiB wait in their owner thread's cache,
+ * by size class, before the medium heap gets them: a malloc of the class
+ * takes the newest (mc_take), with no call into the heap, and a free of a
+ * live block puts it there (mc_put), so a program that frees and allocates
+ * medium sizes in turn (mimalloc-bench's rptest, alloc-test) runs neither
+ * the heap's entry checks nor its split and merge.  A request that misses
+ * is rounded up to its class's size, so that its block serves the class
+ * again.  Bounded: MC_SLOTS blocks per class, G.mc_max bytes in all; a free
+ * beyond either goes to the heap.  The cache is emptied into the heap at
+ * thread exit and by malloc_trim (mc_flush), before anything asks the heap
+ * whether it is empty.  Cached blocks are not in use for the statistics
+ * (booked out at mc_put, back in at mc_take).  Off in secure mode.
+ *
+ * What stands for the heap's checks: a bit per 16-byte slot of the medium
+ * segment's header (the bits secure mode uses for its block starts), set
+ * when a block is handed out and cleared when it is freed, by the owner
+ * only (another thread's free goes to mxfree; the owner clears the bit
+ * when it drains it, or the thread holding a parked heap does).  A free
+ * whose bit is clear is not a live block's start: a cached block (found by
+ * a scan of the cache: a double free, reported) or a pointer the heap
+ * validates and reports as before.  The cache is an array: nothing of it
+ * lives in the blocks, so a write after free cannot redirect it. */
+static inline _Atomic uint64_t *mbit_word(const void *p, uint64_t *bit)
+{
+    segment *s = seg_of(p);
+    size_t slot = ((uintptr_t)p & (PAGE_SIZE - 1u)) / MIN_BLOCK;
+    *bit = (uint64_t)1 << (slot % 64u);
+    return &s->bits[page_index(s, p)][slot / 64u];
+}
+
+/* The owner's (or the parked heap holder's) plain load and store. */
+static inline void mlive_set(const void *p)
+{
+    uint64_t bit;
+    _Atomic uint64_t *w = mbit_word(p, &bit);
+    atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) | bit, memory_order_relaxed);
+}
+
+static inline bool mlive_is(const void *p)
+{
+    uint64_t bit;
+    return (atomic_load_explicit(mbit_word(p, &bit), memory_order_relaxed) & bit) != 0;
+}
+
+/* Clears p's bit; whether it was set. */
+static inline bool mlive_take(const void *p)
+{
+    uint64_t bit, v;
+    _Atomic uint64_t *w = mbit_word(p, &bit);
+    v = atomic_load_explicit(w, memory_order_relaxed);
+    if (!(v & bit))
+        return false;
+    atomic_store_explicit(w, v & ~bit, memory_order_relaxed);
+    return true;
+}
+
+/* n > MC_LO: the smallest class of at least n bytes (MC_NCLASS or more:
+ * none); mc_size: a class's size. */
+static inline unsigned mc_up(size_t n)
+{
+    size_t m = n - 1u;
+    unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)m); /* 2^k <= m < 2^(k+1), k >= 11 */
+    return (k - 11u) * 8u + (unsigned)(m >> (k - 3u)) - 8u;
+}
+
+static inline size_t mc_size(unsigned c) { return (size_t)(c % 8u + 9u) << (c / 8u + 8u); }
+
+/* Is p in h's cache? (the misuse path: a scan of all of it) */
+static bool mc_holds(const theap *h, const void *p)
+{
+    for (unsigned c = 0; c < MC_NCLASS; c++)
+        for (unsigned i = 0; i < h->mc_n[c]; i++)
+            if (h->mc[c][i] == p)
+                return true;
+    return false;
+}
+
+/* A block of class c from the calling thread's cache (h is its heap), or
+ * NULL. */
+static inline void *mc_take(theap *h, unsigned c)
+{
+    void *p;
+    int64_t u;
+    if (!h->mc_n[c])
+        return NULL;
+    p = h->mc[c][--h->mc_n[c]];
+    u = musable(h, p);
+    h->mc_bytes -= (size_t)u;
+    book(u);
+    mlive_set(p);
+    return p;
+}
+
+/* Live medium block p (its bit cleared) into the owner's cache; the bytes
+ * booked off, or -1 when it does not fit (the caller frees it into the
+ * heap).  Its usable size is read from the heap's header, bounded by the
+ * segment's end. */
+static inline int64_t mc_put(theap *h, void *p)
+{
+    size_t u = (size_t)musable(h, p), room = (size_t)((unsigned char *)seg_of(p) + SEG_SIZE - (unsigned char *)p);
+    unsigned c;
+    if (u <= MC_LO || u > room || h->mc_bytes + u > G.mc_max)
+        return -1;
+    if ((c = mc_up(u + 1u)) == 0)
+        return -1; /* below the first class */
+    if (--c >= MC_NCLASS)
+        c = MC_NCLASS - 1u; /* the largest class: 128 KiB */
+    if (h->mc_n[c] >= MC_SLOTS)
+        return -1;
+    h->mc[c][h->mc_n[c]++] = p;
+    h->mc_bytes += u;
+    return (int64_t)u;
+}
+
+/* A free of medium block p of h, by its owner (cache: true) or the thread
+ * holding the parked heap h, or the owner draining other threads' frees:
+ * the bytes to book off. */
+static int64_t mrelease(theap *h, void *p, bool cache)
+{
+    if (G.mc_max) {
+        int64_t u;
+        if (!mlive_take(p)) {
+            if (mc_holds(h, p)) {
+                report("double free of", p);
+                return 0;
+            }
+            return mfree(h, p); /* not a live block's start: the heap reports it */
+        }
+        if (cache && (u = mc_put(h, p)) >= 0)
+            return u;
+    }
+    return mfree(h, p);
+}
+
+/* The cache into the heap (thread exit, malloc_trim, a heap tidied). */
+static void mc_flush(theap *h)
+{
+    for (unsigned c = 0; c < MC_NCLASS; c++)
+        while (h->mc_n[c])
+            dmm_heap_free(h->mheap, h->mc[c][--h->mc_n[c]]); /* booked off when cached */
+    h->mc_bytes = 0;
+}
+
+/* The calling thread's cached bytes (tests/malloc: not in the public API). */
+size_t dmm__malloc_mcache_bytes(void);
+size_t dmm__malloc_mcache_bytes(void) { return tl_heap ? tl_heap->mc_bytes : 0; }
+
 /* Frees what other threads handed back. */
 static void medium_drain(theap *h)
 {
@@ -1814,7 +2000,7 @@ static void medium_drain(theap *h)
         return;
     while (x) { /* booked here: the freeing threads did not know the sizes */
         mblock *nx = x->next;
-        freed += mfree(h, x);
+        freed += mrelease(h, x, false);
         x = nx;
     }
     book(-freed);
@@ -1826,6 +2012,14 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
     segment *s;
     if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
         medium_drain(h);
+    if (G.mc_max && n > MC_LO && align <= DMM_MALLOC_ALIGN) {
+        unsigned c = mc_up(n);
+        if (c < MC_NCLASS) {
+            if ((p = mc_take(h, c)) != NULL)
+                return p;
+            n = mc_size(c); /* its block serves the class when it comes back */
+        }
+    }
     if (!h->mheap) {
         if (!(s = medium_segment(h)))
             return NULL;
@@ -1838,8 +2032,11 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
      * and one new segment are tried */
     for (unsigned tries = 0; tries <= SEG_SIZE / MCHUNK + 1u; tries++) {
         p = align > DMM_MALLOC_ALIGN ? dmm_heap_aligned_alloc(h->mheap, align, n) : dmm_heap_malloc(h->mheap, n);
-        if (p)
+        if (p) {
             book(musable(h, p));
+            if (G.mc_max)
+                mlive_set(p);
+        }
         if (p || !medium_extend(h))
             return p;
     }
@@ -1927,7 +2124,7 @@ static void medium_free_parked(theap *h, void *p)
 {
     int64_t freed;
     medium_drain(h);
-    freed = mfree(h, p);
+    freed = mrelease(h, p, false);
     book(-freed);
     if (atomic_load_explicit(&h->warm, memory_order_relaxed)) {
         if (medium_free_bytes(h) <= WARM_MEDIUM_BYTES)
@@ -1945,7 +2142,7 @@ static void medium_free(segment *s, void *p)
     theap *h = s->heap;
     mblock *b = p, *head;
     if (h == tl_heap) {
-        book(-mfree(h, p));
+        book(-mrelease(h, p, true));
         return;
     }
     if (atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(h)) {
@@ -2098,8 +2295,15 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
         report(what, p);
         return NULL;
     }
-    if (s->kind == SEG_MEDIUM)
-        return s; /* the medium heap validates its own blocks */
+    if (s->kind == SEG_MEDIUM) {
+        /* the medium heap validates its own blocks, but for those in the
+         * calling thread's cache (used, for the heap) */
+        if (check_live && G.mc_max && s->heap == tl_heap && !mlive_is(p) && mc_holds(s->heap, p)) {
+            report("use of a freed block:", p);
+            return NULL;
+        }
+        return s;
+    }
     if (s->kind == SEG_ZERO) {
         if ((uintptr_t)p - (uintptr_t)s < PAGE_SIZE || (uintptr_t)p % ZERO_STEP) {
             report(what, p);
@@ -2771,6 +2975,9 @@ void *dmm_realloc(void *p, size_t n)
                 if (G.secure && q != p) {
                     mstart_mark(p, false);
                     mstart_mark(q, true);
+                } else if (G.mc_max && q != p) { /* (p's bit was set: check_free passed, and the heap took p) */
+                    (void)mlive_take(p);
+                    mlive_set(q);
                 }
                 return q;
             }
