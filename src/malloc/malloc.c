@@ -2960,6 +2960,10 @@ void *dmm_realloc(void *p, size_t n)
         return NULL;
     }
     have = dmm_malloc_usable_size(p);
+    if (have == 0 && block_seg(p)->kind == SEG_MEDIUM && block_seg(p)->heap == tl_heap) {
+        errno = EINVAL; /* the owner's heap refused p (reported): a freed block, not copied from nor freed again */
+        return NULL;
+    }
     if (n <= have && (n > medium_max() || n >= have / 2))
         return p; /* fits, and not wastefully */
     {

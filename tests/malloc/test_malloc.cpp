@@ -1917,6 +1917,20 @@ TEST(MallocThreads, MisuseOfACachedMediumBlockIsCaught)
     dmm_free(other);
     EXPECT_EQ(dmm_malloc_get_stats().live_bytes, base);
     EXPECT_EQ(dmm_malloc_get_stats().errors, e + 4) << "false reports";
+    // realloc of a freed block the heap holds (its class's 32 slots full):
+    // one report, NULL and EINVAL; before, it was reported, then copied
+    // from and freed again (two more reports, a block handed out)
+    std::vector<void *> v;
+    for (int i = 0; i < 33; i++)
+        v.push_back(dmm_malloc(6000));
+    void *last = v.back();
+    for (void *p : v)
+        dmm_free(p);
+    errno = 0;
+    EXPECT_EQ(dmm_realloc(last, 7000), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e + 5);
+    EXPECT_EQ(dmm_malloc_get_stats().live_bytes, base);
     dmm_malloc_set_abort_on_error(was);
 }
 
