@@ -1049,7 +1049,10 @@ static inline bool bit_is_set(segment *s, size_t pi, const void *p)
  * frees it took. */
 static uint32_t page_collect(mpage *pg)
 {
-    mblock *x = atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire);
+    /* a plain load first: no locked exchange on a page without remote frees
+     * (small_slow looks at every page of a class whose head ran dry) */
+    mblock *x = atomic_load_explicit(&pg->xfree, memory_order_relaxed) ?
+                    atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire) : NULL;
     uint32_t n = 0;
     if (!pg->free) { /* the owner's own frees become the free list */
         pg->free = pg->local_free;
@@ -1075,11 +1078,18 @@ static uint32_t page_collect(mpage *pg)
  * class in resident memory. */
 static bool page_extend(mpage *pg)
 {
-    segment *s = seg_of(pg);
-    unsigned char *base = page_start(s, (size_t)(pg - s->page));
-    uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    uint32_t n = page_nthr(pg);
-    uint32_t bump = n * pg->block_size, end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
+    segment *s;
+    unsigned char *base;
+    uint32_t k = 0, batch, n = page_nthr(pg), bump = n * pg->block_size, end;
+    /* every block threaded already (the common case in small_slow's walk
+     * over the full pages of a class: mimalloc-bench's alloc-test): no
+     * division */
+    if (bump + pg->block_size > PAGE_SIZE)
+        return false;
+    s = seg_of(pg);
+    base = page_start(s, (size_t)(pg - s->page));
+    batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
+    end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
     while (bump < end && k < batch) {
         mblock *b = (mblock *)(base + bump);
         b->next = pg->free;
