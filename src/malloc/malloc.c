@@ -261,6 +261,7 @@ typedef struct theap {
                                   the fast path tests no pointer but the
                                   block) */
     mpage *pages[NCLASS];      /* per class: list of pages, head first */
+    mpage *tails[NCLASS];      /* per class: the list's last page */
     segment *segs;             /* small segments owned */
     dmm_heap *mheap;           /* medium requests; NULL until the first */
     segment *msegs;            /* its segments */
@@ -909,6 +910,8 @@ static mpage *page_new(theap *h, unsigned cls)
         pg->next = h->pages[cls];
         if (pg->next)
             pg->next->prev = pg;
+        else
+            h->tails[cls] = pg;
         heap_set_head(h, cls, pg);
         s->pages_used++;
         return pg;
@@ -990,6 +993,8 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
         heap_set_head(h, class_of(pg->block_size), pg->next);
     if (pg->next)
         pg->next->prev = pg->prev;
+    else
+        h->tails[class_of(pg->block_size)] = pg->prev;
     pg->heap = NULL;
     pg->block_size = 0;
     /* no block threaded: the free fast path, which does not read the
@@ -1348,11 +1353,20 @@ static void *small_slow(theap *h, unsigned cls)
      * medium calls (into its cache: the owner's) */
     if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
         medium_drain_as(h, true);
-    /* the head first, then the others: remote frees, then fresh blocks */
-    for (mpage *q = pg; q; q = q->next) {
+    /* the head first, then the others: remote frees, then fresh blocks.  A
+     * page with nothing to give goes to the tail, so the next walk looks
+     * first at the pages looked at longest ago, which had the most time to
+     * get blocks back: before, the full pages near the head were looked at
+     * again on every walk (mimalloc-bench's alloc-test and larson, which
+     * free at random among many live blocks: 3.6 to 4 pages per walk). */
+    mpage *first_moved = NULL;
+    for (mpage *q = pg, *nx; q && q != first_moved; q = nx) {
+        nx = q->next;
         page_collect(q);
         if (q->free || page_extend(q)) {
             if (q != h->pages[cls]) { /* move to the head */
+                if (h->tails[cls] == q)
+                    h->tails[cls] = q->prev;
                 q->prev->next = q->next;
                 if (q->next)
                     q->next->prev = q->prev;
@@ -1362,6 +1376,20 @@ static void *small_slow(theap *h, unsigned cls)
                 heap_set_head(h, cls, q);
             }
             return q;
+        }
+        if (nx) { /* not the tail: to the tail */
+            mpage *t = h->tails[cls];
+            if (q->prev)
+                q->prev->next = nx;
+            else
+                heap_set_head(h, cls, nx);
+            nx->prev = q->prev;
+            q->prev = t;
+            q->next = NULL;
+            t->next = q;
+            h->tails[cls] = q;
+            if (!first_moved)
+                first_moved = q;
         }
     }
     pg = page_new(h, cls);
