@@ -231,6 +231,13 @@ static unsigned size_class(size_t n)
 
 #define QUAR 256u   /* secure mode: freed small blocks held back per thread */
 #define MQUAR 16u   /* secure mode: freed medium blocks held back per thread */
+/* The medium cache (see mc_take): classes above MC_LO, 8 per power of two
+ * (the largest 128 KiB, MEDIUM_MAX), MC_SLOTS blocks per class at most and
+ * G.mc_max bytes in all per thread (DMM_MEDIUM_CACHE; MC_BYTES unset). */
+#define MC_LO 2048u
+#define MC_NCLASS 48u
+#define MC_SLOTS 32u
+#define MC_BYTES ((size_t)1 << 20)
 #define CANARY 8u   /* secure mode: canary bytes at a small block's end */
 #define POISON_BYTE 0x00u /* secure mode: freed small blocks are zero-filled */
 
@@ -254,6 +261,7 @@ typedef struct theap {
                                   the fast path tests no pointer but the
                                   block) */
     mpage *pages[NCLASS];      /* per class: list of pages, head first */
+    mpage *tails[NCLASS];      /* per class: the list's last page */
     segment *segs;             /* small segments owned */
     dmm_heap *mheap;           /* medium requests; NULL until the first */
     segment *msegs;            /* its segments */
@@ -279,6 +287,9 @@ typedef struct theap {
     struct mblock *quar[QUAR];
     uint32_t mqhead, mqcount;  /* secure mode: the medium blocks' ring */
     void *mquar[MQUAR];
+    size_t mc_bytes;           /* the medium cache (see mc_take): usable */
+    uint8_t mc_n[MC_NCLASS];   /* bytes held, blocks per class, the blocks */
+    void *mc[MC_NCLASS][MC_SLOTS];
 } theap;
 
 /* Who may touch a heap's owner-only state.  OWNED: the thread bound to it.
@@ -363,6 +374,8 @@ static struct {
     struct theap *warm[WARM_HEAPS]; /* the heaps parked last with their memory kept */
     unsigned warm_next; /* warm[warm_next]: the oldest (under parked_lock) */
     dmm_heap_config mcfg;       /* the medium heaps' configuration */
+    size_t mc_max;              /* the medium cache's bytes per thread; 0 = off
+                                   (secure and whole modes: always) */
     _Atomic uint64_t mapped, segments, large_bytes, large_count, heaps, adopted, errors;
     _Atomic uint64_t retired;     /* pages retired (malloc_trim's answer) */
     _Atomic uint64_t large_count_max, large_bytes_max; /* high-water marks */
@@ -574,6 +587,7 @@ static void report(const char *what, const void *p)
 static void heap_abandon(void *h);
 static void medium_release_if_empty(struct theap *h);
 static void medium_drain(struct theap *h);
+static void medium_drain_as(struct theap *h, bool cache);
 
 /* The locks a fork takes (olock above).  A fork from a signal handler can
  * nest inside another fork's handlers on the same thread: each level
@@ -726,6 +740,28 @@ static uint64_t canary_seed(void)
     return x | 1u;
 }
 
+/* The medium cache's bound: DMM_MEDIUM_CACHE bytes (decimal, an optional
+ * k or m suffix; 0 turns it off), MC_BYTES when unset or not understood.
+ * Off in secure mode (freed medium blocks wait in its quarantine instead,
+ * and are never handed out again at once) and in whole mode (the policy
+ * heap serves every size: what is measured there is that heap). */
+static size_t mc_config(const char *e)
+{
+    size_t v = 0;
+    if (G.secure || SMALL_MAX == 0)
+        return 0;
+    if (!e || *e < '0' || *e > '9')
+        return MC_BYTES;
+    for (; *e >= '0' && *e <= '9'; e++)
+        if ((v = v * 10u + (size_t)(*e - '0')) > ((size_t)1 << 30))
+            return MC_BYTES;
+    if (*e == 'k' || *e == 'K')
+        v = v > ((size_t)1 << 20) ? (size_t)1 << 30 : v << 10;
+    else if (*e == 'm' || *e == 'M')
+        v = v > ((size_t)1 << 10) ? (size_t)1 << 30 : v << 20;
+    return v;
+}
+
 static void global_init(void)
 {
     int s = 0;
@@ -749,6 +785,7 @@ static void global_init(void)
         G.verbose = e && e[0] == '1';
         class_table_init();
         medium_config(dmm_port_getenv("DMM_MEDIUM"));
+        G.mc_max = mc_config(dmm_port_getenv("DMM_MEDIUM_CACHE"));
         if (G.verbose)
             say_config();
         G.have_key = dmm_port_tkey_create(&G.key, heap_abandon);
@@ -873,6 +910,8 @@ static mpage *page_new(theap *h, unsigned cls)
         pg->next = h->pages[cls];
         if (pg->next)
             pg->next->prev = pg;
+        else
+            h->tails[cls] = pg;
         heap_set_head(h, cls, pg);
         s->pages_used++;
         return pg;
@@ -954,6 +993,8 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
         heap_set_head(h, class_of(pg->block_size), pg->next);
     if (pg->next)
         pg->next->prev = pg->prev;
+    else
+        h->tails[class_of(pg->block_size)] = pg->prev;
     pg->heap = NULL;
     pg->block_size = 0;
     /* no block threaded: the free fast path, which does not read the
@@ -1013,7 +1054,10 @@ static inline bool bit_is_set(segment *s, size_t pi, const void *p)
  * frees it took. */
 static uint32_t page_collect(mpage *pg)
 {
-    mblock *x = atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire);
+    /* a plain load first: no locked exchange on a page without remote frees
+     * (small_slow looks at every page of a class whose head ran dry) */
+    mblock *x = atomic_load_explicit(&pg->xfree, memory_order_relaxed) ?
+                    atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire) : NULL;
     uint32_t n = 0;
     if (!pg->free) { /* the owner's own frees become the free list */
         pg->free = pg->local_free;
@@ -1039,11 +1083,18 @@ static uint32_t page_collect(mpage *pg)
  * class in resident memory. */
 static bool page_extend(mpage *pg)
 {
-    segment *s = seg_of(pg);
-    unsigned char *base = page_start(s, (size_t)(pg - s->page));
-    uint32_t k = 0, batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
-    uint32_t n = page_nthr(pg);
-    uint32_t bump = n * pg->block_size, end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
+    segment *s;
+    unsigned char *base;
+    uint32_t k = 0, batch, n = page_nthr(pg), bump = n * pg->block_size, end;
+    /* every block threaded already (the common case in small_slow's walk
+     * over the full pages of a class: mimalloc-bench's alloc-test): no
+     * division */
+    if (bump + pg->block_size > PAGE_SIZE)
+        return false;
+    s = seg_of(pg);
+    base = page_start(s, (size_t)(pg - s->page));
+    batch = pg->block_size >= FRESH_BYTES ? 1u : FRESH_BYTES / pg->block_size;
+    end = (uint32_t)(PAGE_SIZE / pg->block_size * pg->block_size);
     while (bump < end && k < batch) {
         mblock *b = (mblock *)(base + bump);
         b->next = pg->free;
@@ -1103,6 +1154,7 @@ static void heap_tidy(theap *h);
 static void heap_tidy_keep(theap *h, bool warm);
 static void quarantine_flush(theap *h);
 static size_t medium_free_bytes(theap *h);
+static void mc_flush(theap *h);
 
 
 /* A warm parked heap (held BUSY) whose free memory went over its bound
@@ -1205,6 +1257,8 @@ static void heap_tidy(theap *h)
 static void heap_tidy_keep(theap *h, bool warm)
 {
     quarantine_flush(h);
+    if (h->mheap)
+        mc_flush(h);
     for (unsigned c = 0; c < NCLASS; c++) {
         mpage *pg = h->pages[c];
         while (pg) {
@@ -1296,14 +1350,23 @@ static void *small_slow(theap *h, unsigned cls)
     mpage *pg = h->pages[cls];
     /* medium blocks other threads freed are taken in here too, so that they
      * count as freed (and are reusable) even if this thread makes no more
-     * medium calls */
+     * medium calls (into its cache: the owner's) */
     if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
-        medium_drain(h);
-    /* the head first, then the others: remote frees, then fresh blocks */
-    for (mpage *q = pg; q; q = q->next) {
+        medium_drain_as(h, true);
+    /* the head first, then the others: remote frees, then fresh blocks.  A
+     * page with nothing to give goes to the tail, so the next walk looks
+     * first at the pages looked at longest ago, which had the most time to
+     * get blocks back: before, the full pages near the head were looked at
+     * again on every walk (mimalloc-bench's alloc-test and larson, which
+     * free at random among many live blocks: 3.6 to 4 pages per walk). */
+    mpage *first_moved = NULL;
+    for (mpage *q = pg, *nx; q && q != first_moved; q = nx) {
+        nx = q->next;
         page_collect(q);
         if (q->free || page_extend(q)) {
             if (q != h->pages[cls]) { /* move to the head */
+                if (h->tails[cls] == q)
+                    h->tails[cls] = q->prev;
                 q->prev->next = q->next;
                 if (q->next)
                     q->next->prev = q->prev;
@@ -1313,6 +1376,20 @@ static void *small_slow(theap *h, unsigned cls)
                 heap_set_head(h, cls, q);
             }
             return q;
+        }
+        if (nx) { /* not the tail: to the tail */
+            mpage *t = h->tails[cls];
+            if (q->prev)
+                q->prev->next = nx;
+            else
+                heap_set_head(h, cls, nx);
+            nx->prev = q->prev;
+            q->prev = t;
+            q->next = NULL;
+            t->next = q;
+            h->tails[cls] = q;
+            if (!first_moved)
+                first_moved = q;
         }
     }
     pg = page_new(h, cls);
@@ -1805,8 +1882,158 @@ static inline int64_t mfree(theap *h, void *p)
     return tl_reports == r ? u : 0;
 }
 
-/* Frees what other threads handed back. */
-static void medium_drain(theap *h)
+/* ---- the medium cache ----
+ * Freed medium blocks of up to 128 KiB wait in their owner thread's cache,
+ * by size class, before the medium heap gets them: a malloc of the class
+ * takes the newest (mc_take), with no call into the heap, and a free of a
+ * live block puts it there (mc_put), so a program that frees and allocates
+ * medium sizes in turn (mimalloc-bench's rptest, alloc-test) runs neither
+ * the heap's entry checks nor its split and merge.  A request that misses
+ * is rounded up to its class's size, so that its block serves the class
+ * again.  Bounded: MC_SLOTS blocks per class, G.mc_max bytes in all; a free
+ * beyond either goes to the heap.  The cache is emptied into the heap at
+ * thread exit and by malloc_trim (mc_flush), before anything asks the heap
+ * whether it is empty.  Cached blocks are not in use for the statistics
+ * (booked out at mc_put, back in at mc_take).  Off in secure mode.
+ *
+ * What stands for the heap's checks: a bit per 16-byte slot of the medium
+ * segment's header (the bits secure mode uses for its block starts), set
+ * when a block is handed out and cleared when it is freed, by the owner
+ * only (another thread's free goes to mxfree; the owner clears the bit
+ * when it drains it, or the thread holding a parked heap does).  A free
+ * whose bit is clear is not a live block's start: a cached block (found by
+ * a scan of the cache: a double free, reported) or a pointer the heap
+ * validates and reports as before.  The cache is an array: nothing of it
+ * lives in the blocks, so a write after free cannot redirect it. */
+static inline _Atomic uint64_t *mbit_word(const void *p, uint64_t *bit)
+{
+    segment *s = seg_of(p);
+    size_t slot = ((uintptr_t)p & (PAGE_SIZE - 1u)) / MIN_BLOCK;
+    *bit = (uint64_t)1 << (slot % 64u);
+    return &s->bits[page_index(s, p)][slot / 64u];
+}
+
+/* The owner's (or the parked heap holder's) plain load and store. */
+static inline void mlive_set(const void *p)
+{
+    uint64_t bit;
+    _Atomic uint64_t *w = mbit_word(p, &bit);
+    atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) | bit, memory_order_relaxed);
+}
+
+static inline bool mlive_is(const void *p)
+{
+    uint64_t bit;
+    return (atomic_load_explicit(mbit_word(p, &bit), memory_order_relaxed) & bit) != 0;
+}
+
+/* Clears p's bit; whether it was set. */
+static inline bool mlive_take(const void *p)
+{
+    uint64_t bit, v;
+    _Atomic uint64_t *w = mbit_word(p, &bit);
+    v = atomic_load_explicit(w, memory_order_relaxed);
+    if (!(v & bit))
+        return false;
+    atomic_store_explicit(w, v & ~bit, memory_order_relaxed);
+    return true;
+}
+
+/* n > MC_LO: the smallest class of at least n bytes (MC_NCLASS or more:
+ * none); mc_size: a class's size. */
+static inline unsigned mc_up(size_t n)
+{
+    size_t m = n - 1u;
+    unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)m); /* 2^k <= m < 2^(k+1), k >= 11 */
+    return (k - 11u) * 8u + (unsigned)(m >> (k - 3u)) - 8u;
+}
+
+static inline size_t mc_size(unsigned c) { return (size_t)(c % 8u + 9u) << (c / 8u + 8u); }
+
+/* Is p in h's cache? (the misuse path: a scan of all of it) */
+static bool mc_holds(const theap *h, const void *p)
+{
+    for (unsigned c = 0; c < MC_NCLASS; c++)
+        for (unsigned i = 0; i < h->mc_n[c]; i++)
+            if (h->mc[c][i] == p)
+                return true;
+    return false;
+}
+
+/* A block of class c from the calling thread's cache (h is its heap), or
+ * NULL. */
+static inline void *mc_take(theap *h, unsigned c)
+{
+    void *p;
+    int64_t u;
+    if (!h->mc_n[c])
+        return NULL;
+    p = h->mc[c][--h->mc_n[c]];
+    u = musable(h, p);
+    h->mc_bytes -= (size_t)u;
+    book(u);
+    mlive_set(p);
+    return p;
+}
+
+/* Live medium block p (its bit cleared) into the owner's cache; the bytes
+ * booked off, or -1 when it does not fit (the caller frees it into the
+ * heap).  Its usable size is read from the heap's header, bounded by the
+ * segment's end. */
+static inline int64_t mc_put(theap *h, void *p)
+{
+    size_t u = (size_t)musable(h, p), room = (size_t)((unsigned char *)seg_of(p) + SEG_SIZE - (unsigned char *)p);
+    unsigned c;
+    if (u <= MC_LO || u > room || h->mc_bytes + u > G.mc_max)
+        return -1;
+    if ((c = mc_up(u + 1u)) == 0)
+        return -1; /* below the first class */
+    if (--c >= MC_NCLASS)
+        c = MC_NCLASS - 1u; /* the largest class: 128 KiB */
+    if (h->mc_n[c] >= MC_SLOTS)
+        return -1;
+    h->mc[c][h->mc_n[c]++] = p;
+    h->mc_bytes += u;
+    return (int64_t)u;
+}
+
+/* A free of medium block p of h, by its owner (cache: true) or the thread
+ * holding the parked heap h, or the owner draining other threads' frees:
+ * the bytes to book off. */
+static int64_t mrelease(theap *h, void *p, bool cache)
+{
+    if (G.mc_max) {
+        int64_t u;
+        if (!mlive_take(p)) {
+            if (mc_holds(h, p)) {
+                report("double free of", p);
+                return 0;
+            }
+            return mfree(h, p); /* not a live block's start: the heap reports it */
+        }
+        if (cache && (u = mc_put(h, p)) >= 0)
+            return u;
+    }
+    return mfree(h, p);
+}
+
+/* The cache into the heap (thread exit, malloc_trim, a heap tidied). */
+static void mc_flush(theap *h)
+{
+    for (unsigned c = 0; c < MC_NCLASS; c++)
+        while (h->mc_n[c])
+            dmm_heap_free(h->mheap, h->mc[c][--h->mc_n[c]]); /* booked off when cached */
+    h->mc_bytes = 0;
+}
+
+/* The calling thread's cached bytes (tests/malloc: not in the public API). */
+size_t dmm__malloc_mcache_bytes(void);
+size_t dmm__malloc_mcache_bytes(void) { return tl_heap ? tl_heap->mc_bytes : 0; }
+
+/* Frees what other threads handed back: into the cache when the owner
+ * drains (cache: mimalloc-bench's rptest with 2 threads frees half its
+ * blocks on the other thread), else into the heap. */
+static void medium_drain_as(theap *h, bool cache)
 {
     mblock *x = atomic_exchange_explicit(&h->mxfree, NULL, memory_order_acquire);
     int64_t freed = 0;
@@ -1814,18 +2041,29 @@ static void medium_drain(theap *h)
         return;
     while (x) { /* booked here: the freeing threads did not know the sizes */
         mblock *nx = x->next;
-        freed += mfree(h, x);
+        freed += mrelease(h, x, cache);
         x = nx;
     }
     book(-freed);
 }
+
+/* A heap tidied or held parked: into the heap. */
+static void medium_drain(theap *h) { medium_drain_as(h, false); }
 
 static void *medium_alloc(theap *h, size_t n, size_t align)
 {
     void *p;
     segment *s;
     if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
-        medium_drain(h);
+        medium_drain_as(h, true);
+    if (G.mc_max && n > MC_LO && align <= DMM_MALLOC_ALIGN) {
+        unsigned c = mc_up(n);
+        if (c < MC_NCLASS) {
+            if ((p = mc_take(h, c)) != NULL)
+                return p;
+            n = mc_size(c); /* its block serves the class when it comes back */
+        }
+    }
     if (!h->mheap) {
         if (!(s = medium_segment(h)))
             return NULL;
@@ -1838,8 +2076,11 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
      * and one new segment are tried */
     for (unsigned tries = 0; tries <= SEG_SIZE / MCHUNK + 1u; tries++) {
         p = align > DMM_MALLOC_ALIGN ? dmm_heap_aligned_alloc(h->mheap, align, n) : dmm_heap_malloc(h->mheap, n);
-        if (p)
+        if (p) {
             book(musable(h, p));
+            if (G.mc_max)
+                mlive_set(p);
+        }
         if (p || !medium_extend(h))
             return p;
     }
@@ -1927,7 +2168,7 @@ static void medium_free_parked(theap *h, void *p)
 {
     int64_t freed;
     medium_drain(h);
-    freed = mfree(h, p);
+    freed = mrelease(h, p, false);
     book(-freed);
     if (atomic_load_explicit(&h->warm, memory_order_relaxed)) {
         if (medium_free_bytes(h) <= WARM_MEDIUM_BYTES)
@@ -1945,7 +2186,7 @@ static void medium_free(segment *s, void *p)
     theap *h = s->heap;
     mblock *b = p, *head;
     if (h == tl_heap) {
-        book(-mfree(h, p));
+        book(-mrelease(h, p, true));
         return;
     }
     if (atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(h)) {
@@ -2098,8 +2339,15 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
         report(what, p);
         return NULL;
     }
-    if (s->kind == SEG_MEDIUM)
-        return s; /* the medium heap validates its own blocks */
+    if (s->kind == SEG_MEDIUM) {
+        /* the medium heap validates its own blocks, but for those in the
+         * calling thread's cache (used, for the heap) */
+        if (check_live && G.mc_max && s->heap == tl_heap && !mlive_is(p) && mc_holds(s->heap, p)) {
+            report("use of a freed block:", p);
+            return NULL;
+        }
+        return s;
+    }
     if (s->kind == SEG_ZERO) {
         if ((uintptr_t)p - (uintptr_t)s < PAGE_SIZE || (uintptr_t)p % ZERO_STEP) {
             report(what, p);
@@ -2756,6 +3004,10 @@ void *dmm_realloc(void *p, size_t n)
         return NULL;
     }
     have = dmm_malloc_usable_size(p);
+    if (have == 0 && block_seg(p)->kind == SEG_MEDIUM && block_seg(p)->heap == tl_heap) {
+        errno = EINVAL; /* the owner's heap refused p (reported): a freed block, not copied from nor freed again */
+        return NULL;
+    }
     if (n <= have && (n > medium_max() || n >= have / 2))
         return p; /* fits, and not wastefully */
     {
@@ -2764,13 +3016,16 @@ void *dmm_realloc(void *p, size_t n)
             return q;
         if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= medium_max()) {
             int64_t before;
-            medium_drain(s->heap);
+            medium_drain_as(s->heap, true);
             before = musable(s->heap, p);
             if ((q = dmm_heap_realloc(s->heap->mheap, p, n))) { /* in place when it can */
                 book(musable(s->heap, q) - before);
                 if (G.secure && q != p) {
                     mstart_mark(p, false);
                     mstart_mark(q, true);
+                } else if (G.mc_max && q != p) { /* (p's bit was set: check_free passed, and the heap took p) */
+                    (void)mlive_take(p);
+                    mlive_set(q);
                 }
                 return q;
             }
