@@ -2075,7 +2075,11 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
     /* every request fits a chunk: at worst the rest of a segment's chunks
      * and one new segment are tried */
     for (unsigned tries = 0; tries <= SEG_SIZE / MCHUNK + 1u; tries++) {
-        p = align > DMM_MALLOC_ALIGN ? dmm_heap_aligned_alloc(h->mheap, align, n) : dmm_heap_malloc(h->mheap, n);
+        /* the heap aligns to two words: 8 bytes on 32-bit targets, below
+         * malloc's 16, which such a target then asks for (folded away
+         * where the heap's alignment is malloc's) */
+        const size_t a = align > DMM_MALLOC_ALIGN ? align : DMM_MALLOC_ALIGN;
+        p = a > DMM_HEAP_ALIGN ? dmm_heap_aligned_alloc(h->mheap, a, n) : dmm_heap_malloc(h->mheap, n);
         if (p) {
             book(musable(h, p));
             if (G.mc_max)
@@ -3014,7 +3018,10 @@ void *dmm_realloc(void *p, size_t n)
         segment *s = block_seg(p);
         if (s->kind == SEG_LARGE && n > medium_max() && !s->large_guard && (q = large_grow(s, p, n)))
             return q;
-        if (s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) && n <= medium_max()) {
+        /* (not where the heap's alignment is below malloc's: a block the
+         * heap moves would lose malloc's alignment) */
+        if (DMM_HEAP_ALIGN >= DMM_MALLOC_ALIGN && s->kind == SEG_MEDIUM && s->heap == tl_heap && !small_size(n) &&
+            n <= medium_max()) {
             int64_t before;
             medium_drain_as(s->heap, true);
             before = musable(s->heap, p);
