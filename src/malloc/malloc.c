@@ -1291,6 +1291,11 @@ static void heap_abandon(void *arg)
         return;
     theap *cold = NULL;
     bool warm = !G.secure;
+    /* The quarantine first, while h is still owned: it holds blocks of
+     * other threads' heaps, and one of those may be exiting too, busy with
+     * its own quarantine, which holds blocks of h.  With h busy here, each
+     * would wait for the other's heap for good. */
+    quarantine_flush(h);
     atomic_store_explicit(&h->pstate, HEAP_BUSY, memory_order_seq_cst);
     heap_tidy_keep(h, warm);
     if (tl_heap == h) {
