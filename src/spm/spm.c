@@ -339,18 +339,25 @@ static inline spm_tc *tc_slot(dmm_spm *s, dmm_gaddr a)
     return (spm_tc *)(void *)((uint8_t *)s->tc + ((size_t)(a << 1) & ((SPM_TC - 1u) << 6)));
 }
 
-/* Remembers that the live object [g, g + n) is resident at l in unit u, in
- * the entry of address a (the one the next p2s of a looks at). */
-static void tc_fill(dmm_spm *s, dmm_gaddr a, dmm_gaddr g, size_t n, uint8_t *l, spm_unit *u)
+/* The entry of address a (the one the next p2s of a looks at), its old
+ * contents retired, now saying the live object [g, g + n) is resident at l
+ * in unit u.  Returned for a caller that counts a hit in it. */
+static inline spm_tc *tc_put(dmm_spm *s, dmm_gaddr a, dmm_gaddr g, size_t n, uint8_t *l, spm_unit *u)
 {
-    if (!s->tc_on)
-        return;
     spm_tc *e = tc_slot(s, a);
     tc_retire(s, e);
     e->g = g;
     e->l = l;
     e->u = u;
     e->n = n;
+    return e;
+}
+
+/* tc_put, where the hit path's cache is on. */
+static void tc_fill(dmm_spm *s, dmm_gaddr a, dmm_gaddr g, size_t n, uint8_t *l, spm_unit *u)
+{
+    if (s->tc_on)
+        (void)tc_put(s, a, g, n, l, u);
 }
 
 /* Gives an evicted unit's block back to the local heap (evict_core, which
@@ -1681,12 +1688,7 @@ static inline void *miss_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
      * search or a flush, and in dmm_spm_get_stats) marks the unit dirty
      * and used and counts the call, as for the hits the entry answers
      * itself; ~10 instructions fewer than setting them here */
-    spm_tc *e = tc_slot(s, a);
-    tc_retire(s, e);
-    e->g = g;
-    e->l = l;
-    e->u = u;
-    e->n = n;
+    spm_tc *e = tc_put(s, a, g, n, l, u);
     e->w = dirty;
     e->r = !dirty;
     return l + (a - g);
@@ -1886,12 +1888,7 @@ static DMM_NOINLINE void *part_slow(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_
         dmm_gaddr off = at - u->gaddr;
         if (off < u->bytes && n <= u->bytes - off) {
             s->last = DMM_OK;
-            spm_tc *e = tc_slot(s, at);
-            tc_retire(s, e);
-            e->g = u->gaddr | SPM_PIECE_TAG;
-            e->n = u->bytes;
-            e->l = SPM_PIECE_L;
-            e->u = u;
+            spm_tc *e = tc_put(s, at, u->gaddr | SPM_PIECE_TAG, u->bytes, SPM_PIECE_L, u);
             e->w = dirty;
             e->r = !dirty;
             return udata(u) + off;
