@@ -1949,7 +1949,7 @@ static inline bool mlive_take(const void *p)
 static inline unsigned mc_up(size_t n)
 {
     size_t m = n - 1u;
-    unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)m); /* 2^k <= m < 2^(k+1), k >= 11 */
+    unsigned k = dmm_log2_floor(m); /* 2^k <= m < 2^(k+1), k >= 11 */
     return (k - 11u) * 8u + (unsigned)(m >> (k - 3u)) - 8u;
 }
 
