@@ -1035,6 +1035,55 @@ TEST_P(Hardening, SmashedSizeWordIsRefused) {
     EXPECT_TRUE(x.check_ok());
 }
 
+TEST_P(Hardening, SmashedTopSizeIsNotCarved) {
+    // An overflow of the block before the top rewrites the top block's size
+    // (the attack known as "house of force").  A carve that trusted it would
+    // write the new sentinel tag where that size points (outside the heap
+    // when it is larger) and, with a huge size, later hand out memory past
+    // the heap.  malloc must report HEADER, carve nothing and write nothing;
+    // with the size restored the heap carves from the top again.  (Found on
+    // 32-bit x86: libdmm's secure-mode test overflows a medium block by 8
+    // bytes, which there reach past its 4-byte canary into the top's size.)
+    const HParam hp = GetParam();
+    Heap x(make_cfg(hp));
+    ASSERT_EQ(x.status, DMM_OK);
+    const size_t req = req256(x.cfg);
+    void *a = x.alloc(req, 1), *b = x.alloc(req, 2);
+    ASSERT_TRUE(a && b);
+    const uintptr_t T = block_addr(b) + size_of_block(b); // the top block
+    size_t &top_head = *reinterpret_cast<size_t *>(T + W);
+    const size_t head = top_head, ts = head & ~FLAG_MASK;
+    ASSERT_EQ(head & (F_USED | F_AUX), F_AUX) << "the block after b is not the top";
+    ASSERT_GE(ts, 8 * 256u);
+    const size_t from = x.region_offset();
+    const size_t lies[] = {ts - 4 * 256, ts - GRANULE, ts + GRANULE, ts + 4096,
+                           (size_t)0x01010100 & ~FLAG_MASK, (SIZE_MAX / 2) & ~FLAG_MASK};
+    for (size_t lie : lies) {
+        SCOPED_TRACE("top size " + std::to_string(lie) + " instead of " + std::to_string(ts));
+        top_head = lie | (head & FLAG_MASK);
+        std::vector<unsigned char> snap = x.snapshot();
+        x.errs.errors.clear();
+        void *p = dmm_heap_malloc(x.h, req);
+        ASSERT_EQ(x.errs.errors.size(), 1u) << "expected exactly one report, got " << errors_str(x.errs);
+        EXPECT_EQ(x.errs.errors[0].kind, DMM_ERR_HEADER) << errors_str(x.errs);
+        EXPECT_EQ(x.errs.errors[0].op, DMM_OP_MALLOC);
+        EXPECT_EQ(p, nullptr) << "a block was carved from the damaged top";
+        EXPECT_TRUE(x.unchanged(snap, from)) << "the refused malloc wrote to the heap";
+        top_head = head;
+        x.errs.errors.clear();
+        if (HasFailure())
+            break;
+    }
+    void *c = x.alloc(req, 3);
+    ASSERT_NE(c, nullptr) << "the restored top is not carved again";
+    EXPECT_EQ(block_addr(c), T);
+    EXPECT_TRUE(x.errs.errors.empty()) << errors_str(x.errs);
+    EXPECT_TRUE(x.check_ok());
+    for (void *q : {a, b, c})
+        dmm_heap_free(x.h, q);
+    EXPECT_TRUE(x.check_ok());
+}
+
 TEST_P(Hardening, PrevSizeLieIsReported) {
     // b is free, so the foot word in front of c's header is b's size tag
     // (F_PUSED clear in c's head).  A tag that lies must make free(c) report

@@ -163,7 +163,7 @@ static DMM_ALWAYS_INLINE void *e_malloc_top(dmm_heap *h, size_t size, size_t s, 
         blk *t;
         enter_leaf(h, DMM_OP_MALLOC); /* the top is read under the heap's lock */
         t = h->top;
-        if (DMM_LIKELY(OBTAIN_NO_LISTED(h) && t && bsize(t) >= s)) {
+        if (DMM_LIKELY(OBTAIN_NO_LISTED(h) && t && bsize(t) >= s && top_intact(h, t))) {
             void *p;
             blk *b = carve_from(h, t, s); /* used, of at most s + MINB - GRAN bytes: nothing to split */
             COUNT_OP(h, malloc_count);
@@ -308,7 +308,7 @@ static void *e_malloc_bin_leaf(dmm_heap *h, size_t size)
     if (j < 0) {
         /* no bin has a block: the top of the region of the last carve */
         blk *t = h->top;
-        if (!t || bsize(t) < s)
+        if (!t || bsize(t) < s || !top_intact(h, t))
             goto full;
         st_steps(h, 1); /* the bitmap look-up, as take_block counts it */
         b = carve_from(h, t, s); /* used */

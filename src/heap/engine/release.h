@@ -115,6 +115,26 @@ static DMM_ALWAYS_INLINE void release_split(dmm_heap *h, blk *rem, size_t rs, bo
  * large enough.  The remainder stays the top unless it is below a minimum
  * block, in which case the whole top is taken.  NULL if no top fits. */
 static DMM_ALWAYS_INLINE blk *carve_from(dmm_heap *h, blk *t, size_t s);
+
+/* Hardened: does the size in the top block's header lead to its region's
+ * sentinel?  An overflow of the block before the top can rewrite that
+ * size; a carve trusting it would write the new sentinel tag wherever the
+ * size points (and a later carve hand out memory outside the heap: the
+ * attack known as "house of force").  The leaf paths leave a top that
+ * fails this to carve_top, which reports it. */
+static DMM_ALWAYS_INLINE bool top_intact(const dmm_heap *h, const blk *t)
+{
+    return !HARDENED(h) || DMM_LIKELY(bnext(t) == rsentinel(h->top_r));
+}
+
+/* The top failed top_intact: reported, nothing carved from it (its bytes
+ * are lost to the allocator while its header stays damaged). */
+static DMM_COLD blk *top_fault(dmm_heap *h, blk *t)
+{
+    dmm__heap_report(h, DMM_ERR_HEADER, t, "the top block's size was overwritten (overflow?): nothing carved from it");
+    return NULL;
+}
+
 static DMM_ALWAYS_INLINE blk *carve_top(dmm_heap *h, size_t s)
 {
     blk *t = h->top;
@@ -123,6 +143,8 @@ static DMM_ALWAYS_INLINE blk *carve_top(dmm_heap *h, size_t s)
             return NULL;
         t = h->top;
     }
+    if (DMM_UNLIKELY(!top_intact(h, t)))
+        return top_fault(h, t);
     return carve_from(h, t, s);
 }
 
