@@ -15,7 +15,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <random>
 #include <string>
@@ -54,6 +57,37 @@ struct Obj {
     size_t n;
     uint8_t tag;
 };
+
+// Runs fn(0) .. fn(n - 1) on n threads at once, each with a 256 KiB stack,
+// and joins them.  (Hundreds of threads with the default 8 MiB stacks, beside
+// their heaps' 4 MiB segments, do not fit a 32-bit address space.)
+void run_small_stack_threads(int n, const std::function<void(int)> &fn)
+{
+    struct Arg {
+        const std::function<void(int)> *fn;
+        int t;
+    };
+    std::vector<Arg> args(static_cast<size_t>(n));
+    std::vector<pthread_t> ids(static_cast<size_t>(n));
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+    for (int t = 0; t < n; t++) {
+        args[(size_t)t] = {&fn, t};
+        int rc = pthread_create(&ids[(size_t)t], &attr, [](void *a) -> void * {
+            auto *x = static_cast<Arg *>(a);
+            (*x->fn)(x->t);
+            return nullptr;
+        }, &args[(size_t)t]);
+        if (rc != 0) { // the threads started wait for all n: no way to go on
+            std::fprintf(stderr, "pthread_create of thread %d of %d: %s\n", t, n, std::strerror(rc));
+            std::abort();
+        }
+    }
+    for (pthread_t id : ids)
+        pthread_join(id, nullptr);
+    pthread_attr_destroy(&attr);
+}
 
 } // namespace
 
@@ -442,11 +476,7 @@ TEST(MallocThreads, HeapsBeyondTheTaggedOnesCheckTheirFrees)
                 dmm_free(p);
             }
     };
-    std::vector<std::thread> th;
-    for (int t = 0; t < kThreads; t++)
-        th.emplace_back(worker, t);
-    for (auto &x : th)
-        x.join();
+    run_small_stack_threads(kThreads, worker);
     EXPECT_GE(dmm_malloc_get_stats().heaps, 240u);
     EXPECT_EQ(bad.load(), 0) << "a block corrupted or handed out twice";
     EXPECT_EQ(dmm_malloc_get_stats().errors, errors0 + kThreads) << "double frees missed or false reports";
@@ -1475,9 +1505,11 @@ TEST(MallocChild, Secure)
     dmm_free(f);
     dmm_free(f);
     EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + 3);
-    // a medium block's overflow reaches the heap's canary
+    // a medium block's overflow reaches the heap's canary (one word: wider,
+    // on 32-bit it reaches the next block's header too, which the heap also
+    // reports, and a later carve from that damaged block is refused)
     auto *m = static_cast<char *>(dmm_malloc(5000));
-    std::memset(m, 1, dmm_malloc_usable_size(m) + 8);
+    std::memset(m, 1, dmm_malloc_usable_size(m) + sizeof(size_t));
     dmm_free(m);
     EXPECT_GE(dmm_malloc_get_stats().errors, e0 + 4);
     dmm_malloc_set_abort_on_error(was);
