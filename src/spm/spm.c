@@ -106,6 +106,17 @@ static void frame_writeback(dmm_spm *s, spm_frame *f)
     f->dirty = false;
 }
 
+/* seg's frame hint (fhint): its segment number xor that number shifted by
+ * 2, modulo SPM_FHINT.  The manager hands a core segments two segment sizes
+ * apart (each block of its heap has a header before the aligned segment), so
+ * the segment number alone put the first four segments on two hints, which
+ * they overwrote in turn (the rewritten dfs at the Table II size: ~80 k
+ * instructions of frame searches in its malloc, free and miss path). */
+static inline unsigned fhint_index(const dmm_spm *s, dmm_gaddr seg)
+{
+    return (unsigned)(((seg >> s->seg_shift) ^ (seg >> (s->seg_shift + 2u))) & (SPM_FHINT - 1u));
+}
+
 /* A frame for seg's page: the resident one, or the least recently used one
  * after writing it back; fetch = false leaves the new frame's bytes as they
  * are (a new segment's page is written by the caller). */
@@ -133,14 +144,14 @@ static spm_frame *page_frame(dmm_spm *s, dmm_gaddr seg, bool fetch)
         i = (int)v;
     }
     s->last_frame = (unsigned)i;
-    s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)i; /* frame_hint */
+    s->fhint[fhint_index(s, seg)] = (uint8_t)i; /* frame_hint */
     s->frames[i].stamp = (uint32_t)++s->tick;
     return &s->frames[i];
 }
 
 static inline unsigned frame_hint(const dmm_spm *s, dmm_gaddr seg)
 {
-    return s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)];
+    return s->fhint[fhint_index(s, seg)];
 }
 
 /* Whether the hinted frame holds the page of a's segment (the cheap first
@@ -1397,7 +1408,7 @@ static DMM_NOINLINE spm_unit *resident_in_frame(dmm_spm *s, dmm_gaddr a, spm_xla
         if (k < 0)
             return NULL;
         fi = (unsigned)k;
-        s->fhint[(seg >> s->seg_shift) & (SPM_FHINT - 1u)] = (uint8_t)fi;
+        s->fhint[fhint_index(s, seg)] = (uint8_t)fi;
     }
     spm_frame *f = &s->frames[fi];
     const spm_seghdr *h = hdr_of(f);
