@@ -1082,6 +1082,26 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
             if (!s->open[k].seg || s->open[k].cls != cls)
                 continue;
             seg = s->open[k].seg;
+            /* the record's page in a frame (the last one used or the hinted
+             * one) and the unit at its scan start with room: what the scan
+             * below finds first, without page_frame and the scan (classes
+             * allocated in turn, as dijkstra's edges and queue nodes, where
+             * the hot record above names the other class) */
+            unsigned fi = s->frames[s->last_frame].seg == seg ? s->last_frame : frame_hint(s, seg);
+            spm_frame *hf = &s->frames[fi];
+            if (hf->seg == seg && s->open[k].from < hdr_of(hf)->units) {
+                const spm_entry *he = entry_of(hf, s->open[k].from);
+                if ((he->flags & SPM_E_VALID) && he->live != (uint16_t)((1u << he->slots) - 1u)) {
+                    f = hf;
+                    idx = s->open[k].from;
+                    found = true;
+                    s->open_hot = (uint8_t)k;
+                    s->last_frame = fi; /* page_frame's bookkeeping */
+                    s->fhint[fhint_index(s, seg)] = (uint8_t)fi;
+                    hf->stamp = (uint32_t)++s->tick;
+                    break;
+                }
+            }
             f = page_frame(s, seg, true);
             spm_seghdr *h = hdr_of(f);
             int free_idx = -1;
