@@ -114,7 +114,8 @@ static void frame_writeback(dmm_spm *s, spm_frame *f)
  * instructions of frame searches in its malloc, free and miss path). */
 static inline unsigned fhint_index(const dmm_spm *s, dmm_gaddr seg)
 {
-    return (unsigned)(((seg >> s->seg_shift) ^ (seg >> (s->seg_shift + 2u))) & (SPM_FHINT - 1u));
+    size_t n = (size_t)(seg >> s->seg_shift); /* its low bits are all that count */
+    return (unsigned)((n ^ (n >> 2)) & (SPM_FHINT - 1u));
 }
 
 /* A frame for seg's page: the resident one, or the least recently used one
@@ -1052,6 +1053,27 @@ static void segment_empty(dmm_spm *s, spm_frame *f)
 
 static void xc_put(dmm_spm *s, const spm_xlate *t);
 
+/* The frame of open record o's page when that page is in the last frame
+ * used or its hinted frame and the unit at o's scan start is valid with a
+ * free slot: what the record's scan would find first, without page_frame's
+ * frame search and the scan.  page_frame's bookkeeping is done; NULL
+ * otherwise (nothing changed). */
+static DMM_ALWAYS_INLINE spm_frame *open_ready(dmm_spm *s, const spm_open *o)
+{
+    dmm_gaddr seg = o->seg;
+    unsigned fi = s->frames[s->last_frame].seg == seg ? s->last_frame : frame_hint(s, seg);
+    spm_frame *f = &s->frames[fi];
+    if (!seg || f->seg != seg || o->from >= hdr_of(f)->units) /* a free frame has seg 0 */
+        return NULL;
+    const spm_entry *e = entry_of(f, o->from);
+    if (!(e->flags & SPM_E_VALID) || e->live == (uint16_t)((1u << e->slots) - 1u))
+        return NULL;
+    s->last_frame = fi;
+    s->fhint[fhint_index(s, seg)] = (uint8_t)fi;
+    f->stamp = (uint32_t)++s->tick;
+    return f;
+}
+
 static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
 {
     if (size == 0 || size > s->max_object) {
@@ -1078,40 +1100,23 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
          * the record, the frame and the scan (objects of one class in a
          * row: dfs's stack frames, dijkstra's queue nodes). */
         const spm_open *o = &s->open[s->open_hot];
-        spm_frame *lf = &s->frames[s->last_frame];
-        if (o->seg && o->cls == cls && lf->seg == o->seg && o->from < hdr_of(lf)->units) {
-            const spm_entry *he = entry_of(lf, o->from);
-            if ((he->flags & SPM_E_VALID) && he->live != (uint16_t)((1u << he->slots) - 1u)) {
-                f = lf;
-                seg = o->seg;
-                idx = o->from;
-                found = true;
-                lf->stamp = (uint32_t)++s->tick; /* page_frame's bookkeeping */
-            }
+        if (o->seg && o->cls == cls && (f = open_ready(s, o)) != NULL) {
+            seg = o->seg;
+            idx = o->from;
+            found = true;
         }
         for (unsigned k = 0; k < SPM_OPEN && !found; k++) {
             if (!s->open[k].seg || s->open[k].cls != cls)
                 continue;
             seg = s->open[k].seg;
-            /* the record's page in a frame (the last one used or the hinted
-             * one) and the unit at its scan start with room: what the scan
-             * below finds first, without page_frame and the scan (classes
-             * allocated in turn, as dijkstra's edges and queue nodes, where
-             * the hot record above names the other class) */
-            unsigned fi = s->frames[s->last_frame].seg == seg ? s->last_frame : frame_hint(s, seg);
-            spm_frame *hf = &s->frames[fi];
-            if (hf->seg == seg && s->open[k].from < hdr_of(hf)->units) {
-                const spm_entry *he = entry_of(hf, s->open[k].from);
-                if ((he->flags & SPM_E_VALID) && he->live != (uint16_t)((1u << he->slots) - 1u)) {
-                    f = hf;
-                    idx = s->open[k].from;
-                    found = true;
-                    s->open_hot = (uint8_t)k;
-                    s->last_frame = fi; /* page_frame's bookkeeping */
-                    s->fhint[fhint_index(s, seg)] = (uint8_t)fi;
-                    hf->stamp = (uint32_t)++s->tick;
-                    break;
-                }
+            /* the same for every record of the class (classes allocated in
+             * turn, as dijkstra's edges and queue nodes, where the hot
+             * record names the other class) */
+            if ((f = open_ready(s, &s->open[k])) != NULL) {
+                idx = s->open[k].from;
+                found = true;
+                s->open_hot = (uint8_t)k;
+                break;
             }
             f = page_frame(s, seg, true);
             spm_seghdr *h = hdr_of(f);
@@ -1313,7 +1318,7 @@ static bool free_ref(dmm_spm *s, dmm_gaddr a, spm_ref *r)
  * object whose unit left local memory, nor one they forgot: dfs frees 206 of
  * its 1,001 objects, dijkstra 58 of 422, through lookup, ~240 instructions
  * each, at the Table II size. */
-static bool free_in_frame(dmm_spm *s, dmm_gaddr a, spm_ref *r)
+static DMM_NOINLINE bool free_in_frame(dmm_spm *s, dmm_gaddr a, spm_ref *r)
 {
     dmm_gaddr seg = a & ~(dmm_gaddr)(s->cfg.segment - 1);
     unsigned fi = s->frames[s->last_frame].seg == seg ? s->last_frame : frame_hint(s, seg);
@@ -1324,14 +1329,14 @@ static bool free_in_frame(dmm_spm *s, dmm_gaddr a, spm_ref *r)
     if (h->magic != (SPM_MAGIC ^ (uint32_t)(seg >> 4)) || h->core != s->core || h->units == 0 ||
         h->units > s->page_entries || h->slots == 0 || h->slot_size == 0)
         return false;
-    uint64_t off = a - seg;
+    size_t off = (size_t)(a - seg); /* below cfg.segment (at most 1 GiB) */
     size_t stride = stride_of(h), d = data_off(s, seg);
     if (off < d)
         return false;
-    uint64_t i = (off - d) / stride;
+    size_t i = (off - d) / stride;
     if (i >= h->units)
         return false;
-    uint64_t in = off - d - i * stride;
+    size_t in = off - d - i * stride;
     if (in % h->slot_size)
         return false;
     unsigned slot = (unsigned)(in / h->slot_size);
