@@ -1833,3 +1833,144 @@ TEST(SpmPartial, LastPieceHintLeavesWithItsPiece)
     EXPECT_GE(fetched, 4u); // pieces fetched again after a's whole copy left
     EXPECT_EQ(r.err.count, 0);
 }
+
+// ---- free without the translations ------------------------------------------
+
+// Frees of objects the translations do not name (their units evicted, or
+// resident but forgotten) are decoded from their table page when it is in a
+// frame (free_in_frame), else looked up: objects of several classes in
+// several segments (the manager's segments are 2 apart: the frame hint must
+// tell them apart), a tiny H so that most units are out; every free leaves
+// the others intact, a second free of an object and a free of an interior
+// address are reported and change nothing.
+TEST(SpmFree, ObjectsOfEvictedUnitsFreedThroughTheirPages)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
+        SCOPED_TRACE(mode == DMM_SPM_STATIC ? "static" : "dynamic");
+        Rig r({mode, 8192, "table=2048,frames=4,gran=4,unit=256,segment=4096"});
+        ASSERT_NE(r.s, nullptr);
+        std::mt19937 rng(2026u + static_cast<unsigned>(mode));
+        const size_t sizes[] = {48, 96, 160};
+        Shadow sh;
+        std::vector<dmm_gaddr> objs;
+        for (int i = 0; i < 150; i++) {
+            size_t n = sizes[rng() % 3];
+            dmm_gaddr a = dmm_spm_malloc(r.s, n);
+            ASSERT_NE(a, DMM_GNULL);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+            ASSERT_NE(p, nullptr);
+            std::vector<unsigned char> v(n);
+            for (size_t k = 0; k < n; k++) {
+                v[k] = static_cast<unsigned char>(rng());
+            }
+            std::memcpy(p, v.data(), n);
+            sh[a] = v;
+            objs.push_back(a);
+        }
+        ASSERT_GT(dmm_spm_get_stats(r.s).unit_evictions, 0u);
+        ASSERT_GE(dmm_spm_get_stats(r.s).segment_requests, 4u);
+        ASSERT_TRUE(r.ok());
+        std::shuffle(objs.begin(), objs.end(), rng);
+        int expected = 0;
+        for (size_t i = 0; i < objs.size(); i++) {
+            dmm_gaddr a = objs[i];
+            if (i % 9 == 4) { // an interior address: reported, nothing freed
+                dmm_spm_free(r.s, a + 16);
+                expected++;
+                ASSERT_EQ(r.err.count, expected);
+                EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+            }
+            dmm_spm_free(r.s, a);
+            sh.erase(a);
+            ASSERT_EQ(r.err.count, expected);
+            ASSERT_EQ(dmm_spm_get_stats(r.s).live_objects, sh.size());
+            if (i % 7 == 3) { // the same object again: reported, nothing freed
+                dmm_spm_free(r.s, a);
+                expected++;
+                ASSERT_EQ(r.err.count, expected);
+                EXPECT_EQ(r.err.kind, DMM_ERR_DOUBLE_FREE);
+                ASSERT_EQ(dmm_spm_get_stats(r.s).live_objects, sh.size());
+            }
+            if (i % 25 == 0) {
+                ASSERT_TRUE(r.ok());
+                ASSERT_TRUE(all_match(r, sh));
+            }
+        }
+        EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+        ASSERT_TRUE(r.ok());
+    }
+}
+
+// A free that empties a resident unit drops its local copy without sweeping
+// the translations for it (each free already dropped its object's): none may
+// survive to answer for the block's next tenant.  Every object of a unit (its
+// segment kept by a live neighbour unit, so its addresses stay dead)
+// translated through the hit path's cache, the recent translations and the
+// translation cache (interior addresses too), all freed, the block taken by
+// a unit of another class: the old addresses are reported, the new objects
+// hold their own bytes, and dmm_spm_check finds every translation live.
+TEST(SpmFree, DroppedUnitLeavesNoTranslation)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=1024,frames=2,gran=4,unit=256,segment=4096"});
+    ASSERT_NE(r.s, nullptr);
+    std::vector<dmm_gaddr> keep;
+    for (int i = 0; i < 4; i++) { // the first unit of the 48-byte class stays: its segment is not emptied
+        keep.push_back(dmm_spm_malloc(r.s, 48));
+        ASSERT_NE(keep.back(), DMM_GNULL);
+    }
+    for (int round = 0; round < 20; round++) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        std::vector<dmm_gaddr> old;
+        for (int i = 0; i < 4; i++) { // the next unit: four 48-byte objects
+            dmm_gaddr a = dmm_spm_malloc(r.s, 48);
+            ASSERT_NE(a, DMM_GNULL);
+            old.push_back(a);
+        }
+        for (int k = 0; k < 3; k++) {
+            for (dmm_gaddr a : old) {
+                auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a + 16u * static_cast<unsigned>(k)));
+                ASSERT_NE(p, nullptr);
+                *p = static_cast<unsigned char>(round + k);
+                ASSERT_EQ(dmm_spm_s2p(r.s, p), a + 16u * static_cast<unsigned>(k));
+            }
+        }
+        for (dmm_gaddr a : old) {
+            dmm_spm_free(r.s, a);
+        }
+        ASSERT_TRUE(r.ok());
+        std::vector<dmm_gaddr> fresh;
+        for (int i = 0; i < 3; i++) { // 80-byte objects: another class, the freed block
+            dmm_gaddr b = dmm_spm_malloc(r.s, 80);
+            ASSERT_NE(b, DMM_GNULL);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 0xEE, 80);
+            fresh.push_back(b);
+        }
+        int errs = r.err.count;
+        for (dmm_gaddr a : old) {
+            for (unsigned k = 0; k < 3; k++) {
+                EXPECT_EQ(dmm_spm_p2s(r.s, a + 16u * k), nullptr);
+                EXPECT_EQ(dmm_spm_p2s_ro(r.s, a + 16u * k), nullptr);
+                errs += 2;
+                EXPECT_EQ(r.err.count, errs);
+            }
+        }
+        ASSERT_TRUE(r.ok());
+        for (dmm_gaddr b : fresh) {
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, b));
+            ASSERT_NE(p, nullptr);
+            for (int k = 0; k < 80; k++) {
+                ASSERT_EQ(p[k], 0xEE);
+            }
+            dmm_spm_free(r.s, b);
+        }
+        ASSERT_TRUE(r.ok());
+        r.err = Errors{};
+    }
+    for (dmm_gaddr a : keep) {
+        dmm_spm_free(r.s, a);
+    }
+    EXPECT_EQ(r.err.count, 0);
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}
