@@ -405,10 +405,12 @@ static _Thread_local bool tl_exited;
  * NULL: malloc finds no block and free finds no segment with the tag
  * TAG_NONE, and both fall through to the slow paths. */
 static mpage empty_page;
-#define EMPTY4 &empty_page, &empty_page, &empty_page, &empty_page
-static theap empty_heap = {.fast = {EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4}, .tag = SEG_SMALL};
-#undef EMPTY4
-_Static_assert(NCLASS == 32u, "empty_heap's initialiser lists NCLASS pages");
+/* Zero (.bss) until global_init points its classes at empty_page: with an
+ * initialiser, its 15 KiB (mostly the medium cache's and the quarantines'
+ * zeros) were libdmm.so's .data, 4 pages of the file mapped in every
+ * process; fast_view, the only reader of its contents, runs after
+ * global_init. */
+static theap empty_heap;
 static _Thread_local theap *tl_fast = &empty_heap;
 /* The free fast path's view: the tag of tl_fast's segments, TAG_NONE when
  * tl_fast is empty_heap or its heap has the shared tag SEG_SMALL. */
@@ -791,6 +793,9 @@ static void global_init(void)
         e = dmm_port_getenv("DMM_VERBOSE");
         G.verbose = e && e[0] == '1';
         class_table_init();
+        for (unsigned c = 0; c < NCLASS; c++)
+            empty_heap.fast[c] = &empty_page;
+        empty_heap.tag = SEG_SMALL;
         medium_config(dmm_port_getenv("DMM_MEDIUM"));
         G.mc_max = mc_config(dmm_port_getenv("DMM_MEDIUM_CACHE"));
         if (G.verbose)
