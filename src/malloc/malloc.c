@@ -238,6 +238,11 @@ static unsigned size_class(size_t n)
 #define MC_NCLASS 48u
 #define MC_SLOTS 32u
 #define MC_BYTES ((size_t)1 << 20)
+/* ... and at most 1 / 2^MC_FOOT_SHIFT of the memory its medium heap has
+ * been given (mc_cap) */
+#ifndef MC_FOOT_SHIFT
+#define MC_FOOT_SHIFT 3u
+#endif
 #define CANARY 8u   /* secure mode: canary bytes at a small block's end */
 #define POISON_BYTE 0x00u /* secure mode: freed small blocks are zero-filled */
 
@@ -287,6 +292,8 @@ typedef struct theap {
     struct mblock *quar[QUAR];
     uint32_t mqhead, mqcount;  /* secure mode: the medium blocks' ring */
     void *mquar[MQUAR];
+    size_t mfoot;              /* bytes its medium heap has been given (the
+                                  medium cache's bound: mc_cap) */
     size_t mc_bytes;           /* the medium cache (see mc_take): usable */
     uint8_t mc_n[MC_NCLASS];   /* bytes held, blocks per class, the blocks */
     void *mc[MC_NCLASS][MC_SLOTS];
@@ -398,10 +405,12 @@ static _Thread_local bool tl_exited;
  * NULL: malloc finds no block and free finds no segment with the tag
  * TAG_NONE, and both fall through to the slow paths. */
 static mpage empty_page;
-#define EMPTY4 &empty_page, &empty_page, &empty_page, &empty_page
-static theap empty_heap = {.fast = {EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4, EMPTY4}, .tag = SEG_SMALL};
-#undef EMPTY4
-_Static_assert(NCLASS == 32u, "empty_heap's initialiser lists NCLASS pages");
+/* Zero (.bss) until global_init points its classes at empty_page: with an
+ * initialiser, its 15 KiB (mostly the medium cache's and the quarantines'
+ * zeros) were libdmm.so's .data, 4 pages of the file mapped in every
+ * process; fast_view, the only reader of its contents, runs after
+ * global_init. */
+static theap empty_heap;
 static _Thread_local theap *tl_fast = &empty_heap;
 /* The free fast path's view: the tag of tl_fast's segments, TAG_NONE when
  * tl_fast is empty_heap or its heap has the shared tag SEG_SMALL. */
@@ -784,6 +793,9 @@ static void global_init(void)
         e = dmm_port_getenv("DMM_VERBOSE");
         G.verbose = e && e[0] == '1';
         class_table_init();
+        for (unsigned c = 0; c < NCLASS; c++)
+            empty_heap.fast[c] = &empty_page;
+        empty_heap.tag = SEG_SMALL;
         medium_config(dmm_port_getenv("DMM_MEDIUM"));
         G.mc_max = mc_config(dmm_port_getenv("DMM_MEDIUM_CACHE"));
         if (G.verbose)
@@ -1860,10 +1872,12 @@ static bool medium_extend(theap *h)
         if (!dmm_port_pages_unguard(lo, MCHUNK))
             return false;
         s->mtop += MCHUNK;
+        h->mfoot += MCHUNK;
         return dmm_heap_add_region(h->mheap, lo, MCHUNK) == DMM_OK;
     }
     if (!(s = medium_segment(h)))
         return false;
+    h->mfoot += s->mtop - MEDIUM_OFF;
     return dmm_heap_add_region(h->mheap, (unsigned char *)s + MEDIUM_OFF, s->mtop - MEDIUM_OFF) == DMM_OK;
 }
 
@@ -1981,6 +1995,19 @@ static inline void *mc_take(theap *h, unsigned c)
     return p;
 }
 
+/* The medium cache's bound for h: G.mc_max (DMM_MEDIUM_CACHE), and no more
+ * than 1 / 2^MC_FOOT_SHIFT of the memory h's medium heap has been given.
+ * Blocks held in the cache serve only their class, so the heap grows for
+ * the other requests: with a fixed 1 MiB, a thread with a small medium heap
+ * (mimalloc-bench's espresso: peak RSS 3.8 MB, 2.7 MB with the cache off,
+ * glibc 2.4) kept a cache the size of the heap.  A thread with many medium
+ * blocks (rptest, alloc-test: heaps of several MiB) keeps the full bound. */
+static inline size_t mc_cap(const theap *h)
+{
+    size_t f = h->mfoot >> MC_FOOT_SHIFT;
+    return f < G.mc_max ? f : G.mc_max;
+}
+
 /* Live medium block p (its bit cleared) into the owner's cache; the bytes
  * booked off, or -1 when it does not fit (the caller frees it into the
  * heap).  Its usable size is read from the heap's header, bounded by the
@@ -1989,7 +2016,7 @@ static inline int64_t mc_put(theap *h, void *p)
 {
     size_t u = (size_t)musable(h, p), room = (size_t)((unsigned char *)seg_of(p) + SEG_SIZE - (unsigned char *)p);
     unsigned c;
-    if (u <= MC_LO || u > room || h->mc_bytes + u > G.mc_max)
+    if (u <= MC_LO || u > room || h->mc_bytes + u > mc_cap(h))
         return -1;
     if ((c = mc_up(u + 1u)) == 0)
         return -1; /* below the first class */
@@ -2076,6 +2103,7 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
             h->mheap = NULL;
             return NULL;
         }
+        h->mfoot = s->mtop - MEDIUM_OFF;
     }
     /* every request fits a chunk: at worst the rest of a segment's chunks
      * and one new segment are tried */
@@ -2137,6 +2165,7 @@ static void medium_destroy(theap *h)
     dmm_heap_destroy(h->mheap);
     h->mheap = NULL;
     h->mfreed = 0;
+    h->mfoot = 0;
     while (h->msegs) {
         segment *s = h->msegs;
         h->msegs = s->next;
