@@ -1512,11 +1512,11 @@ static void *zero_alloc(void)
     return p;
 }
 
-/* Secure mode: a freed large block's mapping is discarded and made
- * inaccessible, and kept so for the next LQUAR large frees before it is
- * unmapped: a stale pointer's read or write faults, and the next large
- * blocks get other addresses (an unmapped range is what the kernel hands
- * out next). */
+/* Secure mode: a freed large block's range is made inaccessible, empty
+ * (its pages moved out for the cache by large_move_out, or discarded), and
+ * kept so for the next LQUAR large frees before it is unmapped: a stale
+ * pointer's read or write faults, and the next large blocks get other
+ * addresses (an unmapped range is what the kernel hands out next). */
 #define LQUAR 64u
 static struct {
     segment *e[LQUAR];

@@ -1614,7 +1614,7 @@ TEST(MallocChild, SecureLarge)
 {
     if (child_only())
         GTEST_SKIP() << "run by MallocLarge.SecureLargeBlocksReusePagesNotAddresses";
-    const size_t MiB = (size_t)1 << 20, n = 8 * MiB;
+    const size_t MiB = (size_t)1 << 20, n = 8 * MiB, pg = (size_t)sysconf(_SC_PAGESIZE);
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     dmm_malloc_trim();
     auto *p = static_cast<unsigned char *>(dmm_malloc(n));
@@ -1629,22 +1629,22 @@ TEST(MallocChild, SecureLarge)
     for (size_t i = 0; i < n; i += 512)
         ASSERT_EQ(q[i], 0u) << "a reused large block not zero at " << i;
     std::memset(q, 'C', n);
-    EXPECT_LT(minor_faults() - f0, 256) << "the freed block's pages were not reused (a new mapping faults 2,048)";
+    EXPECT_LT(minor_faults() - f0, (long)(n / pg / 8)) << "the freed block's pages were not reused (a new mapping faults n / page)";
     size_t qu = dmm_malloc_usable_size(q);
     EXPECT_GE(qu, n);
-    EXPECT_LT(qu, n + 4096);
+    EXPECT_LT(qu, n + pg);
     // a smaller block in the cached mapping: a guard page right after it,
     // the rest of the mapping out of its reach; zero; its front still checked
     dmm_free(q);
     f0 = minor_faults();
     auto *r = static_cast<unsigned char *>(dmm_calloc(1, 3 * MiB));
     ASSERT_NE(r, nullptr);
-    EXPECT_LT(minor_faults() - f0, 256) << "the cached 8 MiB mapping was not reused for 3 MiB";
+    EXPECT_LT(minor_faults() - f0, (long)(n / pg / 8)) << "the cached 8 MiB mapping was not reused for 3 MiB";
     EXPECT_NE(r, q);
     EXPECT_NE(r, p);
     size_t ru = dmm_malloc_usable_size(r);
     EXPECT_GE(ru, 3 * MiB);
-    EXPECT_LT(ru, 3 * MiB + 4096) << "the block does not end at its own guard page";
+    EXPECT_LT(ru, 3 * MiB + pg) << "the block does not end at its own guard page";
     for (size_t i = 0; i < ru; i += 512)
         ASSERT_EQ(r[i], 0u) << "a block from a bigger cached mapping not zero at " << i;
     EXPECT_DEATH({ p[0] = 'B'; }, "") << "a write after free of a large block did not fault";
@@ -1668,7 +1668,7 @@ TEST(MallocChild, SecureLarge)
     b = static_cast<unsigned char *>(dmm_malloc(big));
     ASSERT_NE(b, nullptr);
     std::memset(b, 2, big);
-    EXPECT_GT(minor_faults() - f0, (long)(big / 4096 / 2)) << "a block over the bound was cached";
+    EXPECT_GT(minor_faults() - f0, (long)(big / pg / 2)) << "a block over the bound was cached";
     dmm_free(b);
     dmm_malloc_trim();
 }
