@@ -1289,14 +1289,14 @@ static void heap_abandon(void *arg)
     if (!h)
         return;
     theap *cold = NULL;
-    bool warm = !G.secure;
     /* The quarantine first, while h is still owned: it holds blocks of
      * other threads' heaps, and one of those may be exiting too, busy with
      * its own quarantine, which holds blocks of h.  With h busy here, each
      * would wait for the other's heap for good. */
     quarantine_flush(h);
     atomic_store_explicit(&h->pstate, HEAP_BUSY, memory_order_seq_cst);
-    heap_tidy_keep(h, warm);
+    heap_tidy_keep(h, true); /* (secure mode too, which purged every exiting heap: mimalloc-bench's
+                              * mstress, whose threads come and go, faulted 5 times as often) */
     if (tl_heap == h) {
         tl_heap = NULL;
         fast_view(&empty_heap);
@@ -1306,14 +1306,12 @@ static void heap_abandon(void *arg)
     olock_lock(&G.parked_lock);
     h->next_parked = G.parked;
     G.parked = h;
-    if (warm) { /* h takes the oldest warm heap's place */
-        cold = G.warm[G.warm_next];
-        G.warm[G.warm_next] = h;
-        G.warm_next = (G.warm_next + 1u) % WARM_HEAPS;
-        atomic_store_explicit(&h->warm, true, memory_order_relaxed);
-        if (cold)
-            atomic_store_explicit(&cold->warm, false, memory_order_relaxed);
-    }
+    cold = G.warm[G.warm_next]; /* h takes the oldest warm heap's place */
+    G.warm[G.warm_next] = h;
+    G.warm_next = (G.warm_next + 1u) % WARM_HEAPS;
+    atomic_store_explicit(&h->warm, true, memory_order_relaxed);
+    if (cold)
+        atomic_store_explicit(&cold->warm, false, memory_order_relaxed);
     olock_unlock(&G.parked_lock);
     /* still parked (not adopted since, nor lost in a fork child): its purge */
     if (cold && cold != h && heap_take_parked(cold)) {
