@@ -1697,8 +1697,9 @@ TEST(MallocChild, SecureLarge)
     for (size_t i = 0; i < n; i += 512)
         ASSERT_EQ(q[i], 0u) << "a reused large block not zero at " << i;
     std::memset(q, 'C', n);
-    if (k_faults_tell_reuse)
+    if (k_faults_tell_reuse) {
         EXPECT_LT(minor_faults() - f0, (long)(n / pg / 8)) << "the freed block's pages were not reused (a new mapping faults n / page)";
+    }
     size_t qu = dmm_malloc_usable_size(q);
     EXPECT_GE(qu, n);
     EXPECT_LT(qu, n + pg);
@@ -1708,8 +1709,9 @@ TEST(MallocChild, SecureLarge)
     f0 = minor_faults();
     auto *r = static_cast<unsigned char *>(dmm_calloc(1, 3 * MiB));
     ASSERT_NE(r, nullptr);
-    if (k_faults_tell_reuse)
+    if (k_faults_tell_reuse) {
         EXPECT_LT(minor_faults() - f0, (long)(n / pg / 8)) << "the cached 8 MiB mapping was not reused for 3 MiB";
+    }
     EXPECT_NE(r, q);
     EXPECT_NE(r, p);
     size_t ru = dmm_malloc_usable_size(r);
