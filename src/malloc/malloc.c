@@ -483,7 +483,7 @@ static inline void heap_set_head(theap *h, unsigned cls, mpage *pg)
 #define LCACHE_DECAY 32u
 #define LREUSE 4u
 #define LGUARD_MAX ((size_t)1 << 20)
-#define lcache_guarded(bytes) (G.harden && (bytes) <= LGUARD_MAX)
+#define lcache_guarded(bytes) (!G.secure && G.harden && (bytes) <= LGUARD_MAX)
 static struct {
     olock lock;
     struct segment *e[LCACHE]; /* inaccessible while cached (large_free): */
@@ -905,6 +905,8 @@ static mpage *page_new(theap *h, unsigned cls)
         if (s->dirty >> i & 1u) {
             s->dirty &= ~((uint64_t)1 << i);
             h->dirty_pages--;
+            if (G.secure) /* secure mode hands pages out zero-filled (a discarded page is) */
+                memset(page_start(s, i), 0, PAGE_SIZE);
         }
         if (i >= s->pages_open) { /* first use: accessible from now on */
             if (!dmm_port_pages_unguard(page_start(s, s->pages_open), (i + 1u - s->pages_open) * PAGE_SIZE))
@@ -993,8 +995,10 @@ static void heap_free_empty_segs(theap *h, unsigned keep)
 
 /* Gives an empty page back to its segment (and the segment to the OS when
  * it has no page left, but for the one kept: heap_free_empty_segs).  The
- * page's memory is discarded (in default mode on a schedule:
- * heap_discard_dirty). */
+ * page's memory is discarded on a schedule (heap_discard_dirty); in secure
+ * mode too, where each page was discarded at once (an madvise, and a fault
+ * per 4 KiB when used again: mimalloc-bench's mstress faulted 4.4 times as
+ * often as in the default mode) and page_new now zero-fills it instead. */
 static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
 {
     segment *s = seg_of(pg);
@@ -1015,17 +1019,12 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     atomic_fetch_add_explicit(&G.retired, 1, memory_order_relaxed);
     if (G.secure)
         memset((void *)s->bits[i], 0, sizeof s->bits[i]);
-    if (--s->pages_used == 0 && G.secure) {
-        segment_free(h, s);
-    } else if (G.secure) { /* secure mode hands pages out zero-filled */
-        dmm_port_pages_discard(page_start(s, i), PAGE_SIZE);
-    } else {
-        s->dirty |= (uint64_t)1 << i;
-        if (++h->dirty_pages > DIRTY_PAGES_MAX)
-            heap_discard_dirty(h);
-        if (s->pages_used == 0)
-            heap_free_empty_segs(h, 1u);
-    }
+    s->pages_used--;
+    s->dirty |= (uint64_t)1 << i; /* (in secure mode too: page_new zero-fills it) */
+    if (++h->dirty_pages > DIRTY_PAGES_MAX)
+        heap_discard_dirty(h);
+    if (s->pages_used == 0)
+        heap_free_empty_segs(h, 1u);
 }
 
 /* How a free knows that the block is allocated.  It depends on the mode:
@@ -1302,14 +1301,14 @@ static void heap_abandon(void *arg)
     if (!h)
         return;
     theap *cold = NULL;
-    bool warm = !G.secure;
     /* The quarantine first, while h is still owned: it holds blocks of
      * other threads' heaps, and one of those may be exiting too, busy with
      * its own quarantine, which holds blocks of h.  With h busy here, each
      * would wait for the other's heap for good. */
     quarantine_flush(h);
     atomic_store_explicit(&h->pstate, HEAP_BUSY, memory_order_seq_cst);
-    heap_tidy_keep(h, warm);
+    heap_tidy_keep(h, true); /* (secure mode too, which purged every exiting heap: mimalloc-bench's
+                              * mstress, whose threads come and go, faulted 5 times as often) */
     if (tl_heap == h) {
         tl_heap = NULL;
         fast_view(&empty_heap);
@@ -1319,14 +1318,12 @@ static void heap_abandon(void *arg)
     olock_lock(&G.parked_lock);
     h->next_parked = G.parked;
     G.parked = h;
-    if (warm) { /* h takes the oldest warm heap's place */
-        cold = G.warm[G.warm_next];
-        G.warm[G.warm_next] = h;
-        G.warm_next = (G.warm_next + 1u) % WARM_HEAPS;
-        atomic_store_explicit(&h->warm, true, memory_order_relaxed);
-        if (cold)
-            atomic_store_explicit(&cold->warm, false, memory_order_relaxed);
-    }
+    cold = G.warm[G.warm_next]; /* h takes the oldest warm heap's place */
+    G.warm[G.warm_next] = h;
+    G.warm_next = (G.warm_next + 1u) % WARM_HEAPS;
+    atomic_store_explicit(&h->warm, true, memory_order_relaxed);
+    if (cold)
+        atomic_store_explicit(&cold->warm, false, memory_order_relaxed);
     olock_unlock(&G.parked_lock);
     /* still parked (not adopted since, nor lost in a fork child): its purge */
     if (cold && cold != h && heap_take_parked(cold)) {
@@ -1524,11 +1521,11 @@ static void *zero_alloc(void)
     return p;
 }
 
-/* Secure mode: a freed large block's mapping is discarded and made
- * inaccessible, and kept so for the next LQUAR large frees before it is
- * unmapped: a stale pointer's read or write faults, and the next large
- * blocks get other addresses (an unmapped range is what the kernel hands
- * out next). */
+/* Secure mode: a freed large block's range is made inaccessible, empty
+ * (its pages moved out for the cache by large_move_out, or discarded), and
+ * kept so for the next LQUAR large frees before it is unmapped: a stale
+ * pointer's read or write faults, and the next large blocks get other
+ * addresses (an unmapped range is what the kernel hands out next). */
 #define LQUAR 64u
 static struct {
     segment *e[LQUAR];
@@ -1538,15 +1535,14 @@ static struct {
 
 static inline uint64_t canary_of(const void *b);
 
-static void large_retire_secure(segment *s)
+/* Puts an inaccessible mapping of bytes in the ring, its pages discarded
+ * (when it still has any: discard), and unmaps the one it pushes out. */
+static void lq_push(segment *s, size_t bytes, bool discard)
 {
     segment *old;
-    size_t bytes = s->map_bytes, old_bytes;
-    dmm_port_pages_discard(s, bytes);
-    if (!dmm_port_pages_guard(s, bytes)) {
-        large_unmap(s);
-        return;
-    }
+    size_t old_bytes;
+    if (discard)
+        dmm_port_pages_discard(s, bytes);
     olock_lock(&LC.lock);
     old = LQ.e[LQ.head];
     old_bytes = LQ.bytes[LQ.head];
@@ -1558,6 +1554,50 @@ static void large_retire_secure(segment *s)
         atomic_fetch_sub_explicit(&G.mapped, old_bytes, memory_order_relaxed);
         dmm_port_pages_unmap(old, old_bytes);
     }
+}
+
+static void large_retire_secure(segment *s)
+{
+    size_t bytes = s->map_bytes;
+    if (!dmm_port_pages_guard(s, bytes)) {
+        large_unmap(s);
+        return;
+    }
+    lq_push(s, bytes, true);
+}
+
+/* Secure mode: a freed large block's pages (its mapping s of bytes, a
+ * guard page at the end) moved to a new mapping, which is returned for the
+ * cache, while s stays reserved, empty and inaccessible in the ring, as
+ * large_retire_secure leaves it (a stale pointer faults, and the next large
+ * blocks get other addresses), at a cost that does not grow with the pages
+ * (an mprotect or madvise of resident pages does: on mimalloc-bench's
+ * malloc-large, 5-25 MiB blocks, an mprotect took 0.28 ms).  NULL, with s
+ * untouched, when the port cannot move pages; NULL with s retired when the
+ * new mapping cannot be guarded (*done set). */
+static segment *large_move_out(segment *s, size_t bytes, bool *done)
+{
+    size_t g = dmm_port_page_size(), end = bytes - s->large_guard;
+    segment *t;
+    if (end + g < bytes && !dmm_port_pages_unguard((unsigned char *)s + end, g))
+        return NULL; /* (a mapping reused for a smaller block: its guard after the block goes) */
+    if (!(t = dmm_port_pages_map_aligned(bytes, SEG_SIZE)))
+        return NULL;
+    if (!dmm_port_pages_move_out(s, bytes - g, t)) {
+        dmm_port_pages_unmap(t, bytes);
+        return NULL;
+    }
+    *done = true;
+    atomic_fetch_add_explicit(&G.mapped, bytes, memory_order_relaxed); /* t; s stays counted in the ring */
+    if (dmm_port_pages_guard(s, bytes - g))
+        lq_push(s, bytes, false);
+    else
+        large_unmap(s);
+    if (!dmm_port_pages_guard((unsigned char *)t + bytes - g, g)) {
+        large_unmap_bytes(t, bytes);
+        return NULL;
+    }
+    return t;
 }
 
 /* Secure mode: the bytes just before a large block (between its header and
@@ -1609,13 +1649,18 @@ static void large_free(segment *s)
     s->magic = 0;
     atomic_fetch_sub_explicit(&G.large_bytes, bytes, memory_order_relaxed);
     atomic_fetch_sub_explicit(&G.large_count, 1, memory_order_relaxed);
-    if (G.secure && s->large_off < SEG_SIZE) {
-        large_retire_secure(s);
-        return;
-    }
     budget = lcache_budget();
-    if (G.secure || s->large_guard || s->large_off >= SEG_SIZE || bytes > budget / 2u) {
-        large_unmap(s); /* secure mode never reuses a freed block's memory */
+    if (G.secure && s->large_off < SEG_SIZE) {
+        bool done = false;
+        segment *t = s->large_guard && bytes <= budget / 2u ? large_move_out(s, bytes, &done) : NULL;
+        if (!t) {
+            if (!done)
+                large_retire_secure(s);
+            return;
+        }
+        s = t; /* its pages are cached, at an address never handed out */
+    } else if (s->large_off >= SEG_SIZE || bytes > budget / 2u || s->large_guard) {
+        large_unmap(s);
         return;
     }
     if (lcache_guarded(bytes) && !dmm_port_pages_guard(s, bytes)) { /* stale pointers fault while it waits */
@@ -1701,11 +1746,33 @@ static segment *lcache_take(size_t bytes)
     return s;
 }
 
+/* Secure mode: a cached mapping for a request that would map bytes (the
+ * block, its header and one guard page of guard bytes), or NULL: one of
+ * at least bytes (*have), whose page at bytes - guard becomes a guard (one
+ * page made inaccessible: no cost per resident page), so the block ends
+ * where a new mapping's would; the pages past it stay as they are (they
+ * hold an old block's data, out of the block's reach) and go with the
+ * mapping when it is freed.  The block's bytes are zeroed (blocks are
+ * handed out zero, as from a new mapping).  Its address was never handed
+ * out (large_move_out). */
+static segment *lcache_take_secure(size_t bytes, size_t guard, size_t *have)
+{
+    unsigned char *b = (unsigned char *)lcache_pick(bytes, false, have);
+    if (!b)
+        return NULL;
+    if (*have > bytes && !dmm_port_pages_guard(b + bytes - guard, guard)) {
+        large_unmap_bytes(b, *have);
+        return NULL;
+    }
+    memset(b + LARGE_HDR, 0, bytes - guard - LARGE_HDR);
+    return (segment *)b;
+}
+
 /* When no cached mapping holds bytes: the largest unguarded one below it
  * (at least a quarter of it), its pages moved to the start of a new
  * mapping of bytes, so only the pages added fault; NULL when there is none
  * or the port cannot move pages.  The mapping's header moved with it. */
-static segment *lcache_take_grow(size_t bytes)
+static segment *lcache_take_grow(size_t bytes, size_t guard)
 {
     size_t have = 0;
     segment *t, *s = lcache_pick(bytes, true, &have);
@@ -1715,10 +1782,15 @@ static segment *lcache_take_grow(size_t bytes)
         large_unmap_bytes(s, have);
         return NULL;
     }
-    if (!dmm_port_pages_move(s, have, t, bytes)) {
+    if (!dmm_port_pages_move(s, have - guard, t, bytes)) { /* secure: not its guard page */
         large_unmap_bytes(s, have);
         dmm_port_pages_unmap(t, bytes);
         return NULL;
+    }
+    if (guard) {
+        dmm_port_pages_unmap((unsigned char *)s + have - guard, guard);
+        memset((unsigned char *)t + LARGE_HDR, 0, have - guard - LARGE_HDR); /* the old block's pages */
+        t->large_guard = 0; /* large_alloc puts it at the end */
     }
     atomic_fetch_sub_explicit(&G.mapped, have, memory_order_relaxed); /* large_alloc counts t */
     return t;
@@ -1762,27 +1834,35 @@ static void *large_alloc(size_t n, size_t align)
         off = SEG_SIZE;
         bytes = SEG_SIZE + body;
     } else {
-        size_t guard = G.secure ? pgsz : 0u;
+        size_t guard = G.secure ? pgsz : 0u, have = 0;
         if (n > SIZE_MAX - off - pgsz - guard) {
             errno = ENOMEM;
             return NULL;
         }
         bytes = (off + n + pgsz - 1u) / pgsz * pgsz + guard;
-        if (!guard && (s = lcache_take(bytes))) {
+        if (guard && (s = lcache_take_secure(bytes, guard, &have))) {
+            off = (bytes - guard - n) & ~((align < DMM_MALLOC_ALIGN ? DMM_MALLOC_ALIGN : align) - 1u);
+            s->large_guard = have - (bytes - guard); /* the block ends at the new guard page */
+            bytes = have; /* still counted as mapped */
+            atomic_fetch_sub_explicit(&G.mapped, bytes, memory_order_relaxed);
+            s->large_dirty = false;
+        } else if (!guard && (s = lcache_take(bytes))) {
             bytes = s->map_bytes; /* still registered as mapped */
             atomic_fetch_sub_explicit(&G.mapped, bytes, memory_order_relaxed);
             s->large_dirty = true;
-        } else if (!guard && (s = lcache_take_grow(bytes))) {
-            s->large_dirty = true; /* its front holds the old mapping's pages */
+        } else if ((s = lcache_take_grow(bytes, guard))) {
+            s->large_dirty = !guard; /* its front holds the old mapping's pages (zeroed in secure mode) */
         } else if (!(s = dmm_port_pages_map_aligned(bytes, SEG_SIZE))) {
             errno = ENOMEM;
             return NULL;
         }
-        if (guard && dmm_port_pages_guard((unsigned char *)s + bytes - guard, guard)) {
+        if (guard && (s->large_guard || dmm_port_pages_guard((unsigned char *)s + bytes - guard, guard))) {
             /* secure: the block ends at the guard page (to its alignment) */
             size_t a = align < DMM_MALLOC_ALIGN ? DMM_MALLOC_ALIGN : align;
-            off = (bytes - guard - n) & ~(a - 1u);
-            s->large_guard = guard;
+            if (!s->large_guard) {
+                off = (bytes - guard - n) & ~(a - 1u);
+                s->large_guard = guard;
+            }
         }
         s->large_off = off;
         s->large_front = G.harden;

@@ -142,6 +142,14 @@ bool dmm_port_pages_unguard(void *p, size_t bytes)
     return false;
 }
 
+bool dmm_port_pages_move_out(void *from, size_t bytes, void *to)
+{
+    (void)from;
+    (void)bytes;
+    (void)to;
+    return false;
+}
+
 bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes)
 {
     (void)from;

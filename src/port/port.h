@@ -236,6 +236,14 @@ bool dmm_port_pages_unguard(void *p, size_t bytes);
  * copies instead). */
 bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes);
 
+/* Moves the pages of [from, from+bytes) (one mapping made by
+ * dmm_port_pages_map*, readable and writable) to `to`, the start of such a
+ * mapping of at least bytes, which they replace, without copying, and
+ * leaves `from` mapped but empty (it reads as zero): its address stays
+ * reserved, and dmm_port_pages_guard then makes it inaccessible at no cost
+ * per page.  false, with nothing changed, when the OS cannot. */
+bool dmm_port_pages_move_out(void *from, size_t bytes, void *to);
+
 /* A per-thread slot whose destructor runs when a thread that set it to a
  * non-NULL value exits (pthread keys).  create: false when the port has
  * no threads.  set: no allocation (safe inside malloc). */

@@ -254,6 +254,19 @@ bool dmm_port_pages_guard(void *p, size_t bytes) { return mprotect(p, bytes, PRO
 
 bool dmm_port_pages_unguard(void *p, size_t bytes) { return mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0; }
 
+bool dmm_port_pages_move_out(void *from, size_t bytes, void *to)
+{
+#if defined(__linux__) && defined(MREMAP_FIXED) && defined(MREMAP_DONTUNMAP)
+    /* Linux 5.13 and later for any private anonymous mapping (EINVAL before) */
+    return mremap(from, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to) != MAP_FAILED;
+#else
+    (void)from;
+    (void)bytes;
+    (void)to;
+    return false;
+#endif
+}
+
 bool dmm_port_pages_move(void *from, size_t from_bytes, void *to, size_t to_bytes)
 {
 #if defined(__linux__) && defined(MREMAP_FIXED)
