@@ -1592,7 +1592,7 @@ static segment *large_move_out(segment *s, size_t bytes, bool *done)
     if (dmm_port_pages_guard(s, bytes - g))
         lq_push(s, bytes, false);
     else
-        large_unmap(s);
+        large_unmap_bytes(s, bytes); /* (s's header moved out with its pages: s reads as zeros) */
     if (!dmm_port_pages_guard((unsigned char *)t + bytes - g, g)) {
         large_unmap_bytes(t, bytes);
         return NULL;
