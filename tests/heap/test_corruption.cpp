@@ -1040,8 +1040,10 @@ TEST_P(Hardening, SmashedTopSizeIsNotCarved) {
     // (the attack known as "house of force").  A carve that trusted it would
     // write the new sentinel tag where that size points (outside the heap
     // when it is larger) and, with a huge size, later hand out memory past
-    // the heap.  malloc must report HEADER, carve nothing and write nothing;
-    // with the size restored the heap carves from the top again.  (Found on
+    // the heap; so would a free of the block before the top (its merge) or
+    // its realloc (a growth into the top).  malloc, free and realloc must
+    // report HEADER and write nothing; with the size restored the heap
+    // carves from the top again.  (Found on
     // 32-bit x86: libdmm's secure-mode test overflows a medium block by 8
     // bytes, which there reach past its 4-byte canary into the top's size.)
     const HParam hp = GetParam();
@@ -1071,6 +1073,18 @@ TEST_P(Hardening, SmashedTopSizeIsNotCarved) {
         EXPECT_TRUE(x.unchanged(snap, from)) << "the refused malloc wrote to the heap";
         top_head = head;
         x.errs.errors.clear();
+        if (HasFailure())
+            break;
+    }
+    // free and realloc of the block before the top: a merge into the top, or
+    // a growth into it, would trust that size as well
+    for (size_t lie : lies) {
+        SCOPED_TRACE("top size " + std::to_string(lie) + " instead of " + std::to_string(ts) + " at b's free/realloc");
+        top_head = lie | (head & FLAG_MASK);
+        expect_refused(x, {DMM_ERR_HEADER}, DMM_OP_FREE, b, [&] { dmm_heap_free(x.h, b); }, "free");
+        expect_refused(x, {DMM_ERR_HEADER}, DMM_OP_REALLOC, b,
+                       [&] { EXPECT_EQ(dmm_heap_realloc(x.h, b, req + 512), nullptr); }, "realloc");
+        top_head = head;
         if (HasFailure())
             break;
     }

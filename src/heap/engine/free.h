@@ -62,6 +62,12 @@ static DMM_COLD blk *validate_slow(dmm_heap *h, const void *ptr)
         dmm__heap_report(h, DMM_ERR_HEADER, ptr, "the next block does not know this block as used (header overwritten?)");
         return NULL;
     }
+    if (btop(nx) && bnext(nx) != sen) {
+        /* a merge into the top (free) or a growth into it (realloc) would
+         * trust that size (release.h, top_intact) */
+        dmm__heap_report(h, DMM_ERR_HEADER, ptr, "the top block after this block has a size past its region (overflow?)");
+        return NULL;
+    }
     if (P_HARDEN(h) >= DMM_HARDEN_CANARY && *canary_slot(b) != canary_of(h, b)) {
         dmm__heap_report(h, DMM_ERR_CANARY, ptr, "canary behind the block was overwritten (buffer overflow)");
         return NULL;
@@ -89,7 +95,8 @@ static DMM_COLD blk *validate_slow(dmm_heap *h, const void *ptr)
 
 /* The O(1) essentials in the region of the last look-up: the block is in
  * range and aligned, its head says used and a size that stays inside the
- * region, the next block knows it as used, the canary (CANARY), and
+ * region, the next block knows it as used (and, when it is the top, its
+ * size ends at the region's sentinel), the canary (CANARY), and
  * (`prev`) a free previous block's size tag names a listed block of that
  * size.  Each is a stricter form of a check of validate_slow, which runs
  * (and reports) when any fails, and always under PARANOID.  A caller that
@@ -124,6 +131,8 @@ static DMM_ALWAYS_INLINE blk *validate_x(dmm_heap *h, const void *ptr, bool leaf
     s = hd & ~F_MASK;
     if (DMM_UNLIKELY((hd & F_STATE) != F_USED || s < MINB || s > h->hint_span - off || !bpused(bat(b, s))))
         return leaf ? NULL : validate_slow(h, ptr);
+    if (DMM_UNLIKELY(btop(bat(b, s))) && (uintptr_t)bnext(bat(b, s)) != lo + h->hint_span)
+        return leaf ? NULL : validate_slow(h, ptr); /* the top after b: its size must end at the sentinel */
     if (P_HARDEN(h) >= DMM_HARDEN_CANARY && DMM_UNLIKELY(*canary_slot(b) != canary_of(h, b)))
         return leaf ? NULL : validate_slow(h, ptr);
     if (prev && !(hd & F_PUSED)) {
