@@ -2848,9 +2848,7 @@ static DMM_NOINLINE void free_general(void *p)
  * pages, a page in use, a block boundary below the threaded end) and
  * free_slow's, without their dispatch on kind and mode.  false, with
  * nothing done, for any other pointer. */
-/* (Out of line: inlined, its registers made free_slow save four on the
- * default mode's remote free too.) */
-static DMM_NOINLINE bool secure_free_owned(void *p, unsigned kind)
+static inline bool secure_free_owned(void *p, unsigned kind)
 {
     uintptr_t u = (uintptr_t)p;
     theap *h = tl_heap;
@@ -2915,11 +2913,18 @@ static DMM_ALWAYS_INLINE bool free_remote(void *p, unsigned kind)
 /* kind: the registry byte of p's unit as dmm_free read it (0 for a
  * pointer past the registry), so that the paths below need not read it
  * again. */
+static DMM_NOINLINE void free_slow_secure(void *p, unsigned kind)
+{
+    if (!secure_free_owned(p, kind))
+        free_general(p);
+}
+
+/* (Secure mode's path apart, reached by a jump: inlined here, its registers
+ * made free_slow save four on the default mode's remote free too.) */
 static DMM_NOINLINE void free_slow(void *p, unsigned kind)
 {
     if (DMM_UNLIKELY(G.secure)) {
-        if (!secure_free_owned(p, kind))
-            free_general(p);
+        free_slow_secure(p, kind);
         return;
     }
     if (!free_remote(p, kind))
