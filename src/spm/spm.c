@@ -382,6 +382,61 @@ static void local_release(dmm_spm *s, spm_unit *u)
     dmm_heap_free(s->heap, u);
 }
 
+/* The block of a unit whose objects are all freed (evict with drop): kept as
+ * a spare when there is room (not under paranoid, whose blocks go through
+ * the quarantine and the local heap's poisoning), else given back.  A
+ * program that frees an object and allocates one of the same class next
+ * (stringsearch's 2 KiB buffers and search records, a queue's nodes) then
+ * places the new unit without the local heap's search and coalescing. */
+static spm_unit *spare_first(const dmm_spm *s)
+{
+    return s->spare4 ? (spm_unit *)(void *)(s->local + (size_t)s->spare4 * 16u) : NULL;
+}
+
+static void spare_put(dmm_spm *s, spm_unit *u)
+{
+    if (s->nspare >= SPM_SPARE || s->cfg.harden == DMM_HARDEN_PARANOID) {
+        local_release(s, u);
+        return;
+    }
+    s->local_in_use -= SPM_UHDR + u->bytes;
+    u->magic = 0;
+    u->prev = NULL;
+    u->next = spare_first(s);
+    s->spare4 = (uint16_t)((size_t)((uint8_t *)u - s->local) >> 4);
+    s->nspare++;
+}
+
+/* A spare block for a unit of exactly `bytes` (unlinked), or NULL. */
+static void *spare_take(dmm_spm *s, size_t bytes)
+{
+    spm_unit *prev = NULL;
+    for (spm_unit *u = spare_first(s); u; prev = u, u = u->next)
+        if (u->bytes == bytes) {
+            if (prev)
+                prev->next = u->next;
+            else
+                s->spare4 = u->next ? (uint16_t)((size_t)((uint8_t *)u->next - s->local) >> 4) : 0;
+            s->nspare--;
+            return u;
+        }
+    return NULL;
+}
+
+/* Gives every spare block back to the local heap (before an allocation that
+ * would otherwise evict, and none at create). */
+static void spare_flush(dmm_spm *s)
+{
+    spm_unit *u = spare_first(s);
+    while (u) {
+        spm_unit *n = u->next;
+        dmm_heap_free(s->heap, u);
+        u = n;
+    }
+    s->spare4 = 0;
+    s->nspare = 0;
+}
+
 static void quarantine_release(dmm_spm *s)
 {
     while (s->quarantine) {
@@ -448,6 +503,8 @@ static void evict(dmm_spm *s, spm_unit *u, bool drop)
         u->magic = 0;
         u->next = s->quarantine;
         s->quarantine = u;
+    } else if (drop) {
+        spare_put(s, u);
     } else {
         local_release(s, u);
     }
@@ -500,6 +557,8 @@ static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr
     void *p;
     size_t evicted = 0;
     bool failed = false;
+    if (s->spare4 && (p = spare_take(s, bytes)) != NULL)
+        goto placed;
     for (;;) {
         /* Local memory full (in steady state it always is): when the unit
          * the clock would evict next has the size wanted, its block is
@@ -528,6 +587,10 @@ static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr
             quarantine_release(s);
             continue;
         }
+        if (s->spare4) { /* spares of other sizes go back before any eviction */
+            spare_flush(s);
+            continue;
+        }
         spm_unit *v = lru_victim(s);
         if (!v) {
             s->last = DMM_E_UNSUPPORTED;
@@ -536,6 +599,7 @@ static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr
         evicted += SPM_UHDR + v->bytes;
         evict(s, v, false);
     }
+placed:;
     spm_unit *u = (spm_unit *)p;
     dmm_port_memset(u, 0, SPM_UHDR);
     u->gaddr = unit;
@@ -2220,6 +2284,35 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     }
     if (n != s->resident) {
         r = "resident count differs from the LRU list";
+        goto out;
+    }
+    /* spare blocks: at most SPM_SPARE (none under paranoid), no header
+     * magic, inside the local heap, each a local block that holds its size,
+     * none overlapping a resident unit or another spare */
+    n = 0;
+    for (spm_unit *u = spare_first(s); u; u = u->next) {
+        if (++n > s->nspare || n > SPM_SPARE || s->cfg.harden == DMM_HARDEN_PARANOID) {
+            r = "spare list longer than its count or its bound";
+            goto out;
+        }
+        if (u->magic != 0 || (uint8_t *)u < s->heap_mem || udata(u) + u->bytes > s->heap_mem + s->heap_bytes ||
+            dmm_heap_usable_size(s->heap, u) < SPM_UHDR + u->bytes) {
+            r = "spare block broken or outside the local heap";
+            goto out;
+        }
+        for (spm_unit *o = s->lru_head; o; o = o->next)
+            if ((uint8_t *)o < udata(u) + u->bytes && (uint8_t *)u < udata(o) + o->bytes) {
+                r = "spare block overlaps a resident unit";
+                goto out;
+            }
+        for (spm_unit *o = u->next; o; o = o->next)
+            if ((uint8_t *)o < udata(u) + u->bytes && (uint8_t *)u < udata(o) + o->bytes) {
+                r = "spare blocks overlap";
+                goto out;
+            }
+    }
+    if (n != s->nspare) {
+        r = "spare count differs from the spare list";
         goto out;
     }
     /* table pages */

@@ -431,6 +431,70 @@ TEST(SpmSegments, EmptySegmentsKeptForReuseWithABound)
     EXPECT_EQ(dmm_spm_global_get_stats(r.g).bytes_in_use, 0u);
 }
 
+// The local block of a unit whose last object is freed is kept as a spare (at
+// most 8, docs/spm.md "The local heap"): the next unit of that size takes it
+// as it is, and spares give way before anything is evicted, so an object as
+// large as the layout allows is still placed while spares fill the heap
+// region, and the objects left keep their bytes.  dmm_spm_check verifies the
+// spare list (count, bound, blocks inside the heap, no overlap).
+TEST(SpmLocal, FreedUnitsBlocksAreSparesThatGiveWayToALargeUnit)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=1024,frames=1,gran=1,unit=256,segment=4096"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_spm_layout lay = dmm_spm_get_layout(r.s);
+    std::vector<dmm_gaddr> objs;
+    std::vector<const unsigned char *> locals;
+    for (int i = 0; i < 12; i++) { // one unit each (gran 1), all resident
+        dmm_gaddr a = dmm_spm_malloc(r.s, 200);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, 0x40 + i, 200);
+        objs.push_back(a);
+        locals.push_back(p);
+    }
+    ASSERT_EQ(dmm_spm_get_stats(r.s).unit_evictions, 0u);
+    for (int i = 0; i < 10; i++) {
+        dmm_spm_free(r.s, objs[static_cast<size_t>(i)]);
+        ASSERT_TRUE(r.ok());
+    }
+    // the first 8 freed are the spares (the bound: 8 and 9 went back to the
+    // local heap); they serve the next 8 units of that size, newest first
+    for (int i = 0; i < 8; i++) {
+        dmm_gaddr a = dmm_spm_malloc(r.s, 200);
+        ASSERT_NE(a, DMM_GNULL);
+        const void *p = dmm_spm_p2s_ro(r.s, a);
+        EXPECT_EQ(p, locals[static_cast<size_t>(7 - i)]) << i; // spares: the first 8 freed, newest first
+        objs[static_cast<size_t>(i)] = a;
+        ASSERT_TRUE(r.ok());
+    }
+    for (int i = 0; i < 8; i++) {
+        dmm_spm_free(r.s, objs[static_cast<size_t>(i)]);
+    }
+    ASSERT_TRUE(r.ok());
+    // 8 spares and 2 resident units: the largest object is placed by giving
+    // the spares back and evicting the 2 units
+    dmm_gaddr big = dmm_spm_malloc(r.s, lay.max_object);
+    ASSERT_NE(big, DMM_GNULL);
+    auto *bp = static_cast<unsigned char *>(dmm_spm_p2s(r.s, big));
+    ASSERT_NE(bp, nullptr) << dmm_spm_last_status(r.s);
+    std::memset(bp, 0x7e, lay.max_object);
+    ASSERT_TRUE(r.ok());
+    for (int i = 10; i < 12; i++) {
+        const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, objs[static_cast<size_t>(i)]));
+        ASSERT_NE(p, nullptr);
+        for (int k = 0; k < 200; k++) {
+            ASSERT_EQ(p[k], 0x40 + i) << i << " " << k;
+        }
+    }
+    bp = static_cast<unsigned char *>(dmm_spm_p2s(r.s, big));
+    ASSERT_NE(bp, nullptr);
+    EXPECT_EQ(bp[0], 0x7e);
+    EXPECT_EQ(bp[lay.max_object - 1], 0x7e);
+    EXPECT_EQ(r.err.count, 0);
+    ASSERT_TRUE(r.ok());
+}
+
 // malloc looks for a free slot from its open segment's scan start; a free in
 // a unit before that start must bring it back, or the hole is never reused
 // (and dmm_spm_check, run by the shadow-model tests after every call, reports
