@@ -985,7 +985,8 @@ static void heap_free_empty_segs(theap *h, unsigned keep)
             if (keep) {
                 keep--;
             } else {
-                h->dirty_pages -= (uint32_t)__builtin_popcountll(s->dirty);
+                for (uint64_t d = s->dirty; d; d &= d - 1u) /* no popcount: libgcc's, at the text's end */
+                    h->dirty_pages--;
                 segment_free(h, s);
             }
         }
