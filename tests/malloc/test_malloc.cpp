@@ -1369,6 +1369,17 @@ TEST(MallocChild, IdlePageLent)
         dmm_free(p);
     for (void *p : b)
         dmm_free(p);
+    // only a class's first page is lent: the 16-byte class, out of room,
+    // takes a fresh page, not the 32-byte class's empty one (lent to any
+    // class, a page went round the classes of a program using many sizes)
+    std::vector<void *> e;
+    for (int i = 0; i < 5000; i++) {
+        e.push_back(dmm_malloc(16));
+        ASSERT_NE(e.back(), nullptr);
+        EXPECT_NE(page(e.back()), pa) << "a page was lent to a class that had one";
+    }
+    for (void *p : e)
+        dmm_free(p);
     // a page a class took a few blocks of stays its own (no passing back
     // and forth between sizes used one block at a time)
     void *one = dmm_malloc(48);
