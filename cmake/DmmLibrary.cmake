@@ -15,7 +15,7 @@
 #       [DEFINES <def>...]             extra compile definitions (all sources)
 #       [HEAP_ONLY]                    OBJECT only: core, heap and port alone
 #       [HOT <source>...])             OBJECT only: these sources (paths under the
-#                                      source root) last, in this order
+#                                      source root) first, in this order
 #
 # The top-level CMakeLists.txt builds `dmm_heap` and `dmm_heap_shared` (the
 # files libdmm_heap.a and libdmm_heap.so) with it; tests and benchmarks may
@@ -212,12 +212,14 @@ function(dmm_add_heap_library name)
         else()
             set(srcs ${core_srcs} ${heap_srcs} ${pool_srcs} ${base_srcs} ${vec_srcs} "${port_src}")
         endif()
-        # HOT: sources (paths under the source root) moved to the end, in
-        # the order given.  A library that links these objects before its
-        # own (libdmm.so) then has the code every process runs in a few
-        # adjacent pages instead of spread over its text: the kernel maps
-        # file pages 64 KiB around each one a process touches, so spread
-        # code costs resident memory in every process that loads it.
+        # HOT: sources (paths under the source root) moved to the front, in
+        # the order given.  A library that links these objects right after
+        # its own (libdmm.so) then has the code every process runs in a few
+        # adjacent pages at the start of its text instead of spread over
+        # it: the kernel maps file pages 64 KiB around each one a process
+        # touches, so spread code costs resident memory in every process
+        # that loads it.
+        set(_hot "")
         foreach(_h IN LISTS A_HOT)
             get_filename_component(_h "${_h}" ABSOLUTE BASE_DIR "${root}")
             list(FIND srcs "${_h}" _i)
@@ -225,8 +227,9 @@ function(dmm_add_heap_library name)
                 message(FATAL_ERROR "dmm_add_heap_library(${name}): HOT source ${_h} is not one of the library's")
             endif()
             list(REMOVE_AT srcs ${_i})
-            list(APPEND srcs "${_h}")
+            list(APPEND _hot "${_h}")
         endforeach()
+        set(srcs ${_hot} ${srcs})
         add_library(${name} OBJECT ${srcs})
         _dmm_lib_compile(${name} "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "${A_VARIANTS}"
                          "${frozen}" "${pfrozen}" "${vec_arch}" "${A_DEFINES}")

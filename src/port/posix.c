@@ -294,9 +294,25 @@ bool dmm_port_tkey_create(dmm_port_tkey *k, void (*destructor)(void *))
 
 void dmm_port_tkey_set(dmm_port_tkey k, void *value) { (void)pthread_setspecific((pthread_key_t)k.v, value); }
 
+#if defined(__GLIBC__)
+/* glibc's pthread_atfork is a wrapper in libc_nonshared.a, which the
+ * linker appends after every object of the library that calls it: in
+ * libdmm.so, at the very end of a 1.4 MiB text whose hot code is at its
+ * start, so its one call at load faulted in 64 KiB more of the library in
+ * every process.  It passes the caller's __dso_handle to __register_atfork
+ * (exported by libc.so.6 since glibc 2.3.2), which is called here directly:
+ * the same registration, handlers dropped when the object is unloaded. */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+extern void *__dso_handle;
+#endif
+
 bool dmm_port_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
 {
+#if defined(__GLIBC__)
+    return __register_atfork(prepare, parent, child, &__dso_handle) == 0;
+#else
     return pthread_atfork(prepare, parent, child) == 0;
+#endif
 }
 
 const char *dmm_port_getenv(const char *name) { return getenv(name); }

@@ -4,9 +4,16 @@
  * writable segment's part in the file, mapped privately: the pages read
  * are resident in every process) is at most 8 KiB.  The empty heap the
  * fast paths start from (15 KiB, mostly zeros) was in .data; it is in
- * .bss.  Also prints the library's resident page count (not asserted: the
- * kernel's fault-around size decides it; docs/malloc.md, "The library's
- * own pages").  Exit 0 when the check holds, else 1.
+ * .bss.  The code every process runs is at the start of the text, in the
+ * first two 64 KiB-aligned windows of the executable segment, where .init
+ * and the PLT are (the functions checked: the malloc family, the port's
+ * calls at load, the medium heaps' init and entry points; they were at the
+ * end of the 1.4 MiB text, two windows apart from .init), and the library
+ * has no DT_FINI (the C runtime's empty _fini, after the whole text, was
+ * called at exit and faulted in the text's last window).  Also prints the
+ * library's resident page count (not asserted: the kernel's fault-around
+ * size decides it; docs/malloc.md, "The library's own pages").  Exit 0
+ * when the checks hold, else 1.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,8 +26,9 @@
 #include <unistd.h>
 
 static const char *dmm_path;
-static int found, loads;
+static int found, loads, has_fini;
 static size_t rw_file_bytes;
+static uintptr_t text_lo, text_hi; /* the executable segment, run-time addresses */
 
 static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -36,6 +44,18 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
         loads++;
         if (ph->p_flags & PF_W)
             rw_file_bytes += ph->p_filesz;
+        if (ph->p_flags & PF_X) {
+            text_lo = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+            text_hi = text_lo + (uintptr_t)ph->p_memsz;
+        }
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_DYNAMIC)
+            continue;
+        for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr); d->d_tag != DT_NULL; d++)
+            if (d->d_tag == DT_FINI)
+                has_fini = 1;
     }
     return 1;
 }
@@ -92,9 +112,31 @@ int main(void)
         snprintf(real, sizeof real, "%s", dmm_path);
     printf("preload_layout: %s: %d loadable segments, %zu bytes of initialised writable data, %ld pages resident\n",
            real, loads, rw_file_bytes, resident_pages(real));
+    int bad = 0;
     if (rw_file_bytes > 8192u) {
         fprintf(stderr, "preload_layout: %zu bytes of initialised writable data (at most 8192)\n", rw_file_bytes);
-        return 1;
+        bad = 1;
     }
-    return 0;
+    /* the first two 64 KiB windows the executable segment meets */
+    uintptr_t hot_end = (text_lo & ~(uintptr_t)0xffff) + 0x20000u;
+    static const char *const hot[] = {"malloc", "free", "calloc", "realloc", "posix_memalign", "dmm_malloc",
+                                      "dmm_free", "dmm_port_getenv", "dmm_port_pages_map_aligned", "dmm_port_atfork",
+                                      "dmm_heap_init", "dmm_heap_malloc", "dmm_heap_free", "dmm_heap_realloc"};
+    for (size_t i = 0; i < sizeof hot / sizeof hot[0]; i++) {
+        Dl_info fi;
+        void *f = dlsym(RTLD_DEFAULT, hot[i]);
+        if (!f || !dladdr(f, &fi) || !fi.dli_fname || strcmp(fi.dli_fname, dmm_path) != 0) {
+            fprintf(stderr, "preload_layout: %s is not libdmm.so's\n", hot[i]);
+            bad = 1;
+        } else if ((uintptr_t)f < text_lo || (uintptr_t)f >= hot_end) {
+            fprintf(stderr, "preload_layout: %s at text offset 0x%lx, past the text's first 128 KiB windows (text 0x%lx bytes)\n",
+                    hot[i], (unsigned long)((uintptr_t)f - text_lo), (unsigned long)(text_hi - text_lo));
+            bad = 1;
+        }
+    }
+    if (has_fini) {
+        fprintf(stderr, "preload_layout: libdmm.so has a DT_FINI (the C runtime's _fini, after the whole text)\n");
+        bad = 1;
+    }
+    return bad;
 }
