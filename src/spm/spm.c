@@ -1253,14 +1253,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                 segment_empty(s, f);
             return 0;
         }
-        /* Its bytes are not cleared for a malloc: a free slot of an
-         * existing unit holds its last object's bytes too, and malloc
-         * promises nothing about them (clearing the new unit was 83
-         * instructions per new unit of the rewritten stringsearch at the
-         * Table II size, 187 of its 493 mallocs).  A calloc's (zero) new
-         * unit is cleared whole, as before. */
-        if (zero)
-            dmm_port_memset(udata(u), 0, stride);
+        dmm_port_memset(udata(u), 0, stride);
         u->dirty = 1;
         e->gaddr4 = (uint32_t)(unit >> 4);
         e->stamp = (uint32_t)++s->tick;
@@ -1272,7 +1265,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         if (hdr_of(f)->used++ == 0 && s->nkept)
             kept_remove(s, seg); /* an idle segment in use again */
         f->dirty = true;
-        zero = false; /* cleared above when asked */
+        zero = false; /* already zero */
         res = u;
     }
     dmm_gaddr a = unit + (dmm_gaddr)slot * cls;
