@@ -495,6 +495,43 @@ TEST(SpmLocal, FreedUnitsBlocksAreSparesThatGiveWayToALargeUnit)
     ASSERT_TRUE(r.ok());
 }
 
+// A calloc whose new unit takes a spare block full of an old object's bytes
+// (the spare keeps them), in a unit of one slot or of several, gets zeros in
+// every byte (it fails if a new unit's clearing is skipped for a calloc).
+TEST(SpmLocal, CallocOfANewUnitOnASpareBlockIsZero)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=1024,frames=1,gran=4,unit=256,segment=4096"});
+    ASSERT_NE(r.s, nullptr);
+    for (size_t n : {size_t{200}, size_t{48}}) { // 1 slot, then 4 slots of 48
+        dmm_gaddr a = dmm_spm_malloc(r.s, n);
+        ASSERT_NE(a, DMM_GNULL);
+        auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, 0xa5, n);
+        dmm_spm_free(r.s, a); // its unit goes: its block becomes a spare
+        ASSERT_TRUE(r.ok());
+        dmm_gaddr z = dmm_spm_calloc(r.s, 1, n);
+        ASSERT_NE(z, DMM_GNULL);
+        const auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, z));
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(q, p) << n; // the spare block was taken (the test's premise)
+        for (size_t k = 0; k < n; k++) {
+            ASSERT_EQ(q[k], 0) << n << " " << k;
+        }
+        dmm_gaddr z2 = dmm_spm_calloc(r.s, 1, n); // a second slot (n = 48) or unit
+        ASSERT_NE(z2, DMM_GNULL);
+        q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, z2));
+        ASSERT_NE(q, nullptr);
+        for (size_t k = 0; k < n; k++) {
+            ASSERT_EQ(q[k], 0) << n << " second " << k;
+        }
+        dmm_spm_free(r.s, z);
+        dmm_spm_free(r.s, z2);
+        ASSERT_TRUE(r.ok());
+    }
+    EXPECT_EQ(r.err.count, 0);
+}
+
 // malloc looks for a free slot from its open segment's scan start; a free in
 // a unit before that start must bring it back, or the hole is never reused
 // (and dmm_spm_check, run by the shadow-model tests after every call, reports
