@@ -2535,6 +2535,24 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     return s;
 }
 
+/* Pushes block b of page pg, of owner heap o (held by another thread, or
+ * parked and not taken), on the page's remote list, its bytes booked off h
+ * (the freeing thread's heap; NULL: none); if o is parked now, takes the
+ * block in (remote_recheck).  The remote free's one push, for free_remote
+ * (inline: mimalloc-bench's xmalloc-test and larson) and
+ * small_release_remote. */
+static DMM_ALWAYS_INLINE void remote_push(theap *h, theap *o, mpage *pg, mblock *b)
+{
+    mblock *head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+    book_on(h, -(int64_t)pg->block_size); /* still in the page's count until collected */
+    do
+        b->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
+                                                  memory_order_relaxed));
+    if (DMM_UNLIKELY(atomic_load_explicit(&o->pstate, memory_order_seq_cst) != HEAP_OWNED))
+        remote_recheck(o);
+}
+
 /* A small block of page pg freed by a thread that does not own the page
  * (in default mode, already tagged free): straight into a parked owner,
  * else on the page's remote list. */
@@ -2547,7 +2565,6 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
         (void)heap_bind(pg->heap);
     {
         theap *o = pg->heap;
-        mblock *head;
         if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
             /* its thread exited: free straight into the page */
             b->next = pg->free;
@@ -2564,13 +2581,7 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
             heap_put_parked(o);
             return;
         }
-        book(-(int64_t)pg->block_size); /* still in the page's count until collected */
-        head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
-        do
-            b->next = head;
-        while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
-                                                      memory_order_relaxed));
-        remote_recheck(o);
+        remote_push(tl_heap, o, pg, b);
     }
 }
 
@@ -2927,18 +2938,11 @@ static DMM_ALWAYS_INLINE bool free_remote(void *p, unsigned kind)
         return false;
     *tag_slot(p) = ftag(p);
     /* the common case here, a block of a running thread's page freed by a
-     * thread with a heap: small_release_remote's push, inline (one call and
+     * thread with a heap: remote_push, inline (one call and
      * its frame less per remote free: mimalloc-bench's xmalloc-test and
      * larson, docs/malloc.md "Remote frees"); the rest, there */
     if (DMM_LIKELY(me != NULL) && atomic_load_explicit(&o->pstate, memory_order_relaxed) == HEAP_OWNED) {
-        mblock *b = p, *head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
-        book_on(me, -(int64_t)pg->block_size); /* still in the page's count until collected */
-        do
-            b->next = head;
-        while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
-                                                      memory_order_relaxed));
-        if (DMM_UNLIKELY(atomic_load_explicit(&o->pstate, memory_order_seq_cst) != HEAP_OWNED))
-            remote_recheck(o);
+        remote_push(me, o, pg, p);
         return true;
     }
     small_release_remote(pg, p);
