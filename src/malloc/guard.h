@@ -11,9 +11,10 @@
 
 #define DMM_GUARD_HIDDEN __attribute__((visibility("hidden")))
 
-/* Non-zero once libdmm runs in secure mode (set by its initialisation;
- * zero before it and in the default mode: the exported copies then forward
- * at once). */
+/* -1 until libdmm's initialisation has decided the mode, then 1 in secure
+ * mode and 0 in the default mode, for good (the exported copies then jump
+ * straight to the C library's: preload_mem.c).  Checks run when it is
+ * above 0. */
 DMM_GUARD_HIDDEN extern int dmm_malloc_guard_on;
 
 /* Secure mode: a write of n bytes at d that starts in memory libdmm

@@ -786,6 +786,8 @@ static void global_init(void)
             G.secure = 1;
             G.harden = 1;
             dmm_malloc_guard_on = 1; /* the exported copies check (guard.h) */
+        } else {
+            dmm_malloc_guard_on = 0; /* decided: they need not look again */
         }
         G.secret = canary_seed(); /* canaries (secure) and large blocks' front fill (hardened) */
         G.rkey = canary_seed() * 0x9e3779b97f4a7c15ull | 1u; /* never 0: malloc clears the tag to 0 */
@@ -3045,7 +3047,7 @@ size_t dmm_malloc_usable_size(const void *p)
 }
 
 /* ---- secure mode: guarded copies and sized deletes (guard.h) ---- */
-int dmm_malloc_guard_on;
+int dmm_malloc_guard_on = -1; /* undecided (guard.h) */
 
 /* The start of the last block that starts at or below off (a multiple of
  * MIN_BLOCK) and not below lo, in medium segment s; 0 when none.  Reads the

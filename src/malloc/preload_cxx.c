@@ -97,13 +97,13 @@ void _ZdaPv(void *p) { dmm_free(p); }
  * (or the reverse) whose sizes differ. */
 void _ZdlPvm(void *p, size_t n)
 {
-    if (__builtin_expect(dmm_malloc_guard_on != 0, 0))
+    if (__builtin_expect(dmm_malloc_guard_on > 0, 0))
         dmm_malloc_guard_sized(p, n);
     dmm_free(p);
 }
 void _ZdaPvm(void *p, size_t n)
 {
-    if (__builtin_expect(dmm_malloc_guard_on != 0, 0))
+    if (__builtin_expect(dmm_malloc_guard_on > 0, 0))
         dmm_malloc_guard_sized(p, n);
     dmm_free(p);
 }
