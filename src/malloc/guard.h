@@ -2,7 +2,8 @@
  * src/malloc/guard.h - secure mode's checks on writes into libdmm's blocks
  * and on C++ sized deletes (docs/malloc.md, "Secure mode"), answered by
  * malloc.c for the exported memcpy, memmove and memset (preload_mem.c) and
- * for operator delete (preload_cxx.c).  Internal to libdmm.so: hidden.
+ * for operator delete (preload_cxx.c), and operator new's malloc
+ * (dmm__malloc_or).  Internal to libdmm.so: hidden.
  */
 #ifndef DMM_MALLOC_GUARD_H
 #define DMM_MALLOC_GUARD_H
@@ -27,5 +28,9 @@ DMM_GUARD_HIDDEN void dmm_malloc_guard_write(const void *d, size_t n);
  * that libdmm would serve with p's kind of block (for small blocks its
  * size class, else at most its usable size).  Reports a mismatch. */
 DMM_GUARD_HIDDEN void dmm_malloc_guard_sized(const void *p, size_t n);
+
+/* malloc(n) for C++'s throwing operator new (preload_cxx.c): on_null(n)
+ * when malloc would return NULL. */
+DMM_GUARD_HIDDEN void *dmm__malloc_or(size_t n, void *(*on_null)(size_t));
 
 #endif

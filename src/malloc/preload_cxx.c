@@ -65,17 +65,11 @@ EXPORT void _ZdaPvm(void *p, size_t n);
 EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *tag);
 EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *tag);
 
-void *_Znwm(size_t n)
-{
-    void *p = dmm_malloc(n);
-    return p ? p : next_new("_Znwm", n);
-}
+static void *next_new_single(size_t n) { return next_new("_Znwm", n); }
+static void *next_new_array(size_t n) { return next_new("_Znam", n); }
 
-void *_Znam(size_t n)
-{
-    void *p = dmm_malloc(n);
-    return p ? p : next_new("_Znam", n);
-}
+void *_Znwm(size_t n) { return dmm__malloc_or(n, next_new_single); }
+void *_Znam(size_t n) { return dmm__malloc_or(n, next_new_array); }
 
 void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag)
 {
