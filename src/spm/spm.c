@@ -1253,7 +1253,13 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                 segment_empty(s, f);
             return 0;
         }
-        dmm_port_memset(udata(u), 0, stride);
+        /* Not cleared: malloc's contents are unspecified, and the other
+         * slots get their bytes from the malloc that takes them; calloc
+         * clears its own slot (slot 0 of a new unit) here, where the copy is
+         * at hand.  (Clearing the whole stride cost every new unit a
+         * memset of up to unit_bytes.) */
+        if (zero)
+            dmm_port_memset(udata(u), 0, cls);
         u->dirty = 1;
         e->gaddr4 = (uint32_t)(unit >> 4);
         e->stamp = (uint32_t)++s->tick;
@@ -1265,7 +1271,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         if (hdr_of(f)->used++ == 0 && s->nkept)
             kept_remove(s, seg); /* an idle segment in use again */
         f->dirty = true;
-        zero = false; /* already zero */
+        zero = false; /* cleared above when asked */
         res = u;
     }
     dmm_gaddr a = unit + (dmm_gaddr)slot * cls;
