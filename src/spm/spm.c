@@ -1253,7 +1253,13 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
                 segment_empty(s, f);
             return 0;
         }
-        dmm_port_memset(udata(u), 0, stride);
+        /* Not cleared: malloc's contents are unspecified, and the other
+         * slots get their bytes from the malloc that takes them; calloc
+         * clears its own slot (slot 0 of a new unit) here, where the copy is
+         * at hand.  (Clearing the whole stride cost every new unit a
+         * memset of up to unit_bytes.) */
+        if (zero)
+            dmm_port_memset(udata(u), 0, cls);
         u->dirty = 1;
         e->gaddr4 = (uint32_t)(unit >> 4);
         e->stamp = (uint32_t)++s->tick;
@@ -1265,7 +1271,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         if (hdr_of(f)->used++ == 0 && s->nkept)
             kept_remove(s, seg); /* an idle segment in use again */
         f->dirty = true;
-        zero = false; /* already zero */
+        zero = false; /* cleared above when asked */
         res = u;
     }
     dmm_gaddr a = unit + (dmm_gaddr)slot * cls;
@@ -2250,6 +2256,25 @@ static spm_unit *resident_by_gaddr(dmm_spm *s, dmm_gaddr g)
     return NULL;
 }
 
+/* dmm_spm_check's two tests of a local block (a resident unit or a spare
+ * block: a header of SPM_UHDR bytes, then u->bytes of data), shared by its
+ * walks of the resident list and of the spare list: the block lies in the
+ * local heap, in a local block that holds it; and whether it overlaps any
+ * block of the list that starts at o (linked through next). */
+static bool block_in_heap(const dmm_spm *s, spm_unit *u)
+{
+    return (uint8_t *)u >= s->heap_mem && udata(u) + u->bytes <= s->heap_mem + s->heap_bytes &&
+           dmm_heap_usable_size(s->heap, u) >= SPM_UHDR + u->bytes;
+}
+
+static bool block_overlaps(spm_unit *u, spm_unit *o)
+{
+    for (; o; o = o->next)
+        if ((uint8_t *)o < udata(u) + u->bytes && (uint8_t *)u < udata(o) + o->bytes)
+            return true;
+    return false;
+}
+
 dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
 {
     const char *r = NULL;
@@ -2268,19 +2293,14 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
             r = "resident unit header or LRU link broken";
             goto out;
         }
-        if ((uint8_t *)u < s->heap_mem || udata(u) + u->bytes > s->heap_mem + s->heap_bytes) {
-            r = "resident unit outside the local heap";
+        if (!block_in_heap(s, u)) {
+            r = "resident unit outside the local heap or larger than its local block";
             goto out;
         }
-        if (dmm_heap_usable_size(s->heap, u) < SPM_UHDR + u->bytes) {
-            r = "resident unit larger than its local block";
+        if (block_overlaps(u, u->next)) {
+            r = "resident units overlap";
             goto out;
         }
-        for (spm_unit *o = u->next; o; o = o->next)
-            if ((uint8_t *)o < udata(u) + u->bytes && (uint8_t *)u < udata(o) + o->bytes) {
-                r = "resident units overlap";
-                goto out;
-            }
     }
     if (n != s->resident) {
         r = "resident count differs from the LRU list";
@@ -2295,21 +2315,18 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
             r = "spare list longer than its count or its bound";
             goto out;
         }
-        if (u->magic != 0 || (uint8_t *)u < s->heap_mem || udata(u) + u->bytes > s->heap_mem + s->heap_bytes ||
-            dmm_heap_usable_size(s->heap, u) < SPM_UHDR + u->bytes) {
+        if (u->magic != 0 || !block_in_heap(s, u)) {
             r = "spare block broken or outside the local heap";
             goto out;
         }
-        for (spm_unit *o = s->lru_head; o; o = o->next)
-            if ((uint8_t *)o < udata(u) + u->bytes && (uint8_t *)u < udata(o) + o->bytes) {
-                r = "spare block overlaps a resident unit";
-                goto out;
-            }
-        for (spm_unit *o = u->next; o; o = o->next)
-            if ((uint8_t *)o < udata(u) + u->bytes && (uint8_t *)u < udata(o) + o->bytes) {
-                r = "spare blocks overlap";
-                goto out;
-            }
+        if (block_overlaps(u, s->lru_head)) {
+            r = "spare block overlaps a resident unit";
+            goto out;
+        }
+        if (block_overlaps(u, u->next)) {
+            r = "spare blocks overlap";
+            goto out;
+        }
     }
     if (n != s->nspare) {
         r = "spare count differs from the spare list";

@@ -669,6 +669,7 @@ PartRun part_run(bool partial)
         auto *p = static_cast<uint32_t *>(dmm_spm_p2s(r.s, small[i]));
         EXPECT_NE(p, nullptr);
         p[0] = i;
+        p[1] = 0; // summed into below: malloc does not clear (only calloc does)
     }
     for (unsigned i = 0; i < N; i++) {
         auto *p = static_cast<uint32_t *>(partial ? dmm_spm_p2s_part(r.s, big, big + 4u * i, 4) : dmm_spm_p2s(r.s, big + 4u * i));
