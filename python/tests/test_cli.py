@@ -89,7 +89,9 @@ def test_compare_glibc_and_presets(compare_results):
         runs = d["runs"]["tiny"][lab]
         assert len(runs) == 3 and all(r and r["warm_avg"] > 0 for r in runs)
         s = d["summary"]["tiny"][lab]
-        assert s["warm_avg_ratio"]["n"] == 3
+        # the ratio pairs the repetitions in which both passes ran without
+        # preemption (all three when none did): a loaded machine may drop one
+        assert s["warm_avg_ratio"]["n"] == (s["clean_reps_warm"] or 3)
         lo, med, hi = (s["warm_avg_ratio"][k] for k in ("min", "median", "max"))
         assert lo <= med <= hi
     assert d["summary"]["tiny"]["glibc"]["warm_avg_ratio"]["median"] == 1.0
