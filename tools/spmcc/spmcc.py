@@ -166,7 +166,7 @@ class StmtInfo:
 class Pass:
     def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False,
                  any_store=False, no_tail=False, unsafe_tail=False,
-                 unsafe_first_use=False):
+                 unsafe_first_use=False, unsafe_args=False):
         self.no_pin = no_pin
         self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
         self.no_alias = no_alias  # tests: the loop rules before object-start stores (--no-object-stores)
@@ -174,6 +174,7 @@ class Pass:
         self.no_tail = no_tail    # tests: an if statement's translation does not serve the run after it
         self.unsafe_tail = unsafe_tail  # tests: ... serves it even when the run moves data (wrong)
         self.unsafe_first_use = unsafe_first_use  # tests: a translation used only in its first statement (wrong)
+        self.unsafe_args = unsafe_args  # tests: any use in a moving call's statement taken as in its arguments (wrong)
         self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
@@ -2113,8 +2114,37 @@ class Pass:
         inf = float("inf")
         last = self._last_use(t, ordered, infos)
         kills = [(u.stmt, u.order) for u in ordered if u.order > t.order]
-        kills += [(i, inf) for i in range(t.stmt, len(infos)) if infos[i].moves]
+        kills += [(i, inf) for i in range(t.stmt, len(infos)) if infos[i].moves and
+                  not (last == (i, inf) and self._args_only(t.key, infos[i]))]
         return any(k <= last for k in kills)
+
+    def _args_only(self, key, info):
+        """True when every access through key in this statement lies in an
+        argument of the statement's only call that may move data, that call
+        is a direct call of the program's own function or an allocation
+        (which are handed global addresses, so the local one is read while
+        the arguments are evaluated, before the call), and no argument calls
+        anything: `check(n->left, n, &n->key)` needs no pin of n.  Not for a
+        C library call that calls back into the program (qsort): it uses the
+        local address during the call."""
+        if self.unsafe_first_use or len(info.move_calls) != 1:
+            return False
+        c = info.move_calls[0]
+        callee = self.strip(_kids(c)[0]) if _kids(c) else None
+        if callee is None or callee.kind.name != "DECL_REF_EXPR" or callee.referenced is None or \
+                callee.referenced.kind.name != "FUNCTION_DECL":
+            return False
+        name = callee.spelling
+        if not (name in self.user_fns or name in MOVING_ALLOC):
+            return False
+        args = _args(c)
+        if any(self._has_call(a) for a in args):
+            return False
+        uses = [x for x in info.sites if x.key == key]
+        if self.unsafe_args:
+            return bool(uses)
+        return bool(uses) and all(any(a.extent.start.offset <= x.cur.extent.start.offset and
+                                      x.cur.extent.end.offset <= a.extent.end.offset for a in args) for x in uses)
 
     def part_sites(self, ordered, infos):
         """Element translations (partial transfers, docs/spm.md): a pointer
@@ -2342,6 +2372,7 @@ def main(argv=None):
     ap.add_argument("--no-if-tail", action="store_true", help=argparse.SUPPRESS)  # tests: the rule before
     ap.add_argument("--unsafe-tail", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
     ap.add_argument("--unsafe-first-use", action="store_true", help=argparse.SUPPRESS)  # tests: breaks pins
+    ap.add_argument("--unsafe-args", action="store_true", help=argparse.SUPPRESS)  # tests: breaks pins
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -2373,7 +2404,8 @@ def main(argv=None):
         p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases,
                      no_drop=a.unsafe_no_drop, no_alias=a.no_object_stores,
                  any_store=a.unsafe_any_store, no_tail=a.no_if_tail,
-                 unsafe_tail=a.unsafe_tail, unsafe_first_use=a.unsafe_first_use)
+                 unsafe_tail=a.unsafe_tail, unsafe_first_use=a.unsafe_first_use,
+                 unsafe_args=a.unsafe_args)
         text = p.rewrite()
     except ci.TranslationUnitLoadError:
         print(f"dmm-spmcc: {a.file}: libclang could not parse it (not C source?)", file=sys.stderr)

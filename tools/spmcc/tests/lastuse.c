@@ -68,6 +68,30 @@ static void chain_then_inner(cell *x, long v)
     x->a = x->next->b - 1;
 }
 
+/* a function of the program that allocates and translates: a call of it
+ * may move data */
+static cell *kept;
+static long weigh(long v, const cell *c)
+{
+    cell *n = make(v);
+    n->next = kept;
+    kept = n;
+    return v + (c != NULL); /* c itself is not translated here */
+}
+
+/* x is read only in the arguments of a call that moves data (read before
+ * the call): no pin */
+static long args_only(cell *x)
+{
+    return weigh(x->a, x);
+}
+
+/* the wrong case: x is also stored through after the call returns */
+static void args_then_store(cell *x)
+{
+    x->c = weigh(x->a, x);
+}
+
 int main(void)
 {
     cell *head = make(1), *t = head;
@@ -79,8 +103,14 @@ int main(void)
             reuse_after_other(p->next, p, r + 2);
             chain_only(p, r);
             chain_then_inner(p, r + 1);
+            sum += args_only(p);
+            args_then_store(p);
         }
     }
+    /* t is pinned by nobody here (inside the loops above, the loop's own
+     * pin of p would keep the unit resident whatever args_then_store does) */
+    args_then_store(t);
+    sum += t->c;
     for (cell *p = head; p; p = p->next)
         sum += p->a * 7 + p->b * 3 + p->c;
     printf("sum %ld\n", sum);
@@ -88,6 +118,11 @@ int main(void)
         cell *n = head->next;
         free(head);
         head = n;
+    }
+    while (kept) {
+        cell *n = kept->next;
+        free(kept);
+        kept = n;
     }
     return 0;
 }
