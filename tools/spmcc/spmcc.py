@@ -1139,7 +1139,16 @@ class Pass:
         decls, assigns = [], []
         for t in ordered:
             later = any(u.order > t.order for u in ordered)
-            t.mode = "pin" if (later or info.moves) and not self.no_pin else ("p2s" if t.written else "p2s_ro")
+            need = later or info.moves
+            users = [u.order for u in ordered if u.key in self._chains and self._chains[u.key][0] == t.key]
+            if users and (self.unsafe_first_use or not any(x.key == t.key for x in info.sites)):
+                # read only to initialise the translations of pointers read
+                # through it (`u == u->parent->left`): dead once the last of
+                # them has read its field, so a pin only when another
+                # translation (an earlier one of those too) comes before that
+                # (the condition's own moves come after every translation)
+                need = any(t.order < v.order < max(users) for v in ordered)
+            t.mode = "pin" if need and not self.no_pin else ("p2s" if t.written else "p2s_ro")
             t.name = self.fresh(t.key)
             src = t.key
             if t.key in self._chains:

@@ -68,6 +68,22 @@ static void chain_then_inner(cell *x, long v)
     x->a = x->next->b - 1;
 }
 
+/* conditions: x read only to translate x->next (plain), then x read in the
+ * condition too (the wrong case: pinned) */
+static int cond_chain(cell *x)
+{
+    if (x->next->a > x->next->b)
+        return 1;
+    return 0;
+}
+
+static int cond_chain_inner(cell *x)
+{
+    if (x->next->a > x->b)
+        return 1;
+    return 0;
+}
+
 /* a function of the program that allocates and translates: a call of it
  * may move data */
 static cell *kept;
@@ -94,7 +110,7 @@ static void args_then_store(cell *x)
 
 int main(void)
 {
-    cell *head = make(1), *t = head;
+    cell *head = make(1), *t = head, *a1 = make(5);
     for (long i = 2; i < 400; i++)
         t = reuse_after_malloc(t, i);
     for (int r = 0; r < 5; r++) {
@@ -104,6 +120,7 @@ int main(void)
             chain_only(p, r);
             chain_then_inner(p, r + 1);
             sum += args_only(p);
+            sum += cond_chain(p) + 2 * cond_chain_inner(p);
             args_then_store(p);
         }
     }
@@ -111,6 +128,14 @@ int main(void)
      * pin of p would keep the unit resident whatever args_then_store does) */
     args_then_store(t);
     sum += t->c;
+    /* a1 and a2 lie in different units and nobody pins a1 here: x's local
+     * address must survive x->next's translation in cond_chain_inner */
+    cell *a2 = make(9);
+    a1->next = a2;
+    for (int k = 0; k < 3; k++)
+        sum += 3 * cond_chain_inner(a1) + 5 * cond_chain(a1);
+    free(a2);
+    free(a1);
     for (cell *p = head; p; p = p->next)
         sum += p->a * 7 + p->b * 3 + p->c;
     printf("sum %ld\n", sum);
