@@ -643,6 +643,137 @@ TEST_P(SpmRandom, ShadowModelPartialTransfers)
 INSTANTIATE_TEST_SUITE_P(Configs, SpmRandom,
                          ::testing::Range(0, static_cast<int>(sizeof kSetups / sizeof kSetups[0])));
 
+// malloc of a small object takes a short path (spm.c, malloc_fast) when an
+// open record of its class names a resident unit with room whose page is in
+// a frame.  Many resident objects of a few small classes, frees at random (so
+// units stay partly full and their slots are reused), accesses at object
+// starts and inside them, flushes and a tiny heap region (so units are
+// evicted and fetched again, and the short path must step aside for units
+// that are not resident and pages out of their frames): the shadow model,
+// dmm_spm_check, no two live objects overlapping and every call counted,
+// after every step.
+void small_class_run(const SpmSetup &su, unsigned seed, int ops)
+{
+    Rig r(su);
+    ASSERT_NE(r.s, nullptr);
+    std::mt19937 rng(seed);
+    Shadow sh;
+    uint64_t mallocs = 0, frees = 0;
+    static const size_t sizes[] = {16, 24, 40, 64};
+    auto pick = [&]() -> dmm_gaddr {
+        auto it = sh.begin();
+        std::advance(it, rng() % sh.size());
+        return it->first;
+    };
+    for (int op = 0; op < ops; op++) {
+        unsigned k = rng() % 100;
+        if (sh.size() < 8 || k < 40) {
+            size_t n = sizes[rng() % 4] - rng() % 4;
+            dmm_gaddr a = dmm_spm_malloc(r.s, n);
+            ASSERT_NE(a, DMM_GNULL) << "malloc " << n << " status " << dmm_spm_last_status(r.s);
+            mallocs++;
+            auto next = sh.lower_bound(a);
+            ASSERT_TRUE(next == sh.end() || next->first >= a + n) << "overlaps the next live object";
+            if (next != sh.begin()) {
+                auto prev = std::prev(next);
+                ASSERT_LE(prev->first + prev->second.size(), a) << "overlaps the previous live object";
+            }
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+            ASSERT_NE(p, nullptr);
+            std::vector<unsigned char> v(n);
+            for (size_t i = 0; i < n; i++) {
+                p[i] = v[i] = static_cast<unsigned char>(rng());
+            }
+            sh[a] = v;
+        } else if (k < 70) {
+            dmm_gaddr a = pick();
+            dmm_spm_free(r.s, a);
+            frees++;
+            sh.erase(a);
+        } else if (k < 95) {
+            dmm_gaddr a = pick();
+            auto &v = sh[a];
+            size_t off = rng() % v.size();
+            if (rng() % 2) {
+                const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, a + off));
+                ASSERT_NE(p, nullptr);
+                ASSERT_TRUE(same(p - off, v));
+            } else {
+                auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a + off));
+                ASSERT_NE(p, nullptr);
+                ASSERT_TRUE(same(p - off, v));
+                p[0] = v[off] = static_cast<unsigned char>(rng());
+            }
+        } else if (k < 97) {
+            ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
+            for (const auto &kv : sh) {
+                const auto *h =
+                    static_cast<const unsigned char *>(dmm_spm_global_host(r.g, kv.first, kv.second.size()));
+                ASSERT_NE(h, nullptr);
+                ASSERT_TRUE(same(h, kv.second));
+            }
+        } else {
+            ASSERT_TRUE(all_match(r, sh));
+        }
+        ASSERT_TRUE(r.ok()) << "op " << op;
+        dmm_spm_stats st = dmm_spm_get_stats(r.s);
+        ASSERT_EQ(st.live_objects, sh.size()) << "op " << op;
+        ASSERT_EQ(st.calls[DMM_SPM_FN_MALLOC], mallocs) << "op " << op;
+        ASSERT_EQ(st.calls[DMM_SPM_FN_FREE], frees) << "op " << op;
+        ASSERT_EQ(r.err.count, 0) << "op " << op;
+    }
+    ASSERT_TRUE(all_match(r, sh));
+    EXPECT_GT(dmm_spm_get_stats(r.s).unit_evictions, 0u);
+    for (const auto &kv : sh) {
+        dmm_spm_free(r.s, kv.first);
+    }
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+    EXPECT_EQ(r.err.count, 0);
+}
+
+TEST_P(SpmRandom, ShadowModelSmallClasses)
+{
+    const SpmSetup &su = kSetups[GetParam()];
+    for (unsigned seed = 1; seed <= 3; seed++) {
+        SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed) + " small classes");
+        small_class_run(su, seed * 15485863u + static_cast<unsigned>(GetParam()), 2500);
+        if (HasFatalFailure()) {
+            return;
+        }
+    }
+}
+
+// malloc's short path hands out the slot a free left in a resident unit, and
+// the freed object is still reported when it is freed again or freed by an
+// interior address; the calls are counted as on the general path.
+TEST(SpmFastPaths, MallocReusesAFreedSlotAndBadFreesAreReported)
+{
+    Rig r({DMM_SPM_STATIC, 16384, "table=256,frames=1,gran=4,unit=256,segment=2048"});
+    ASSERT_NE(r.s, nullptr);
+    dmm_gaddr a[4];
+    for (auto &x : a) {
+        x = dmm_spm_malloc(r.s, 48);
+        ASSERT_NE(x, DMM_GNULL);
+        ASSERT_NE(dmm_spm_p2s(r.s, x), nullptr);
+    }
+    dmm_spm_free(r.s, a[1]);
+    EXPECT_EQ(r.err.count, 0);
+    ASSERT_TRUE(r.ok());
+    dmm_spm_free(r.s, a[1]);
+    EXPECT_EQ(r.err.count, 1);
+    EXPECT_EQ(r.err.kind, DMM_ERR_DOUBLE_FREE);
+    dmm_spm_free(r.s, a[2] + 16);
+    EXPECT_EQ(r.err.count, 2);
+    EXPECT_EQ(r.err.kind, DMM_ERR_INVALID_POINTER);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(dmm_spm_malloc(r.s, 40), a[1]);
+    dmm_spm_stats st = dmm_spm_get_stats(r.s);
+    EXPECT_EQ(st.calls[DMM_SPM_FN_MALLOC], 5u);
+    EXPECT_EQ(st.live_objects, 4u);
+    ASSERT_TRUE(r.ok());
+}
+
 // ---- partial transfers (dmm_spm_p2s_part) ------------------------------------
 
 // rbTree's case in a tiny local memory: one large array beside small objects

@@ -12,6 +12,11 @@
 # MAX_P2S=N: the rewritten run may make at most N translations (p2s, p2s_ro
 # and pin calls in its statistics): the pass's region rules must not regress.
 separate_arguments(args UNIX_COMMAND "${ARGS}")
+# a rewritten program that was never built must not count as one that failed
+# (EXPECT_DIFFERENT below would take its missing file for the failure)
+if(NOT EXISTS "${SPM}")
+    message(FATAL_ERROR "${SPM} does not exist (not built)")
+endif()
 execute_process(COMMAND "${RAW}" ${args} RESULT_VARIABLE raw_rc OUTPUT_VARIABLE raw_out ERROR_VARIABLE raw_err)
 if(NOT raw_rc EQUAL 0)
     message(FATAL_ERROR "${RAW} exited ${raw_rc}:\n${raw_err}")

@@ -165,13 +165,16 @@ class StmtInfo:
 
 class Pass:
     def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False,
-                 any_store=False, no_tail=False, unsafe_tail=False):
+                 any_store=False, no_tail=False, unsafe_tail=False,
+                 unsafe_first_use=False, unsafe_args=False):
         self.no_pin = no_pin
         self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
         self.no_alias = no_alias  # tests: the loop rules before object-start stores (--no-object-stores)
         self.any_store = any_store  # tests: every store taken to land elsewhere (--unsafe-any-store): wrong
         self.no_tail = no_tail    # tests: an if statement's translation does not serve the run after it
         self.unsafe_tail = unsafe_tail  # tests: ... serves it even when the run moves data (wrong)
+        self.unsafe_first_use = unsafe_first_use  # tests: a translation used only in its first statement (wrong)
+        self.unsafe_args = unsafe_args  # tests: any use in a moving call's statement taken as in its arguments (wrong)
         self.aliases = dict(aliases or {})   # xmalloc -> malloc, ...
         self.ci = ci
         self.path = os.path.abspath(path)
@@ -1136,7 +1139,16 @@ class Pass:
         decls, assigns = [], []
         for t in ordered:
             later = any(u.order > t.order for u in ordered)
-            t.mode = "pin" if (later or info.moves) and not self.no_pin else ("p2s" if t.written else "p2s_ro")
+            need = later or info.moves
+            users = [u.order for u in ordered if u.key in self._chains and self._chains[u.key][0] == t.key]
+            if users and (self.unsafe_first_use or not any(x.key == t.key for x in info.sites)):
+                # read only to initialise the translations of pointers read
+                # through it (`u == u->parent->left`): dead once the last of
+                # them has read its field, so a pin only when another
+                # translation (an earlier one of those too) comes before that
+                # (the condition's own moves come after every translation)
+                need = any(t.order < v.order < max(users) for v in ordered)
+            t.mode = "pin" if need and not self.no_pin else ("p2s" if t.written else "p2s_ro")
             t.name = self.fresh(t.key)
             src = t.key
             if t.key in self._chains:
@@ -1999,9 +2011,8 @@ class Pass:
         # data follows it inside the region
         ordered = sorted(tr.values(), key=lambda t: t.order)
         for t in ordered:
-            later = any(u.order > t.order for u in ordered)
-            moves = any(info.moves for info in infos[t.stmt:])
-            t.mode = "pin" if (later or moves) and not self.no_pin else ("p2s" if t.written else "p2s_ro")
+            t.mode = "pin" if self._needs_pin(t, ordered, infos) and not self.no_pin else \
+                ("p2s" if t.written else "p2s_ro")
             t.name = self.fresh(t.key)
         for i, info in enumerate(infos):
             if not info.user_frees:
@@ -2081,6 +2092,69 @@ class Pass:
             self.insert(first.extent.start.offset, "{ ", -1)
             self.insert(end, " }", 1)
 
+    def _last_use(self, t, ordered, infos):
+        """Where translation t's local address is last used in its region, as
+        (statement, position): (i, inf) for an access in statement i (its
+        sites, which the statement runs after every translation placed before
+        it), (j, u.order - 0.5) for the translation of a pointer read through
+        t (chain u, placed before statement j: t's local is read just before
+        u's own call)."""
+        inf = float("inf")
+        if self.unsafe_first_use:
+            return (t.stmt, inf)
+        last = (t.stmt, inf) if not any(u.key in self._chains and self._chains[u.key][0] == t.key
+                                        for u in ordered) else (t.stmt, t.order)
+        for i, info in enumerate(infos):
+            if any(x.key == t.key for x in info.sites):
+                last = max(last, (i, inf))
+        for u in ordered:
+            if u.key in self._chains and self._chains[u.key][0] == t.key:
+                last = max(last, (u.stmt, u.order - 0.5))
+        return last
+
+    def _needs_pin(self, t, ordered, infos):
+        """Under the local-address rule a translation dies at the next call
+        that may move data: a later translation of the region (placed before
+        its statement, in order) or a statement that allocates or calls into
+        the program.  t is a pin only when such a call comes before its last
+        use (an access in the same statement as a move counts as after it:
+        C leaves the order inside a statement open).  `a->x = 1; b->y = 2;`:
+        a's local is dead when b is translated, so a is a p2s, not a pin."""
+        inf = float("inf")
+        last = self._last_use(t, ordered, infos)
+        kills = [(u.stmt, u.order) for u in ordered if u.order > t.order]
+        kills += [(i, inf) for i in range(t.stmt, len(infos)) if infos[i].moves and
+                  not (last == (i, inf) and self._args_only(t.key, infos[i]))]
+        return any(k <= last for k in kills)
+
+    def _args_only(self, key, info):
+        """True when every access through key in this statement lies in an
+        argument of the statement's only call that may move data, that call
+        is a direct call of the program's own function or an allocation
+        (which are handed global addresses, so the local one is read while
+        the arguments are evaluated, before the call), and no argument calls
+        anything: `check(n->left, n, &n->key)` needs no pin of n.  Not for a
+        C library call that calls back into the program (qsort): it uses the
+        local address during the call."""
+        if self.unsafe_first_use or len(info.move_calls) != 1:
+            return False
+        c = info.move_calls[0]
+        callee = self.strip(_kids(c)[0]) if _kids(c) else None
+        if callee is None or callee.kind.name != "DECL_REF_EXPR" or callee.referenced is None or \
+                callee.referenced.kind.name != "FUNCTION_DECL":
+            return False
+        name = callee.spelling
+        if not (name in self.user_fns or name in MOVING_ALLOC):
+            return False
+        args = _args(c)
+        if any(self._has_call(a) for a in args):
+            return False
+        uses = [x for x in info.sites if x.key == key]
+        if self.unsafe_args:
+            return bool(uses)
+        return bool(uses) and all(any(a.extent.start.offset <= x.cur.extent.start.offset and
+                                      x.cur.extent.end.offset <= a.extent.end.offset for a in args) for x in uses)
+
     def part_sites(self, ordered, infos):
         """Element translations (partial transfers, docs/spm.md): a pointer
         variable whose accesses in this region are one statement's
@@ -2122,9 +2196,10 @@ class Pass:
                 elt = s.cur.type.spelling
                 if "(" in elt or "[" in elt or s.cur.type.get_canonical().kind.name in ("VOID", "INCOMPLETEARRAY"):
                     ok = False
-            # translations placed before this statement that are not pins
+            # translations placed before this statement that are not pins and
+            # are still used in it or after it (the element's fetch moves data)
             for u in ordered:
-                if u is not t and u.stmt <= i and u.mode != "pin":
+                if u is not t and u.stmt <= i and u.mode != "pin" and self._last_use(u, ordered, infos) >= (i, -1):
                     ok = False
             if not ok:
                 continue
@@ -2305,6 +2380,8 @@ def main(argv=None):
     ap.add_argument("--unsafe-any-store", action="store_true", help=argparse.SUPPRESS)  # tests: breaks it
     ap.add_argument("--no-if-tail", action="store_true", help=argparse.SUPPRESS)  # tests: the rule before
     ap.add_argument("--unsafe-tail", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
+    ap.add_argument("--unsafe-first-use", action="store_true", help=argparse.SUPPRESS)  # tests: breaks pins
+    ap.add_argument("--unsafe-args", action="store_true", help=argparse.SUPPRESS)  # tests: breaks pins
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -2336,7 +2413,8 @@ def main(argv=None):
         p = Pass(ci, a.file, args, no_pin=a.unsafe_no_pin, aliases=aliases,
                      no_drop=a.unsafe_no_drop, no_alias=a.no_object_stores,
                  any_store=a.unsafe_any_store, no_tail=a.no_if_tail,
-                 unsafe_tail=a.unsafe_tail)
+                 unsafe_tail=a.unsafe_tail, unsafe_first_use=a.unsafe_first_use,
+                 unsafe_args=a.unsafe_args)
         text = p.rewrite()
     except ci.TranslationUnitLoadError:
         print(f"dmm-spmcc: {a.file}: libclang could not parse it (not C source?)", file=sys.stderr)
