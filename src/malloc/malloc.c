@@ -288,6 +288,11 @@ typedef struct theap {
                                   discard walk */
     uint32_t dirty_pages;      /* retired small pages of its segments not
                                   yet discarded (the segments' dirty bits) */
+    uint32_t classes_seen;     /* bit c: class c has had a page
+                                  (page_lend_idle).  Here, not after the
+                                  medium cache: every heap's first page_new
+                                  writes it, and at the end it made the
+                                  heap's 4th OS page resident in every thread */
     uint32_t qhead, qcount;    /* secure mode: the quarantine ring */
     struct mblock *quar[QUAR];
     uint32_t mqhead, mqcount;  /* secure mode: the medium blocks' ring */
@@ -297,8 +302,13 @@ typedef struct theap {
     size_t mc_bytes;           /* the medium cache (see mc_take): usable */
     uint8_t mc_n[MC_NCLASS];   /* bytes held, blocks per class, the blocks */
     void *mc[MC_NCLASS][MC_SLOTS];
-    uint32_t classes_seen;     /* bit c: class c has had a page (page_lend_idle) */
 } theap;
+
+/* Every field but the medium cache's blocks lies in a heap's first OS page
+ * (the secure mode's rings too, untouched in the default mode): a thread
+ * that caches no medium block keeps one resident page of heap. */
+_Static_assert(offsetof(theap, mc) <= 4096u && offsetof(theap, classes_seen) < offsetof(theap, mc),
+               "a heap's fields but the medium cache fit its first 4 KiB");
 
 /* Who may touch a heap's owner-only state.  OWNED: the thread bound to it.
  * PARKED: its thread exited; nobody, until a thread takes it: a new thread
