@@ -1203,8 +1203,8 @@ static bool page_to_full(theap *h, unsigned cls, mpage *pg)
     if (pg->next)
         pg->next->prev = (mpage *)((uintptr_t)pg | FULL_BIT);
     h->full = pg;
-    /* every threaded block is out (h->xfull was taken at the slow call's
-     * start): the count becomes the frees it waits for */
+    /* every threaded block is out (those on h->xfull count as out until
+     * taken): the count becomes the frees it waits for */
     pg->used = (uint16_t)full_wait(pg, page_nthr(pg));
     return true;
 }
@@ -1550,8 +1550,6 @@ static void *small_slow(theap *h, unsigned cls)
      * medium calls (into its cache: the owner's) */
     if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
         medium_drain_as(h, true);
-    if (atomic_load_explicit(&h->xfull, memory_order_relaxed)) /* full pages other threads freed into */
-        heap_take_xfull(h);
     /* the head: its own frees and remote frees, then fresh blocks; a page
      * with nothing to give goes to the full list, and the next one (the
      * page freed into last, page_unfull) is looked at */
@@ -1559,6 +1557,10 @@ static void *small_slow(theap *h, unsigned cls)
         page_collect(pg);
         if (pg->free || page_extend(pg))
             return pg;
+        if (atomic_load_explicit(&h->xfull, memory_order_relaxed)) { /* full pages other threads freed into */
+            heap_take_xfull(h); /* (taken only here: secure mode's slow calls mostly end above) */
+            continue;
+        }
         if (!page_to_full(h, cls, pg)) { /* a remote free came in meanwhile */
             page_collect(pg);
             return pg;
