@@ -2685,20 +2685,30 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     return s;
 }
 
-/* remote_push's first free into a page on o's full list (its xfree list
- * *head is PAGE_FULL): takes the mark off and pushes b on o's xfull list,
- * which brings the page back (heap_take_xfull).  false when *head changed
- * meanwhile (its new value in *head). */
-static DMM_NOINLINE bool remote_push_full(theap *o, mpage *pg, mblock *b, mblock **head)
+/* remote_push's push of b on page pg's xfree list, whose head was head,
+ * when that was PAGE_FULL or the first compare-and-swap failed (out of
+ * line: the common push stays straight).  The first free into a page on
+ * o's full list (head PAGE_FULL) takes the mark off and pushes b on o's
+ * xfull list instead, which brings the page back (heap_take_xfull). */
+static DMM_NOINLINE void remote_push_retry(theap *o, mpage *pg, mblock *b, mblock *head)
 {
-    mblock *x;
-    if (!atomic_compare_exchange_strong_explicit(&pg->xfree, head, NULL, memory_order_relaxed, memory_order_relaxed))
-        return false;
-    x = atomic_load_explicit(&o->xfull, memory_order_relaxed);
-    do
-        b->next = x;
-    while (!atomic_compare_exchange_weak_explicit(&o->xfull, &x, b, memory_order_seq_cst, memory_order_relaxed));
-    return true;
+    for (;;) {
+        if (head == PAGE_FULL) {
+            if (atomic_compare_exchange_weak_explicit(&pg->xfree, &head, NULL, memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                mblock *x = atomic_load_explicit(&o->xfull, memory_order_relaxed);
+                do
+                    b->next = x;
+                while (!atomic_compare_exchange_weak_explicit(&o->xfull, &x, b, memory_order_seq_cst,
+                                                              memory_order_relaxed));
+                return;
+            }
+            continue;
+        }
+        b->next = head;
+        if (atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst, memory_order_relaxed))
+            return;
+    }
 }
 
 /* Pushes block b of page pg, of owner heap o (held by another thread, or
@@ -2711,16 +2721,11 @@ static DMM_ALWAYS_INLINE void remote_push(theap *h, theap *o, mpage *pg, mblock 
 {
     mblock *head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
     book_on(h, -(int64_t)pg->block_size); /* still in the page's count until collected */
-    for (;;) {
-        if (DMM_UNLIKELY(head == PAGE_FULL)) { /* the page is on o's full list */
-            if (remote_push_full(o, pg, b, &head))
-                break;
-            continue;
-        }
-        b->next = head;
-        if (atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst, memory_order_relaxed))
-            break;
-    }
+    b->next = head;
+    if (DMM_UNLIKELY(head == PAGE_FULL) ||
+        DMM_UNLIKELY(!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
+                                                             memory_order_relaxed)))
+        remote_push_retry(o, pg, b, head);
     if (DMM_UNLIKELY(atomic_load_explicit(&o->pstate, memory_order_seq_cst) != HEAP_OWNED))
         remote_recheck(o);
 }
