@@ -2685,13 +2685,14 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     return s;
 }
 
-/* remote_push's push of b on page pg's xfree list, whose head was head,
- * when that was PAGE_FULL or the first compare-and-swap failed (out of
- * line: the common push stays straight).  The first free into a page on
+/* remote_push's push of b on page pg's xfree list when its head was
+ * PAGE_FULL or the first compare-and-swap failed (out of line, the head
+ * read again: the common push stays straight).  The first free into a page on
  * o's full list (head PAGE_FULL) takes the mark off and pushes b on o's
  * xfull list instead, which brings the page back (heap_take_xfull). */
-static DMM_NOINLINE void remote_push_retry(theap *o, mpage *pg, mblock *b, mblock *head)
+static DMM_NOINLINE void remote_push_retry(theap *o, mpage *pg, mblock *b)
 {
+    mblock *head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
     for (;;) {
         if (head == PAGE_FULL) {
             if (atomic_compare_exchange_weak_explicit(&pg->xfree, &head, NULL, memory_order_relaxed,
@@ -2725,7 +2726,7 @@ static DMM_ALWAYS_INLINE void remote_push(theap *h, theap *o, mpage *pg, mblock 
     if (DMM_UNLIKELY(head == PAGE_FULL) ||
         DMM_UNLIKELY(!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
                                                              memory_order_relaxed)))
-        remote_push_retry(o, pg, b, head);
+        remote_push_retry(o, pg, b);
     if (DMM_UNLIKELY(atomic_load_explicit(&o->pstate, memory_order_seq_cst) != HEAP_OWNED))
         remote_recheck(o);
 }
