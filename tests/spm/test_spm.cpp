@@ -122,6 +122,23 @@ bool all_match(Rig &r, const Shadow &sh, bool pinned = false)
     return true;
 }
 
+// A flush, then every object's bytes in global memory (the host's view).
+bool flushed_match(Rig &r, const Shadow &sh)
+{
+    if (dmm_spm_flush(r.s) != DMM_OK) {
+        ADD_FAILURE() << "flush failed";
+        return false;
+    }
+    for (const auto &kv : sh) {
+        const auto *h = static_cast<const unsigned char *>(dmm_spm_global_host(r.g, kv.first, kv.second.size()));
+        if (!h || !same(h, kv.second)) {
+            ADD_FAILURE() << "object " << kv.first << " differs in global memory";
+            return false;
+        }
+    }
+    return true;
+}
+
 // partial: the accesses go through p2s_part / p2s_part_ro with a span, so
 // objects larger than unit_bytes are brought in piece by piece.
 void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false, uint64_t *parts = nullptr,
@@ -290,13 +307,7 @@ void random_run(const SpmSetup &su, unsigned seed, int ops, bool partial = false
                 pinned = 0;
             }
         } else if (k < 84) {
-            ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
-            for (const auto &kv : sh) {
-                const auto *h =
-                    static_cast<const unsigned char *>(dmm_spm_global_host(r.g, kv.first, kv.second.size()));
-                ASSERT_NE(h, nullptr);
-                ASSERT_TRUE(same(h, kv.second));
-            }
+            ASSERT_TRUE(flushed_match(r, sh));
         } else {
             ASSERT_TRUE(all_match(r, sh, pinned != 0));
         }
@@ -705,13 +716,7 @@ void small_class_run(const SpmSetup &su, unsigned seed, int ops)
                 p[0] = v[off] = static_cast<unsigned char>(rng());
             }
         } else if (k < 97) {
-            ASSERT_EQ(dmm_spm_flush(r.s), DMM_OK);
-            for (const auto &kv : sh) {
-                const auto *h =
-                    static_cast<const unsigned char *>(dmm_spm_global_host(r.g, kv.first, kv.second.size()));
-                ASSERT_NE(h, nullptr);
-                ASSERT_TRUE(same(h, kv.second));
-            }
+            ASSERT_TRUE(flushed_match(r, sh));
         } else {
             ASSERT_TRUE(all_match(r, sh));
         }
