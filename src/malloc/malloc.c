@@ -1185,6 +1185,15 @@ static inline uint32_t full_wait(const mpage *pg, uint32_t nthr)
     return k == 0 ? 1u : k < nthr ? k : nthr;
 }
 
+/* What a page on the full list has taken off its count of blocks out (its
+ * threaded blocks less the frees it waits for): added back by page_unfull,
+ * and by small_live while it is full. */
+static inline uint32_t full_bias(const mpage *pg)
+{
+    uint32_t nthr = page_nthr(pg);
+    return nthr - full_wait(pg, nthr);
+}
+
 /* Unlinks pg from h's list of class cls. */
 static void class_unlink(theap *h, unsigned cls, mpage *pg)
 {
@@ -1225,7 +1234,6 @@ static DMM_NOINLINE void page_unfull(theap *h, mpage *pg, bool next)
 {
     unsigned cls = class_of(pg->block_size);
     mpage *pv = (mpage *)((uintptr_t)pg->prev & ~FULL_BIT), *hd;
-    uint32_t nthr = page_nthr(pg);
     if (atomic_load_explicit(&pg->xfree, memory_order_relaxed) == PAGE_FULL) { /* the mark off, unless a remote free takes it first */
         mblock *m = PAGE_FULL;
         (void)atomic_compare_exchange_strong_explicit(&pg->xfree, &m, NULL, memory_order_acq_rel,
@@ -1237,7 +1245,7 @@ static DMM_NOINLINE void page_unfull(theap *h, mpage *pg, bool next)
         h->full = pg->next;
     if (pg->next)
         pg->next->prev = (mpage *)((uintptr_t)pv | FULL_BIT);
-    pg->used = (uint16_t)(pg->used + nthr - full_wait(pg, nthr));
+    pg->used = (uint16_t)(pg->used + full_bias(pg));
     hd = h->pages[cls];
     if (!next || !hd) { /* at the tail */
         pg->next = NULL;
@@ -3530,12 +3538,9 @@ static int64_t small_live(void)
     olock_lock(&G.seg_lock);
     for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all)
         for (segment *s = h->segs; s; s = s->next)
-            for (size_t i = 1; i < PAGES; i++)
-            {
+            for (size_t i = 1; i < PAGES; i++) {
                 const mpage *pg = &s->page[i];
-                uint32_t u = pg->used;
-                if (page_on_full(pg)) /* (see page_to_full) */
-                    u += page_nthr(pg) - full_wait(pg, page_nthr(pg));
+                uint32_t u = pg->used + (page_on_full(pg) ? full_bias(pg) : 0u);
                 live += (int64_t)u * pg->block_size;
             }
     olock_unlock(&G.seg_lock);

@@ -1514,10 +1514,7 @@ static DMM_ALWAYS_INLINE dmm_gaddr malloc_fast(dmm_spm *s, size_t size)
     dmm_gaddr a = u->gaddr + o_;
     uint8_t *l = udata(u) + o_;
     (void)tc_put(s, a, a, cls, l, u);
-    spm_xc *x = &s->xc[xc_index(s, a)];
-    x->g4 = (uint32_t)(a >> 4);
-    x->u4 = (uint16_t)(((uint8_t *)u - s->local) >> 4);
-    x->n4 = (uint16_t)(cls >> 4);
+    xc_put(s, &(spm_xlate){.g = a, .l = l, .u = u, .n = cls});
     return a;
 }
 
