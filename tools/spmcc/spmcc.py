@@ -1140,7 +1140,7 @@ class Pass:
         for t in ordered:
             later = any(u.order > t.order for u in ordered)
             need = later or info.moves
-            users = [u.order for u in ordered if u.key in self._chains and self._chains[u.key][0] == t.key]
+            users = [u.order for u in ordered if self._reads_through(u, t)]
             if users and (self.unsafe_first_use or not any(x.key == t.key for x in info.sites)):
                 # read only to initialise the translations of pointers read
                 # through it (`u == u->parent->left`): dead once the last of
@@ -2102,15 +2102,19 @@ class Pass:
         inf = float("inf")
         if self.unsafe_first_use:
             return (t.stmt, inf)
-        last = (t.stmt, inf) if not any(u.key in self._chains and self._chains[u.key][0] == t.key
-                                        for u in ordered) else (t.stmt, t.order)
+        users = [u for u in ordered if self._reads_through(u, t)]
+        last = (t.stmt, t.order) if users else (t.stmt, inf)
         for i, info in enumerate(infos):
             if any(x.key == t.key for x in info.sites):
                 last = max(last, (i, inf))
-        for u in ordered:
-            if u.key in self._chains and self._chains[u.key][0] == t.key:
-                last = max(last, (u.stmt, u.order - 0.5))
+        for u in users:
+            last = max(last, (u.stmt, u.order - 0.5))
         return last
+
+    def _reads_through(self, u, t):
+        """True when translation u is of a pointer read through t's local
+        address (u's chain starts at t's pointer)."""
+        return u.key in self._chains and self._chains[u.key][0] == t.key
 
     def _needs_pin(self, t, ordered, infos):
         """Under the local-address rule a translation dies at the next call
