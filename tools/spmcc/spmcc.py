@@ -1968,8 +1968,10 @@ class Pass:
                 break
             run.append(st)
         infos = [self.collect(st) for st in run]
-        uses = [i for i, info in enumerate(infos) if any(
-            x.key == key or (x.key in self._chains and self._chains[x.key][0] == key) for x in info.sites)]
+        # a use: an access through key or through any pointer read from the
+        # heap through it (`key->a->b` too: its translation would start from
+        # the served local address)
+        uses = [i for i, info in enumerate(infos) if any(self._through(x.key, key) for x in info.sites)]
         if not uses:
             return None
         last = uses[-1]
@@ -2002,6 +2004,15 @@ class Pass:
             if i < last and deps & info.assigns:
                 return None
         return written
+
+    def _through(self, k, key):
+        """True when k is key or a pointer read from the heap through it."""
+        while True:
+            if k == key:
+                return True
+            if k not in self._chains:
+                return False
+            k = self._chains[k][0]
 
     def serve_branch(self, served, i, br, fn):
         """Rewrites branch i (0 then/body, 1 else) with cond_lead's

@@ -118,6 +118,20 @@ static void chain_first(node *p)
     }
 }
 
+/* WRONG: p->left->left (read through p->left, read through p) used after
+ * another pointer's translation: its translation would start from p's dead
+ * local address */
+static long deep_after_other(node *p, node *q)
+{
+    long s = 0;
+    if (p->key > 0) {
+        p->val += 1;
+        q->val += 2;
+        s = p->left->left->key;
+    }
+    return s;
+}
+
 /* WRONG: the pointer changes before its last use */
 static long moved_first(node *p)
 {
@@ -157,6 +171,7 @@ int main(void)
         chain_first(root);
         chain_first(b);
         sum += moved_first(root) + moved_first(c);
+        sum += deep_after_other(root, d);   /* root->left->left is c */
         node *all[5];
         all[0] = root;
         all[1] = a;
