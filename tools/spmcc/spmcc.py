@@ -1931,8 +1931,11 @@ class Pass:
         through it (`y->left`, whose translation reads the condition's local
         address just before its own call: no direct use of the pointer from
         that statement on), and no change of the pointer or what it is read
-        from before the last statement (there only as `v = RHS`).  The
-        condition translates with p2s when a served run writes through it.
+        from before the last statement (there only as `v = RHS`).  A
+        condition whose one access runs only under a guard other than the
+        pointer itself is not served (in place, it is translated only when
+        it runs).  The condition translates with p2s when a served run
+        writes through it.
         Returns (key, local name, written, [served branch...]) or None."""
         if self.no_tail:
             return None
@@ -1950,6 +1953,17 @@ class Pass:
         if not trans:
             return None
         key = max(trans.values(), key=lambda t: t.order).key
+        if len(ci.sites) == 1 and key not in self._chains and ci.sites[0].conditional:
+            # prelude would translate this one access in place, only when it
+            # runs; translated before the condition it must be NULL or valid
+            # even when the guard is false: only under `p && ...` on itself
+            c0 = self.strip_paren(ch[0])
+            bc = self._deps[key][0]
+            if not (c0.kind.name == "BINARY_OPERATOR" and self.binop(c0) == "&&" and
+                    self.strip(_kids(c0)[0]).kind.name == "DECL_REF_EXPR" and
+                    bc.kind.name == "DECL_REF_EXPR" and
+                    self.strip(_kids(c0)[0]).referenced == bc.referenced):
+                return None
         branches = ch[1:3] if c.kind.name == "IF_STMT" else ch[1:2]
         runs = [self._lead_run(b, key) for b in branches]
         if all(r is None for r in runs):

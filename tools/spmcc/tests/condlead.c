@@ -22,6 +22,7 @@ typedef struct node {
 } node;
 
 static long sum;
+static node *gone;     /* freed before guarded(0, gone) */
 
 static node *make(long k, node *parent)
 {
@@ -132,6 +133,15 @@ static long deep_after_other(node *p, node *q)
     return s;
 }
 
+/* WRONG: the condition's one access runs only when n > 0; translated before
+ * the condition to serve the branch, p would be translated also when it is
+ * dangling (main passes a freed node with n == 0) */
+static void guarded(int n, node *p)
+{
+    if (n > 0 && p->key)
+        p->val++;
+}
+
 /* WRONG: the pointer changes before its last use */
 static long moved_first(node *p)
 {
@@ -172,6 +182,11 @@ int main(void)
         chain_first(b);
         sum += moved_first(root) + moved_first(c);
         sum += deep_after_other(root, d);   /* root->left->left is c */
+        gone = make(round, NULL);
+        guarded(1, gone);
+        sum += gone->val;
+        free(gone);
+        guarded(0, gone);          /* never read: n == 0 */
         node *all[5];
         all[0] = root;
         all[1] = a;
