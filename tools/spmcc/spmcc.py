@@ -166,8 +166,9 @@ class StmtInfo:
 class Pass:
     def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False,
                  any_store=False, no_tail=False, unsafe_tail=False,
-                 unsafe_first_use=False, unsafe_args=False):
+                 unsafe_first_use=False, unsafe_args=False, unsafe_lead=False):
         self.no_pin = no_pin
+        self.unsafe_lead = unsafe_lead  # tests: cond_lead serves runs that translate or move data first (wrong)
         self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
         self.no_alias = no_alias  # tests: the loop rules before object-start stores (--no-object-stores)
         self.any_store = any_store  # tests: every store taken to land elsewhere (--unsafe-any-store): wrong
@@ -207,6 +208,7 @@ class Pass:
         self.lead = None         # (key, name, pin name, offset): lead_in's pin until its run ends
         self.tail = None         # the statements after the if statement being rewritten (compound)
         self.tail_key = None     # hoist_if's keys, translated in its condition, until its tail's run ends
+        self.serve = None        # (key, name, written): cond_lead's translation, named before the condition's prelude
 
     # ---- helpers -----------------------------------------------------------
     def in_macro(self, c):
@@ -1123,7 +1125,7 @@ class Pass:
             self.emit_escapes(info)
             return
         if value_type is None and len(info.sites) == 1 and not info.moves and \
-                info.sites[0].key not in self._chains:
+                info.sites[0].key not in self._chains and self.serve is None:
             return self.inline(c, where)     # one access: translated where it is made
         self.check_conditional(info, where)
         trans, order = {}, 0
@@ -1148,8 +1150,13 @@ class Pass:
                 # translation (an earlier one of those too) comes before that
                 # (the condition's own moves come after every translation)
                 need = any(t.order < v.order < max(users) for v in ordered)
+            serve = self.serve is not None and value_type is None and t.key == self.serve[0]
+            if serve:
+                t.written |= self.serve[2]
+                if need or t is not ordered[-1]:
+                    self.refuse(c, "internal: the condition's translation serving its branch is not its last")
             t.mode = "pin" if need and not self.no_pin else ("p2s" if t.written else "p2s_ro")
-            t.name = self.fresh(t.key)
+            t.name = self.serve[1] if serve else self.fresh(t.key)
             src = t.key
             if t.key in self._chains:
                 ikey, suffix = self._chains[t.key]
@@ -1555,15 +1562,18 @@ class Pass:
             keep = done and self.tail_key == "pending"
             self.tail_key = None
             lead = None if done else self.lead_in(c, ch)
-            self.body(ch[1], fn)
+            served = None if done or lead else self.cond_lead(c, ch)
+            self.serve_branch(served, 0, ch[1], fn)
             if self.lead is not None:
                 self.refuse(c, "internal: the condition's pin was not released in its branch")
             if len(ch) > 2:
-                self.body(ch[2], fn)
+                self.serve_branch(served, 1, ch[2], fn)
             if lead:
                 self.hoisted[lead[0]] = lead[1]
                 done = [lead[0]]
+            self.serve = served[:3] if served else None
             self.prelude(ch[0], c, "the condition")
+            self.serve = None
             if keep:
                 self.tail_key = done       # compound releases them after the tail's run
                 done = []
@@ -1573,13 +1583,16 @@ class Pass:
             done = self.hoist_loop(c)
             done += self.iterate_loop(c, ch[1], ch[0], None, while_body=True)
             lead = None if done else self.while_lead(c, ch)
-            self.body(ch[1], fn)
+            served = None if done or lead else self.cond_lead(c, ch)
+            self.serve_branch(served, 0, ch[1], fn)
             if self.lead is not None:
                 self.refuse(c, "internal: the condition's translation was not released in its body")
             if lead:
                 self.hoisted[lead[0]] = lead[1]
                 done = [lead[0]]
+            self.serve = served[:3] if served else None
             self.prelude(ch[0], c, "the condition")
+            self.serve = None
             for key in done:
                 del self.hoisted[key]
         elif k == "SWITCH_STMT":
@@ -1899,6 +1912,136 @@ class Pass:
         self.hoisted[key] = name
         self.lead = (key, name, gname, stmts[0].extent.start.offset)
         return self.lead
+
+    def cond_lead(self, c, ch):
+        """An if or while condition's last translation serves the first run
+        of statements of each branch (the while body) that reads through
+        that pointer, as long as nothing between them moves data: rbtree's
+        `if (x == x->parent->left) x->parent->left = y;` translates x and
+        x->parent once (the condition's), not twice, `if (y->left)
+        y->left->parent = x;` reads y->left through the condition's y, and
+        the fix-up loop's `while (z->parent && z->parent->red) { g =
+        z->parent->parent;` reads g through the condition's z->parent.  The
+        last translation of a condition is never a pin (nothing translates
+        after it) and nothing in a condition without moves moves data after
+        it (unpin moves nothing), so its local address is valid where the
+        branch begins.  In the run, up to its last use of the pointer: no
+        allocation, call into the program, free, realloc, C library call
+        with a heap argument, comma, other translation than one pointer read
+        through it (`y->left`, whose translation reads the condition's local
+        address just before its own call: no direct use of the pointer from
+        that statement on), and no change of the pointer or what it is read
+        from before the last statement (there only as `v = RHS`).  A
+        condition whose one access runs only under a guard other than the
+        pointer itself is not served (in place, it is translated only when
+        it runs).  The condition translates with p2s when a served run
+        writes through it.
+        Returns (key, local name, written, [served branch...]) or None."""
+        if self.no_tail:
+            return None
+        ci = self.collect(ch[0])
+        if not ci.sites or ci.moves or ci.releases or ci.comma or ci.escapes or ci.ext_args or ci.user_call or \
+                ci.free_calls:
+            return None
+        trans, order = {}, 0          # the order prelude translates in
+        for x in ci.sites:
+            if x.key in self.hoisted:
+                continue
+            if {d for d in self._deps[x.key][1] if not _field_dep(d)} & ci.assigns:
+                return None
+            order = self.add_translation(trans, x.key, 0, order)
+        if not trans:
+            return None
+        key = max(trans.values(), key=lambda t: t.order).key
+        if len(ci.sites) == 1 and key not in self._chains and ci.sites[0].conditional:
+            # prelude would translate this one access in place, only when it
+            # runs; translated before the condition it must be NULL or valid
+            # even when the guard is false: only under `p && ...` on itself
+            c0 = self.strip_paren(ch[0])
+            bc = self._deps[key][0]
+            if not (c0.kind.name == "BINARY_OPERATOR" and self.binop(c0) == "&&" and
+                    self.strip(_kids(c0)[0]).kind.name == "DECL_REF_EXPR" and
+                    bc.kind.name == "DECL_REF_EXPR" and
+                    self.strip(_kids(c0)[0]).referenced == bc.referenced):
+                return None
+        branches = ch[1:3] if c.kind.name == "IF_STMT" else ch[1:2]
+        runs = [self._lead_run(b, key) for b in branches]
+        if all(r is None for r in runs):
+            return None
+        written = any(x.written for x in ci.sites if x.key == key) or any(r for r in runs if r is not None)
+        return (key, self.fresh(key), written, [r is not None for r in runs])
+
+    def _lead_run(self, br, key):
+        """cond_lead's test of one branch: None when its first run cannot
+        use the condition's translation of key, else whether it writes
+        through it."""
+        stmts = _kids(br) if br.kind.name == "COMPOUND_STMT" else [br]
+        run = []
+        for st in stmts:
+            if st.kind.name in CONTROL_KINDS:
+                break
+            run.append(st)
+        infos = [self.collect(st) for st in run]
+        # a use: an access through key or through any pointer read from the
+        # heap through it (`key->a->b` too: its translation would start from
+        # the served local address)
+        uses = [i for i, info in enumerate(infos) if any(self._through(x.key, key) for x in info.sites)]
+        if not uses:
+            return None
+        last = uses[-1]
+        deps = set(self._deps[key][1])
+        vdeps = {d for d in deps if not _field_dep(d)}
+        chain, chain_at, written = None, None, False
+        for i, info in enumerate(infos[:last + 1]):
+            st = run[i]
+            if not self.unsafe_lead and (
+                    info.moves or info.releases or info.comma or info.escapes or info.ext_args or
+                    info.user_call or info.free_calls or self.self_declaring(info) or
+                    (st.kind.name == "RETURN_STMT" and i < last)):
+                return None
+            for x in info.sites:
+                if x.key == key:
+                    if chain_at is not None:
+                        return None     # the chain's translation came first: the local is dead
+                    written |= x.written
+                    if i == last and vdeps & info.assigns and not self._assign_rhs_only(self.strip_paren(st), x):
+                        return None
+                elif x.key in self.hoisted:
+                    continue
+                elif x.key in self._chains and self._chains[x.key][0] == key and chain in (None, x.key):
+                    chain = x.key
+                    if chain_at is None:
+                        chain_at = i
+                        deps |= self._deps[x.key][1]
+                elif not self.unsafe_lead:
+                    return None
+            if i < last and deps & info.assigns:
+                return None
+        return written
+
+    def _through(self, k, key):
+        """True when k is key or a pointer read from the heap through it."""
+        while True:
+            if k == key:
+                return True
+            if k not in self._chains:
+                return False
+            k = self._chains[k][0]
+
+    def serve_branch(self, served, i, br, fn):
+        """Rewrites branch i (0 then/body, 1 else) with cond_lead's
+        translation serving its first run."""
+        if not served or not served[3][i]:
+            self.body(br, fn)
+            return
+        key, name = served[0], served[1]
+        self.hoisted[key] = name
+        if br.kind.name == "COMPOUND_STMT":
+            self.lead = (key, name, None, _kids(br)[0].extent.start.offset)
+            self.body(br, fn)       # compound's end_lead ends it after the first run
+        else:
+            self.body(br, fn)
+            del self.hoisted[key]
 
     def _root(self, key):
         while key in self._chains:
@@ -2386,6 +2529,7 @@ def main(argv=None):
     ap.add_argument("--unsafe-tail", action="store_true", help=argparse.SUPPRESS)  # tests: breaks the rule
     ap.add_argument("--unsafe-first-use", action="store_true", help=argparse.SUPPRESS)  # tests: breaks pins
     ap.add_argument("--unsafe-args", action="store_true", help=argparse.SUPPRESS)  # tests: breaks pins
+    ap.add_argument("--unsafe-lead", action="store_true", help=argparse.SUPPRESS)  # tests: breaks cond_lead
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -2418,7 +2562,7 @@ def main(argv=None):
                      no_drop=a.unsafe_no_drop, no_alias=a.no_object_stores,
                  any_store=a.unsafe_any_store, no_tail=a.no_if_tail,
                  unsafe_tail=a.unsafe_tail, unsafe_first_use=a.unsafe_first_use,
-                 unsafe_args=a.unsafe_args)
+                 unsafe_args=a.unsafe_args, unsafe_lead=a.unsafe_lead)
         text = p.rewrite()
     except ci.TranslationUnitLoadError:
         print(f"dmm-spmcc: {a.file}: libclang could not parse it (not C source?)", file=sys.stderr)
