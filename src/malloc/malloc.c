@@ -124,9 +124,7 @@ typedef struct mpage {
                                   back, made the free list when that runs
                                   dry (page_collect): a block just freed is
                                   not the next one handed out */
-    _Atomic(mblock *) xfree;   /* frees from other threads; PAGE_FULL (no
-                                  block) while the page is on its heap's
-                                  full list (page_to_full, remote_push) */
+    _Atomic(mblock *) xfree;   /* frees from other threads */
     struct theap *heap;        /* owner heap; NULL = page unused */
     struct mpage *next, *prev; /* the owner's list for this class */
     uint32_t mul;              /* dmm_slot_mul(block_size): the boundary
@@ -269,11 +267,6 @@ typedef struct theap {
                                   block) */
     mpage *pages[NCLASS];      /* per class: list of pages, head first */
     mpage *tails[NCLASS];      /* per class: the list's last page */
-    mpage *full;               /* pages with nothing to give, out of their
-                                  class's list until a free comes
-                                  (page_to_full, page_unfull) */
-    _Atomic(mblock *) xfull;   /* first remote frees into pages on the full
-                                  list (remote_push; taken by heap_take_xfull) */
     segment *segs;             /* small segments owned */
     dmm_heap *mheap;           /* medium requests; NULL until the first */
     segment *msegs;            /* its segments */
@@ -1141,151 +1134,6 @@ static bool page_extend(mpage *pg)
     return k != 0;
 }
 
-/* ---- the full list ----
- * A page with nothing to give (no free block, no remote free, every block
- * threaded) leaves its class's list for its heap's full list (page_to_full),
- * so that the class's list holds only pages with blocks to give and
- * small_slow takes its head without walking past full pages.  Frees bring
- * it back (page_unfull):
- *  - the owner's: after FULL_BACK_BYTES of them (at least one block), behind
- *    the class's current page, so that it is the next page taken, with the
- *    blocks freed last, whose lines are still in the cache.  Before, a page
- *    with nothing to give went to the tail of its class's list, and the
- *    page taken next was the one looked at longest ago, whose free blocks
- *    were the oldest: mimalloc-bench's alloc-test missed the second-level
- *    cache on a quarter of its news (bench/malloc/mimalloc_bench_notes.md,
- *    Sessions 15 and 16).  Brought back at the first free, a page gave a
- *    block per slow call (alloc-test: 1.70 G instructions, 1.29 G before).
- *    The free fast path tests nothing for it: page_to_full sets the page's
- *    count of blocks out to the number of frees it waits for (the count is
- *    every threaded block then), so the fast path's test for an emptied
- *    page fires at the last of them (free_emptied), and page_unfull adds
- *    the rest back.  While the page is full, its prev link carries
- *    FULL_BIT.
- *  - another thread's, at the first one, to the class's tail (as a page's
- *    remote frees come in over time, and the owner cannot count them):
- *    the page's xfree list holds PAGE_FULL (no block) while the page is
- *    full; the first remote free takes the mark off (a compare-and-swap,
- *    so exactly one free sees it) and pushes its block on the heap's xfull
- *    list instead, which the owner takes at its next slow call
- *    (heap_take_xfull); the frees after it go onto the page's xfree list
- *    as usual. */
-#define PAGE_FULL ((mblock *)(uintptr_t)1)
-#define FULL_BIT ((uintptr_t)1)
-#ifndef FULL_BACK_BYTES
-#define FULL_BACK_BYTES 1024u
-#endif
-
-static inline bool page_on_full(const mpage *pg) { return ((uintptr_t)pg->prev & FULL_BIT) != 0; }
-
-/* The owner's frees a full page waits for (see above); nthr its blocks. */
-static inline uint32_t full_wait(const mpage *pg, uint32_t nthr)
-{
-    uint32_t k = FULL_BACK_BYTES / pg->block_size;
-    return k == 0 ? 1u : k < nthr ? k : nthr;
-}
-
-/* What a page on the full list has taken off its count of blocks out (its
- * threaded blocks less the frees it waits for): added back by page_unfull,
- * and by small_live while it is full. */
-static inline uint32_t full_bias(const mpage *pg)
-{
-    uint32_t nthr = page_nthr(pg);
-    return nthr - full_wait(pg, nthr);
-}
-
-/* Unlinks pg from h's list of class cls. */
-static void class_unlink(theap *h, unsigned cls, mpage *pg)
-{
-    if (pg->prev)
-        pg->prev->next = pg->next;
-    else
-        heap_set_head(h, cls, pg->next);
-    if (pg->next)
-        pg->next->prev = pg->prev;
-    else
-        h->tails[cls] = pg->prev;
-}
-
-/* Moves pg, the head of h's list of class cls, with nothing to give, to the
- * full list; false, with nothing done, when a remote free came in since it
- * was collected. */
-static bool page_to_full(theap *h, unsigned cls, mpage *pg)
-{
-    mblock *e = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&pg->xfree, &e, PAGE_FULL, memory_order_acq_rel,
-                                                 memory_order_relaxed))
-        return false;
-    class_unlink(h, cls, pg);
-    pg->prev = (mpage *)FULL_BIT;
-    pg->next = h->full;
-    if (pg->next)
-        pg->next->prev = (mpage *)((uintptr_t)pg | FULL_BIT);
-    h->full = pg;
-    /* every threaded block is out (those on h->xfull count as out until
-     * taken): the count becomes the frees it waits for */
-    pg->used = (uint16_t)full_wait(pg, page_nthr(pg));
-    return true;
-}
-
-/* Brings pg, on h's full list, back to its class's list: behind the
- * current page (the head) when `next`, else at the tail. */
-static DMM_NOINLINE void page_unfull(theap *h, mpage *pg, bool next)
-{
-    unsigned cls = class_of(pg->block_size);
-    mpage *pv = (mpage *)((uintptr_t)pg->prev & ~FULL_BIT), *hd;
-    if (atomic_load_explicit(&pg->xfree, memory_order_relaxed) == PAGE_FULL) { /* the mark off, unless a remote free takes it first */
-        mblock *m = PAGE_FULL;
-        (void)atomic_compare_exchange_strong_explicit(&pg->xfree, &m, NULL, memory_order_acq_rel,
-                                                      memory_order_relaxed);
-    }
-    if (pv)
-        pv->next = pg->next;
-    else
-        h->full = pg->next;
-    if (pg->next)
-        pg->next->prev = (mpage *)((uintptr_t)pv | FULL_BIT);
-    pg->used = (uint16_t)(pg->used + full_bias(pg));
-    hd = h->pages[cls];
-    if (!next || !hd) { /* at the tail */
-        pg->next = NULL;
-        pg->prev = h->tails[cls];
-        h->tails[cls] = pg;
-        if (pg->prev)
-            pg->prev->next = pg;
-        else
-            heap_set_head(h, cls, pg);
-        return;
-    }
-    pg->prev = hd;
-    pg->next = hd->next;
-    if (pg->next)
-        pg->next->prev = pg;
-    else
-        h->tails[cls] = pg;
-    hd->next = pg;
-}
-
-/* Takes the blocks other threads freed first into pages of h's full list
- * (remote_push): each back into its page, as page_collect takes a page's
- * remote frees, and its page back to its class's list. */
-static DMM_NOINLINE void heap_take_xfull(theap *h)
-{
-    mblock *x = atomic_exchange_explicit(&h->xfull, NULL, memory_order_acquire);
-    while (x) {
-        mblock *nx = x->next;
-        segment *s = seg_of(x);
-        mpage *pg = &s->page[page_index(s, x)];
-        if (page_on_full(pg)) /* still full (the owner's frees may have brought it back) */
-            page_unfull(h, pg, false);
-        x->next = pg->free; /* (its free tag kept) */
-        pg->free = x;
-        pg->used--;
-        book_on(h, (int64_t)pg->block_size); /* out of the page's count: see page_collect */
-        x = nx;
-    }
-}
-
 /* Secure mode: sets or clears the block's "allocated" bit atomically;
  * returns whether it was set. */
 static inline bool mark(segment *s, size_t pi, const void *p, bool on)
@@ -1437,10 +1285,6 @@ static void heap_tidy_keep(theap *h, bool warm)
     quarantine_flush(h);
     if (h->mheap)
         mc_flush(h);
-    if (atomic_load_explicit(&h->xfull, memory_order_relaxed))
-        heap_take_xfull(h);
-    while (h->full) /* every page back to its class (a parked heap keeps no full list) */
-        page_unfull(h, h->full, false);
     for (unsigned c = 0; c < NCLASS; c++) {
         mpage *pg = h->pages[c];
         while (pg) {
@@ -1562,26 +1406,49 @@ static DMM_NOINLINE void page_lend_idle(theap *h, unsigned cls)
 
 static void *small_slow(theap *h, unsigned cls)
 {
-    mpage *pg;
+    mpage *pg = h->pages[cls];
     /* medium blocks other threads freed are taken in here too, so that they
      * count as freed (and are reusable) even if this thread makes no more
      * medium calls (into its cache: the owner's) */
     if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
         medium_drain_as(h, true);
-    /* the head: its own frees and remote frees, then fresh blocks; a page
-     * with nothing to give goes to the full list, and the next one (the
-     * page freed into last, page_unfull) is looked at */
-    while ((pg = h->pages[cls]) != NULL) {
-        page_collect(pg);
-        if (pg->free || page_extend(pg))
-            return pg;
-        if (atomic_load_explicit(&h->xfull, memory_order_relaxed)) { /* full pages other threads freed into */
-            heap_take_xfull(h); /* (taken only here: secure mode's slow calls mostly end above) */
-            continue;
+    /* the head first, then the others: remote frees, then fresh blocks.  A
+     * page with nothing to give goes to the tail, so the next walk looks
+     * first at the pages looked at longest ago, which had the most time to
+     * get blocks back: before, the full pages near the head were looked at
+     * again on every walk (mimalloc-bench's alloc-test and larson, which
+     * free at random among many live blocks: 3.6 to 4 pages per walk). */
+    mpage *first_moved = NULL;
+    for (mpage *q = pg, *nx; q && q != first_moved; q = nx) {
+        nx = q->next;
+        page_collect(q);
+        if (q->free || page_extend(q)) {
+            if (q != h->pages[cls]) { /* move to the head */
+                if (h->tails[cls] == q)
+                    h->tails[cls] = q->prev;
+                q->prev->next = q->next;
+                if (q->next)
+                    q->next->prev = q->prev;
+                q->prev = NULL;
+                q->next = h->pages[cls];
+                h->pages[cls]->prev = q;
+                heap_set_head(h, cls, q);
+            }
+            return q;
         }
-        if (!page_to_full(h, cls, pg)) { /* a remote free came in meanwhile */
-            page_collect(pg);
-            return pg;
+        if (nx) { /* not the tail: to the tail */
+            mpage *t = h->tails[cls];
+            if (q->prev)
+                q->prev->next = nx;
+            else
+                heap_set_head(h, cls, nx);
+            nx->prev = q->prev;
+            q->prev = t;
+            q->next = NULL;
+            t->next = q;
+            h->tails[cls] = q;
+            if (!first_moved)
+                first_moved = q;
         }
     }
     if (!h->dirty_pages && !(h->classes_seen >> cls & 1u)) /* a class's first page: an idle one of another */
@@ -2703,33 +2570,6 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
     return s;
 }
 
-/* remote_push's push of b on page pg's xfree list when its head was
- * PAGE_FULL or the first compare-and-swap failed (out of line, the head
- * read again: the common push stays straight).  The first free into a page on
- * o's full list (head PAGE_FULL) takes the mark off and pushes b on o's
- * xfull list instead, which brings the page back (heap_take_xfull). */
-static DMM_NOINLINE void remote_push_retry(theap *o, mpage *pg, mblock *b)
-{
-    mblock *head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
-    for (;;) {
-        if (head == PAGE_FULL) {
-            if (atomic_compare_exchange_weak_explicit(&pg->xfree, &head, NULL, memory_order_relaxed,
-                                                      memory_order_relaxed)) {
-                mblock *x = atomic_load_explicit(&o->xfull, memory_order_relaxed);
-                do
-                    b->next = x;
-                while (!atomic_compare_exchange_weak_explicit(&o->xfull, &x, b, memory_order_seq_cst,
-                                                              memory_order_relaxed));
-                return;
-            }
-            continue;
-        }
-        b->next = head;
-        if (atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst, memory_order_relaxed))
-            return;
-    }
-}
-
 /* Pushes block b of page pg, of owner heap o (held by another thread, or
  * parked and not taken), on the page's remote list, its bytes booked off h
  * (the freeing thread's heap; NULL: none); if o is parked now, takes the
@@ -2740,11 +2580,10 @@ static DMM_ALWAYS_INLINE void remote_push(theap *h, theap *o, mpage *pg, mblock 
 {
     mblock *head = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
     book_on(h, -(int64_t)pg->block_size); /* still in the page's count until collected */
-    b->next = head;
-    if (DMM_UNLIKELY(head == PAGE_FULL) ||
-        DMM_UNLIKELY(!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
-                                                             memory_order_relaxed)))
-        remote_push_retry(o, pg, b);
+    do
+        b->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &head, b, memory_order_seq_cst,
+                                                  memory_order_relaxed));
     if (DMM_UNLIKELY(atomic_load_explicit(&o->pstate, memory_order_seq_cst) != HEAP_OWNED))
         remote_recheck(o);
 }
@@ -2763,8 +2602,6 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
         theap *o = pg->heap;
         if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
             /* its thread exited: free straight into the page */
-            if (page_on_full(pg)) /* (none once parked: heap_tidy_keep) */
-                page_unfull(o, pg, false);
             b->next = pg->free;
             pg->free = b;
             pg->used--;
@@ -2783,27 +2620,14 @@ static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
     }
 }
 
-/* The owner's free brought page pg's count of blocks out to 0, pg not its
- * class's current page: pg is empty (retired) or on the full list and
- * freed into as often as it waits for (page_to_full: back to its class). */
-static DMM_NOINLINE void page_emptied(theap *h, mpage *pg)
-{
-    if (page_on_full(pg)) {
-        page_unfull(h, pg, true);
-        if (pg->used != 0)
-            return;
-    }
-    page_retire(h, pg);
-}
-
 /* A small block of page pg, which h (the calling thread's heap) owns, onto
  * the page's local list. */
 static inline void owner_push(theap *h, mpage *pg, mblock *b)
 {
     b->next = pg->local_free;
     pg->local_free = b;
-    if (--pg->used == 0 && pg->prev) /* empty and not the class's current page, or full and freed into */
-        page_emptied(h, pg);
+    if (--pg->used == 0 && pg->prev) /* empty and not the class's current page */
+        page_retire(h, pg);
 }
 
 /* Puts a small block of page pg back, h being the calling thread's heap
@@ -3188,8 +3012,8 @@ static DMM_NOINLINE void free_emptied(void *p)
 {
     segment *s = seg_of(p);
     mpage *pg = &s->page[page_index(s, p)];
-    if (pg->prev) /* empty and not the class's current page, or full and freed into */
-        page_emptied(pg->heap, pg);
+    if (pg->prev) /* empty and not the class's current page */
+        page_retire(pg->heap, pg);
 }
 
 /* The fast path, default and unhardened modes: a small block of a page the
@@ -3538,11 +3362,8 @@ static int64_t small_live(void)
     olock_lock(&G.seg_lock);
     for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all)
         for (segment *s = h->segs; s; s = s->next)
-            for (size_t i = 1; i < PAGES; i++) {
-                const mpage *pg = &s->page[i];
-                uint32_t u = pg->used + (page_on_full(pg) ? full_bias(pg) : 0u);
-                live += (int64_t)u * pg->block_size;
-            }
+            for (size_t i = 1; i < PAGES; i++)
+                live += (int64_t)s->page[i].used * s->page[i].block_size;
     olock_unlock(&G.seg_lock);
     return live;
 }

@@ -1328,69 +1328,6 @@ void *page_of(const std::vector<void *> &v)
 // program moving from one size to another (glibc-simple: 1,600 blocks of
 // 16, then of 32 bytes) holds the largest burst resident, not their sum.
 // Run in a child: a fresh heap, whose pages are taken in order.
-// A page with nothing to give leaves its class's list for the heap's full
-// list, and the first free into it brings it back (docs/malloc.md "Thread
-// heaps"): a remote free (whose block goes onto the heap's xfull list, the
-// page's remote list being marked) and an owner's free (which the fast
-// path refuses for a full page) make its blocks the next ones handed out,
-// and the remote frees after the first go onto the page's list as usual.
-// Pages left on the full list, their frees never seen, would hand out a
-// fresh page instead.  In a fresh process: the class's pages are its own.
-TEST(MallocThreads, FullPagesComeBackWhenFreedInto)
-{
-    run_child_test("FullPagesComeBack", nullptr, 60);
-}
-
-TEST(MallocChild, FullPagesComeBack)
-{
-    if (child_only())
-        GTEST_SKIP() << "run by MallocThreads.FullPagesComeBackWhenFreedInto";
-    auto page = [](const void *p) { return reinterpret_cast<uintptr_t>(p) & ~(kPage - 1u); };
-    const size_t n = 1000, per_page = kPage / 1024u; // class 1024: 64 blocks a page
-    const uint64_t live0 = dmm_malloc_get_stats().live_bytes;
-    std::vector<void *> b;
-    for (size_t i = 0; i < 3u * per_page; i++) {
-        b.push_back(dmm_malloc(n));
-        ASSERT_NE(b.back(), nullptr);
-        fill(b.back(), n, static_cast<uint8_t>(i));
-    }
-    const uintptr_t pa = page(b[0]), pb = page(b[per_page]), pc = page(b[2u * per_page]);
-    for (size_t i = 0; i < 3u * per_page; i++)
-        ASSERT_EQ(page(b[i]), i < per_page ? pa : i < 2u * per_page ? pb : pc) << i;
-    // pages A and B are full, C (the current one) has nothing left: a
-    // remote free into A
-    void *ra = b[5];
-    std::thread([ra] { dmm_free(ra); }).join();
-    void *p = dmm_malloc(n);
-    EXPECT_EQ(p, ra) << "the block another thread freed into a full page was not reused";
-    b[5] = p;
-    // an owner's free into B (full)
-    void *lb = b[per_page + 7u];
-    dmm_free(lb);
-    p = dmm_malloc(n);
-    EXPECT_EQ(p, lb) << "the block freed into a full page was not reused";
-    b[per_page + 7u] = p;
-    // every block of C (full now) freed by another thread: all of them come
-    // back, the first through the heap's list, the others through C's
-    std::vector<void *> cs(b.begin() + static_cast<std::ptrdiff_t>(2u * per_page), b.end());
-    std::thread([&cs] {
-        for (void *q : cs)
-            dmm_free(q);
-    }).join();
-    for (size_t i = 0; i < per_page; i++) {
-        p = dmm_malloc(n);
-        ASSERT_NE(p, nullptr);
-        EXPECT_EQ(page(p), pc) << i << ": a block of page C freed by another thread was not reused";
-        b[2u * per_page + i] = p;
-    }
-    for (size_t i = 0; i < 2u * per_page; i++)
-        if (i != 5u && i != per_page + 7u)
-            EXPECT_TRUE(intact(b[i], n, static_cast<uint8_t>(i))) << i;
-    for (void *q : b)
-        dmm_free(q);
-    EXPECT_EQ(dmm_malloc_get_stats().live_bytes, live0);
-}
-
 TEST(MallocThreads, IdlePagesAreLentToAnotherClass)
 {
     run_child_test("IdlePageLent", nullptr, 60);
