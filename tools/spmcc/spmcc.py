@@ -1709,8 +1709,7 @@ class Pass:
         if self.no_tail or self.no_pin or not tail:
             return []
         info = self.collect(stmt)
-        if info.moves or info.releases or info.comma or info.escapes or info.ext_args or info.user_call or \
-                info.free_calls:
+        if self._disturbs(info):
             return []
         keys = [k for k in dict.fromkeys(x.key for x in info.sites) if k not in self.hoisted]
         if not 2 <= len(keys) <= 3:
@@ -1824,11 +1823,7 @@ class Pass:
                 not any(x.key == key and not x.conditional for x in ci.sites):
             return None
         stmts = _kids(body)
-        run = []
-        for st in stmts:
-            if st.kind.name in CONTROL_KINDS:
-                break
-            run.append(st)
+        run = _first_run(stmts)
         if not run:
             return None
         return ci, key, bc, deps, stmts, run
@@ -1854,8 +1849,7 @@ class Pass:
         for st in run:
             info = self.collect(st)
             if not self.unsafe_tail and (
-                    info.moves or info.releases or info.comma or info.escapes or info.ext_args or info.user_call or
-                    info.free_calls or deps & info.assigns or self.self_declaring(info) or
+                    self._disturbs(info) or deps & info.assigns or self.self_declaring(info) or
                     any(x.key != key and x.key not in self.hoisted for x in info.sites)):
                 return None
             uses |= any(x.key == key for x in info.sites)
@@ -1940,8 +1934,7 @@ class Pass:
         if self.no_tail:
             return None
         ci = self.collect(ch[0])
-        if not ci.sites or ci.moves or ci.releases or ci.comma or ci.escapes or ci.ext_args or ci.user_call or \
-                ci.free_calls:
+        if not ci.sites or self._disturbs(ci):
             return None
         trans, order = {}, 0          # the order prelude translates in
         for x in ci.sites:
@@ -1975,12 +1968,7 @@ class Pass:
         """cond_lead's test of one branch: None when its first run cannot
         use the condition's translation of key, else whether it writes
         through it."""
-        stmts = _kids(br) if br.kind.name == "COMPOUND_STMT" else [br]
-        run = []
-        for st in stmts:
-            if st.kind.name in CONTROL_KINDS:
-                break
-            run.append(st)
+        run = _first_run(_kids(br) if br.kind.name == "COMPOUND_STMT" else [br])
         infos = [self.collect(st) for st in run]
         # a use: an access through key or through any pointer read from the
         # heap through it (`key->a->b` too: its translation would start from
@@ -1995,8 +1983,7 @@ class Pass:
         for i, info in enumerate(infos[:last + 1]):
             st = run[i]
             if not self.unsafe_lead and (
-                    info.moves or info.releases or info.comma or info.escapes or info.ext_args or
-                    info.user_call or info.free_calls or self.self_declaring(info) or
+                    self._disturbs(info) or self.self_declaring(info) or
                     (st.kind.name == "RETURN_STMT" and i < last)):
                 return None
             for x in info.sites:
@@ -2018,6 +2005,15 @@ class Pass:
             if i < last and deps & info.assigns:
                 return None
         return written
+
+    @staticmethod
+    def _disturbs(info):
+        """True when the statement (or condition) described by info may move
+        data or let a heap address out: an allocation or other moving call,
+        a pin released, a comma, an escape, a C library call with a heap
+        argument, a call into the program or a free."""
+        return bool(info.moves or info.releases or info.comma or info.escapes or info.ext_args or
+                    info.user_call or info.free_calls)
 
     def _through(self, k, key):
         """True when k is key or a pointer read from the heap through it."""
@@ -2491,6 +2487,17 @@ def _field_dep(d):
 
 def _kids(c):
     return list(c.get_children())
+
+
+def _first_run(stmts):
+    """The statements before the first control statement (a body's first
+    run, which the lead rules serve)."""
+    run = []
+    for st in stmts:
+        if st.kind.name in CONTROL_KINDS:
+            break
+        run.append(st)
+    return run
 
 
 def _args(c):
