@@ -231,7 +231,10 @@ typedef struct dmm_spm_layout {
     size_t table_bytes;      /* T */
     size_t heap_bytes;       /* H = S - control - T */
     size_t page_entries;     /* entries per table page */
-    size_t max_object;       /* largest object malloc accepts */
+    size_t max_object;       /* largest object that can be resident whole (p2s) */
+    size_t max_alloc;        /* largest object malloc accepts: above max_object, an
+                              * object lives in global memory only and is reached
+                              * in pieces (dmm_spm_p2s_part); p2s of it fails */
 } dmm_spm_layout;
 
 /* Formats core `core`'s heap on the local buffer [local, local+size)
@@ -246,7 +249,7 @@ void dmm_spm_destroy(dmm_spm *s);
 
 dmm_spm_layout dmm_spm_get_layout(const dmm_spm *s);
 
-/* Allocation in global memory.  0 on failure: size 0, size > max_object,
+/* Allocation in global memory.  0 on failure: size 0, size > max_alloc,
  * global memory exhausted, or local memory full of pinned units
  * (dmm_spm_last_status says which). */
 dmm_gaddr dmm_spm_malloc(dmm_spm *s, size_t size);

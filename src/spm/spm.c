@@ -660,7 +660,7 @@ static dmm_gaddr segment_of(dmm_spm *s, dmm_gaddr a)
     if (header_at(s, seg, &large, &bytes)) /* reads a resident page's frame, else 16 bytes */
         return seg;
     for (dmm_gaddr back = s->cfg.segment;
-         back <= seg && back < s->page + colour_max(s) + s->max_object + s->cfg.segment;
+         back <= seg && back < s->page + colour_max(s) + SPM_MAX_ALLOC + s->cfg.segment;
          back += s->cfg.segment) {
         dmm_gaddr s0 = seg - back;
         if (header_at(s, s0, &large, &bytes))
@@ -746,6 +746,24 @@ static bool part_ok(const dmm_spm *s, const spm_seghdr *h)
     return h->slots == 1 && st > part_bytes(s) && st > s->heap_bytes / 4u;
 }
 
+/* Whether malloc takes an object of class cls that is larger than any
+ * resident copy can be (cls > max_object): it lives in global memory only
+ * and is reached in pieces (p2s_part), so it must be a unit of its own that
+ * part_ok accepts.  Such a unit is never made resident whole. */
+static bool out_of_core_ok(const dmm_spm *s, size_t cls)
+{
+    return cls > s->max_object && cls <= SPM_MAX_ALLOC && cls > part_bytes(s);
+}
+
+/* Clears [g, g + n) in global memory (n a multiple of 16): calloc of an
+ * object born out of core, which has no local copy to clear. */
+static void zero_global(dmm_spm *s, dmm_gaddr g, size_t n)
+{
+    dmm_port_memset(s->bounce, 0, SPM_BOUNCE);
+    for (size_t o = 0; o < n; o += SPM_BOUNCE)
+        dma_put(s, g + o, s->bounce, n - o < SPM_BOUNCE ? n - o : SPM_BOUNCE);
+}
+
 /* Among the pieces of the unit [unit, unit + bytes): returns one covering
  * [lo, hi) if there is one (find); evicts (written back unless drop) those
  * that overlap [lo, hi) otherwise.  A walk of the resident list: only for
@@ -784,6 +802,10 @@ static DMM_ALWAYS_INLINE spm_unit *make_resident(dmm_spm *s, spm_ref *r, bool di
         u->ref = 1;
     } else {
         size_t bytes = stride_of(hdr_of(r->f));
+        if (bytes > s->max_object) { /* out of core: never whole, nothing evicted for it */
+            s->last = DMM_E_RANGE;
+            return NULL;
+        }
         if (part_ok(s, hdr_of(r->f))) /* its pieces go first: one local copy per byte */
             pieces_sweep(s, r->unit, bytes, r->unit, r->unit + bytes, false, false);
         u = local_alloc(s, bytes, hdr_of(r->f)->slots, r->unit,
@@ -964,6 +986,7 @@ dmm_spm_layout dmm_spm_get_layout(const dmm_spm *s)
     l.heap_bytes = s->heap_bytes;
     l.page_entries = s->page_entries;
     l.max_object = s->max_object;
+    l.max_alloc = out_of_core_ok(s, SPM_MAX_ALLOC) ? SPM_MAX_ALLOC : s->max_object;
     return l;
 }
 
@@ -1138,9 +1161,45 @@ static DMM_ALWAYS_INLINE spm_frame *open_ready(dmm_spm *s, const spm_open *o)
     return f;
 }
 
+/* An object of class cls larger than any resident copy (out_of_core_ok):
+ * a unit of its own in a new segment (or run), valid and not resident, so
+ * it is reached in pieces; its global bytes are whatever the segment held
+ * (calloc clears them there, with DMA). */
+static DMM_NOINLINE dmm_gaddr malloc_out_of_core(dmm_spm *s, size_t cls, bool zero)
+{
+    bool large = s->page + colour_max(s) + cls > s->cfg.segment;
+    size_t bytes = s->cfg.segment;
+    if (large)
+        bytes = ((s->page + colour_max(s) + cls + s->cfg.segment - 1) / s->cfg.segment) * s->cfg.segment;
+    dmm_gaddr seg = 0;
+    spm_frame *f = segment_new(s, bytes, large ? SPM_KIND_LARGE : SPM_KIND_SMALL, (uint32_t)cls, 1, &seg);
+    if (!f)
+        return 0;
+    dmm_gaddr unit = seg + data_off(s, seg); /* unit 0; not an open record: the class has no short path */
+    if (zero)
+        zero_global(s, unit, cls);
+    spm_entry *e = entry_of(f, 0);
+    e->gaddr4 = (uint32_t)(unit >> 4);
+    e->stamp = (uint32_t)++s->tick;
+    e->local4 = 0;
+    e->size4 = (uint16_t)(cls >> 4);
+    e->live = 1;
+    e->slots = 1;
+    e->flags = SPM_E_VALID;
+    hdr_of(f)->used = 1;
+    if (s->nkept)
+        kept_remove(s, seg);
+    f->dirty = true;
+    s->st.live_objects++;
+    s->st.live_bytes += cls;
+    return unit;
+}
+
 static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
 {
     if (size == 0 || size > s->max_object) {
+        if (size > s->max_object && size <= SPM_MAX_ALLOC && out_of_core_ok(s, r16(size)))
+            return malloc_out_of_core(s, r16(size), zero);
         s->last = DMM_E_RANGE;
         return 0;
     }
@@ -1778,6 +1837,8 @@ static void *p2s_core(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, bool tr
     return udata(u) + (a - r.unit);
 }
 
+static void *part_core(dmm_spm *s, dmm_gaddr a, dmm_gaddr at, size_t n, bool dirty, const spm_ref *m);
+
 dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
 {
     if (!s)
@@ -1806,11 +1867,15 @@ dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
                 bool ok = true;
                 for (size_t o = 0; o < n && ok; o += SPM_BOUNCE) {
                     size_t k = n - o < SPM_BOUNCE ? n - o : SPM_BOUNCE;
-                    const uint8_t *src = p2s_core(s, a + o, false, 0, false, NULL);
+                    /* an object out of core only in pieces, others whole */
+                    const uint8_t *src = old > s->max_object ? part_core(s, a, a + o, k, false, NULL)
+                                                             : p2s_core(s, a + o, false, 0, false, NULL);
                     ok = src != NULL;
                     if (ok)
                         dmm_port_memcpy(s->bounce, src, k);
-                    uint8_t *dst = ok ? p2s_core(s, b + o, true, 0, false, NULL) : NULL;
+                    uint8_t *dst = !ok ? NULL
+                                   : size > s->max_object ? part_core(s, b, b + o, k, true, NULL)
+                                                          : p2s_core(s, b + o, true, 0, false, NULL);
                     ok = dst != NULL;
                     if (ok)
                         dmm_port_memcpy(dst, s->bounce, k);

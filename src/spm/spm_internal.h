@@ -28,6 +28,7 @@
 #define SPM_XC_MAX_BITS 6u         /* translation cache: at most 64 entries of 8 bytes */
 #define SPM_XC_H_PER_ENTRY 256u    /* and one entry per 256 bytes of heap region */
 #define SPM_KEEP 4u                /* empty segments kept for reuse, at most */
+#define SPM_MAX_ALLOC (65535u * 16u) /* largest object: an entry holds its size in 16-byte steps */
 #define SPM_SPARE 8u               /* freed units' local blocks kept for reuse, at most */
 #define SPM_FHINT 4u              /* miss path: segment -> frame hints (a power of two) */
 #define SPM_TC 8u                  /* hit-path translation cache: entries (a power of two) */

@@ -961,6 +961,122 @@ TEST(SpmPartial, PiecesAndWholeCopiesAgree)
     EXPECT_EQ(r.err.count, 0);
 }
 
+// Objects larger than local memory (above max_object, up to max_alloc) live
+// in global memory only and are reached in pieces: malloc and calloc take
+// them (calloc's bytes read zero even where a freed object left a pattern),
+// a whole p2s of one fails with DMM_E_RANGE and evicts nothing, p2s_part
+// reads and writes them (checked against a shadow, interleaved with small
+// objects, the heap checked whole as it goes), realloc grows a small object
+// into one and one into a larger one with every byte kept, and a size above
+// max_alloc is refused.  Before, malloc refused every size above max_object:
+// an ordinary C program with an array larger than the scratchpad (the
+// rewritten rbtree's key array at 1,100 keys in a 10 KiB region) could not
+// run at all.  A seeded random sequence.
+TEST(SpmPartial, ObjectsLargerThanLocalMemory)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
+        Rig r({mode, 6144, "table=256,frames=2,gran=4,unit=256,segment=8192"});
+        ASSERT_NE(r.s, nullptr);
+        dmm_spm_layout lay = dmm_spm_get_layout(r.s);
+        ASSERT_GT(lay.max_alloc, 8 * lay.max_object);
+        const size_t big = 3 * lay.max_object + 100; // not a multiple of anything
+        // a small object, resident: a failed whole p2s of the big one must not push it out
+        dmm_gaddr small = dmm_spm_malloc(r.s, 40);
+        ASSERT_NE(small, DMM_GNULL);
+        auto *sp = static_cast<unsigned char *>(dmm_spm_p2s(r.s, small));
+        ASSERT_NE(sp, nullptr);
+        std::memset(sp, 0x5a, 40);
+        std::vector<unsigned char> sshadow(40, 0x5a);
+        // a pattern in global memory where the calloc below will be
+        dmm_gaddr junk = dmm_spm_malloc(r.s, big);
+        ASSERT_NE(junk, DMM_GNULL) << dmm_spm_last_status(r.s);
+        for (size_t o = 0; o < big; o += 16) {
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s_part(r.s, junk, junk + o, std::min<size_t>(16, big - o)));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 0xcc, std::min<size_t>(16, big - o));
+        }
+        ASSERT_TRUE(r.ok());
+        dmm_spm_free(r.s, junk);
+        ASSERT_TRUE(r.ok());
+        dmm_gaddr z = dmm_spm_calloc(r.s, big / 4, 4);
+        ASSERT_NE(z, DMM_GNULL);
+        for (size_t o = 0; o + 4 <= big; o += 4) {
+            const auto *p = static_cast<const uint32_t *>(dmm_spm_p2s_part_ro(r.s, z, z + o, 4));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(*p, 0u) << "calloc byte " << o;
+        }
+        sp = static_cast<unsigned char *>(dmm_spm_p2s(r.s, small));
+        ASSERT_NE(sp, nullptr);
+        uint64_t fetched = dmm_spm_get_stats(r.s).unit_fetches;
+        EXPECT_EQ(dmm_spm_p2s(r.s, z), nullptr);
+        EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_RANGE);
+        EXPECT_EQ(dmm_spm_p2s(r.s, small), sp); // still resident, same place
+        EXPECT_EQ(dmm_spm_get_stats(r.s).unit_fetches, fetched);
+        EXPECT_EQ(dmm_spm_size(r.s, z), (big + 15) / 16 * 16);
+        // random element writes and reads against a shadow
+        const size_t n = big / 4;
+        std::vector<uint32_t> shadow(n, 0);
+        std::mt19937 rng(2026);
+        for (unsigned step = 0; step < 4000; step++) {
+            size_t i = rng() % n;
+            if (rng() % 2) {
+                auto *p = static_cast<uint32_t *>(dmm_spm_p2s_part(r.s, z, z + 4 * i, 4));
+                ASSERT_NE(p, nullptr);
+                *p = shadow[i] = static_cast<uint32_t>(rng());
+            } else {
+                const auto *p = static_cast<const uint32_t *>(dmm_spm_p2s_part_ro(r.s, z, z + 4 * i, 4));
+                ASSERT_NE(p, nullptr);
+                ASSERT_EQ(*p, shadow[i]) << "element " << i << " step " << step;
+            }
+            if (step % 97 == 0) {
+                sp = static_cast<unsigned char *>(dmm_spm_p2s(r.s, small));
+                ASSERT_NE(sp, nullptr);
+                sp[step % 40] = sshadow[step % 40] = static_cast<unsigned char>(step);
+                ASSERT_TRUE(r.ok()) << "step " << step;
+            }
+        }
+        // grow it: every element kept, through pieces on both sides
+        dmm_gaddr z2 = dmm_spm_realloc(r.s, z, 2 * big);
+        ASSERT_NE(z2, DMM_GNULL) << dmm_spm_last_status(r.s);
+        ASSERT_TRUE(r.ok());
+        for (size_t i = 0; i < n; i++) {
+            const auto *p = static_cast<const uint32_t *>(dmm_spm_p2s_part_ro(r.s, z2, z2 + 4 * i, 4));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(*p, shadow[i]) << "element " << i << " after realloc";
+        }
+        // a small object grown past max_object keeps its bytes
+        dmm_gaddr g = dmm_spm_malloc(r.s, 200);
+        ASSERT_NE(g, DMM_GNULL);
+        auto *gp = static_cast<unsigned char *>(dmm_spm_p2s(r.s, g));
+        ASSERT_NE(gp, nullptr);
+        for (unsigned i = 0; i < 200; i++)
+            gp[i] = static_cast<unsigned char>(i * 3u);
+        dmm_gaddr g2 = dmm_spm_realloc(r.s, g, lay.max_object + 1000);
+        ASSERT_NE(g2, DMM_GNULL);
+        for (unsigned i = 0; i < 200; i++) {
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, g2, g2 + i, 1));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(*p, static_cast<unsigned char>(i * 3u)) << "byte " << i;
+        }
+        // refused above max_alloc, nothing changed
+        EXPECT_EQ(dmm_spm_malloc(r.s, lay.max_alloc + 1), DMM_GNULL);
+        EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_RANGE);
+        EXPECT_EQ(dmm_spm_realloc(r.s, g2, lay.max_alloc + 1), DMM_GNULL);
+        const auto *p0 = static_cast<const unsigned char *>(dmm_spm_p2s_part_ro(r.s, g2, g2 + 199, 1));
+        ASSERT_NE(p0, nullptr);
+        EXPECT_EQ(*p0, static_cast<unsigned char>(199 * 3u));
+        sp = static_cast<unsigned char *>(dmm_spm_p2s(r.s, small));
+        ASSERT_NE(sp, nullptr);
+        EXPECT_TRUE(same(sp, sshadow));
+        dmm_spm_free(r.s, z2);
+        dmm_spm_free(r.s, g2);
+        dmm_spm_free(r.s, small);
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+        EXPECT_EQ(r.err.count, 0);
+    }
+}
+
 // Pieces of one large object in the hit path's cache: each piece's entry is
 // the one of the address asked for (not the object's start), so several
 // pieces of one object are cached at once; spans in them, interleaved with
@@ -1165,7 +1281,7 @@ TEST(SpmErrors, BadAddressesReportedAndHarmless)
         r.err = Errors{};
         EXPECT_EQ(dmm_spm_malloc(r.s, 0), DMM_GNULL);
         EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_RANGE);
-        EXPECT_EQ(dmm_spm_malloc(r.s, lay.max_object + 1), DMM_GNULL);
+        EXPECT_EQ(dmm_spm_malloc(r.s, lay.max_alloc + 1), DMM_GNULL);
         EXPECT_EQ(dmm_spm_last_status(r.s), DMM_E_RANGE);
         EXPECT_EQ(dmm_spm_malloc(r.s, SIZE_MAX), DMM_GNULL);
         EXPECT_EQ(dmm_spm_calloc(r.s, SIZE_MAX / 2, 3), DMM_GNULL);

@@ -4,6 +4,7 @@
  */
 #include "spmcc_rt.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,15 @@ static unsigned long spmcc_errors;
 _Noreturn void spmcc_fail(const char *what, const void *g)
 {
     fflush(stdout);
-    fprintf(stderr, "spmcc: %s of %#lx failed (status %d)\n", what, (unsigned long)(uintptr_t)g,
-            (int)dmm_spm_last_status(spmcc_heap));
+    dmm_status st = dmm_spm_last_status(spmcc_heap);
+    const char *why = "";
+    bool xlate = strncmp(what, "p2s", 3) == 0 || strcmp(what, "pin") == 0; /* g: a program's heap pointer */
+    if (xlate && (uintptr_t)g < SPMCC_BIAS) /* not a heap pointer as the rewritten program holds them */
+        why = ": not a heap address (a null pointer, or one from an allocation that returned NULL)";
+    else if (xlate && st == DMM_E_RANGE)
+        why = ": the object is larger than local memory (layout max_object); only its elements can be reached";
+    fprintf(stderr, "spmcc: %s of %#lx failed (status %d, %s)%s\n", what, (unsigned long)(uintptr_t)g, (int)st,
+            dmm_status_str(st), why);
     exit(3);
 }
 
