@@ -342,7 +342,7 @@ static inline spm_tc *tc_slot(dmm_spm *s, dmm_gaddr a);
  * only the slots of the object's 32-byte blocks are looked at: one or two
  * for the small objects the programs free, where the sweep of all 8 entries
  * was ~25 of do_free's ~185 own instructions (dijkstra, Table II size). */
-static void tc_drop_object(dmm_spm *s, dmm_gaddr a, size_t n)
+static DMM_ALWAYS_INLINE void tc_drop_object(dmm_spm *s, dmm_gaddr a, size_t n)
 {
     if (((a + n - 1u) >> 5) - (a >> 5) <= 1u) { /* one or two blocks */
         spm_tc *e = tc_slot(s, a), *l = tc_slot(s, a + n - 1u);
