@@ -1440,8 +1440,8 @@ static DMM_NOINLINE bool free_in_frame(dmm_spm *s, dmm_gaddr a, spm_ref *r)
     return true;
 }
 
-/* known: the object's reference when free_fast resolved it (r.f set) and
- * left the rest to do_free (the free of its unit's last object). */
+/* known: the object's reference when free_fast resolved it (r.f set: the
+ * free of its unit's last object, free_last), else r.f NULL. */
 static void do_free(dmm_spm *s, dmm_gaddr a, const spm_ref *known)
 {
     spm_ref r;
@@ -1577,6 +1577,29 @@ dmm_gaddr dmm_spm_calloc(dmm_spm *s, size_t n, size_t size)
     return a;
 }
 
+/* The general path out of line (as malloc_slow). */
+static DMM_NOINLINE void free_slow(dmm_spm *s, dmm_gaddr a)
+{
+    spm_clock c = t_begin(s);
+    do_free(s, a, &(spm_ref){.f = NULL});
+    t_end(s, DMM_SPM_FN_FREE, c);
+}
+
+/* The free of the last object of resident unit u, whose page is in frame f
+ * (free_fast found it live): do_free without resolving it again. */
+static DMM_NOINLINE void free_last(dmm_spm *s, dmm_gaddr a, spm_unit *u, spm_frame *f)
+{
+    spm_ref r;
+    r.seg = u->entry & ~(dmm_gaddr)(s->cfg.segment - 1);
+    r.idx = (unsigned)((u->entry - r.seg - SPM_HDR_BYTES) / DMM_SPM_ENTRY_BYTES);
+    r.slot = u->slots == 1 ? 0u : (unsigned)((a - u->gaddr) / (u->bytes / u->slots));
+    r.unit = u->gaddr;
+    r.f = f;
+    spm_clock c = t_begin(s);
+    do_free(s, a, &r);
+    t_end(s, DMM_SPM_FN_FREE, c);
+}
+
 /* free's common case without do_free: the object that starts at a is named
  * by its start in the hit path's cache or the translation cache (so it is
  * live, in a resident unit that is not a piece: the caches' invariant,
@@ -1585,14 +1608,19 @@ dmm_gaddr dmm_spm_calloc(dmm_spm *s, size_t n, size_t size)
  * segment empties).  It does what do_free does for that case, with the
  * object's translations dropped where the caches name it and the live bit
  * checked in the entry in its frame.  When the object is its unit's last,
- * *r is filled (r->f set: the page's bookkeeping done, as free_ref's) and
- * false returned, so that do_free does not resolve it again; in any other
- * doubt false, nothing changed, and do_free resolves and reports.  Only
- * where the hit path's cache is on (not under paranoid or timing). */
-static DMM_ALWAYS_INLINE bool free_fast(dmm_spm *s, dmm_gaddr a, spm_ref *r)
+ * free_last hands the unit and frame it found to do_free (the page's
+ * bookkeeping done, as free_ref's), so that do_free does not resolve it
+ * again; in any other doubt nothing is changed and free_slow's do_free
+ * resolves and reports.  The general paths are tail calls with their
+ * arguments in registers, so the short path needs no stack frame (an
+ * spm_ref passed by address cost dijkstra's frees ~11 instructions each).
+ * Only where the hit path's cache is on (not under paranoid or timing). */
+static DMM_ALWAYS_INLINE void free_fast(dmm_spm *s, dmm_gaddr a)
 {
-    if (!s->tc_on)
-        return false;
+    if (!s->tc_on) {
+        free_slow(s, a);
+        return;
+    }
     spm_tc *t = tc_slot(s, a);
     spm_unit *u;
     size_t n;
@@ -1601,8 +1629,10 @@ static DMM_ALWAYS_INLINE bool free_fast(dmm_spm *s, dmm_gaddr a, spm_ref *r)
         n = (size_t)t->n;
     } else {
         const spm_xc *x = &s->xc[xc_index(s, a)];
-        if (!x->n4 || ((dmm_gaddr)x->g4 << 4) != a)
-            return false;
+        if (!x->n4 || ((dmm_gaddr)x->g4 << 4) != a) {
+            free_slow(s, a);
+            return;
+        }
         u = xc_unit(s, x);
         n = (size_t)x->n4 << 4;
     }
@@ -1610,25 +1640,25 @@ static DMM_ALWAYS_INLINE bool free_fast(dmm_spm *s, dmm_gaddr a, spm_ref *r)
     unsigned fi = s->last_frame;
     if (s->frames[fi].seg != seg) {
         fi = frame_hint(s, seg);
-        if (s->frames[fi].seg != seg)
-            return false;
+        if (s->frames[fi].seg != seg) {
+            free_slow(s, a);
+            return;
+        }
     }
     spm_frame *f = &s->frames[fi];
     spm_entry *e = (spm_entry *)(void *)(f->mem + (u->entry - seg));
     unsigned slot = u->slots == 1 ? 0u : (unsigned)((a - u->gaddr) / n);
     unsigned idx = (unsigned)((u->entry - seg - SPM_HDR_BYTES) / DMM_SPM_ENTRY_BYTES);
     uint16_t bit = (uint16_t)(1u << slot), live = e->live;
-    if (!(live & bit)) /* cannot be (the caches name live objects): do_free reports */
-        return false;
+    if (!(live & bit)) { /* cannot be (the caches name live objects): do_free reports */
+        free_slow(s, a);
+        return;
+    }
     s->last_frame = fi; /* page_frame's bookkeeping, as free_ref's */
     f->stamp = (uint32_t)++s->tick;
     if (live == bit) { /* its unit's last object: do_free drops the unit */
-        r->seg = seg;
-        r->idx = idx;
-        r->slot = slot;
-        r->unit = u->gaddr;
-        r->f = f;
-        return false;
+        free_last(s, a, u, f);
+        return;
     }
     tc_drop_object(s, a, n);
     xc_drop_object(s, a);
@@ -1644,26 +1674,13 @@ static DMM_ALWAYS_INLINE bool free_fast(dmm_spm *s, dmm_gaddr a, spm_ref *r)
     s->st.live_bytes -= n;
     s->st.calls[DMM_SPM_FN_FREE]++;
     s->last = DMM_OK;
-    return true;
-}
-
-/* The general path out of line (as malloc_slow). */
-static DMM_NOINLINE void free_slow(dmm_spm *s, dmm_gaddr a, const spm_ref *known)
-{
-    spm_clock c = t_begin(s);
-    do_free(s, a, known);
-    t_end(s, DMM_SPM_FN_FREE, c);
 }
 
 void dmm_spm_free(dmm_spm *s, dmm_gaddr a)
 {
     if (!s || a == 0)
         return;
-    spm_ref r;
-    r.f = NULL;
-    if (free_fast(s, a, &r))
-        return;
-    free_slow(s, a, &r);
+    free_fast(s, a);
 }
 
 size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a)
