@@ -334,9 +334,25 @@ static void tc_drop_unit(dmm_spm *s, spm_unit *u)
             tc_retire(s, &s->tc[i]);
 }
 
-static void tc_drop_object(dmm_spm *s, dmm_gaddr a)
+static inline spm_tc *tc_slot(dmm_spm *s, dmm_gaddr a);
+
+/* Forgets the hit path's entries of the object [a, a + n) (it is freed).
+ * An entry naming it sits at the slot of an address inside it (every
+ * tc_put's key lies in the object it names; dmm_spm_check verifies it), so
+ * only the slots of the object's 32-byte blocks are looked at: one or two
+ * for the small objects the programs free, where the sweep of all 8 entries
+ * was ~25 of do_free's ~185 own instructions (dijkstra, Table II size). */
+static DMM_ALWAYS_INLINE void tc_drop_object(dmm_spm *s, dmm_gaddr a, size_t n)
 {
-    for (unsigned i = 0; i < SPM_TC; i++)
+    if (((a + n - 1u) >> 5) - (a >> 5) <= 1u) { /* one or two blocks */
+        spm_tc *e = tc_slot(s, a), *l = tc_slot(s, a + n - 1u);
+        if (e->n && e->g == a)
+            tc_retire(s, e);
+        if (l != e && l->n && l->g == a)
+            tc_retire(s, l);
+        return;
+    }
+    for (unsigned i = 0; i < SPM_TC; i++) /* a larger object: the sweep is cheaper */
         if (s->tc[i].n && s->tc[i].g == a)
             tc_retire(s, &s->tc[i]);
 }
@@ -1483,20 +1499,27 @@ static DMM_NOINLINE bool free_in_frame(dmm_spm *s, dmm_gaddr a, spm_ref *r)
     return true;
 }
 
-static void do_free(dmm_spm *s, dmm_gaddr a)
+/* known: the object's reference when free_fast resolved it (r.f set: the
+ * free of its unit's last object, free_last), else r.f NULL. */
+static void do_free(dmm_spm *s, dmm_gaddr a, const spm_ref *known)
 {
     spm_ref r;
-    if (!free_ref(s, a, &r) && !free_in_frame(s, a, &r) && !lookup(s, a, DMM_OP_FREE, true, &r))
+    if (known->f)
+        r = *known;
+    else if (!free_ref(s, a, &r) && !free_in_frame(s, a, &r) && !lookup(s, a, DMM_OP_FREE, true, &r))
         return;
-    tc_drop_object(s, a);
-    xc_drop_object(s, a);
     spm_seghdr *h = hdr_of(r.f);
+    tc_drop_object(s, a, h->slot_size);
+    xc_drop_object(s, a);
     spm_entry *e = entry_of(r.f, r.idx);
     e->live = (uint16_t)(e->live & ~(1u << r.slot));
     r.f->dirty = true;
     for (unsigned k = 0; k < SPM_OPEN; k++) /* unit idx has room now */
-        if (s->open[k].seg == r.seg && s->open[k].from > r.idx)
-            s->open[k].from = (uint16_t)r.idx;
+        if (s->open[k].seg == r.seg) { /* one record per segment (open_add) */
+            if (s->open[k].from > r.idx)
+                s->open[k].from = (uint16_t)r.idx;
+            break;
+        }
     s->st.live_objects--;
     s->st.live_bytes -= h->slot_size;
     if (e->live)
@@ -1577,6 +1600,17 @@ static DMM_ALWAYS_INLINE dmm_gaddr malloc_fast(dmm_spm *s, size_t size)
     return a;
 }
 
+/* The general path out of line: dmm_spm_malloc's short path then saves and
+ * restores no registers for it. */
+static DMM_NOINLINE dmm_gaddr malloc_slow(dmm_spm *s, size_t size)
+{
+    spm_clock c = t_begin(s);
+    paranoid_sweep(s);
+    dmm_gaddr a = do_malloc(s, size, false);
+    t_end(s, DMM_SPM_FN_MALLOC, c);
+    return a;
+}
+
 dmm_gaddr dmm_spm_malloc(dmm_spm *s, size_t size)
 {
     if (!s)
@@ -1584,11 +1618,7 @@ dmm_gaddr dmm_spm_malloc(dmm_spm *s, size_t size)
     dmm_gaddr fast = malloc_fast(s, size);
     if (fast)
         return fast;
-    spm_clock c = t_begin(s);
-    paranoid_sweep(s);
-    dmm_gaddr a = do_malloc(s, size, false);
-    t_end(s, DMM_SPM_FN_MALLOC, c);
-    return a;
+    return malloc_slow(s, size);
 }
 
 dmm_gaddr dmm_spm_calloc(dmm_spm *s, size_t n, size_t size)
@@ -1606,13 +1636,110 @@ dmm_gaddr dmm_spm_calloc(dmm_spm *s, size_t n, size_t size)
     return a;
 }
 
+/* The general path out of line (as malloc_slow). */
+static DMM_NOINLINE void free_slow(dmm_spm *s, dmm_gaddr a)
+{
+    spm_clock c = t_begin(s);
+    do_free(s, a, &(spm_ref){.f = NULL});
+    t_end(s, DMM_SPM_FN_FREE, c);
+}
+
+/* The free of the last object of resident unit u, whose page is in frame f
+ * (free_fast found it live): do_free without resolving it again. */
+static DMM_NOINLINE void free_last(dmm_spm *s, dmm_gaddr a, spm_unit *u, spm_frame *f)
+{
+    spm_ref r;
+    r.seg = u->entry & ~(dmm_gaddr)(s->cfg.segment - 1);
+    r.idx = (unsigned)((u->entry - r.seg - SPM_HDR_BYTES) / DMM_SPM_ENTRY_BYTES);
+    r.slot = u->slots == 1 ? 0u : (unsigned)((a - u->gaddr) / (u->bytes / u->slots));
+    r.unit = u->gaddr;
+    r.f = f;
+    spm_clock c = t_begin(s);
+    do_free(s, a, &r);
+    t_end(s, DMM_SPM_FN_FREE, c);
+}
+
+/* free's common case without do_free: the object that starts at a is named
+ * by its start in the hit path's cache or the translation cache (so it is
+ * live, in a resident unit that is not a piece: the caches' invariant,
+ * dmm_spm_check), its page is in the last frame used or its hinted frame,
+ * and its unit keeps another live object (so no unit is dropped and no
+ * segment empties).  It does what do_free does for that case, with the
+ * object's translations dropped where the caches name it and the live bit
+ * checked in the entry in its frame.  When the object is its unit's last,
+ * free_last hands the unit and frame it found to do_free (the page's
+ * bookkeeping done, as free_ref's), so that do_free does not resolve it
+ * again; in any other doubt nothing is changed and free_slow's do_free
+ * resolves and reports.  The general paths are tail calls with their
+ * arguments in registers, so the short path needs no stack frame (an
+ * spm_ref passed by address cost dijkstra's frees ~11 instructions each).
+ * Only where the hit path's cache is on (not under paranoid or timing). */
+static DMM_ALWAYS_INLINE void free_fast(dmm_spm *s, dmm_gaddr a)
+{
+    if (!s->tc_on) {
+        free_slow(s, a);
+        return;
+    }
+    spm_tc *t = tc_slot(s, a);
+    spm_unit *u;
+    size_t n;
+    if (t->n && t->g == a) { /* a piece's tagged g never equals a */
+        u = t->u;
+        n = (size_t)t->n;
+    } else {
+        const spm_xc *x = &s->xc[xc_index(s, a)];
+        if (!x->n4 || ((dmm_gaddr)x->g4 << 4) != a) {
+            free_slow(s, a);
+            return;
+        }
+        u = xc_unit(s, x);
+        n = (size_t)x->n4 << 4;
+    }
+    dmm_gaddr seg = u->entry & ~(dmm_gaddr)(s->cfg.segment - 1);
+    unsigned fi = s->last_frame;
+    if (s->frames[fi].seg != seg) {
+        fi = frame_hint(s, seg);
+        if (s->frames[fi].seg != seg) {
+            free_slow(s, a);
+            return;
+        }
+    }
+    spm_frame *f = &s->frames[fi];
+    spm_entry *e = (spm_entry *)(void *)(f->mem + (u->entry - seg));
+    unsigned slot = u->slots == 1 ? 0u : (unsigned)((a - u->gaddr) / n);
+    unsigned idx = (unsigned)((u->entry - seg - SPM_HDR_BYTES) / DMM_SPM_ENTRY_BYTES);
+    uint16_t bit = (uint16_t)(1u << slot), live = e->live;
+    if (!(live & bit)) { /* cannot be (the caches name live objects): do_free reports */
+        free_slow(s, a);
+        return;
+    }
+    s->last_frame = fi; /* page_frame's bookkeeping, as free_ref's */
+    f->stamp = (uint32_t)++s->tick;
+    if (live == bit) { /* its unit's last object: do_free drops the unit */
+        free_last(s, a, u, f);
+        return;
+    }
+    tc_drop_object(s, a, n);
+    xc_drop_object(s, a);
+    e->live = (uint16_t)(live & ~bit);
+    f->dirty = true;
+    for (unsigned k = 0; k < SPM_OPEN; k++) /* unit idx has room now */
+        if (s->open[k].seg == seg) { /* one record per segment (open_add) */
+            if (s->open[k].from > idx)
+                s->open[k].from = (uint16_t)idx;
+            break;
+        }
+    s->st.live_objects--;
+    s->st.live_bytes -= n;
+    s->st.calls[DMM_SPM_FN_FREE]++;
+    s->last = DMM_OK;
+}
+
 void dmm_spm_free(dmm_spm *s, dmm_gaddr a)
 {
     if (!s || a == 0)
         return;
-    spm_clock c = t_begin(s);
-    do_free(s, a);
-    t_end(s, DMM_SPM_FN_FREE, c);
+    free_fast(s, a);
 }
 
 size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a)
@@ -1854,7 +1981,7 @@ dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
     dmm_gaddr out = 0;
     spm_ref r;
     if (size == 0) {
-        do_free(s, a);
+        do_free(s, a, &(spm_ref){.f = NULL});
     } else if (lookup(s, a, DMM_OP_REALLOC, true, &r)) {
         size_t old = hdr_of(r.f)->slot_size;
         if (size <= old) {
@@ -1881,11 +2008,11 @@ dmm_gaddr dmm_spm_realloc(dmm_spm *s, dmm_gaddr a, size_t size)
                         dmm_port_memcpy(dst, s->bounce, k);
                 }
                 if (ok) {
-                    do_free(s, a);
+                    do_free(s, a, &(spm_ref){.f = NULL});
                     out = b;
                 } else {
                     dmm_status st = s->last;
-                    do_free(s, b);
+                    do_free(s, b, &(spm_ref){.f = NULL});
                     s->last = st;
                 }
             }
@@ -2642,7 +2769,12 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
         if (!u || u->slots == 0 || x->n != u->bytes / u->slots || x->g < u->gaddr ||
             x->g - u->gaddr >= u->bytes || (x->g - u->gaddr) % x->n ||
             x->l != udata(u) + (x->g - u->gaddr) ||
-            (i < (1u << s->xc_bits) && xc_index(s, x->g) != i)) {
+            (i < (1u << s->xc_bits) && xc_index(s, x->g) != i) ||
+            /* a hit-path entry sits at the slot of an address inside its
+             * object (tc_drop_object and free_fast look only there) */
+            (x == &y && i >= (1u << s->xc_bits) + SPM_RECENT &&
+             ((x->g + x->n - 1u) >> 5) - (x->g >> 5) < SPM_TC - 1u &&
+             (((j - SPM_RECENT) - (unsigned)(x->g >> 5)) & (SPM_TC - 1u)) > (unsigned)(((x->g + x->n - 1u) >> 5) - (x->g >> 5)))) {
             r = "translation cache entry names no object of a resident unit";
             goto out;
         }

@@ -2328,3 +2328,104 @@ TEST(SpmFree, DroppedUnitLeavesNoTranslation)
     EXPECT_EQ(r.err.count, 0);
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
+
+// free's short path (free_fast: an object its start names in the hit path's
+// cache or the translation cache, whose unit keeps another object) against a
+// shadow model: small objects of a few classes share units; before a free,
+// the object is translated by its start, by an interior address (which puts
+// a hit-path entry at another 32-byte block's slot), or not at all, and
+// other objects are touched so that units and pages come and go (frees of
+// cached and of uncached objects, of a unit's last object and of one among
+// several).  After every free the freed object's start and interior
+// addresses no longer translate (reported, nothing changed), a second free
+// is reported as a double free, every live object reads back, and
+// dmm_spm_check passes (it verifies that each hit-path entry sits at the
+// slot of an address inside its object, which the short path relies on).
+// Static, dynamic and paranoid (where the short path is off).
+TEST(SpmFree, ShortPathFreesAgainstAShadowModel)
+{
+    const SpmSetup setups[] = {
+        {DMM_SPM_STATIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"},
+        {DMM_SPM_DYNAMIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048"},
+        {DMM_SPM_STATIC, 4096, "table=256,frames=1,gran=4,unit=128,segment=2048"},
+        {DMM_SPM_STATIC, 8192, "table=512,frames=2,gran=4,unit=256,segment=2048,harden=paranoid"},
+    };
+    static const size_t sizes[] = {16, 24, 48, 64, 96};
+    for (const SpmSetup &su : setups) {
+        for (unsigned seed = 1; seed <= 3; seed++) {
+            SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed));
+            Rig r(su);
+            ASSERT_NE(r.s, nullptr);
+            std::mt19937 rng(seed * 2654435761u);
+            Shadow sh;
+            auto pick = [&]() -> dmm_gaddr {
+                auto it = sh.begin();
+                std::advance(it, rng() % sh.size());
+                return it->first;
+            };
+            for (int op = 0; op < 1200; op++) {
+                if (sh.size() < 6 || rng() % 100 < 45) {
+                    size_t n = sizes[rng() % 5] - rng() % 8;
+                    dmm_gaddr a = dmm_spm_malloc(r.s, n);
+                    ASSERT_NE(a, DMM_GNULL);
+                    auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+                    ASSERT_NE(p, nullptr);
+                    std::vector<unsigned char> v(n);
+                    for (auto &b : v) {
+                        b = static_cast<unsigned char>(rng());
+                    }
+                    std::memcpy(p, v.data(), n);
+                    ASSERT_EQ(sh.count(a), 0u);
+                    sh[a] = v;
+                    continue;
+                }
+                // touch a few others: entries and units move on
+                for (unsigned t = rng() % 4; t > 0; t--) {
+                    dmm_gaddr o = pick();
+                    const auto *q = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, o));
+                    ASSERT_NE(q, nullptr);
+                    ASSERT_TRUE(same(q, sh[o]));
+                }
+                dmm_gaddr a = pick();
+                size_t n = sh[a].size();
+                dmm_gaddr in = a + (n > 16 ? 16u * (1u + rng() % ((n - 1) / 16)) : 0u);
+                switch (rng() % 3) {
+                case 0: // by its start
+                    ASSERT_NE(dmm_spm_p2s(r.s, a), nullptr);
+                    break;
+                case 1: // by an interior address, then by its start
+                    ASSERT_NE(dmm_spm_p2s_ro(r.s, in), nullptr);
+                    ASSERT_NE(dmm_spm_p2s(r.s, a), nullptr);
+                    break;
+                default: // as it is
+                    break;
+                }
+                int errs = r.err.count;
+                dmm_spm_free(r.s, a);
+                ASSERT_EQ(r.err.count, errs) << "free of a live object reported";
+                ASSERT_EQ(dmm_spm_last_status(r.s), DMM_OK);
+                sh.erase(a);
+                ASSERT_TRUE(r.ok());
+                if (rng() % 2) {
+                    // the freed object's addresses no longer translate (no
+                    // malloc since, so its slot was not taken again)
+                    EXPECT_EQ(dmm_spm_p2s_ro(r.s, a), nullptr);
+                    EXPECT_EQ(dmm_spm_p2s(r.s, in), nullptr);
+                    EXPECT_EQ(r.err.count, errs + 2);
+                    dmm_spm_free(r.s, a);
+                    EXPECT_EQ(r.err.count, errs + 3);
+                    EXPECT_EQ(r.err.kind, DMM_ERR_DOUBLE_FREE);
+                    ASSERT_TRUE(r.ok());
+                }
+            }
+            ASSERT_TRUE(all_match(r, sh));
+            dmm_spm_stats st = dmm_spm_get_stats(r.s);
+            EXPECT_EQ(st.live_objects, sh.size());
+            for (const auto &kv : sh) {
+                dmm_spm_free(r.s, kv.first);
+            }
+            EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+            ASSERT_TRUE(r.ok());
+        }
+    }
+}
