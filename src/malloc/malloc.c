@@ -746,13 +746,19 @@ static void say_config(void)
     write_text(&t);
 }
 
-/* A per-process secret from what differs between runs: the clock and the
- * addresses the loader and the kernel chose (no allocation, no syscall the
- * port does not have). */
+/* A per-process secret: the OS's random bytes (dmm_port_random), else the
+ * clock, mixed with the addresses the loader and the kernel chose (no
+ * allocation, no syscall the port does not have).  The clock only when the
+ * OS gives no random bytes: glibc's clock_gettime lies in libc text pages
+ * that nothing else of a small program touches, and its first call made
+ * 64-128 KB more of libc resident in every process (docs/malloc.md, "The
+ * library's own pages"). */
 static uint64_t canary_seed(void)
 {
-    uint64_t x = dmm_port_clock_ns() ^ (uint64_t)(uintptr_t)&G ^ ((uint64_t)(uintptr_t)&tl_self << 17) ^
-                 0x6a09e667f3bcc909ull;
+    uint64_t r = 0;
+    if (!dmm_port_random(&r, sizeof r))
+        r = dmm_port_clock_ns();
+    uint64_t x = r ^ (uint64_t)(uintptr_t)&G ^ ((uint64_t)(uintptr_t)&tl_self << 17) ^ 0x6a09e667f3bcc909ull;
     for (int i = 0; i < 3; i++) {
         x ^= x >> 33;
         x *= 0xff51afd7ed558ccdull;

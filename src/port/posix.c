@@ -229,6 +229,28 @@ uint64_t dmm_port_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+bool dmm_port_random(void *buf, size_t n)
+{
+#if defined(__linux__) && defined(SYS_getrandom)
+    unsigned char *b = buf;
+    while (n > 0) {
+        long r = syscall(SYS_getrandom, b, n, 1 /* GRND_NONBLOCK */);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            return false;
+        }
+        b += r;
+        n -= (size_t)r;
+    }
+    return true;
+#else
+    (void)buf;
+    (void)n;
+    return false;
+#endif
+}
+
 /* ---- for the malloc ------------------------------------------------------------ */
 
 void *dmm_port_pages_map_aligned(size_t bytes, size_t align)
