@@ -243,6 +243,11 @@ static unsigned size_class(size_t n)
 #ifndef MC_FOOT_SHIFT
 #define MC_FOOT_SHIFT 3u
 #endif
+/* ... and 1 / 2^MC_FIRST_SHIFT while the heap has only its first chunk
+ * (MCHUNK): a thread with few medium blocks (mc_cap) */
+#ifndef MC_FIRST_SHIFT
+#define MC_FIRST_SHIFT 5u
+#endif
 #define CANARY 8u   /* secure mode: canary bytes at a small block's end */
 #define POISON_BYTE 0x00u /* secure mode: freed small blocks are zero-filled */
 
@@ -2137,7 +2142,7 @@ static inline void *mc_take(theap *h, unsigned c)
  * blocks (rptest, alloc-test: heaps of several MiB) keeps the full bound. */
 static inline size_t mc_cap(const theap *h)
 {
-    size_t f = h->mfoot >> MC_FOOT_SHIFT;
+    size_t f = h->mfoot >> (h->mfoot > MCHUNK - MEDIUM_OFF ? MC_FOOT_SHIFT : MC_FIRST_SHIFT);
     return f < G.mc_max ? f : G.mc_max;
 }
 
