@@ -232,18 +232,25 @@ uint64_t dmm_port_clock_ns(void)
 bool dmm_port_random(void *buf, size_t n)
 {
 #if defined(__linux__) && defined(SYS_getrandom)
+    /* the caller's errno is kept: malloc's first call runs this, and a
+     * kernel or filter without getrandom (ENOSYS, EPERM) must not leave a
+     * successful malloc with errno changed */
+    int saved = errno;
     unsigned char *b = buf;
+    bool ok = true;
     while (n > 0) {
         long r = syscall(SYS_getrandom, b, n, 1 /* GRND_NONBLOCK */);
         if (r <= 0) {
             if (r < 0 && errno == EINTR)
                 continue;
-            return false;
+            ok = false;
+            break;
         }
         b += r;
         n -= (size_t)r;
     }
-    return true;
+    errno = saved;
+    return ok;
 #else
     (void)buf;
     (void)n;
