@@ -243,6 +243,11 @@ static unsigned size_class(size_t n)
 #ifndef MC_FOOT_SHIFT
 #define MC_FOOT_SHIFT 3u
 #endif
+/* ... and 1 / 2^MC_FIRST_SHIFT while the heap has only its first chunk
+ * (MCHUNK): a thread with few medium blocks (mc_cap) */
+#ifndef MC_FIRST_SHIFT
+#define MC_FIRST_SHIFT 5u
+#endif
 #define CANARY 8u   /* secure mode: canary bytes at a small block's end */
 #define POISON_BYTE 0x00u /* secure mode: freed small blocks are zero-filled */
 
@@ -746,13 +751,19 @@ static void say_config(void)
     write_text(&t);
 }
 
-/* A per-process secret from what differs between runs: the clock and the
- * addresses the loader and the kernel chose (no allocation, no syscall the
- * port does not have). */
+/* A per-process secret: the OS's random bytes (dmm_port_random), else the
+ * clock, mixed with the addresses the loader and the kernel chose (no
+ * allocation, no syscall the port does not have).  The clock only when the
+ * OS gives no random bytes: glibc's clock_gettime lies in libc text pages
+ * that nothing else of a small program touches, and its first call made
+ * 64-128 KB more of libc resident in every process (docs/malloc.md, "The
+ * library's own pages"). */
 static uint64_t canary_seed(void)
 {
-    uint64_t x = dmm_port_clock_ns() ^ (uint64_t)(uintptr_t)&G ^ ((uint64_t)(uintptr_t)&tl_self << 17) ^
-                 0x6a09e667f3bcc909ull;
+    uint64_t r = 0;
+    if (!dmm_port_random(&r, sizeof r))
+        r = dmm_port_clock_ns();
+    uint64_t x = r ^ (uint64_t)(uintptr_t)&G ^ ((uint64_t)(uintptr_t)&tl_self << 17) ^ 0x6a09e667f3bcc909ull;
     for (int i = 0; i < 3; i++) {
         x ^= x >> 33;
         x *= 0xff51afd7ed558ccdull;
@@ -2131,7 +2142,7 @@ static inline void *mc_take(theap *h, unsigned c)
  * blocks (rptest, alloc-test: heaps of several MiB) keeps the full bound. */
 static inline size_t mc_cap(const theap *h)
 {
-    size_t f = h->mfoot >> MC_FOOT_SHIFT;
+    size_t f = h->mfoot >> (h->mfoot > MCHUNK - MEDIUM_OFF ? MC_FOOT_SHIFT : MC_FIRST_SHIFT);
     return f < G.mc_max ? f : G.mc_max;
 }
 

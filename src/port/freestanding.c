@@ -113,6 +113,13 @@ void dmm_port_remote_fence(void) {}
 
 uint64_t dmm_port_clock_ns(void) { return 0; }
 
+bool dmm_port_random(void *buf, size_t n)
+{
+    (void)buf;
+    (void)n;
+    return false;
+}
+
 /* ---- for the malloc: nothing here ------------------------------------------------ */
 
 void *dmm_port_pages_map_aligned(size_t bytes, size_t align)

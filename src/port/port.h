@@ -169,6 +169,14 @@ void dmm_port_remote_fence(void);
  * heap. */
 uint64_t dmm_port_clock_ns(void);
 
+/* Fills buf with n bytes from the OS's random source, without blocking and
+ * without allocating; false when the port has none or it is not ready yet
+ * (the caller then falls back on what it has, e.g. the clock).  On Linux the
+ * getrandom system call, made directly: libc's getrandom and clock_gettime
+ * wrappers lie in text pages no other call of the allocator touches, and a
+ * first call faults in 64 KiB or more of libc around them. */
+bool dmm_port_random(void *buf, size_t n);
+
 /* A spin lock for short critical sections in code that must not block in the
  * OS or allocate (the recorder's own tables): test-and-set on an atomic flag,
  * a pause hint while it is held, and a yield every 64 failed looks so that a

@@ -229,6 +229,35 @@ uint64_t dmm_port_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+bool dmm_port_random(void *buf, size_t n)
+{
+#if defined(__linux__) && defined(SYS_getrandom)
+    /* the caller's errno is kept: malloc's first call runs this, and a
+     * kernel or filter without getrandom (ENOSYS, EPERM) must not leave a
+     * successful malloc with errno changed */
+    int saved = errno;
+    unsigned char *b = buf;
+    bool ok = true;
+    while (n > 0) {
+        long r = syscall(SYS_getrandom, b, n, 1 /* GRND_NONBLOCK */);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            ok = false;
+            break;
+        }
+        b += r;
+        n -= (size_t)r;
+    }
+    errno = saved;
+    return ok;
+#else
+    (void)buf;
+    (void)n;
+    return false;
+#endif
+}
+
 /* ---- for the malloc ------------------------------------------------------------ */
 
 void *dmm_port_pages_map_aligned(size_t bytes, size_t align)
