@@ -1439,6 +1439,76 @@ TEST(MallocChild, DirtyPages)
         dmm_free(p);
 }
 
+// Issue 27, mimalloc-bench's larson: a thread made blocks, another freed
+// them all, and the maker made no allocation after (larson's main thread
+// sleeps while its workers run): the blocks waited on their pages' remote
+// lists, and the pages stayed resident, 6 MB there, for good.  Now a thread
+// about to take a page never used retires, for an owner that has made no
+// allocation since the last look, the pages whose every block out was
+// freed by others, and their memory goes back.  The owner's current page
+// stays; the owner allocates again afterwards from its pages as before.
+// Residency read with mincore.  In a fresh process.
+TEST(MallocThreads, IdleOwnersRemotelyFreedPagesAreGivenBack)
+{
+    run_child_test("IdleOwnerPages", nullptr, 60);
+}
+
+TEST(MallocChild, IdleOwnerPages)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.IdleOwnersRemotelyFreedPagesAreGivenBack";
+    std::vector<std::vector<void *>> pages;
+    std::atomic<int> step{0};
+    std::thread owner([&] {
+        pages = fill_pages(10); // 10 full pages of 2 KiB blocks and the current one
+        step.store(1);
+        while (step.load() != 2) // idle: no allocation meanwhile
+            usleep(1000);
+        // allocating again: from its pages, as before
+        auto again = fill_pages(10);
+        for (auto &v : again)
+            for (void *p : v) {
+                EXPECT_EQ(static_cast<unsigned char *>(p)[2047], 0x5a);
+                dmm_free(p);
+            }
+        step.store(3);
+    });
+    std::vector<void *> mine;
+    mine.reserve(80 * 64);
+    while (step.load() != 1)
+        usleep(1000);
+    dmm_malloc_stats a = dmm_malloc_get_stats();
+    size_t freed = 0;
+    for (size_t i = 0; i + 1 < pages.size(); i++)
+        for (void *p : pages[i]) {
+            freed += dmm_malloc_usable_size(p);
+            dmm_free(p); // onto the owner's remote lists
+        }
+    for (size_t i = 0; i + 1 < pages.size(); i++)
+        EXPECT_TRUE(resident(page_of(pages[i]))) << "page " << i;
+    // this thread takes fresh pages of another class: the owner is idle
+    for (int i = 0; i < 80 * 64; i++) { // (a look every 8 fresh pages, 4 looks to find it idle)
+        mine.push_back(dmm_malloc(1024));
+        ASSERT_NE(mine.back(), nullptr);
+        std::memset(mine.back(), 1, 1024);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i + 1 < pages.size(); i++)
+        kept += resident(page_of(pages[i]));
+    EXPECT_EQ(kept, 0u) << "pages whose blocks were all freed by another thread stay resident";
+    EXPECT_TRUE(resident(page_of(pages.back()))) << "the owner's current page was taken";
+    dmm_malloc_stats b = dmm_malloc_get_stats();
+    EXPECT_EQ(b.live_bytes, a.live_bytes - freed + 80u * 64u * 1024u) << "reclaimed blocks miscounted";
+    step.store(2);
+    owner.join();
+    EXPECT_EQ(step.load(), 3);
+    for (void *p : mine)
+        dmm_free(p);
+    for (void *p : pages.back())
+        dmm_free(p);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, 0u);
+}
+
 // Issue 27, mimalloc-bench's mstress: a thread's exit gave back its free
 // small pages, its empty segments and its medium heap at once, and the next
 // thread (which adopts the parked heap) faulted it all in again.  Now the
