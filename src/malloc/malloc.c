@@ -1107,26 +1107,35 @@ static inline bool bit_is_set(segment *s, size_t pi, const void *p)
 /* Takes the page's remote frees into its free list, and the owner's frees
  * (local_free) too when the free list is empty.  Returns how many remote
  * frees it took. */
-static uint32_t page_collect(mpage *pg)
+/* Puts remote list x before pg's local list, both lists of pg being in use:
+ * the exit's and the parked heap's paths, never small_slow's (out of line:
+ * inlined, it kept page_collect from being inlined there). */
+static DMM_NOINLINE void xsplice(mpage *pg, mblock *x)
+{
+    mblock *t = x;
+    while (t->next)
+        t = t->next;
+    t->next = pg->local_free;
+    pg->local_free = x;
+}
+
+static DMM_ALWAYS_INLINE uint32_t page_collect(mpage *pg)
 {
     /* a plain load first: no locked exchange on a page without remote frees
      * (small_slow looks at every page of a class whose head ran dry) */
     uintptr_t w = atomic_load_explicit(&pg->xfree, memory_order_relaxed) ?
                       atomic_exchange_explicit(&pg->xfree, 0, memory_order_acquire) : 0;
-    mblock *x = xptr(w);
+    mblock *x = (mblock *)w; /* (walked below on 32-bit targets only) */
     uint32_t n = 0;
-    if (XCOUNTED && x) { /* the list as it is, its length from the word: no walk */
+    if (XCOUNTED && w) { /* the list as it is, its length from the word: no walk */
+        x = xptr(w);
         n = (uint32_t)((uint64_t)w >> XCOUNT_SHIFT);
         if (!pg->free) {
             pg->free = x; /* the owner's own frees (local_free) stay for later */
         } else if (!pg->local_free) {
             pg->local_free = x;
-        } else { /* both lists in use (not on small_slow's path): a walk */
-            mblock *t = x;
-            while (t->next)
-                t = t->next;
-            t->next = pg->local_free;
-            pg->local_free = x;
+        } else {
+            xsplice(pg, x);
         }
         x = NULL;
     }
