@@ -1104,9 +1104,6 @@ static inline bool bit_is_set(segment *s, size_t pi, const void *p)
     return (atomic_load_explicit(&s->bits[pi][slot / 64u], memory_order_relaxed) >> (slot % 64u) & 1u) != 0;
 }
 
-/* Takes the page's remote frees into its free list, and the owner's frees
- * (local_free) too when the free list is empty.  Returns how many remote
- * frees it took. */
 /* Puts remote list x before pg's local list, both lists of pg being in use:
  * the exit's and the parked heap's paths, never small_slow's (out of line:
  * inlined, it kept page_collect from being inlined there). */
@@ -1119,6 +1116,12 @@ static DMM_NOINLINE void xsplice(mpage *pg, mblock *x)
     pg->local_free = x;
 }
 
+/* Takes the page's remote frees in.  64-bit targets (XCOUNTED): the list
+ * as it is becomes the free list when that is empty, else the local list
+ * when that is, else goes before the local list (xsplice).  32-bit: its
+ * blocks are moved onto the free list one by one.  Then the owner's frees
+ * (local_free) become the free list if it is still empty.  Returns how
+ * many remote frees it took. */
 static DMM_ALWAYS_INLINE uint32_t page_collect(mpage *pg)
 {
     /* a plain load first: no locked exchange on a page without remote frees
