@@ -24,6 +24,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dmm/malloc.h"
@@ -706,6 +707,102 @@ TEST(MallocThreads, StatisticsExactAcrossRemoteFrees)
     for (size_t i = 1; i < v.size(); i += 2)
         dmm_free(v[i]);
     EXPECT_EQ(dmm_malloc_get_stats().live_bytes, a.live_bytes);
+}
+
+// A page's remote list is taken in whole, its length read from the list's
+// word rather than counted by a walk (malloc.c, xptr): as the page's free
+// list when that is empty (the owner's slow path), as its local list when
+// only that is empty, spliced before the local list otherwise (the owner's
+// exit, a free into its parked heap).  For classes from 16 bytes (4,096
+// blocks a page, the most the count holds) to 2 KiB, with the owner's own
+// frees mixed in (seeded): no block is handed out twice, the blocks kept
+// are intact, the remote frees are reused, the statistics are exact after
+// each step, and once every block is freed, malloc_trim unmaps the owner's
+// segment: each page's count of blocks out came back to zero, so every
+// length taken from a word was right (the statistics alone would not tell:
+// a page's count and the owner's booking of the collected blocks make up
+// for each other).
+TEST(MallocThreads, RemoteListsTakenWholeAreCountedExactly)
+{
+    for (size_t size : {16u, 48u, 64u, 256u, 2048u}) {
+        const size_t n = (64u << 10) / size * 3u; // three pages' worth
+        dmm_malloc_trim();
+        const uint64_t base = dmm_malloc_get_stats().live_bytes, segments = dmm_malloc_get_stats().segments;
+        std::vector<void *> v(n), w;
+        std::vector<char> role(n);
+        std::mt19937 rng(static_cast<unsigned>(seed() + size));
+        size_t kept_bytes = 0;
+        auto live_of = [](const std::vector<void *> &x) {
+            size_t b = 0;
+            for (void *p : x)
+                if (p)
+                    b += dmm_malloc_usable_size(p);
+            return b;
+        };
+        std::thread owner([&] {
+            for (size_t i = 0; i < n; i++) {
+                ASSERT_NE(v[i] = dmm_malloc(size), nullptr);
+                unsigned r = rng() % 8u;
+                // kept, freed by the owner (from 64 bytes: below, the local
+                // lists stay empty, for the remote list to become one), or by
+                // another thread
+                role[i] = r == 0 ? 'k' : r == 1 && size >= 64u ? 'l' : 'r';
+                if (role[i] == 'k') {
+                    fill(v[i], size, static_cast<uint8_t>(i));
+                    kept_bytes += dmm_malloc_usable_size(v[i]);
+                }
+            }
+            std::thread([&] {
+                for (size_t i = 0; i < n; i++)
+                    if (role[i] == 'r')
+                        dmm_free(v[i]); // onto the pages' remote lists
+            }).join();
+            for (size_t i = 0; i < n; i++)
+                if (role[i] == 'l')
+                    dmm_free(v[i]); // onto the pages' local lists
+            EXPECT_EQ(dmm_malloc_get_stats().live_bytes - base, kept_bytes) << size << ": before collection";
+            // the owner's next blocks: the remote lists become free lists
+            std::vector<void *> mine;
+            for (size_t i = 0; i < n / 2u; i++)
+                mine.push_back(dmm_malloc(size));
+            size_t reused = 0;
+            std::vector<void *> freed;
+            for (size_t i = 0; i < n; i++)
+                if (role[i] != 'k')
+                    freed.push_back(v[i]);
+            std::sort(freed.begin(), freed.end());
+            for (void *p : mine)
+                reused += std::binary_search(freed.begin(), freed.end(), p);
+            EXPECT_GE(reused, n / 4u) << size << ": the freed blocks were not handed out again";
+            EXPECT_EQ(dmm_malloc_get_stats().live_bytes - base, kept_bytes + live_of(mine)) << size;
+            // half of them freed by another thread, a few by the owner: pending
+            // on remote lists of pages whose free and local lists are in use
+            // when the owner exits
+            std::thread([&] {
+                for (size_t i = 0; i < mine.size(); i += 2)
+                    dmm_free(std::exchange(mine[i], nullptr));
+            }).join();
+            for (size_t i = 1; size >= 64u && i < mine.size(); i += 8)
+                dmm_free(std::exchange(mine[i], nullptr));
+            w = mine;
+        });
+        owner.join();
+        std::vector<void *> live(w);
+        for (size_t i = 0; i < n; i++)
+            if (role[i] == 'k') {
+                EXPECT_TRUE(intact(v[i], size, static_cast<uint8_t>(i))) << size;
+                live.push_back(v[i]);
+            }
+        live.erase(std::remove(live.begin(), live.end(), nullptr), live.end());
+        std::sort(live.begin(), live.end());
+        EXPECT_EQ(std::adjacent_find(live.begin(), live.end()), live.end()) << size << ": a block handed out twice";
+        EXPECT_EQ(dmm_malloc_get_stats().live_bytes - base, live_of(live)) << size << ": after the owner's exit";
+        for (void *p : live)
+            dmm_free(p); // into the owner's parked heap
+        EXPECT_EQ(dmm_malloc_get_stats().live_bytes, base) << size;
+        dmm_malloc_trim();
+        EXPECT_LE(dmm_malloc_get_stats().segments, segments) << size << ": a page still counts blocks out";
+    }
 }
 
 // The free fast path tells a block boundary among the threaded blocks by
