@@ -1622,15 +1622,19 @@ __attribute__((no_sanitize("thread")))
 #endif
 static uint32_t page_take_all_remote(mpage *pg)
 {
-    mblock *x = atomic_load_explicit(&pg->xfree, memory_order_acquire);
+    uintptr_t w = atomic_load_explicit(&pg->xfree, memory_order_acquire);
+    mblock *x = xptr(w);
     uint32_t used = pg->used, n = 0;
     if (!x || !used)
         return 0;
-    for (; x && n <= used; x = x->next)
-        n++;
+    if (XCOUNTED) /* the list's length from its word (xptr) */
+        n = (uint32_t)((uint64_t)w >> XCOUNT_SHIFT);
+    else
+        for (; x && n <= used; x = x->next)
+            n++;
     if (n != used)
         return 0;
-    (void)atomic_exchange_explicit(&pg->xfree, NULL, memory_order_acquire);
+    (void)atomic_exchange_explicit(&pg->xfree, 0, memory_order_acquire);
     pg->used = 0;
     pg->free = NULL;
     pg->local_free = NULL;
