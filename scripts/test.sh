@@ -116,6 +116,10 @@ d, label = sys.argv[1], sys.argv[2]
 exclude = re.compile(os.environ["DMM_EXCLUDE"]) if os.environ.get("DMM_EXCLUDE") else None
 outputs = set(os.environ["DMM_OUTPUTS"].split("\n"))
 want = set()
+def has_label(text):
+    # as ctest -L: a regular expression matched against each label (the
+    # MallocThreads cases are labelled malloc_threads, run by -L threads)
+    return any(re.search(label, l) for l in text.split(";"))
 def scan(text):
     for word in re.split(r'[\s"=;:]+', text):
         if os.path.isabs(word):
@@ -126,7 +130,7 @@ for f in glob.glob(os.path.join(d, "**", "*_include.cmake"), recursive=True):
     text = open(f, errors="replace").read()
     exe = re.search(r"TEST_EXECUTABLE \[==\[(.*?)\]==\]", text)
     props = re.search(r"TEST_PROPERTIES \[==\[(.*?)\]==\]", text)
-    if exe and props and label in props.group(1).split(";"):
+    if exe and props and has_label(props.group(1)):
         scan(exe.group(1) + " " + props.group(1))
 for f in glob.glob(os.path.join(d, "**", "CTestTestfile.cmake"), recursive=True):
     cmds, props = {}, {}
@@ -138,7 +142,7 @@ for f in glob.glob(os.path.join(d, "**", "CTestTestfile.cmake"), recursive=True)
         if exclude and exclude.search(name):
             continue  # ctest -E leaves it out: what only it runs need not be built
         labels = re.search(r'\bLABELS "([^"]*)"', p)
-        if labels and label in labels.group(1).split(";"):
+        if labels and has_label(labels.group(1)):
             scan(cmds.get(name, "") + " " + p)
 print("\n".join(sorted(want)))
 PY
