@@ -594,8 +594,13 @@ static spm_unit *local_alloc(dmm_spm *s, size_t bytes, unsigned slots, dmm_gaddr
         }
         p = dmm_heap_aligned_alloc(s->heap, 16, SPM_UHDR + bytes);
         if (p) {
-            if (failed)
-                s->heap_full = evicted <= SPM_UHDR + bytes;
+            if (failed) /* full only when evictions made the room, and no
+                           more than this unit's: a failure that giving back
+                           the spares (or the quarantine) cured leaves their
+                           bytes free, and the takeover would evict while
+                           they are (dfs's second round: 303 fetches with
+                           3.6 KB of its 7.7 KB H unused) */
+                s->heap_full = evicted != 0 && evicted <= SPM_UHDR + bytes;
             break;
         }
         failed = true;

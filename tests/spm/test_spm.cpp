@@ -506,6 +506,76 @@ TEST(SpmLocal, FreedUnitsBlocksAreSparesThatGiveWayToALargeUnit)
     ASSERT_TRUE(r.ok());
 }
 
+// Local memory full (units are fetched in place of the clock's victim), then
+// three pinned large objects are freed: their blocks become spares, and the
+// next new unit, which the full local heap refuses, is placed only after the
+// spares go back to it.  That leaves their bytes free, so the fetches that
+// follow must use them instead of evicting (before the fix, the failure cured
+// by giving the spares back marked local memory full, and every later fetch
+// of a unit of the victim's size took over the victim's block while ~2 KB of
+// local memory stayed unused: the rewritten dfs's second round fetched 303
+// units with 3.6 KB of its 7.7 KB heap region free).
+TEST(SpmLocal, SpareBlocksGivenBackLeaveRoomThatFetchesUse)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
+        Rig r({mode, 16384, "table=1024,frames=1,gran=1,unit=256,segment=4096"});
+        ASSERT_NE(r.s, nullptr);
+        dmm_gaddr big[3];
+        for (int i = 0; i < 3; i++) { // pinned, as dfs pins its arrays over its search
+            big[i] = dmm_spm_malloc(r.s, 700);
+            ASSERT_NE(big[i], DMM_GNULL);
+            auto *p = static_cast<unsigned char *>(dmm_spm_pin(r.s, big[i]));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 0x10 + i, 700);
+        }
+        std::vector<dmm_gaddr> small;
+        auto fill = [&](dmm_gaddr a, int i) {
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 0x40 + (i & 0x3f), 200);
+        };
+        while (dmm_spm_get_stats(r.s).unit_evictions < 8) { // one unit each (gran 1)
+            dmm_gaddr a = dmm_spm_malloc(r.s, 200);
+            ASSERT_NE(a, DMM_GNULL);
+            fill(a, static_cast<int>(small.size()));
+            small.push_back(a);
+            ASSERT_LT(small.size(), 200u);
+        }
+        ASSERT_TRUE(r.ok());
+        for (int i = 0; i < 3; i++) {
+            dmm_spm_unpin(r.s, big[i]);
+            dmm_spm_free(r.s, big[i]); // resident: its block becomes a spare
+        }
+        ASSERT_TRUE(r.ok());
+        dmm_gaddr a = dmm_spm_malloc(r.s, 200); // the spares go back to the local heap
+        ASSERT_NE(a, DMM_GNULL);
+        fill(a, static_cast<int>(small.size()));
+        small.push_back(a);
+        ASSERT_TRUE(r.ok());
+        dmm_spm_stats st = dmm_spm_get_stats(r.s);
+        uint64_t ev = st.unit_evictions, fe = st.unit_fetches;
+        // the 4 oldest small objects were evicted; ~1.8 KB is free for them
+        for (size_t i = 0; i < 4; i++) {
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, small[i]));
+            ASSERT_NE(p, nullptr);
+            for (int k = 0; k < 200; k++) {
+                ASSERT_EQ(p[k], 0x40 + static_cast<int>(i)) << i << " " << k;
+            }
+        }
+        st = dmm_spm_get_stats(r.s);
+        EXPECT_EQ(st.unit_fetches, fe + 4) << "mode " << mode; // they were not resident
+        EXPECT_EQ(st.unit_evictions, ev) << "mode " << mode;   // and needed no room
+        for (size_t i = 0; i < small.size(); i++) {
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, small[i]));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(p[0], 0x40 + static_cast<int>(i & 0x3f)) << i;
+            ASSERT_EQ(p[199], 0x40 + static_cast<int>(i & 0x3f)) << i;
+        }
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(r.err.count, 0);
+    }
+}
+
 // A calloc whose new unit takes a spare block full of an old object's bytes
 // (the spare keeps them), in a unit of one slot or of several, gets zeros in
 // every byte (it fails if a new unit's clearing is skipped for a calloc).
