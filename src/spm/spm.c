@@ -2143,10 +2143,16 @@ static inline void *miss_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
     if (!fast_ok(s))
         return NULL;
-    dmm_gaddr g;
-    size_t n;
+    /* the translation cache first: in an idle frame (xc_home) it answers
+     * nearly all of these (dijkstra at the Table II size: 2,704 of 2,890;
+     * the unit hint first cost each of them its ~6 instructions) */
+    const spm_xc *x = &s->xc[xc_index(s, a)];
+    dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
+    size_t n = (size_t)x->n4 << 4;
     spm_unit *u;
-    if (s->uh_u && a - s->uh_g < s->uh_bytes) {
+    if (a - g < n) { /* n == 0: empty */
+        u = xc_unit(s, x);
+    } else if (s->uh_u && a - s->uh_g < s->uh_bytes) {
         unsigned slot = (unsigned)((a - s->uh_g) / s->uh_slot);
         if (!(s->uh_e->live >> slot & 1u))
             return NULL;
@@ -2157,12 +2163,7 @@ static inline void *miss_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
         g = s->uh_g + (dmm_gaddr)slot * n;
         u = s->uh_u;
     } else {
-        const spm_xc *x = &s->xc[xc_index(s, a)];
-        g = (dmm_gaddr)x->g4 << 4;
-        n = (size_t)x->n4 << 4;
-        if (a - g >= n) /* n == 0: empty */
-            return NULL;
-        u = xc_unit(s, x);
+        return NULL;
     }
     uint8_t *l = udata(u) + (g - u->gaddr);
     u->pins += pin;
