@@ -150,6 +150,12 @@ struct dmm_spm {
     _Alignas(16) uint8_t bounce[SPM_BOUNCE];
     spm_tc tc[SPM_TC]; /* see spm_tc; filled only without paranoid and timing */
     bool tc_on;
+    /* The translation cache in an idle table frame (spm.c, xc_to_frame):
+     * xc_frame = that frame's index + 1 (0 = the cache is at its home, the
+     * entries carved after the frames or xc_one); xc_home_bits = log2 of
+     * the home's entries (0: xc_one).  In tc_on's padding: the control
+     * block does not grow. */
+    uint8_t xc_frame, xc_home_bits;
     uint32_t magic;
     dmm_spm_config cfg;
     dmm_spm_global *g;

@@ -506,6 +506,76 @@ TEST(SpmLocal, FreedUnitsBlocksAreSparesThatGiveWayToALargeUnit)
     ASSERT_TRUE(r.ok());
 }
 
+// Local memory full (units are fetched in place of the clock's victim), then
+// three pinned large objects are freed: their blocks become spares, and the
+// next new unit, which the full local heap refuses, is placed only after the
+// spares go back to it.  That leaves their bytes free, so the fetches that
+// follow must use them instead of evicting (before the fix, the failure cured
+// by giving the spares back marked local memory full, and every later fetch
+// of a unit of the victim's size took over the victim's block while ~2 KB of
+// local memory stayed unused: the rewritten dfs's second round fetched 303
+// units with 3.6 KB of its 7.7 KB heap region free).
+TEST(SpmLocal, SpareBlocksGivenBackLeaveRoomThatFetchesUse)
+{
+    for (dmm_spm_mode mode : {DMM_SPM_STATIC, DMM_SPM_DYNAMIC}) {
+        Rig r({mode, 16384, "table=1024,frames=1,gran=1,unit=256,segment=4096"});
+        ASSERT_NE(r.s, nullptr);
+        dmm_gaddr big[3];
+        for (int i = 0; i < 3; i++) { // pinned, as dfs pins its arrays over its search
+            big[i] = dmm_spm_malloc(r.s, 700);
+            ASSERT_NE(big[i], DMM_GNULL);
+            auto *p = static_cast<unsigned char *>(dmm_spm_pin(r.s, big[i]));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 0x10 + i, 700);
+        }
+        std::vector<dmm_gaddr> small;
+        auto fill = [&](dmm_gaddr a, int i) {
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 0x40 + (i & 0x3f), 200);
+        };
+        while (dmm_spm_get_stats(r.s).unit_evictions < 8) { // one unit each (gran 1)
+            dmm_gaddr a = dmm_spm_malloc(r.s, 200);
+            ASSERT_NE(a, DMM_GNULL);
+            fill(a, static_cast<int>(small.size()));
+            small.push_back(a);
+            ASSERT_LT(small.size(), 200u);
+        }
+        ASSERT_TRUE(r.ok());
+        for (int i = 0; i < 3; i++) {
+            dmm_spm_unpin(r.s, big[i]);
+            dmm_spm_free(r.s, big[i]); // resident: its block becomes a spare
+        }
+        ASSERT_TRUE(r.ok());
+        dmm_gaddr a = dmm_spm_malloc(r.s, 200); // the spares go back to the local heap
+        ASSERT_NE(a, DMM_GNULL);
+        fill(a, static_cast<int>(small.size()));
+        small.push_back(a);
+        ASSERT_TRUE(r.ok());
+        dmm_spm_stats st = dmm_spm_get_stats(r.s);
+        uint64_t ev = st.unit_evictions, fe = st.unit_fetches;
+        // the 4 oldest small objects were evicted; ~1.8 KB is free for them
+        for (size_t i = 0; i < 4; i++) {
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, small[i]));
+            ASSERT_NE(p, nullptr);
+            for (int k = 0; k < 200; k++) {
+                ASSERT_EQ(p[k], 0x40 + static_cast<int>(i)) << i << " " << k;
+            }
+        }
+        st = dmm_spm_get_stats(r.s);
+        EXPECT_EQ(st.unit_fetches, fe + 4) << "mode " << mode; // they were not resident
+        EXPECT_EQ(st.unit_evictions, ev) << "mode " << mode;   // and needed no room
+        for (size_t i = 0; i < small.size(); i++) {
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, small[i]));
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(p[0], 0x40 + static_cast<int>(i & 0x3f)) << i;
+            ASSERT_EQ(p[199], 0x40 + static_cast<int>(i & 0x3f)) << i;
+        }
+        ASSERT_TRUE(r.ok());
+        EXPECT_EQ(r.err.count, 0);
+    }
+}
+
 // A calloc whose new unit takes a spare block full of an old object's bytes
 // (the spare keeps them), in a unit of one slot or of several, gets zeros in
 // every byte (it fails if a new unit's clearing is skipped for a calloc).
@@ -2426,6 +2496,160 @@ TEST(SpmFree, ShortPathFreesAgainstAShadowModel)
             }
             EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
             ASSERT_TRUE(r.ok());
+        }
+    }
+}
+
+namespace {
+
+// The translation cache in an idle table frame (docs/spm.md, "The
+// translation cache's place"): 4 KiB pages, so that an idle frame holds 512
+// translations, far more than the home's entries, and more resident objects
+// than the hit path's 8 entries and the recent ones.  Seeded random p2s /
+// p2s_ro / pin / unpin in random order, frees, reallocs, fresh mallocs (which
+// take frames for new segments: two frames, so the cache's frame is taken and
+// the cache goes home; a released segment's frame takes it back), and
+// large objects that evict units.  After each step dmm_spm_check (every
+// translation names a live object at its place in a resident unit, and the
+// cache sits where it says) and the shadow model; a freed object's address
+// must be reported, not answered from a stale translation.
+void xc_frame_run(const SpmSetup &su, unsigned seed, int ops)
+{
+    Rig r(su, 1u << 21);
+    ASSERT_NE(r.s, nullptr);
+    std::mt19937 rng(seed);
+    Shadow sh;
+    std::vector<dmm_gaddr> freed;
+    std::vector<dmm_gaddr> pinned;
+    auto pick = [&]() {
+        auto it = sh.begin();
+        std::advance(it, static_cast<long>(rng() % sh.size()));
+        return it;
+    };
+    const size_t sizes[] = {16, 32, 48, 64, 96};
+    for (int op = 0; op < ops; op++) {
+        unsigned k = rng() % 100;
+        if (sh.size() < 150 || k < 12) {
+            size_t n = sizes[rng() % 5];
+            if (rng() % 16 == 0) {
+                n = 1024 + 16 * (rng() % 128); // a large one: evicts
+            }
+            dmm_gaddr a = dmm_spm_malloc(r.s, n);
+            ASSERT_NE(a, DMM_GNULL);
+            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
+            ASSERT_NE(p, nullptr);
+            std::vector<unsigned char> v(n);
+            for (auto &c : v) {
+                c = static_cast<unsigned char>(rng());
+            }
+            std::memcpy(p, v.data(), n);
+            sh[a] = v;
+            freed.erase(std::remove(freed.begin(), freed.end(), a), freed.end());
+        } else if (k < 60) { // translate a random object, read or write it
+            auto it = pick();
+            dmm_gaddr off = rng() % 4 == 0 ? 16 * (rng() % (it->second.size() / 16)) : 0;
+            if (k < 35) {
+                const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, it->first + off));
+                ASSERT_NE(p, nullptr);
+                ASSERT_TRUE(same(p - off, it->second));
+            } else {
+                auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, it->first + off));
+                ASSERT_NE(p, nullptr);
+                ASSERT_TRUE(same(p - off, it->second));
+                p[0] = static_cast<unsigned char>(rng());
+                it->second[off] = p[0];
+            }
+        } else if (k < 68) { // pin, touch others, check, unpin
+            if (pinned.size() < 3) {
+                auto it = pick();
+                auto *p = static_cast<unsigned char *>(dmm_spm_pin(r.s, it->first));
+                ASSERT_NE(p, nullptr);
+                ASSERT_TRUE(same(p, it->second));
+                pinned.push_back(it->first);
+            } else {
+                dmm_spm_unpin(r.s, pinned.back());
+                pinned.pop_back();
+            }
+        } else if (k < 84) { // free (not a pinned one)
+            auto it = pick();
+            if (std::find(pinned.begin(), pinned.end(), it->first) != pinned.end()) {
+                continue;
+            }
+            dmm_gaddr a = it->first;
+            dmm_spm_free(r.s, a);
+            sh.erase(it);
+            freed.push_back(a);
+        } else if (k < 92) { // realloc (not a pinned one)
+            auto it = pick();
+            if (std::find(pinned.begin(), pinned.end(), it->first) != pinned.end()) {
+                continue;
+            }
+            size_t n = sizes[rng() % 5];
+            dmm_gaddr a = it->first;
+            std::vector<unsigned char> v = it->second;
+            dmm_gaddr b = dmm_spm_realloc(r.s, a, n);
+            ASSERT_NE(b, DMM_GNULL);
+            v.resize(n, 0);
+            const auto *p = static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, b));
+            ASSERT_NE(p, nullptr);
+            size_t keep = std::min(n, it->second.size());
+            for (size_t i = 0; i < keep; i++) {
+                ASSERT_EQ(p[i], v[i]) << "realloc lost byte " << i;
+            }
+            std::memcpy(v.data(), p, n); // the tail's bytes are unspecified
+            sh.erase(it);
+            if (b != a) {
+                freed.push_back(a);
+            }
+            sh[b] = v;
+            freed.erase(std::remove(freed.begin(), freed.end(), b), freed.end());
+        } else if (!freed.empty()) { // a stale address: reported, not answered
+            dmm_gaddr a = freed[rng() % freed.size()];
+            auto in = sh.upper_bound(a); // a live object that now covers a?
+            // (its slot: a realloc that shrinks an object leaves it in place)
+            bool covered = in != sh.begin() && a - std::prev(in)->first < dmm_spm_size(r.s, std::prev(in)->first);
+            if (!covered) {
+                int before = r.err.count;
+                EXPECT_EQ(dmm_spm_p2s_ro(r.s, a), nullptr) << "freed object " << a << " still translates; next live below: "
+                                                  << (in != sh.begin() ? std::prev(in)->first : 0) << "+"
+                                                  << (in != sh.begin() ? std::prev(in)->second.size() : 0)
+                                                  << " status " << dmm_spm_last_status(r.s);
+                EXPECT_EQ(r.err.count, before + 1);
+            }
+        }
+        ASSERT_TRUE(r.ok()) << "op " << op;
+    }
+    for (dmm_gaddr a : pinned) {
+        dmm_spm_unpin(r.s, a);
+    }
+    ASSERT_TRUE(all_match(r, sh));
+    ASSERT_TRUE(flushed_match(r, sh));
+    dmm_spm_stats st = dmm_spm_get_stats(r.s);
+    EXPECT_GT(st.unit_evictions, 0u); // the large objects evicted units
+    for (const auto &kv : sh) {
+        dmm_spm_free(r.s, kv.first);
+    }
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+}
+
+} // namespace
+
+TEST(SpmTranslations, CacheInAnIdleFrameAgainstAShadowModel)
+{
+    const SpmSetup setups[] = {
+        {DMM_SPM_DYNAMIC, 24576, "table=8192,frames=2,gran=4,unit=256,segment=16384"},
+        {DMM_SPM_STATIC, 24576, "table=8192,frames=2,gran=4,unit=256,segment=16384"},
+        {DMM_SPM_DYNAMIC, 24576, "table=8192,frames=2,gran=4,unit=256,segment=16384,harden=paranoid"},
+        {DMM_SPM_DYNAMIC, 32768, "table=16384,frames=4,gran=16,unit=256,segment=16384"},
+    };
+    for (const SpmSetup &su : setups) {
+        for (unsigned seed = 1; seed <= 4; seed++) {
+            SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed));
+            xc_frame_run(su, seed * 2654435761u, 2500);
+            if (HasFatalFailure()) {
+                return;
+            }
         }
     }
 }
