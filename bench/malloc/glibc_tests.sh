@@ -19,7 +19,9 @@
 # behaviour it lacks (the report names its version).
 #
 # A test passes on exit status 0; 77 is unsupported; the driver's own
-# timeout (the test's TIMEOUT, default 20 s, times $TIMEOUTFACTOR) or the
+# timeout (the test's TIMEOUT, default 20 s, times $TIMEOUTFACTOR, which the
+# command line recorded in the results names when it is set: on a loaded
+# machine the fork tests can need more) or the
 # outer one ($DMM_GLIBC_TIMEOUT s, default 300) is a timeout; anything else
 # fails.  A test the stand-in cannot build is listed as not built, with the
 # compiler's first error.  A test that fails under glibc too points at the
@@ -118,7 +120,7 @@ for t in "${TESTS[@]}"; do
 done
 
 GLIBC_VERSION=$(getconf GNU_LIBC_VERSION 2>/dev/null || echo "glibc unknown")
-PROV=(--command "${DMM_GLIBC_TESTS:+DMM_GLIBC_TESTS='$DMM_GLIBC_TESTS' }${DMM_LIBDMM:+DMM_LIBDMM=LIB }${GLIBC_REV:+GLIBC_REV=$GLIBC_REV }bench/malloc/glibc_tests.sh GLIBC_SRC${2:+ $2}" --cmake-build "$ROOT/build/release"
+PROV=(--command "${TIMEOUTFACTOR:+TIMEOUTFACTOR=$TIMEOUTFACTOR }${DMM_GLIBC_TESTS:+DMM_GLIBC_TESTS='$DMM_GLIBC_TESTS' }${DMM_LIBDMM:+DMM_LIBDMM=LIB }${GLIBC_REV:+GLIBC_REV=$GLIBC_REV }bench/malloc/glibc_tests.sh GLIBC_SRC${2:+ $2}" --cmake-build "$ROOT/build/release"
       --impl "$IMPL; glibc's malloc tests (commit $COMMIT) built with $CC and bench/malloc/glibc_support")
 pj=$(python3 "$ROOT/scripts/provenance.py" --json "${PROV[@]}")
 pm=$(python3 "$ROOT/scripts/provenance.py" --md "${PROV[@]}")
