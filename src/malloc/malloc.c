@@ -1090,7 +1090,21 @@ static void heap_free_empty_segs(theap *h, unsigned keep)
  * mode too, where each page was discarded at once (an madvise, and a fault
  * per 4 KiB when used again: mimalloc-bench's mstress faulted 4.4 times as
  * often as in the default mode) and page_new now zero-fills it instead. */
+static void page_retire_in(theap *h, mpage *pg, bool free_segs);
+
 static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
+{
+    page_retire_in(h, pg, true);
+}
+
+/* page_retire, and when free_segs, the segment given back if it emptied.
+ * heap_reclaim_idle passes false: it holds G.reclaim_lock, which a fork
+ * waits for first, and segment_free waits for G.seg_lock, which a thread
+ * interrupted by a signal whose handler forks may hold (statistics,
+ * segment_new): the two would wait for each other for ever.  The owner's
+ * next retire or tidy gives such a segment back; its pages are discarded
+ * meanwhile. */
+static void page_retire_in(theap *h, mpage *pg, bool free_segs)
 {
     segment *s = seg_of(pg);
     size_t i = (size_t)(pg - s->page);
@@ -1114,7 +1128,7 @@ static DMM_NOINLINE void page_retire(theap *h, mpage *pg)
     s->dirty |= (uint64_t)1 << i; /* (in secure mode too: page_new zero-fills it) */
     if (++h->dirty_pages > DIRTY_PAGES_MAX)
         heap_discard_dirty(h);
-    if (s->pages_used == 0)
+    if (s->pages_used == 0 && free_segs)
         heap_free_empty_segs(h, 1u);
 }
 
@@ -1634,7 +1648,8 @@ static uint32_t page_take_all_remote(mpage *pg)
             n++;
     if (n != used)
         return 0;
-    (void)atomic_exchange_explicit(&pg->xfree, 0, memory_order_acquire);
+    if (!atomic_compare_exchange_strong_explicit(&pg->xfree, &w, 0, memory_order_acquire, memory_order_relaxed))
+        return 0; /* (cannot happen while the count holds: no block of it is out to free) */
     pg->used = 0;
     pg->free = NULL;
     pg->local_free = NULL;
@@ -1654,7 +1669,7 @@ static void heap_reclaim_pages(theap *me, theap *h)
             uint32_t bs = pg->block_size, n = page_take_all_remote(pg);
             if (n) {
                 book_on(me, (int64_t)n * bs);
-                page_retire(h, pg);
+                page_retire_in(h, pg, false); /* no segment_free: see page_retire_in */
                 any = true;
             }
             pg = nx;
@@ -1678,8 +1693,12 @@ static DMM_NOINLINE void heap_reclaim_idle(theap *me)
         return;
     for (theap *h = atomic_load_explicit(&G.all, memory_order_acquire); h; h = h->next_all) {
         uint32_t e;
-        if (h == me || atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_OWNED)
+        if (h == me)
             continue;
+        if (atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_OWNED) {
+            h->idle_looks = 0; /* the thread that adopts it starts afresh */
+            continue;
+        }
         e = atomic_load_explicit(&h->epoch, memory_order_relaxed);
         if (atomic_load_explicit(&h->seen, memory_order_relaxed) != e) {
             atomic_store_explicit(&h->seen, e, memory_order_relaxed);
