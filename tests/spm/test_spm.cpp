@@ -2399,6 +2399,25 @@ TEST(SpmFree, DroppedUnitLeavesNoTranslation)
     EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
 }
 
+// A fresh object of n random bytes: malloc, written through its whole
+// translation, recorded in the shadow (no live object had its address).
+// Its address in *out.
+static void malloc_random_into(dmm_spm *s, size_t n, std::mt19937 &rng, Shadow &sh, dmm_gaddr *out)
+{
+    dmm_gaddr a = dmm_spm_malloc(s, n);
+    *out = a;
+    ASSERT_NE(a, DMM_GNULL);
+    auto *p = static_cast<unsigned char *>(dmm_spm_p2s(s, a));
+    ASSERT_NE(p, nullptr);
+    std::vector<unsigned char> v(n);
+    for (auto &c : v) {
+        c = static_cast<unsigned char>(rng());
+    }
+    std::memcpy(p, v.data(), n);
+    ASSERT_EQ(sh.count(a), 0u);
+    sh[a] = v;
+}
+
 // free's short path (free_fast: an object its start names in the hit path's
 // cache or the translation cache, whose unit keeps another object) against a
 // shadow model: small objects of a few classes share units; before a free,
@@ -2436,17 +2455,8 @@ TEST(SpmFree, ShortPathFreesAgainstAShadowModel)
             for (int op = 0; op < 1200; op++) {
                 if (sh.size() < 6 || rng() % 100 < 45) {
                     size_t n = sizes[rng() % 5] - rng() % 8;
-                    dmm_gaddr a = dmm_spm_malloc(r.s, n);
-                    ASSERT_NE(a, DMM_GNULL);
-                    auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
-                    ASSERT_NE(p, nullptr);
-                    std::vector<unsigned char> v(n);
-                    for (auto &b : v) {
-                        b = static_cast<unsigned char>(rng());
-                    }
-                    std::memcpy(p, v.data(), n);
-                    ASSERT_EQ(sh.count(a), 0u);
-                    sh[a] = v;
+                    dmm_gaddr a;
+                    ASSERT_NO_FATAL_FAILURE(malloc_random_into(r.s, n, rng, sh, &a));
                     continue;
                 }
                 // touch a few others: entries and units move on
@@ -2534,16 +2544,8 @@ void xc_frame_run(const SpmSetup &su, unsigned seed, int ops)
             if (rng() % 16 == 0) {
                 n = 1024 + 16 * (rng() % 128); // a large one: evicts
             }
-            dmm_gaddr a = dmm_spm_malloc(r.s, n);
-            ASSERT_NE(a, DMM_GNULL);
-            auto *p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, a));
-            ASSERT_NE(p, nullptr);
-            std::vector<unsigned char> v(n);
-            for (auto &c : v) {
-                c = static_cast<unsigned char>(rng());
-            }
-            std::memcpy(p, v.data(), n);
-            sh[a] = v;
+            dmm_gaddr a;
+            ASSERT_NO_FATAL_FAILURE(malloc_random_into(r.s, n, rng, sh, &a));
             freed.erase(std::remove(freed.begin(), freed.end(), a), freed.end());
         } else if (k < 60) { // translate a random object, read or write it
             auto it = pick();
