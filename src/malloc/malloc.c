@@ -1132,6 +1132,18 @@ static void page_retire_in(theap *h, mpage *pg, bool free_segs)
         heap_free_empty_segs(h, 1u);
 }
 
+/* A page of h that its owner's free just emptied: retired unless it is
+ * its class's current page, under the owner's hold on its lists
+ * (heap_reclaim_idle may unlink a neighbour). */
+static DMM_NOINLINE void page_retire_emptied(theap *h, mpage *pg)
+{
+    if (pg != h->pages[class_of(pg->block_size)]) {
+        bool took = lists_lock(h);
+        page_retire(h, pg);
+        lists_unlock(h, took);
+    }
+}
+
 /* How a free knows that the block is allocated.  It depends on the mode:
  *
  * default and unhardened: a free block carries the free tag (ftag: a
@@ -2882,11 +2894,8 @@ static inline void owner_push(theap *h, mpage *pg, mblock *b)
 {
     b->next = pg->local_free;
     pg->local_free = b;
-    if (--pg->used == 0 && pg != h->pages[class_of(pg->block_size)]) { /* empty and not the class's current page */
-        bool took = lists_lock(h); /* (its links: heap_reclaim_idle may unlink a neighbour) */
-        page_retire(h, pg);
-        lists_unlock(h, took);
-    }
+    if (--pg->used == 0)
+        page_retire_emptied(h, pg);
 }
 
 /* Puts a small block of page pg back, h being the calling thread's heap
@@ -3272,11 +3281,7 @@ static DMM_NOINLINE void free_emptied(void *p)
     segment *s = seg_of(p);
     mpage *pg = &s->page[page_index(s, p)];
     theap *h = pg->heap;
-    if (pg != h->pages[class_of(pg->block_size)]) { /* empty and not the class's current page */
-        bool took = lists_lock(h); /* (its links: heap_reclaim_idle may unlink a neighbour) */
-        page_retire(h, pg);
-        lists_unlock(h, took);
-    }
+    page_retire_emptied(h, pg);
 }
 
 /* The fast path, default and unhardened modes: a small block of a page the
