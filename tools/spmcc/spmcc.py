@@ -166,8 +166,10 @@ class StmtInfo:
 class Pass:
     def __init__(self, ci, path, args, no_pin=False, aliases=None, no_drop=False, no_alias=False,
                  any_store=False, no_tail=False, unsafe_tail=False,
-                 unsafe_first_use=False, unsafe_args=False, unsafe_lead=False):
+                 unsafe_first_use=False, unsafe_args=False, unsafe_lead=False, no_stream=False):
         self.no_pin = no_pin
+        self.no_stream = no_stream  # measurements: arrays streamed beside a nested loop pinned whole (--no-stream)
+        self.streamed_keys = set()  # (loop offset, key): translated per element in the loop's regions (streamed)
         self.unsafe_lead = unsafe_lead  # tests: cond_lead serves runs that translate or move data first (wrong)
         self.no_drop = no_drop   # tests: hoisted pins in a loop that frees left off the guard stack
         self.no_alias = no_alias  # tests: the loop rules before object-start stores (--no-object-stores)
@@ -1253,6 +1255,10 @@ class Pass:
                 k = self._chains[k][0]
             if hoistable(k) and k not in keys:
                 keys.append(k)
+        if not self.no_stream:
+            streamed = [k for k in keys if self.streamed(loop, info, k)]
+            self.streamed_keys |= {(loop.extent.start.offset, k) for k in streamed}
+            keys = [k for k in keys if k not in streamed]
         if not keys:
             return []
         trans, order = {}, 0
@@ -1287,6 +1293,73 @@ class Pass:
         for t in ordered:
             self.hoisted[t.key] = t.name
         return [t.key for t in ordered]
+
+    def streamed(self, loop, info, key):
+        """True when the array `key` is better translated element by element
+        in the loop's regions than pinned whole across the loop (docs/spm.md,
+        "Loops: arrays streamed beside a nested loop"): a for loop indexes it
+        only by the variable its increment steps (`order[i]`), one element per
+        iteration, and only outside the loop's nested loops, while a nested
+        loop translates other pointers.  A pin would then hold the whole array
+        in H through every run of the nested loop, which never touches it,
+        and buy only the hit of the next element.  An array the nested loop
+        also indexes stays pinned (dfs's `disc`, `adj`, `fin`: they are
+        touched on every step of the search, and giving their room to the
+        nodes costs more misses than it saves, measured)."""
+        if loop.kind.name != "FOR_STMT" or key in self._chains or self.any_sfx(key):
+            return False
+        bc = self._deps[key][0]
+        if bc.kind.name != "DECL_REF_EXPR":
+            return False
+        _, _, inc = self.for_parts(loop)
+        if inc is None:
+            return False
+        steps = {v for v in self.collect(inc).assigns if isinstance(v, tuple) and len(v) == 2 and
+                 isinstance(v[0], int)}
+        if not steps:
+            return False
+        body = _kids(loop)[-1]
+        nested = []
+        stack = _kids(body) if body.kind.name == "COMPOUND_STMT" else [body]
+        while stack:
+            x = stack.pop()
+            if x.kind.name in ("FOR_STMT", "WHILE_STMT", "DO_STMT"):
+                # only a nested loop that allocates or calls into the program
+                # (whose units then compete with the pinned array for H)
+                if self.collect(x).moves:
+                    nested.append((x.extent.start.offset, x.extent.end.offset))
+            else:
+                stack.extend(x.get_children())
+        if not nested:
+            return False
+
+        def inside(x):
+            o = x.cur.extent.start.offset
+            return any(a <= o < b for a, b in nested)
+
+        def through(k):
+            while k in self._chains:
+                k = self._chains[k][0]
+                if k == key:
+                    return True
+            return False
+        mine = [x for x in info.sites if x.key == key]
+        if not mine or any(through(x.key) for x in info.sites):
+            return False
+        for x in mine:
+            if x.addr or x.cur.kind.name != "ARRAY_SUBSCRIPT_EXPR" or inside(x):
+                return False
+            b, e = (self.strip(c) for c in _kids(x.cur))
+            if (b.extent.start.offset, b.extent.end.offset) != (x.base.extent.start.offset,
+                                                               x.base.extent.end.offset):
+                return False
+            e = self.strip_paren(e)
+            while e.kind.name in WRAPPERS | {"CSTYLE_CAST_EXPR"} and _kids(e):
+                e = self.strip_paren(_kids(e)[-1])
+            if e.kind.name != "DECL_REF_EXPR" or e.referenced is None or self.var_id(e.referenced) not in steps:
+                return False
+        # a nested loop translates other pointers (the work the pin would sit through)
+        return any(inside(x) and x.key != key for x in info.sites)
 
     def object_start(self, bc):
         """True when the pointer bc always holds the start of a heap object or
@@ -1393,6 +1466,8 @@ class Pass:
             names = {d[1] for d in deps if isinstance(d, tuple) and d and isinstance(d[0], int)}
             if key in self._chains or deps & changed or (g and user_call) or names & declared:
                 continue
+            if (loop.extent.start.offset, key) in self.streamed_keys:
+                continue    # its regions translate it per element (streamed)
             if bc.kind.name != "DECL_REF_EXPR" or (inc is not None and deps & infos[-1].assigns
                                                      and not self._follows(inc, bc)):
                 # the condition translates before it tests: only a variable
@@ -2537,6 +2612,7 @@ def main(argv=None):
     ap.add_argument("--unsafe-first-use", action="store_true", help=argparse.SUPPRESS)  # tests: breaks pins
     ap.add_argument("--unsafe-args", action="store_true", help=argparse.SUPPRESS)  # tests: breaks pins
     ap.add_argument("--unsafe-lead", action="store_true", help=argparse.SUPPRESS)  # tests: breaks cond_lead
+    ap.add_argument("--no-stream", action="store_true", help=argparse.SUPPRESS)  # tests: the rule before
     ap.add_argument("--check-libclang", action="store_true", help="only check that libclang can be loaded")
     a = ap.parse_args(argv)
     ci = load_cindex()
@@ -2569,7 +2645,8 @@ def main(argv=None):
                      no_drop=a.unsafe_no_drop, no_alias=a.no_object_stores,
                  any_store=a.unsafe_any_store, no_tail=a.no_if_tail,
                  unsafe_tail=a.unsafe_tail, unsafe_first_use=a.unsafe_first_use,
-                 unsafe_args=a.unsafe_args, unsafe_lead=a.unsafe_lead)
+                 unsafe_args=a.unsafe_args, unsafe_lead=a.unsafe_lead,
+                 no_stream=a.no_stream)
         text = p.rewrite()
     except ci.TranslationUnitLoadError:
         print(f"dmm-spmcc: {a.file}: libclang could not parse it (not C source?)", file=sys.stderr)
