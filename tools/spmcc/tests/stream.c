@@ -26,10 +26,10 @@ typedef struct cell {
 
 enum { BIG = 3000, SMALL = 64 };
 
-static long streamed(void)
+static unsigned long streamed(void)
 {
     long *sums = calloc(BIG, sizeof *sums);
-    long bad = 0, total = 0;
+    unsigned long bad = 0, total = 0;
     for (int i = 0; i < BIG; i++) {
         cell *head = NULL;
         long s = 0;
@@ -66,18 +66,18 @@ static long streamed(void)
         }
         long got = sums[i];    /* one statement: one element translation */
         bad += got != s;
-        total = total * 31 + got;
+        total = total * 31 + (unsigned long)got;
     }
     free(sums);
-    return bad ? -bad : total;
+    return bad ? bad : total;
 }
 
-static long still_pinned(void)
+static unsigned long still_pinned(void)
 {
     long *hot = malloc(SMALL * sizeof *hot), *perm = malloc(SMALL * sizeof *perm);
     long *quiet = malloc(SMALL * sizeof *quiet), *down = malloc(SMALL * sizeof *down);
     cell *list = NULL;
-    long total = 0;
+    unsigned long total = 0;
     for (int i = 0; i < SMALL; i++) {
         hot[i] = i;
         perm[i] = (i * 29 + 5) % SMALL;
@@ -113,7 +113,7 @@ static long still_pinned(void)
         long v;
         c->v = i;
         v = c->v;
-        total = total * 3 + perm[(v * 5) % SMALL];
+        total = total * 3 + (unsigned long)perm[(v * 5) % SMALL];
         for (int k = 0; k < 2; k++) {
             cell *d = malloc(sizeof *d);
             d->v = k + v;
@@ -156,7 +156,7 @@ static long still_pinned(void)
 
 int main(void)
 {
-    printf("streamed %ld\n", streamed());
-    printf("pinned %ld\n", still_pinned());
+    printf("streamed %lu\n", streamed());
+    printf("pinned %lu\n", still_pinned());
     return 0;
 }
