@@ -1319,23 +1319,24 @@ class Pass:
         if not steps:
             return False
         body = _kids(loop)[-1]
-        nested = []
+        nested, moving = [], []
         stack = _kids(body) if body.kind.name == "COMPOUND_STMT" else [body]
         while stack:
             x = stack.pop()
             if x.kind.name in ("FOR_STMT", "WHILE_STMT", "DO_STMT"):
-                # only a nested loop that allocates or calls into the program
-                # (whose units then compete with the pinned array for H)
+                nested.append((x.extent.start.offset, x.extent.end.offset))
+                # a nested loop that allocates or calls into the program: its
+                # units then compete with the pinned array for H
                 if self.collect(x).moves:
-                    nested.append((x.extent.start.offset, x.extent.end.offset))
+                    moving.append(nested[-1])
             else:
                 stack.extend(x.get_children())
-        if not nested:
+        if not moving:
             return False
 
-        def inside(x):
+        def inside(x, loops):
             o = x.cur.extent.start.offset
-            return any(a <= o < b for a, b in nested)
+            return any(a <= o < b for a, b in loops)
 
         def through(k):
             while k in self._chains:
@@ -1347,7 +1348,7 @@ class Pass:
         if not mine or any(through(x.key) for x in info.sites):
             return False
         for x in mine:
-            if x.addr or x.cur.kind.name != "ARRAY_SUBSCRIPT_EXPR" or inside(x):
+            if x.addr or x.cur.kind.name != "ARRAY_SUBSCRIPT_EXPR" or inside(x, nested):
                 return False
             b, e = (self.strip(c) for c in _kids(x.cur))
             if (b.extent.start.offset, b.extent.end.offset) != (x.base.extent.start.offset,
@@ -1359,7 +1360,7 @@ class Pass:
             if e.kind.name != "DECL_REF_EXPR" or e.referenced is None or self.var_id(e.referenced) not in steps:
                 return False
         # a nested loop translates other pointers (the work the pin would sit through)
-        return any(inside(x) and x.key != key for x in info.sites)
+        return any(inside(x, moving) and x.key != key for x in info.sites)
 
     def object_start(self, bc):
         """True when the pointer bc always holds the start of a heap object or

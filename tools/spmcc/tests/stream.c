@@ -14,7 +14,9 @@
  *   the loop's own variable;
  * - `quiet`: the nested loop only reads a list (it allocates nothing and
  *   calls nothing of the program);
- * - `down`: stepped by a while loop, not a for loop.
+ * - `down`: stepped by a while loop, not a for loop;
+ * - `inner`: read inside a nested loop that only reads, beside a nested loop
+ *   that allocates.
  * spmcc.stream.choice checks the rewrite's text for those choices. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +78,7 @@ static unsigned long still_pinned(void)
 {
     long *hot = malloc(SMALL * sizeof *hot), *perm = malloc(SMALL * sizeof *perm);
     long *quiet = malloc(SMALL * sizeof *quiet), *down = malloc(SMALL * sizeof *down);
+    long *inner = malloc(SMALL * sizeof *inner);
     cell *list = NULL;
     unsigned long total = 0;
     for (int i = 0; i < SMALL; i++) {
@@ -83,6 +86,7 @@ static unsigned long still_pinned(void)
         perm[i] = (i * 29 + 5) % SMALL;
         quiet[i] = 3 * i;
         down[i] = SMALL - i;
+        inner[i] = 5 * i + 1;
     }
     for (int i = 0; i < 8; i++) {
         cell *c = malloc(sizeof *c);
@@ -142,11 +146,23 @@ static unsigned long still_pinned(void)
             }
         }
     }
+    /* inner: read in a nested loop that only reads */
+    for (int i = 0; i < SMALL; i++) {
+        for (int k = 0; k < 2; k++)
+            total = total * 5 + (unsigned long)inner[i] + (unsigned long)k;
+        for (int k = 0; k < 2; k++) {
+            cell *d = malloc(sizeof *d);
+            d->v = k;
+            total += d->v;
+            free(d);
+        }
+    }
     while (list) {
         cell *next = list->next;
         free(list);
         list = next;
     }
+    free(inner);
     free(down);
     free(quiet);
     free(perm);
