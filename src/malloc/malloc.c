@@ -2724,7 +2724,7 @@ static DMM_NOINLINE void *alloc_general(size_t n, size_t align)
  * which medium_alloc drains first), served as medium_alloc would serve it
  * (mc_take), without alloc_general's dispatch and frame; anything else goes
  * there (mimalloc-bench's rptest, 8 B to 16 KB: most requests are medium,
- * and most of those are served by the cache). */
+ * and the cache serves about 38 % of those, docs/malloc.md). */
 static DMM_NOINLINE void *medium_quick(size_t n)
 {
     theap *h = tl_heap;
