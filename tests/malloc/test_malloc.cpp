@@ -297,6 +297,12 @@ TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
     dmm_free(m);
     dmm_free(static_cast<char *>(m2) + 16);
     EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 3u);
+    // the registry's medium kind alone is not a block: the segment's start
+    // and its header page (free's medium path checks what check_free did)
+    uintptr_t mseg = reinterpret_cast<uintptr_t>(m2) & ~((uintptr_t(1) << 22) - 1u);
+    dmm_free(reinterpret_cast<void *>(mseg));
+    dmm_free(reinterpret_cast<void *>(mseg + 64));
+    EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 5u);
     EXPECT_TRUE(intact(m2, 20000, 3));
     dmm_free(m2);
     dmm_malloc_set_abort_on_error(was);
