@@ -2219,6 +2219,44 @@ TEST(Malloc, LargeCacheTakesTheBestFitAndGrowsASmallerMapping)
     EXPECT_EQ(dmm_malloc_get_stats().mapped, base);
 }
 
+// A large request that maps fresh pages first gives back the small cached
+// mappings (at most 1 MiB each) it could not use, as many bytes as it maps:
+// they are resident (their blocks were written), and kept beside the new
+// mapping they made the process's peak the large bytes in use plus a full
+// cache (mimalloc-bench's mstress: 2 to 4 MB of them at its peak).  Big
+// cached mappings stay: a later request takes them whole or grows them.
+TEST(Malloc, LargeRequestMappingAfreshGivesBackSmallCachedMappings)
+{
+    const size_t KiB = 1024, MiB = KiB * KiB;
+    dmm_malloc_trim();
+    uint64_t base = dmm_malloc_get_stats().mapped;
+    auto *big = static_cast<unsigned char *>(dmm_malloc(8 * MiB));
+    ASSERT_NE(big, nullptr);
+    std::vector<unsigned char *> v;
+    for (int i = 0; i < 4; i++) { // 4 x 600 KiB, written
+        v.push_back(static_cast<unsigned char *>(dmm_malloc(600 * KiB)));
+        ASSERT_NE(v.back(), nullptr);
+        std::memset(v.back(), 0x5a, 600 * KiB);
+    }
+    for (unsigned char *p : v)
+        dmm_free(p);
+    dmm_free(big);
+    uint64_t cached = dmm_malloc_get_stats().mapped - base;
+    ASSERT_GE(cached, 8 * MiB + 4 * 600 * KiB) << "the freed mappings were not cached";
+    // 40 MiB: no cached mapping holds it or is a quarter of it
+    auto *fresh = static_cast<unsigned char *>(dmm_malloc(40 * MiB));
+    ASSERT_NE(fresh, nullptr);
+    uint64_t now = dmm_malloc_get_stats().mapped - base;
+    EXPECT_LE(now, 48 * MiB + 64 * KiB) << "the small cached mappings stayed beside the fresh one";
+    EXPECT_GE(now, 48 * MiB) << "the big cached mapping was given back too";
+    auto *again = static_cast<unsigned char *>(dmm_malloc(7 * MiB));
+    EXPECT_EQ(again, big) << "the big cached mapping was not reused";
+    dmm_free(again);
+    dmm_free(fresh);
+    dmm_malloc_trim();
+    EXPECT_EQ(dmm_malloc_get_stats().mapped, base);
+}
+
 // The cache's bound grows with the large bytes in use (a quarter of them,
 // when more than 64 MiB), so a program with hundreds of MiB in large
 // blocks keeps more than 64 MiB cached, and never more than that quarter.
