@@ -295,7 +295,8 @@ static void lru_front(dmm_spm *s, spm_unit *u)
 static unsigned xc_index(const dmm_spm *s, dmm_gaddr a)
 {
     uint32_t h = (uint32_t)(a >> 4) * 0x9E3779B1u; /* Fibonacci hashing */
-    return s->xc_bits ? (unsigned)(h >> (32u - s->xc_bits)) : 0u;
+    /* h's top xc_bits bits, without a branch for xc_bits == 0 (then 0) */
+    return (unsigned)(((uint64_t)h << s->xc_bits) >> 32);
 }
 
 /* Forgets every translation into unit u (it is leaving local memory). */
@@ -337,10 +338,10 @@ static spm_unit *xc_unit(const dmm_spm *s, const spm_xc *x)
 static void xc_drop_object(dmm_spm *s, dmm_gaddr a)
 {
     for (unsigned i = 0; i < SPM_RECENT; i++)
-        if (s->recent[i].n && s->recent[i].g == a)
+        if (s->recent[i].g == a) /* an empty one (n 0) stays empty */
             s->recent[i].n = 0;
     spm_xc *x = &s->xc[xc_index(s, a)];
-    if (x->n4 && x->g4 == (uint32_t)(a >> 4))
+    if (x->g4 == (uint32_t)(a >> 4))
         x->n4 = 0;
 }
 
@@ -402,9 +403,9 @@ static DMM_ALWAYS_INLINE void tc_drop_object(dmm_spm *s, dmm_gaddr a, size_t n)
 {
     if (((a + n - 1u) >> 5) - (a >> 5) <= 1u) { /* one or two blocks */
         spm_tc *e = tc_slot(s, a), *l = tc_slot(s, a + n - 1u);
-        if (e->n && e->g == a)
+        if (e->g == a) /* tc_retire leaves an empty entry (n 0) alone */
             tc_retire(s, e);
-        if (l != e && l->n && l->g == a)
+        if (l != e && l->g == a)
             tc_retire(s, l);
         return;
     }
@@ -1790,12 +1791,15 @@ static DMM_ALWAYS_INLINE void free_fast(dmm_spm *s, dmm_gaddr a)
     xc_drop_object(s, a);
     e->live = (uint16_t)(live & ~bit);
     f->dirty = true;
-    for (unsigned k = 0; k < SPM_OPEN; k++) /* unit idx has room now */
-        if (s->open[k].seg == seg) { /* one record per segment (open_add) */
-            if (s->open[k].from > idx)
-                s->open[k].from = (uint16_t)idx;
-            break;
-        }
+    /* unit idx has room now: the segment's record (one per segment,
+     * open_add), first asked where the last malloc took a unit from (a
+     * program that frees what it allocated last) */
+    unsigned k = s->open_hot;
+    if (s->open[k].seg != seg)
+        for (k = 0; k < SPM_OPEN && s->open[k].seg != seg; k++)
+            ;
+    if (k < SPM_OPEN && s->open[k].from > idx)
+        s->open[k].from = (uint16_t)idx;
     s->st.live_objects--;
     s->st.live_bytes -= n;
     s->st.calls[DMM_SPM_FN_FREE]++;
