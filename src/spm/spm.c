@@ -318,12 +318,13 @@ static void xc_drop_unit(dmm_spm *s, spm_unit *u)
                 s->xc[i].n4 = 0;
         return;
     }
-    /* the slots' hashes (xc_index) step by the slot size's: one add each */
+    /* the hashes (xc_index) of the slots xc_put marked in u->xcm: slot i's
+     * is the unit's plus i times the slot size's */
     uint32_t h = (uint32_t)(u->gaddr >> 4) * 0x9E3779B1u;
     uint32_t step = (uint32_t)((u->bytes / u->slots) >> 4) * 0x9E3779B1u;
     unsigned shift = 32u - s->xc_bits;
-    for (unsigned i = u->slots; i; i--, h += step) {
-        spm_xc *x = &s->xc[h >> shift];
+    for (unsigned m = u->xcm; m; m &= m - 1u) {
+        spm_xc *x = &s->xc[(uint32_t)(h + (uint32_t)dmm_ctz(m) * step) >> shift];
         if (x->u4 == u4)
             x->n4 = 0;
     }
@@ -1222,7 +1223,7 @@ static void segment_empty(dmm_spm *s, spm_frame *f)
 
 /* ---- malloc / free -------------------------------------------------------- */
 
-static void xc_put(dmm_spm *s, const spm_xlate *t);
+static void xc_put(dmm_spm *s, const spm_xlate *t, unsigned slot);
 
 /* The frame of open record o's page when that page is in the last frame
  * used or its hinted frame and the unit at o's scan start is valid with a
@@ -1459,7 +1460,7 @@ static dmm_gaddr do_malloc(dmm_spm *s, size_t size, bool zero)
         t.l = udata(res) + (size_t)slot * cls;
         t.u = res;
         t.n = cls;
-        xc_put(s, &t);
+        xc_put(s, &t, slot);
     }
     return a;
 }
@@ -1664,7 +1665,7 @@ static DMM_ALWAYS_INLINE dmm_gaddr malloc_fast(dmm_spm *s, size_t size)
     dmm_gaddr a = u->gaddr + o_;
     uint8_t *l = udata(u) + o_;
     (void)tc_put(s, a, a, cls, l, u);
-    xc_put(s, &(spm_xlate){.g = a, .l = l, .u = u, .n = cls});
+    xc_put(s, &(spm_xlate){.g = a, .l = l, .u = u, .n = cls}, slot);
     return a;
 }
 
@@ -1824,13 +1825,15 @@ size_t dmm_spm_size(dmm_spm *s, dmm_gaddr a)
     return hdr_of(r.f)->slot_size;
 }
 
-/* Remembers t in the translation cache (its entry by start address). */
-static void xc_put(dmm_spm *s, const spm_xlate *t)
+/* Remembers t, the object in slot `slot` of its unit, in the translation
+ * cache (its entry by start address). */
+static void xc_put(dmm_spm *s, const spm_xlate *t, unsigned slot)
 {
     spm_xc *x = &s->xc[xc_index(s, t->g)];
     x->g4 = (uint32_t)(t->g >> 4);
     x->u4 = (uint16_t)(((uint8_t *)t->u - s->local) >> 4);
     x->n4 = (uint16_t)(t->n >> 4);
+    t->u->xcm = (uint16_t)(t->u->xcm | 1u << slot); /* for xc_drop_unit */
 }
 
 /* Remembers x as the last translation, in the next recent slot. */
@@ -1853,7 +1856,7 @@ static void tlb_fill(dmm_spm *s, const spm_ref *r, spm_unit *u)
     t.u = u;
     t.n = n;
     recent_add(s, &t);
-    xc_put(s, &t);
+    xc_put(s, &t, r->slot);
 }
 
 /* A live object of a resident unit, found through its table page when that
@@ -1976,7 +1979,7 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, s
             t.n = s->uh_slot;
             t.l = udata(s->uh_u) + o;
             t.u = s->uh_u;
-            xc_put(s, &t);
+            xc_put(s, &t, slot);
             recent_add(s, &t);
             r = &s->recent[s->recent_last];
         }
@@ -1998,7 +2001,8 @@ static inline void *p2s_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin, s
     if (!r) {
         if (!resident_in_frame(s, a, &t, m))
             return NULL;
-        xc_put(s, &t); /* for when its page has left the frames */
+        /* for when its page has left the frames (t.n is the slot size) */
+        xc_put(s, &t, t.u->slots == 1 ? 0u : (unsigned)((t.g - t.u->gaddr) / t.n));
         recent_add(s, &t);
         r = &s->recent[s->recent_last];
     }
@@ -2858,6 +2862,8 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
             x->g - u->gaddr >= u->bytes || (x->g - u->gaddr) % x->n ||
             x->l != udata(u) + (x->g - u->gaddr) ||
             (i < (1u << s->xc_bits) && xc_index(s, x->g) != i) ||
+            /* xc_drop_unit looks only at the slots u->xcm marks */
+            (i < (1u << s->xc_bits) && !(u->xcm >> (unsigned)((x->g - u->gaddr) / x->n) & 1u)) ||
             /* a hit-path entry sits at the slot of an address inside its
              * object (tc_drop_object and free_fast look only there) */
             (x == &y && i >= (1u << s->xc_bits) + SPM_RECENT &&
