@@ -17,7 +17,7 @@
 #include "dmm/spm.h"
 
 #define SPM_MAGIC 0x53504d43u      /* "SPMC"; the header stores it ^ (seg >> 4) */
-#define SPM_UNIT_MAGIC 0x554e4954u /* "UNIT" in a resident unit's local header */
+#define SPM_UNIT_MAGIC 0x554eu     /* "UN" in a resident unit's local header (16 bits: xcm has the rest) */
 #define SPM_HDR_BYTES 32u          /* segment header: two 16-byte lines */
 #define SPM_UHDR 48u               /* local header in front of a resident unit */
 #define SPM_MAX_FRAMES 16u
@@ -78,7 +78,13 @@ typedef struct spm_unit {
     struct spm_unit *prev, *next; /* resident list, oldest at the tail (clock order) */
     uint32_t bytes; /* unit bytes (the stride) */
     uint32_t pins;
-    uint32_t magic;
+    uint16_t magic;
+    /* bit i: slot i may have a translation-cache entry (xc_put sets it; it
+     * is never cleared while the unit is resident, so it is a superset), so
+     * that xc_drop_unit hashes only those slots' addresses instead of all
+     * (dfs at the Table II size: 16 slots a unit, ~136 instructions per
+     * eviction).  dmm_spm_check verifies it covers every entry. */
+    uint16_t xcm;
     uint8_t dirty;
     uint8_t slots; /* objects per unit (bytes / slots = the slot size) */
     uint8_t ref;   /* clock bit: used since the victim search last passed it */
