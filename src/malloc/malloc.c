@@ -2035,7 +2035,12 @@ static segment *large_map_shedding(size_t bytes, size_t need)
     if (atomic_load_explicit(&LC.peek, memory_order_relaxed)) {
         olock_lock(&LC.lock);
         for (unsigned i = 0; i < LC.n && got < need;) {
-            if (LC.eb[i] > LGUARD_MAX) {
+            /* not the guarded mapping the last large free put there: the
+             * request was refused it for its address, not its size (a loop
+             * of one block's malloc and free would map afresh each time),
+             * and unmapped, its address could come back as a block before
+             * another large free (Hardening) */
+            if (LC.eb[i] > LGUARD_MAX || (lcache_guarded(LC.eb[i]) && LC.es[i] == LC.tick)) {
                 i++;
                 continue;
             }
@@ -2860,6 +2865,12 @@ static inline segment *check_free(const void *p, const char *what, bool check_li
         return NULL;
     }
     if (s->kind == SEG_MEDIUM) {
+        /* no block in the header's page: another thread's free there
+         * would push it on the remote list over the header's fields */
+        if ((uintptr_t)p - (uintptr_t)s < MEDIUM_OFF) {
+            report(what, p);
+            return NULL;
+        }
         /* the medium heap validates its own blocks, but for those in the
          * calling thread's cache (used, for the heap) */
         if (check_live && G.mc_max && s->heap == tl_heap && !mlive_is(p) && mc_holds(s->heap, p)) {
@@ -3335,12 +3346,12 @@ static DMM_NOINLINE void free_slow(void *p, unsigned kind)
     }
     if (kind == SEG_MEDIUM) {
         /* the registry's byte says p's unit starts a medium segment: the
-         * rest of check_free's test for such a block (not the segment's
-         * start, its header intact) and free_general's dispatch, without
+         * rest of check_free's test for such a block (not in the header's
+         * page, the header intact) and free_general's dispatch, without
          * its second registry read, its walk over the kinds and its frame
          * (mimalloc-bench's rptest: 8 B to 16 KB, most of them medium) */
         segment *s = seg_of(p);
-        if ((void *)s != p && s->magic == SEG_MAGIC) {
+        if ((uintptr_t)p - (uintptr_t)s >= MEDIUM_OFF && s->magic == SEG_MAGIC) {
             medium_free(s, p);
             return;
         }

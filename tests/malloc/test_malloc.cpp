@@ -303,8 +303,16 @@ TEST(Malloc, HardeningReportsBadFreesAndCorruptsNothing)
     dmm_free(reinterpret_cast<void *>(mseg));
     dmm_free(reinterpret_cast<void *>(mseg + 64));
     EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 5u);
+    // another thread's free into the header page (review, session 20): it
+    // was pushed on the segment's remote list, over the header's fields
+    std::thread([mseg] { dmm_free(reinterpret_cast<void *>(mseg + 72)); }).join();
+    EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 6u);
     EXPECT_TRUE(intact(m2, 20000, 3));
+    void *m3 = dmm_malloc(20000);
+    ASSERT_NE(m3, nullptr);
+    dmm_free(m3);
     dmm_free(m2);
+    EXPECT_EQ(dmm_malloc_get_stats().errors - after.errors, 6u);
     dmm_malloc_set_abort_on_error(was);
 }
 
@@ -2255,6 +2263,43 @@ TEST(Malloc, LargeRequestMappingAfreshGivesBackSmallCachedMappings)
     dmm_free(fresh);
     dmm_malloc_trim();
     EXPECT_EQ(dmm_malloc_get_stats().mapped, base);
+}
+
+// Review regression (session 20): a fresh mapping's shedding spared the
+// guarded mapping the last large free put in the cache.  Without that, a
+// loop of one block's malloc and free mapped afresh on every call (the
+// block freed last cannot be the next one, and the fresh mapping shed it),
+// and the address freed last could come back as a block before another
+// large free: the kernel hands the shed hole out again.
+TEST(Malloc, SheddingSparesTheMappingFreedLast)
+{
+    const size_t KiB = 1024;
+    const size_t n = 600 * KiB;
+    dmm_malloc_trim();
+    auto *p1 = static_cast<unsigned char *>(dmm_malloc(n));
+    ASSERT_NE(p1, nullptr);
+    std::memset(p1, 0x5a, n);
+    dmm_free(p1);
+    auto *p2 = static_cast<unsigned char *>(dmm_malloc(n)); // not p1: freed last
+    ASSERT_NE(p2, nullptr);
+    EXPECT_NE(p2, p1);
+    std::memset(p2, 0x3c, n);
+    dmm_free(p2);
+    auto *p3 = static_cast<unsigned char *>(dmm_malloc(n)); // p1's cached mapping, kept
+    ASSERT_NE(p3, nullptr);
+    EXPECT_EQ(p3, p1);
+    EXPECT_EQ(p3[0], 0x5a) << "not the cached mapping: fresh (zero) pages";
+    EXPECT_EQ(p3[n - 1], 0x5a);
+    dmm_free(p3);
+    // p3 freed last; a fresh mapping for a big request must not shed it
+    auto *big = static_cast<unsigned char *>(dmm_malloc(40 * KiB * KiB));
+    ASSERT_NE(big, nullptr);
+    auto *c = static_cast<unsigned char *>(dmm_malloc(n));
+    ASSERT_NE(c, nullptr);
+    EXPECT_NE(c, p3) << "the address freed last came back before another large free";
+    dmm_free(c);
+    dmm_free(big);
+    dmm_malloc_trim();
 }
 
 // The cache's bound grows with the large bytes in use (a quarter of them,
