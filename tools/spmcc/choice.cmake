@@ -3,6 +3,13 @@
 # (a ;-list) must match FILE, none of MUST_NOT may.  The rewrite's behaviour is
 # checked by compare.cmake; this checks which translation the pass chose where
 # both would be correct (a pin of the whole array or element translations).
+# With SRC (and PY, SPMCC), the pass first rewrites SRC into FILE.
+if(DEFINED SRC)
+    execute_process(COMMAND "${PY}" "${SPMCC}" "${SRC}" -o "${FILE}" RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "dmm-spmcc ${SRC} failed (${rc})")
+    endif()
+endif()
 file(READ "${FILE}" text)
 foreach(re IN LISTS MUST)
     if(NOT text MATCHES "${re}")
