@@ -2019,7 +2019,8 @@ static void lcache_remove(unsigned i)
  * adds); first, cached mappings of at most LGUARD_MAX, the oldest first,
  * are taken out until as many bytes went, and unmapped once the new one is
  * mapped (so the kernel cannot hand their addresses out as the new block's:
- * the block freed last is not the next one, Hardening).  The request could
+ * the block freed last is not the next one, Hardening), or, when it could
+ * not be mapped, before it is tried once more.  The request could
  * not use them (none held it, none was big enough to grow), and they stay
  * resident beside the new pages: mimalloc-bench's mstress, whose large
  * blocks are mostly 156 KB to 625 KB with a few of 1.2 to 5 MB, held 2 to
@@ -2055,6 +2056,8 @@ static segment *large_map_shedding(size_t bytes, size_t need)
     s = dmm_port_pages_map_aligned(bytes, SEG_SIZE);
     for (unsigned i = 0; i < k; i++)
         large_unmap_bytes(out[i], outb[i]);
+    if (!s && k) /* the room the shed mappings held may be what the kernel lacked (RLIMIT_AS, overcommit) */
+        s = dmm_port_pages_map_aligned(bytes, SEG_SIZE);
     return s;
 }
 
@@ -2256,7 +2259,9 @@ static void *large_grow(segment *s, void *p, size_t n)
         return NULL; /* (a damaged front is reported by the free after the copy) */
     bytes = (off + n + pgsz - 1u) / pgsz * pgsz;
     old = s->map_bytes;
-    if (!(t = dmm_port_pages_map_aligned(bytes, SEG_SIZE)))
+    /* as a fresh mapping for a new block does: the small cached mappings
+     * the growth could not use go, as many bytes as it adds */
+    if (!(t = large_map_shedding(bytes, bytes > old ? bytes - old : 0u))) /* (realloc shrinks here too) */
         return NULL;
     if (!reg_set((uintptr_t)t, SEG_LARGE)) {
         dmm_port_pages_unmap(t, bytes);
