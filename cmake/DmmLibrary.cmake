@@ -1,6 +1,6 @@
 # DmmLibrary.cmake - how one variant of the dmmkit library is built.
 #
-#   dmm_add_heap_library(<name> STATIC|SHARED|OBJECT
+#   dmm_add_heap_library(<name> STATIC|SHARED|OBJECT|OBJECT_LIST
 #       [PORT posix|freestanding]      default: DMM_PORT
 #       [FROZEN <header>]              freeze the heap config (abs. or relative
 #                                      to the source root); empty = runtime
@@ -16,6 +16,12 @@
 #       [HEAP_ONLY]                    OBJECT only: core, heap and port alone
 #       [HOT <source>...])             OBJECT only: these sources (paths under the
 #                                      source root) first, in this order
+#
+# OBJECT_LIST makes no target: <name> is a variable, set in the caller's
+# scope to the position-independent objects of the three groups below
+# ($<TARGET_OBJECTS:...>), for another library's sources; they are the
+# objects of every other variant with the same settings (libdmm's static
+# library takes libdmm_heap.so's).
 #
 # The top-level CMakeLists.txt builds `dmm_heap` and `dmm_heap_shared` (the
 # files libdmm_heap.a and libdmm_heap.so) with it; tests and benchmarks may
@@ -125,7 +131,7 @@ function(_dmm_lib_group out group srcs port annotate assert_level variants froze
 endfunction()
 
 function(dmm_add_heap_library name)
-    cmake_parse_arguments(PARSE_ARGV 1 A "STATIC;SHARED;OBJECT;HEAP_ONLY"
+    cmake_parse_arguments(PARSE_ARGV 1 A "STATIC;SHARED;OBJECT;OBJECT_LIST;HEAP_ONLY"
                           "PORT;FROZEN;POOL_FROZEN;ANNOTATE;ASSERT_LEVEL;EXPORT_NAME;VARIANTS" "DEFINES;HOT")
     if(A_UNPARSED_ARGUMENTS)
         message(FATAL_ERROR "dmm_add_heap_library(${name}): unknown arguments ${A_UNPARSED_ARGUMENTS}")
@@ -134,6 +140,8 @@ function(dmm_add_heap_library name)
         set(kind SHARED)
     elseif(A_OBJECT)
         set(kind OBJECT)
+    elseif(A_OBJECT_LIST)
+        set(kind OBJECT_LIST)
     else()
         set(kind STATIC)
     endif()
@@ -200,7 +208,7 @@ function(dmm_add_heap_library name)
         endif()
     endif()
     set(pic OFF)
-    if(kind STREQUAL "SHARED" OR CMAKE_POSITION_INDEPENDENT_CODE)
+    if(kind STREQUAL "SHARED" OR kind STREQUAL "OBJECT_LIST" OR CMAKE_POSITION_INDEPENDENT_CODE)
         set(pic ON)
     endif()
     if(kind STREQUAL "OBJECT")
@@ -256,6 +264,13 @@ function(dmm_add_heap_library name)
                    "${A_PORT}" "${A_ANNOTATE}" "${A_ASSERT_LEVEL}" "-" "" "" "${vec_arch}" "${pic}"
                    "${A_DEFINES}")
     list(APPEND objs "$<TARGET_OBJECTS:${base_objs}>")
+    if(kind STREQUAL "OBJECT_LIST")
+        # no target: the objects, for another library's sources (libdmm's
+        # static library takes the same position-independent objects as
+        # libdmm_heap.so instead of compiling the whole library once more)
+        set(${name} "${objs}" PARENT_SCOPE)
+        return()
+    endif()
 
     add_library(${name} ${kind} ${objs})
     target_include_directories(${name}
