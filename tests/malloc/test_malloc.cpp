@@ -2227,6 +2227,23 @@ TEST(Malloc, LargeCacheTakesTheBestFitAndGrowsASmallerMapping)
     EXPECT_EQ(dmm_malloc_get_stats().mapped, base);
 }
 
+// Four 600 KiB blocks, written and freed: four small mappings in the large
+// cache, resident.  False when one was refused.
+static bool cache_four_written_600k()
+{
+    const size_t KiB = 1024;
+    std::vector<unsigned char *> v;
+    for (int i = 0; i < 4; i++) {
+        v.push_back(static_cast<unsigned char *>(dmm_malloc(600 * KiB)));
+        if (!v.back())
+            return false;
+        std::memset(v.back(), 0x5a, 600 * KiB);
+    }
+    for (unsigned char *p : v)
+        dmm_free(p);
+    return true;
+}
+
 // A large request that maps fresh pages first gives back the small cached
 // mappings (at most 1 MiB each) it could not use, as many bytes as it maps:
 // they are resident (their blocks were written), and kept beside the new
@@ -2240,14 +2257,7 @@ TEST(Malloc, LargeRequestMappingAfreshGivesBackSmallCachedMappings)
     uint64_t base = dmm_malloc_get_stats().mapped;
     auto *big = static_cast<unsigned char *>(dmm_malloc(8 * MiB));
     ASSERT_NE(big, nullptr);
-    std::vector<unsigned char *> v;
-    for (int i = 0; i < 4; i++) { // 4 x 600 KiB, written
-        v.push_back(static_cast<unsigned char *>(dmm_malloc(600 * KiB)));
-        ASSERT_NE(v.back(), nullptr);
-        std::memset(v.back(), 0x5a, 600 * KiB);
-    }
-    for (unsigned char *p : v)
-        dmm_free(p);
+    ASSERT_TRUE(cache_four_written_600k()) << "a 600 KiB block was refused";
     dmm_free(big);
     uint64_t cached = dmm_malloc_get_stats().mapped - base;
     ASSERT_GE(cached, 8 * MiB + 4 * 600 * KiB) << "the freed mappings were not cached";
@@ -2314,14 +2324,7 @@ TEST(Malloc, LargeReallocGrowthGivesBackSmallCachedMappings)
     auto *blk = static_cast<unsigned char *>(dmm_malloc(8 * MiB));
     ASSERT_NE(blk, nullptr);
     std::memset(blk, 0x21, 8 * MiB);
-    std::vector<unsigned char *> v;
-    for (int i = 0; i < 4; i++) { // 4 x 600 KiB, written
-        v.push_back(static_cast<unsigned char *>(dmm_malloc(600 * KiB)));
-        ASSERT_NE(v.back(), nullptr);
-        std::memset(v.back(), 0x5a, 600 * KiB);
-    }
-    for (unsigned char *p : v)
-        dmm_free(p);
+    ASSERT_TRUE(cache_four_written_600k()) << "a 600 KiB block was refused";
     ASSERT_GE(dmm_malloc_get_stats().mapped - base, 8 * MiB + 4 * 600 * KiB) << "the freed mappings were not cached";
     auto *g = static_cast<unsigned char *>(dmm_realloc(blk, 40 * MiB));
     ASSERT_NE(g, nullptr);
@@ -2363,14 +2366,8 @@ TEST(Malloc, FreshMappingRetriesAfterShedding)
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        unsigned char *v[4];
-        for (auto &p : v) {
-            if (!(p = static_cast<unsigned char *>(dmm_malloc(600 * KiB))))
-                _exit(2);
-            std::memset(p, 0x5a, 600 * KiB);
-        }
-        for (auto *p : v)
-            dmm_free(p);
+        if (!cache_four_written_600k())
+            _exit(2);
         // 40 MiB maps 40 MiB and a page or two, over-mapped by the 4 MiB
         // segment alignment: about 44 MiB.  1 MiB less is allowed, and 3 of
         // the cached mappings (1.8 MiB; the one freed last stays) can go.
