@@ -2358,7 +2358,9 @@ static inline int64_t mfree(theap *h, void *p)
  * segment's header (the bits secure mode uses for its block starts), set
  * when a block is handed out and cleared when it is freed, by the owner
  * only (another thread's free goes to mxfree; the owner clears the bit
- * when it drains it, or the thread holding a parked heap does).  A free
+ * when it drains it, or the thread holding a parked heap does).  Kept
+ * whenever secure mode is off, cache or not: another thread's free reads
+ * the bit before it writes mxfree's link into the block (medium_free).  A free
  * whose bit is clear is not a live block's start: a cached block (found by
  * a scan of the cache: a double free, reported) or a pointer the heap
  * validates and reports as before.  The cache is an array: nothing of it
