@@ -2429,6 +2429,7 @@ static inline void *mc_take(theap *h, unsigned c)
     if (!h->mc_n[c])
         return NULL;
     p = h->mc[c][--h->mc_n[c]];
+    *tag_slot(p) = 0; /* (another thread's free may have left its tag: medium_free) */
     u = musable(h, p);
     h->mc_bytes -= (size_t)u;
     book(u);
@@ -2556,6 +2557,7 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
         p = a > DMM_HEAP_ALIGN ? dmm_heap_aligned_alloc(h->mheap, a, n) : dmm_heap_malloc(h->mheap, n);
         if (p) {
             book(musable(h, p));
+            *tag_slot(p) = 0; /* (no stale free tag: medium_free) */
             if (!G.secure)
                 mlive_set(p);
         }
@@ -2681,11 +2683,22 @@ static void medium_free(segment *s, void *p)
         report("free of a pointer that is not the start of a live block:", p);
         return;
     }
+    /* Its bit stays set until the owner takes the free in, so a block
+     * another thread pushed already is told by the free tag (ftag, as on
+     * small pages) that the push leaves in its second word, cleared when
+     * the block is handed out again (mc_take, medium_alloc).  Before, a
+     * second push stored the block's link to itself, and the owner's
+     * drain walked that loop for ever. */
+    if (*tag_slot(p) == ftag(p)) {
+        report("double free of", p);
+        return;
+    }
     if (atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(h)) {
         medium_free_parked(h, p);
         heap_put_parked(h);
         return;
     }
+    *tag_slot(p) = ftag(p);
     head = atomic_load_explicit(&h->mxfree, memory_order_relaxed);
     do
         b->next = head;
