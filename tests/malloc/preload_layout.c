@@ -125,9 +125,8 @@ static const char *const hot_text[] = {
     "dmm_heap_realloc", "e_malloc", "e_free", "e_free_full", "e_free_merge", "e_realloc"};
 
 /* 0 when every hot_text function lies whole in [lo, hi) (e_realloc: its
- * entry; link-time
- * addresses), else 1 with a line for each that does not; -1: the file has
- * no symbol table (stripped), not checked. */
+ * entry; link-time addresses), else 1 with a line for each that does not;
+ * -1: the file has no symbol table (stripped), not checked. */
 static int check_hot_text(const char *path, uintptr_t lo, uintptr_t hi)
 {
     enum { N = sizeof hot_text / sizeof hot_text[0] };
