@@ -2363,7 +2363,9 @@ static inline int64_t mfree(theap *h, void *p)
  * segment's header (the bits secure mode uses for its block starts), set
  * when a block is handed out and cleared when it is freed, by the owner
  * only (another thread's free goes to mxfree; the owner clears the bit
- * when it drains it, or the thread holding a parked heap does).  A free
+ * when it drains it, or the thread holding a parked heap does).  Kept
+ * whenever secure mode is off, cache or not: another thread's free reads
+ * the bit before it writes mxfree's link into the block (medium_free).  A free
  * whose bit is clear is not a live block's start: a cached block (found by
  * a scan of the cache: a double free, reported) or a pointer the heap
  * validates and reports as before.  The cache is an array: nothing of it
@@ -2432,6 +2434,7 @@ static inline void *mc_take(theap *h, unsigned c)
     if (!h->mc_n[c])
         return NULL;
     p = h->mc[c][--h->mc_n[c]];
+    *tag_slot(p) = 0; /* (another thread's free may have left its tag: medium_free) */
     u = musable(h, p);
     h->mc_bytes -= (size_t)u;
     book(u);
@@ -2478,16 +2481,16 @@ static inline int64_t mc_put(theap *h, void *p)
  * the bytes to book off. */
 static int64_t mrelease(theap *h, void *p, bool cache)
 {
-    if (G.mc_max) {
+    if (!G.secure) { /* (secure mode's bits are its block starts, cleared by its free) */
         int64_t u;
         if (!mlive_take(p)) {
-            if (mc_holds(h, p)) {
+            if (G.mc_max && mc_holds(h, p)) {
                 report("double free of", p);
                 return 0;
             }
             return mfree(h, p); /* not a live block's start: the heap reports it */
         }
-        if (cache && (u = mc_put(h, p)) >= 0)
+        if (G.mc_max && cache && (u = mc_put(h, p)) >= 0)
             return u;
     }
     return mfree(h, p);
@@ -2559,7 +2562,8 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
         p = a > DMM_HEAP_ALIGN ? dmm_heap_aligned_alloc(h->mheap, a, n) : dmm_heap_malloc(h->mheap, n);
         if (p) {
             book(musable(h, p));
-            if (G.mc_max)
+            *tag_slot(p) = 0; /* (no stale free tag: medium_free) */
+            if (!G.secure)
                 mlive_set(p);
         }
         if (p || !medium_extend(h))
@@ -2671,11 +2675,35 @@ static void medium_free(segment *s, void *p)
         book(-mrelease(h, p, true));
         return;
     }
+    /* Not the owner: p goes onto a list through its first 8 bytes, so it
+     * must be a live block's start before anything is written.  Its bit
+     * (set by the owner when it handed p out, cleared when it takes a free
+     * of p in) is stable while p is live, whatever the owner does to the
+     * other bits of the word; a pointer inside a block has a clear bit, or
+     * shares its block's slot and is not 16-byte aligned.  (Secure mode's
+     * free cleared the bit already and checked it: secure_free_medium.)
+     * Before, the link was written into the block and the misuse reported
+     * when the owner drained its list, if it ever did. */
+    if (!G.secure && ((uintptr_t)p % DMM_MALLOC_ALIGN || !mlive_is(p))) {
+        report("free of a pointer that is not the start of a live block:", p);
+        return;
+    }
+    /* Its bit stays set until the owner takes the free in, so a block
+     * another thread pushed already is told by the free tag (ftag, as on
+     * small pages) that the push leaves in its second word, cleared when
+     * the block is handed out again (mc_take, medium_alloc).  Before, a
+     * second push stored the block's link to itself, and the owner's
+     * drain walked that loop for ever. */
+    if (*tag_slot(p) == ftag(p)) {
+        report("double free of", p);
+        return;
+    }
     if (atomic_load_explicit(&h->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(h)) {
         medium_free_parked(h, p);
         heap_put_parked(h);
         return;
     }
+    *tag_slot(p) = ftag(p);
     head = atomic_load_explicit(&h->mxfree, memory_order_relaxed);
     do
         b->next = head;
@@ -3164,17 +3192,26 @@ static void mquarantine_release(void *p)
 
 static DMM_NOINLINE void secure_free_medium(theap *h, segment *s, void *p)
 {
-    size_t n = medium_usable(s, p);
-    mstart_mark(p, false); /* no longer a block that copies may write */
+    size_t n;
+    /* no longer a block that copies may write; and p must have been one
+     * (a block start handed out and not freed since) before its size is
+     * read from its header and the block zero-filled: a pointer inside a
+     * block, or a block already freed, is reported and nothing written */
+    if ((uintptr_t)p % DMM_MALLOC_ALIGN || !mark(s, page_index(s, p), p, false)) {
+        if (h || (h = heap_get()))
+            for (uint32_t i = 0; i < h->mqcount; i++)
+                if (h->mquar[(h->mqhead + i) % MQUAR] == p) {
+                    report("double free of", p);
+                    return;
+                }
+        report("free of a pointer that is not the start of a live block:", p);
+        return;
+    }
+    n = medium_usable(s, p);
     if (!h && !(h = heap_get())) {
         medium_free(s, p);
         return;
     }
-    for (uint32_t i = 0; i < h->mqcount; i++)
-        if (h->mquar[(h->mqhead + i) % MQUAR] == p) {
-            report("double free of", p);
-            return;
-        }
     if (n < POISON_MAX) { /* medium blocks are far larger; a damaged header is the heap's to report */
         medium_free(s, p);
         return;
@@ -3605,7 +3642,7 @@ void *dmm_realloc(void *p, size_t n)
                 if (G.secure && q != p) {
                     mstart_mark(p, false);
                     mstart_mark(q, true);
-                } else if (G.mc_max && q != p) { /* (p's bit was set: check_free passed, and the heap took p) */
+                } else if (!G.secure && q != p) { /* (p's bit was set: check_free passed, and the heap took p) */
                     (void)mlive_take(p);
                     mlive_set(q);
                 }

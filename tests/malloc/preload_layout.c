@@ -21,6 +21,11 @@
  * library's resident page count (not asserted: the kernel's fault-around
  * size decides it; docs/malloc.md, "The library's own pages").  Exit 0
  * when the checks hold, else 1.
+ * The functions a small program runs, static ones included (read from the
+ * file's symbol table), lie whole in the executable segment's first 64 KiB,
+ * which its first fault (.init) maps: src/malloc/libdmm_hot.ld.  Before
+ * that script, the medium heap's TLSF paths (e_malloc, e_realloc) were
+ * past it and a program's text took a second 64 KiB.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -36,6 +41,7 @@ static const char *dmm_path;
 static int found, loads, has_fini;
 static size_t rw_file_bytes, ro_after_text_bytes, eh_index_bytes;
 static uintptr_t text_lo, text_hi; /* the executable segment, run-time addresses */
+static uintptr_t dmm_base;         /* the library's load bias */
 
 static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -44,6 +50,7 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (!info->dlpi_name || strcmp(info->dlpi_name, dmm_path) != 0)
         return 0;
     found = 1;
+    dmm_base = (uintptr_t)info->dlpi_addr;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_GNU_EH_FRAME)
@@ -104,6 +111,76 @@ static long resident_pages(const char *path)
     return n;
 }
 
+/* The functions a small program runs (callgrind: mimalloc-bench's
+ * glibc-simple, cfrac, espresso, cache-scratch), static ones included, so
+ * read from the file's symbol table: a name or its GCC clones (name.part.N
+ * ...); for a name several objects define (the heap variants' e_*), one
+ * definition must be there (the TLSF variant's, which the medium heaps
+ * run). */
+static const char *const hot_text[] = {
+    "malloc", "free", "calloc", "realloc", "alloc_general", "malloc_or_slow", "free_general", "free_slow",
+    "page_extend", "page_retire", "global_init", "heap_bind", "heap_abandon", "heap_tidy_keep", "medium_free",
+    "mrelease", "_Znwm", "_ZdlPv", "memcpy", "checked_memcpy", "find_libc", "dmm_port_pages_map_aligned",
+    "dmm_port_random", "dmm_heap_config_check", "dmm_heap_init", "dmm_heap_malloc", "dmm_heap_free",
+    "dmm_heap_realloc", "e_malloc", "e_free", "e_free_full", "e_free_merge", "e_realloc"};
+
+/* 0 when every hot_text function lies whole in [lo, hi) (e_realloc: its
+ * entry; link-time addresses), else 1 with a line for each that does not;
+ * -1: the file has no symbol table (stripped), not checked. */
+static int check_hot_text(const char *path, uintptr_t lo, uintptr_t hi)
+{
+    enum { N = sizeof hot_text / sizeof hot_text[0] };
+    int in[N] = {0}, seen[N] = {0}, bad = 0, fd = open(path, O_RDONLY);
+    off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+    unsigned char *f = len > 0 ? malloc((size_t)len) : NULL;
+    if (!f || pread(fd, f, (size_t)len, 0) != (ssize_t)len) {
+        free(f);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + eh->e_shoff);
+    int found_tab = 0;
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB)
+            continue;
+        found_tab = 1;
+        const ElfW(Sym) *sym = (const ElfW(Sym) *)(f + sh[i].sh_offset);
+        const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
+        size_t n = sh[i].sh_size / sizeof *sym;
+        for (size_t k = 0; k < n; k++) {
+            if ((sym[k].st_info & 0xfu) != STT_FUNC || !sym[k].st_value)
+                continue;
+            const char *name = str + sym[k].st_name;
+            for (int j = 0; j < N; j++) {
+                size_t l = strlen(hot_text[j]);
+                if (strncmp(name, hot_text[j], l) != 0 || (name[l] != '\0' && name[l] != '.'))
+                    continue;
+                seen[j] = 1;
+                /* e_realloc (21 KB, last in the script) by its entry:
+                 * the rest of the list must not be crowded out by it */
+                if (sym[k].st_value >= lo &&
+                    (strcmp(hot_text[j], "e_realloc") == 0 ? sym[k].st_value : sym[k].st_value + sym[k].st_size) < hi)
+                    in[j] = 1;
+            }
+        }
+    }
+    free(f);
+    if (!found_tab)
+        return -1;
+    for (int j = 0; j < N; j++)
+        if (!seen[j] && hot_text[j][0] == '_') /* C++'s operators: 64-bit Linux only (preload_cxx.c) */
+            continue;
+        else if (!seen[j] || !in[j]) {
+            fprintf(stderr, "preload_layout: %s %s\n", hot_text[j],
+                    seen[j] ? "is not in the first 64 KiB of the executable segment" : "is not in the symbol table");
+            bad = 1;
+        }
+    return bad;
+}
+
 int main(void)
 {
     Dl_info di;
@@ -150,6 +227,19 @@ int main(void)
                     hot[i], (unsigned long)((uintptr_t)f - text_lo), (unsigned long)(text_hi - text_lo));
             bad = 1;
         }
+    }
+    /* The first fault in the executable segment (.init, at its start)
+     * maps its first 64 KiB (fault-around: a 64 KiB-aligned window, moved
+     * to begin at the segment's start when it would begin before it): the
+     * code every process runs must lie there (src/malloc/libdmm_hot.ld);
+     * before, the medium heap's TLSF paths were 6 KiB past it. */
+    {
+        uintptr_t lo = text_lo - dmm_base;
+        int r = check_hot_text(real, lo, lo + 0x10000u);
+        if (r < 0)
+            printf("preload_layout: %s has no symbol table, the hot text not checked\n", real);
+        else if (r > 0)
+            bad = 1;
     }
     if (has_fini) {
         fprintf(stderr, "preload_layout: libdmm.so has a DT_FINI (the C runtime's _fini, after the whole text)\n");

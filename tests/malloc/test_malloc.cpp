@@ -690,6 +690,84 @@ TEST(MallocThreads, FreeOnlyThreadsBookOnTheirOwnHeap)
     dmm_malloc_set_abort_on_error(was);
 }
 
+// A thread that does not own a medium block and frees a pointer inside it
+// (not the block's start) must have it reported at once and write nothing:
+// before, the block went onto the owner's remote list with its link stored
+// in the block's first 8 bytes (8 bytes of live data overwritten), and the
+// misuse was reported only when the owner drained the list, if it ever did.
+// Seeded offsets, 16-byte aligned and not; also run with the medium cache
+// off and in secure mode (tests/malloc/CMakeLists.txt).
+TEST(MallocThreads, InteriorFreeOfAnotherThreadsMediumBlockWritesNothing)
+{
+    int was = dmm_malloc_set_abort_on_error(0);
+    constexpr size_t n = 8000; // medium: above the 2 KiB classes
+    std::mt19937_64 rng(seed() + 27u);
+    std::vector<size_t> offs{16, 8, 4096, n - 16};
+    for (int i = 0; i < 6; i++)
+        offs.push_back(1 + rng() % (n - 1));
+    auto *p = static_cast<uint8_t *>(dmm_malloc(n));
+    ASSERT_NE(p, nullptr);
+    fill(p, n, 9);
+    uint64_t e0 = dmm_malloc_get_stats().errors;
+    std::thread([p, &offs] {
+        for (size_t o : offs)
+            dmm_free(p + o);
+    }).join();
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + offs.size()) << "not reported by the freeing thread";
+    EXPECT_TRUE(intact(p, n, 9)) << "the block was written";
+    // the owner's next medium calls take in its remote list: nothing there
+    for (int i = 0; i < 8; i++)
+        dmm_free(dmm_malloc(5000 + 512 * (size_t)i));
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + offs.size()) << "reported again by the owner";
+    EXPECT_TRUE(intact(p, n, 9));
+    EXPECT_LE(n, dmm_malloc_usable_size(p));
+    dmm_free(p);
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + offs.size()) << "the block itself was refused";
+    dmm_malloc_set_abort_on_error(was);
+}
+
+// A thread that does not own a medium block and frees it twice, before the
+// owner takes its remote list in: the second free must be reported at once
+// and write nothing.  Before, both frees pushed the block onto the owner's
+// list; the second push stored the block's link to itself, and the owner's
+// drain then walked that loop for ever, reporting a double free at each
+// turn (report-and-continue mode; by default it aborted there).  A block
+// that went through the remote list and came back from the owner's cache
+// or heap is freed by another thread again without a report.
+TEST(MallocThreads, RemoteDoubleFreeOfAMediumBlockIsReportedAtOnce)
+{
+    int was = dmm_malloc_set_abort_on_error(0);
+    std::mt19937_64 rng(seed() + 31u);
+    std::vector<void *> v;
+    for (int i = 0; i < 6; i++)
+        v.push_back(dmm_malloc(3000 + rng() % 30000));
+    uint64_t e0 = dmm_malloc_get_stats().errors;
+    std::thread([&v] {
+        for (void *p : v) {
+            dmm_free(p);
+            dmm_free(p); // again, still on the owner's remote list
+        }
+    }).join();
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + v.size()) << "not reported by the freeing thread";
+    // the owner takes its list in: each block once, no loop, nothing more reported
+    std::vector<void *> w;
+    for (int i = 0; i < 64; i++)
+        w.push_back(dmm_malloc(3000 + rng() % 30000));
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + v.size()) << "reported again by the owner";
+    std::vector<void *> sorted(w);
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a block handed out twice";
+    // blocks handed out again carry no mark of their last free
+    std::thread([&w] {
+        for (void *p : w)
+            dmm_free(p);
+    }).join();
+    for (int i = 0; i < 8; i++)
+        dmm_free(dmm_malloc(5000));
+    EXPECT_EQ(dmm_malloc_get_stats().errors, e0 + v.size()) << "a false report";
+    dmm_malloc_set_abort_on_error(was);
+}
+
 // The fast paths keep no statistics counter: small blocks are counted by
 // their pages.  A block another thread frees stays in its page's count until
 // the owner collects it; the count must still drop at once, and not drop
