@@ -2535,6 +2535,12 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
     segment *s;
     if (atomic_load_explicit(&h->mxfree, memory_order_relaxed))
         medium_drain_as(h, true);
+    /* room for what another thread's free writes (mxfree's link, then the
+     * free tag in the second 8 bytes: medium_free): a small request with a
+     * large alignment comes here, and on a 32-bit target the heap would
+     * give it 8 bytes */
+    if (n < 2u * sizeof(uint64_t))
+        n = 2u * sizeof(uint64_t);
     if (G.mc_max && n > MC_LO && align <= DMM_MALLOC_ALIGN) {
         unsigned c = mc_up(n);
         if (c < MC_NCLASS) {
