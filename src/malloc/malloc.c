@@ -2261,7 +2261,7 @@ static void *large_grow(segment *s, void *p, size_t n)
     old = s->map_bytes;
     /* as a fresh mapping for a new block does: the small cached mappings
      * the growth could not use go, as many bytes as it adds */
-    if (!(t = large_map_shedding(bytes, bytes > old ? bytes - old : 0u))) /* (realloc shrinks here too) */
+    if (!(t = large_map_shedding(bytes, bytes > old ? bytes - old : 0u))) /* (never below old: realloc keeps a large block it shrinks) */
         return NULL;
     if (!reg_set((uintptr_t)t, SEG_LARGE)) {
         dmm_port_pages_unmap(t, bytes);
