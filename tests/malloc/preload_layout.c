@@ -26,6 +26,10 @@
  * which its first fault (.init) maps: src/malloc/libdmm_hot.ld.  Before
  * that script, the medium heap's TLSF paths (e_malloc, e_realloc) were
  * past it and a program's text took a second 64 KiB.
+ * The library exports exactly the names src/malloc/libdmm.map lists (its
+ * path in DMM_TEST_EXPORT_MAP): before the map, ~160 internal heap, port
+ * and core names were exported too, and the dynamic symbol, string and
+ * hash tables every process maps were ~9 KiB larger.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -121,6 +125,7 @@ static const char *const hot_text[] = {
     "malloc", "free", "calloc", "realloc", "alloc_general", "malloc_or_slow", "free_general", "free_slow",
     "page_extend", "page_retire", "global_init", "heap_bind", "heap_abandon", "heap_tidy_keep", "medium_free",
     "mrelease", "_Znwm", "_ZdlPv", "memcpy", "checked_memcpy", "find_libc", "dmm_port_pages_map_aligned",
+    "dmm_port_getenv", "dmm_port_atfork",
     "dmm_port_random", "dmm_heap_config_check", "dmm_heap_init", "dmm_heap_malloc", "dmm_heap_free",
     "dmm_heap_realloc", "e_malloc", "e_free", "e_free_full", "e_free_merge", "e_realloc"};
 
@@ -181,6 +186,96 @@ static int check_hot_text(const char *path, uintptr_t lo, uintptr_t hi)
     return bad;
 }
 
+/* Reads the names between "global:" and "local:" of the version script
+ * at path (comments skipped) into names; returns their count, -1 when the
+ * file cannot be read. */
+static int read_map(const char *path, char names[][64], int max)
+{
+    FILE *f = fopen(path, "r");
+    char buf[8192];
+    size_t len;
+    int n = 0;
+    if (!f)
+        return -1;
+    len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    for (char *c = strstr(buf, "/*"); c; c = strstr(c, "/*")) { /* blank the comments */
+        char *e = strstr(c + 2, "*/");
+        size_t l = e ? (size_t)(e + 2 - c) : strlen(c);
+        memset(c, ' ', l);
+        c += l;
+    }
+    char *g = strstr(buf, "global:"), *l = strstr(buf, "local:");
+    if (!g || !l || l < g)
+        return -1;
+    *l = '\0';
+    for (char *t = strtok(g + 7, " \t\n;"); t && n < max; t = strtok(NULL, " \t\n;"))
+        snprintf(names[n++], 64, "%s", t);
+    return n;
+}
+
+/* 0 when the names path's dynamic symbol table defines are exactly the
+ * map's (minus dmmgen_config, which only a generated library has, and
+ * C++'s operators where preload_cxx.c is not built), else 1 with a line
+ * for each difference; -1: not checked (no map or no table). */
+static int check_exports(const char *path, const char *map)
+{
+    static char names[128][64];
+    int n = map ? read_map(map, names, 128) : -1, bad = 0, extra = 0, fd;
+    unsigned char used[128] = {0};
+    if (n <= 0)
+        return -1;
+    fd = open(path, O_RDONLY);
+    off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+    unsigned char *f = len > 0 ? malloc((size_t)len) : NULL;
+    if (!f || pread(fd, f, (size_t)len, 0) != (ssize_t)len) {
+        free(f);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + eh->e_shoff);
+    int cxx = 0, tab = 0;
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_DYNSYM)
+            continue;
+        tab = 1;
+        const ElfW(Sym) *sym = (const ElfW(Sym) *)(f + sh[i].sh_offset);
+        const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
+        for (size_t k = 1; k < sh[i].sh_size / sizeof *sym; k++) {
+            unsigned bind = (unsigned)sym[k].st_info >> 4; /* ELF32_ST_BIND and ELF64_ST_BIND alike */
+            if (sym[k].st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK))
+                continue;
+            const char *name = str + sym[k].st_name;
+            int j = 0;
+            while (j < n && strcmp(names[j], name) != 0)
+                j++;
+            if (j == n) {
+                if (extra++ < 8)
+                    fprintf(stderr, "preload_layout: %s exports %s, which libdmm.map does not list\n", path, name);
+                bad = 1;
+            } else {
+                used[j] = 1;
+                cxx |= name[0] == '_';
+            }
+        }
+    }
+    free(f);
+    if (!tab)
+        return -1;
+    if (extra > 8)
+        fprintf(stderr, "preload_layout: ... %d names exported that libdmm.map does not list\n", extra);
+    for (int j = 0; j < n; j++)
+        if (!used[j] && strcmp(names[j], "dmmgen_config") != 0 && (names[j][0] != '_' || cxx)) {
+            fprintf(stderr, "preload_layout: %s does not export %s (libdmm.map lists it)\n", path, names[j]);
+            bad = 1;
+        }
+    return bad;
+}
+
 int main(void)
 {
     Dl_info di;
@@ -214,8 +309,7 @@ int main(void)
     /* the first two 64 KiB windows the executable segment meets */
     uintptr_t hot_end = (text_lo & ~(uintptr_t)0xffff) + 0x20000u;
     static const char *const hot[] = {"malloc", "free", "calloc", "realloc", "posix_memalign", "dmm_malloc",
-                                      "dmm_free", "dmm_port_getenv", "dmm_port_pages_map_aligned", "dmm_port_atfork",
-                                      "dmm_heap_init", "dmm_heap_malloc", "dmm_heap_free", "dmm_heap_realloc"};
+                                      "dmm_free"};
     for (size_t i = 0; i < sizeof hot / sizeof hot[0]; i++) {
         Dl_info fi;
         void *f = dlsym(RTLD_DEFAULT, hot[i]);
@@ -241,6 +335,13 @@ int main(void)
         int r = check_hot_text(real, lo, lo + 0x10000u);
         if (r < 0)
             printf("preload_layout: %s has no symbol table, the hot text not checked\n", real);
+        else if (r > 0)
+            bad = 1;
+    }
+    {
+        int r = check_exports(real, getenv("DMM_TEST_EXPORT_MAP"));
+        if (r < 0)
+            printf("preload_layout: the exported names not checked (no DMM_TEST_EXPORT_MAP or no dynamic symbol table)\n");
         else if (r > 0)
             bad = 1;
     }
