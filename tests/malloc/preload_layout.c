@@ -332,6 +332,15 @@ int main(void)
         printf("preload_layout: libdmm_hot.ld not used by this build, the hot text not checked\n");
     } else {
         uintptr_t lo = text_lo - dmm_base;
+        /* fault-around windows are 64 KiB-aligned in the address space:
+         * the window holding the hot text must start where the text does
+         * (before: the text began 28 KiB into one, and the hot text took
+         * two, 100-120 KiB resident instead of 64) */
+        if (text_lo & 0xffffu) {
+            fprintf(stderr, "preload_layout: the executable segment starts at 0x%lx, not at a 64 KiB boundary\n",
+                    (unsigned long)text_lo);
+            bad = 1;
+        }
         int r = check_hot_text(real, lo, lo + 0x10000u);
         if (r < 0)
             printf("preload_layout: %s has no symbol table, the hot text not checked\n", real);
