@@ -1327,14 +1327,17 @@ static void heap_cool(theap *h)
     olock_unlock(&G.parked_lock);
 }
 
-/* Takes the parked heap parked last, other than `except` (NULL: any). */
-static theap *heap_adopt(const theap *except)
+/* Takes `prefer` when it is parked (NULL: none), else the heap parked
+ * last. */
+static theap *heap_adopt(const theap *prefer)
 {
     for (;;) {
         theap *h, **pp;
         olock_lock(&G.parked_lock);
-        for (pp = &G.parked; *pp && *pp == except;)
+        for (pp = &G.parked; prefer && *pp && *pp != prefer;)
             pp = &(*pp)->next_parked;
+        if (!*pp)
+            pp = &G.parked;
         h = *pp;
         if (h) {
             *pp = h->next_parked;
@@ -1358,17 +1361,17 @@ static theap *heap_adopt(const theap *except)
     }
 }
 
-/* Binds the calling thread a heap: a parked one other than `except` if
- * there is one (the first malloc: any; the first remote free: not the
- * parked owner of the block being freed, see small_release_remote), else
+/* Binds the calling thread a heap: `prefer` if it is parked (the first
+ * remote free: the parked owner of the block being freed, see
+ * small_release_remote), else the heap parked last if there is one, else
  * a new one. */
-static theap *heap_bind(const theap *except)
+static theap *heap_bind(const theap *prefer)
 {
     theap *h = tl_heap;
     if (h)
         return h;
     global_init();
-    if ((h = heap_adopt(except))) {
+    if ((h = heap_adopt(prefer))) {
         atomic_fetch_add_explicit(&G.adopted, 1, memory_order_relaxed);
     } else {
         size_t pg = dmm_port_page_size();
@@ -2973,13 +2976,22 @@ static DMM_ALWAYS_INLINE void remote_push(theap *h, theap *o, mpage *pg, mblock 
 /* A small block of page pg freed by a thread that does not own the page
  * (in default mode, already tagged free): straight into a parked owner,
  * else on the page's remote list. */
+static inline void owner_push(theap *h, mpage *pg, mblock *b);
+
 static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
 {
-    /* a thread that only frees books on a heap of its own (book); not the
-     * parked heap of this very block, whose memory would then stay with
-     * the freeing thread instead of going back as it is freed */
-    if (!tl_heap && !tl_exited)
-        (void)heap_bind(pg->heap);
+    /* A thread without a heap books on one of its own (book).  Its first
+     * free adopts the block's owner when that one is parked: a thread
+     * that carries on an exited thread's work (mimalloc-bench's larson
+     * starts a thread for every one that ends and hands it the blocks)
+     * then frees into pages of its own and allocates from them, where
+     * adopting another heap made it free the old heap's pages empty one
+     * by one, each discarded at once (a cold parked heap), and fault in
+     * the other heap's (docs/malloc.md, "Thread exit"). */
+    if (!tl_heap && !tl_exited && heap_bind(pg->heap) == pg->heap) {
+        owner_push(tl_heap, pg, b);
+        return;
+    }
     {
         theap *o = pg->heap;
         if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {
