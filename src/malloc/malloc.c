@@ -316,6 +316,8 @@ typedef struct theap {
                                   SEG_SMALL for the others */
     _Atomic bool warm;         /* parked with its memory kept (WARM_HEAPS;
                                   set and cleared under parked_lock) */
+    _Atomic bool has_mheap;    /* mheap is set: read by a thread that may
+                                  adopt the heap (small_release_remote) */
     size_t mfreed;             /* parked: medium bytes freed since the last
                                   discard walk */
     uint32_t dirty_pages;      /* retired small pages of its segments not
@@ -1327,14 +1329,18 @@ static void heap_cool(theap *h)
     olock_unlock(&G.parked_lock);
 }
 
-/* Takes the parked heap parked last, other than `except` (NULL: any). */
-static theap *heap_adopt(const theap *except)
+/* Takes `owner` when it is parked and take_owner, else the heap parked
+ * last other than `owner` (NULL: any). */
+static theap *heap_adopt(const theap *owner, bool take_owner)
 {
     for (;;) {
         theap *h, **pp;
         olock_lock(&G.parked_lock);
-        for (pp = &G.parked; *pp && *pp == except;)
+        for (pp = &G.parked; take_owner && *pp && *pp != owner;)
             pp = &(*pp)->next_parked;
+        if (!take_owner || !*pp)
+            for (pp = &G.parked; *pp && *pp == owner;)
+                pp = &(*pp)->next_parked;
         h = *pp;
         if (h) {
             *pp = h->next_parked;
@@ -1358,17 +1364,17 @@ static theap *heap_adopt(const theap *except)
     }
 }
 
-/* Binds the calling thread a heap: a parked one other than `except` if
- * there is one (the first malloc: any; the first remote free: not the
- * parked owner of the block being freed, see small_release_remote), else
- * a new one. */
-static theap *heap_bind(const theap *except)
+/* Binds the calling thread a heap: `owner` if it is parked and
+ * take_owner, else a parked one other than `owner` if there is one (the
+ * first malloc: any; the first remote free: see small_release_remote),
+ * else a new one. */
+static theap *heap_bind(const theap *owner, bool take_owner)
 {
     theap *h = tl_heap;
     if (h)
         return h;
     global_init();
-    if ((h = heap_adopt(except))) {
+    if ((h = heap_adopt(owner, take_owner))) {
         atomic_fetch_add_explicit(&G.adopted, 1, memory_order_relaxed);
     } else {
         size_t pg = dmm_port_page_size();
@@ -1396,7 +1402,7 @@ static theap *heap_bind(const theap *except)
     return h;
 }
 
-static theap *heap_get(void) { return heap_bind(NULL); }
+static theap *heap_get(void) { return heap_bind(NULL, false); }
 
 /* Gives back what a heap not in use can: every page that is empty once
  * remote frees are in, and the medium heap (whole when empty, else the
@@ -2557,6 +2563,7 @@ static void *medium_alloc(theap *h, size_t n, size_t align)
             return NULL;
         }
         h->mfoot = s->mtop - MEDIUM_OFF;
+        atomic_store_explicit(&h->has_mheap, true, memory_order_relaxed);
     }
     /* every request fits a chunk: at worst the rest of a segment's chunks
      * and one new segment are tried */
@@ -2618,6 +2625,7 @@ static void medium_destroy(theap *h)
 {
     dmm_heap_destroy(h->mheap);
     h->mheap = NULL;
+    atomic_store_explicit(&h->has_mheap, false, memory_order_relaxed);
     h->mfreed = 0;
     h->mfoot = 0;
     while (h->msegs) {
@@ -2973,13 +2981,30 @@ static DMM_ALWAYS_INLINE void remote_push(theap *h, theap *o, mpage *pg, mblock 
 /* A small block of page pg freed by a thread that does not own the page
  * (in default mode, already tagged free): straight into a parked owner,
  * else on the page's remote list. */
+static inline void owner_push(theap *h, mpage *pg, mblock *b);
+
 static DMM_NOINLINE void small_release_remote(mpage *pg, mblock *b)
 {
-    /* a thread that only frees books on a heap of its own (book); not the
-     * parked heap of this very block, whose memory would then stay with
-     * the freeing thread instead of going back as it is freed */
-    if (!tl_heap && !tl_exited)
-        (void)heap_bind(pg->heap);
+    /* A thread without a heap books on one of its own (book).  Its first
+     * free adopts the block's owner when that one is parked and holds no
+     * medium heap: a thread that carries on an exited thread's work
+     * (mimalloc-bench's larson starts a thread for every one that ends
+     * and hands it the blocks) then frees into pages of its own and
+     * allocates from them, where adopting another heap made it free the
+     * old heap's pages empty one by one, each discarded at once (a cold
+     * parked heap), and fault in the other heap's.  What it frees of an
+     * adopted heap's small pages goes back as an owner's does (empty
+     * segments unmapped but one, at most DIRTY_PAGES_MAX retired pages
+     * resident); an owner's free medium memory would stay until the
+     * thread exits, so a heap with a medium heap is left parked and the
+     * thread adopts another (MallocThreads.
+     * BlocksFreedAfterOwnerExitAreReturned; docs/malloc.md, "Thread
+     * exit"). */
+    if (!tl_heap && !tl_exited &&
+        heap_bind(pg->heap, !atomic_load_explicit(&pg->heap->has_mheap, memory_order_relaxed)) == pg->heap) {
+        owner_push(tl_heap, pg, b);
+        return;
+    }
     {
         theap *o = pg->heap;
         if (atomic_load_explicit(&o->pstate, memory_order_relaxed) != HEAP_OWNED && heap_take_parked(o)) {

@@ -1628,6 +1628,81 @@ TEST(MallocChild, DirtyPages)
         dmm_free(p);
 }
 
+// mimalloc-bench's larson: every thread that ends starts another and hands
+// it its blocks, which the new thread frees first.  Such a thread's first
+// free adopted the heap parked last other than the block's owner, so it
+// then freed the exited owner's pages empty one by one (a cold parked
+// heap: each page discarded as it emptied, an madvise each) and allocated
+// from the other heap's pages, which faulted in again (larson: 7,400
+// madvise and 210,000 page faults a 5 s run).  Now its first free adopts
+// the block's parked owner: the emptied page stays resident (retired on
+// the schedule of EmptiedPagesAreDiscardedOnASchedule) and the thread's
+// next malloc is served from the owner's pages.  Another heap is parked
+// after the owner (the one a first malloc would adopt), and the owner is
+// cold (tidied in full when that one was parked).  In a fresh process.
+TEST(MallocThreads, FirstFreeAdoptsTheBlocksParkedOwner)
+{
+    run_child_test("SuccessorAdopts", nullptr, 60);
+}
+
+TEST(MallocChild, SuccessorAdopts)
+{
+    if (child_only())
+        GTEST_SKIP() << "run by MallocThreads.FirstFreeAdoptsTheBlocksParkedOwner";
+    std::mt19937_64 rng(seed());
+    std::vector<std::vector<void *>> pages;
+    std::atomic<int> stage{0};
+    std::thread owner([&] {
+        pages = fill_pages(4);
+        stage = 1;
+        while (stage != 2)
+            std::this_thread::yield();
+    });
+    while (stage != 1)
+        std::this_thread::yield();
+    std::thread other([&] { // a heap of its own (the owner's is in use), parked after the owner's
+        void *q = dmm_malloc(64);
+        ASSERT_NE(q, nullptr);
+        dmm_free(q);
+        stage = 2;
+        owner.join();
+    });
+    other.join();
+    dmm_malloc_stats before = dmm_malloc_get_stats();
+    ASSERT_EQ(before.heaps, 2u);
+    size_t which = rng() % (pages.size() - 1u); // a full page, not the class's current one
+    std::vector<void *> blocks = pages[which];
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    std::thread successor([&] {
+        for (void *p : blocks) // its first call: a free of the exited owner's block
+            dmm_free(p);
+        EXPECT_TRUE(resident(page_of(pages[which]))) << "the emptied page was discarded at once";
+        void *x = dmm_malloc(2048);
+        ASSERT_NE(x, nullptr);
+        uintptr_t xp = reinterpret_cast<uintptr_t>(x) & ~(kPage - 1u);
+        bool owners = false;
+        for (auto &v : pages)
+            owners |= reinterpret_cast<uintptr_t>(page_of(v)) == xp;
+        EXPECT_TRUE(owners) << "the successor allocates from another heap's pages";
+        dmm_free(x);
+        for (size_t i = 0; i < pages.size(); i++)
+            if (i != which)
+                for (void *p : pages[i])
+                    dmm_free(p);
+    });
+    successor.join();
+    dmm_malloc_stats after = dmm_malloc_get_stats();
+    EXPECT_EQ(after.heaps, 2u);
+    EXPECT_EQ(after.heaps_adopted, before.heaps_adopted + 1u);
+    EXPECT_EQ(after.errors, before.errors);
+    EXPECT_EQ(after.live_bytes, before.live_bytes - 2048u * [&] {
+        size_t n = 0;
+        for (auto &v : pages)
+            n += v.size();
+        return n;
+    }());
+}
+
 // Issue 27, mimalloc-bench's larson: a thread made blocks, another freed
 // them all, and the maker made no allocation after (larson's main thread
 // sleeps while its workers run): the blocks waited on their pages' remote
