@@ -2310,6 +2310,20 @@ void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
         s->last = DMM_OK;
         return;
     }
+    /* the translation cache's entry of a, inline as xc_hit asks it (its
+     * unit, pinned, loses the pin): no call, register saves or frame */
+    if (fast_ok(s)) {
+        const spm_xc *x = &s->xc[xc_index(s, a)];
+        if (a - ((dmm_gaddr)x->g4 << 4) < (dmm_gaddr)x->n4 << 4) {
+            spm_unit *u = xc_unit(s, x);
+            if (u->pins) {
+                u->pins--;
+                s->st.calls[DMM_SPM_FN_S2P]++;
+                s->last = DMM_OK;
+                return;
+            }
+        }
+    }
     unpin_slow(s, a);
 }
 
@@ -2319,14 +2333,12 @@ static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a)
      * another address since the pin): drop the pin without a table walk */
     spm_xlate x;
     spm_unit *pu = NULL;
-    /* the translation cache first, as miss_hit asks it (it answers most:
-     * dijkstra and stringsearch at the Table II size, ~25 instructions per
-     * call fewer than asking the unit hint and the recent ones first); any
-     * of them names the one resident unit holding a live object at a */
-    const spm_xc *xe = &s->xc[xc_index(s, a)];
-    if (fast_ok(s) && a - ((dmm_gaddr)xe->g4 << 4) < (dmm_gaddr)xe->n4 << 4)
-        pu = xc_unit(s, xe);
-    if (!pu && fast_ok(s) && s->uh_u && a - s->uh_g < s->uh_bytes &&
+    /* the translation cache was asked first, inline in dmm_spm_unpin (it
+     * answers most: dijkstra and stringsearch at the Table II size); when
+     * its entry named a's object, that unit holds no pin, and the others
+     * find the same unit (each names the one resident unit holding a live
+     * object at a), so the general path below reports */
+    if (fast_ok(s) && s->uh_u && a - s->uh_g < s->uh_bytes &&
         (s->uh_e->live >> (unsigned)((a - s->uh_g) / s->uh_slot) & 1u))
         pu = s->uh_u; /* a live object of the unit hint's unit (as miss_hit) */
     if (!pu && fast_ok(s))
