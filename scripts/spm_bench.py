@@ -433,7 +433,8 @@ def exp_table2(R, a):
                100 * statistics.mean(shares), 100 * max(shares), statistics.mean(slows),
                100 * statistics.mean(hshares)))
     md += ("\nWhere the management cycles go (Kcycles). Instructions per management function, inclusive (calls "
-           "from the program), then the internal paths inside them, inclusive and nested (the miss path holds "
+           "from the program), then the internal paths inside them, inclusive and nested (the miss path: p2s/p2s_ro "
+           "calls that neither the hit path's 8 entries nor the translation cache answer; it holds "
            "the table walk, the local allocation and the eviction; local allocation = the first-fit local heap "
            "that holds the resident copies), all including the host's DMA emulation beneath them, which the "
            "total leaves out (its column); then the cost model's DMA + mailbox cycles and, in dynamic mode, the "

@@ -139,7 +139,7 @@ def model(prof: Profile, backend: str, dma_cycles: int, dynamic: bool, body_fn: 
 # the local allocation and the eviction) and hold the host port's emulation
 # called beneath them, so they are "of which" figures, not a partition.
 INTERNAL = {
-    "miss_path": {"p2s_miss"},        # a p2s/p2s_ro/pin that is not a hit: lookup, make resident, fill caches
+    "miss_path": {"p2s_miss"},        # a p2s/p2s_ro that neither the hit path's entries nor the translation cache (asked inline) answer: lookup, make resident, fill caches
     "table_walk": {"lookup"},         # segment header, table page and entry of an address
     "eviction": {"evict_core"},       # write back (dirty) and give back a resident unit
 }

@@ -2131,16 +2131,14 @@ static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned
  * translations missed it, all of resident objects, at ~175 instructions
  * each; rbtree and stringsearch alike): the two answers that need no search
  * come first, then p2s_hit's full search (recent translations by range, the
- * unit hint, the translation cache, the page in its frame).
+ * page in its frame).
+ * - The translation cache's entry of a, when its object contains a: asked
+ *   inline in dmm_spm_p2s, p2s_ro and pin (xc_hit, below), before this.
  * - The unit hint (the unit resolved last through its page, that page still
  *   in its frame, so its entry is current): a live slot of the unit is a
  *   live object of a resident unit (xc_drop_unit clears the hint when the
- *   unit leaves).  It answered 1,680 of dijkstra's 2,890 misses (list walks
- *   over objects allocated in a row), after p2s_hit's search of the recent
- *   translations had failed for each.
- * - The translation cache's entry of a, when its object contains a: each
- *   entry names a live object of a resident unit (entries go when their
- *   unit leaves or their object is freed; dmm_spm_check verifies them).
+ *   unit leaves).  Here, out of line: with the cache in an idle frame it
+ *   answers few (dijkstra: 16 of 2,890).
  * Either is a hit as in p2s_hit: the unit gets its dirty flag (p2s, pin),
  * clock bit and pins, the stats count it, the hit path's entry of a is
  * filled; the recent translations are left as they are (only p2s_hit's
@@ -2149,31 +2147,19 @@ static DMM_NOINLINE void *p2s_slow(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned
  * every call takes the general path). */
 static inline void *miss_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
 {
-    if (!fast_ok(s))
+    /* the translation cache was asked first, inline in the caller (xc_hit);
+     * only the unit hint is left here */
+    if (!fast_ok(s) || !s->uh_u || a - s->uh_g >= s->uh_bytes)
         return NULL;
-    /* the translation cache first: in an idle frame (xc_home) it answers
-     * nearly all of these (dijkstra at the Table II size: 2,848 of 2,890,
-     * the unit hint 16; asked after the hint, it answered 2,704 and paid
-     * the hint's ~6 instructions each) */
-    const spm_xc *x = &s->xc[xc_index(s, a)];
-    dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
-    size_t n = (size_t)x->n4 << 4;
-    spm_unit *u;
-    if (a - g < n) { /* n == 0: empty */
-        u = xc_unit(s, x);
-    } else if (s->uh_u && a - s->uh_g < s->uh_bytes) {
-        unsigned slot = (unsigned)((a - s->uh_g) / s->uh_slot);
-        if (!(s->uh_e->live >> slot & 1u))
-            return NULL;
-        spm_frame *f = &s->frames[s->uh_f];
-        s->last_frame = s->uh_f;
-        f->stamp = (uint32_t)++s->tick;
-        n = s->uh_slot;
-        g = s->uh_g + (dmm_gaddr)slot * n;
-        u = s->uh_u;
-    } else {
+    unsigned slot = (unsigned)((a - s->uh_g) / s->uh_slot);
+    if (!(s->uh_e->live >> slot & 1u))
         return NULL;
-    }
+    spm_frame *f = &s->frames[s->uh_f];
+    s->last_frame = s->uh_f;
+    f->stamp = (uint32_t)++s->tick;
+    size_t n = s->uh_slot;
+    dmm_gaddr g = s->uh_g + (dmm_gaddr)slot * n;
+    spm_unit *u = s->uh_u;
     uint8_t *l = udata(u) + (g - u->gaddr);
     u->pins += pin;
     s->last = DMM_OK;
@@ -2184,6 +2170,46 @@ static inline void *miss_hit(dmm_spm *s, dmm_gaddr a, bool dirty, unsigned pin)
      * and used and counts the call, as for the hits the entry answers
      * itself; ~10 instructions fewer than setting them here */
     spm_tc *e = tc_put(s, a, g, n, l, u);
+    e->w = dirty;
+    e->r = !dirty;
+    return l + (a - g);
+}
+
+/* The first question after a miss of the hit path's 8 entries, asked inline
+ * in dmm_spm_p2s, p2s_ro and pin (e: a's entry there, which missed): the
+ * translation cache's entry of a, when its object contains a (each entry
+ * names a live object of a resident unit: entries go when their unit
+ * leaves or their object is freed; dmm_spm_check verifies them).  Such a
+ * miss is answered as miss_hit answers one: the entry e takes the object
+ * (its old counts folded first) with this call counted in it, the unit
+ * gets its pin.  Leaf code that needs no register saves or stack frame, so
+ * the compiler keeps it in the caller's miss branch without touching the
+ * 10-instruction hit path; before, these misses went through p2s_miss's
+ * call, prologue and epilogue (~20 instructions each; in the rewritten
+ * dijkstra at the Table II size 2,848 of its 2,890 misses are answered
+ * here).  NULL: not answered (or the hit path's cache is off: paranoid,
+ * timing), the caller goes on out of line. */
+static DMM_ALWAYS_INLINE void *xc_hit(dmm_spm *s, dmm_gaddr a, spm_tc *e, bool dirty, unsigned pin)
+{
+    if (!fast_ok(s))
+        return NULL;
+    const spm_xc *x = &s->xc[xc_index(s, a)];
+    dmm_gaddr g = (dmm_gaddr)x->g4 << 4;
+    size_t n = (size_t)x->n4 << 4;
+    if (a - g >= n) /* n == 0: empty */
+        return NULL;
+    spm_unit *u = xc_unit(s, x);
+    uint8_t *l = udata(u) + (g - u->gaddr);
+    u->pins += pin;
+    s->last = DMM_OK;
+    /* the old contents retired: an empty entry counts nothing (tc_retire
+     * zeroes the counts it empties; dmm_spm_check verifies it), so the fold
+     * needs no test of n, and the hit path keeps comparing n in memory */
+    tc_fold(s, e);
+    e->g = g;
+    e->l = l;
+    e->u = u;
+    e->n = n;
     e->w = dirty;
     e->r = !dirty;
     return l + (a - g);
@@ -2231,7 +2257,8 @@ void *dmm_spm_p2s(dmm_spm *s, dmm_gaddr a)
         e->w++;
         return e->l + off;
     }
-    return p2s_miss(s, a, true);
+    void *l = xc_hit(s, a, e, true, 0);
+    return l ? l : p2s_miss(s, a, true);
 }
 
 const void *dmm_spm_p2s_ro(dmm_spm *s, dmm_gaddr a)
@@ -2242,7 +2269,8 @@ const void *dmm_spm_p2s_ro(dmm_spm *s, dmm_gaddr a)
         e->r++;
         return e->l + off;
     }
-    return p2s_miss(s, a, false);
+    const void *l = xc_hit(s, a, e, false, 0);
+    return l ? l : p2s_miss(s, a, false);
 }
 
 /* pin and unpin of an object the hit path's cache holds (its entry of a
@@ -2261,7 +2289,8 @@ void *dmm_spm_pin(dmm_spm *s, dmm_gaddr a)
         e->u->pins++;
         return e->l + off;
     }
-    return pin_miss(s, a);
+    void *l = xc_hit(s, a, e, true, 1);
+    return l ? l : pin_miss(s, a);
 }
 
 static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a);
@@ -2281,6 +2310,20 @@ void dmm_spm_unpin(dmm_spm *s, dmm_gaddr a)
         s->last = DMM_OK;
         return;
     }
+    /* the translation cache's entry of a, inline as xc_hit asks it (its
+     * unit, pinned, loses the pin): no call, register saves or frame */
+    if (fast_ok(s)) {
+        const spm_xc *x = &s->xc[xc_index(s, a)];
+        if (a - ((dmm_gaddr)x->g4 << 4) < (dmm_gaddr)x->n4 << 4) {
+            spm_unit *u = xc_unit(s, x);
+            if (u->pins) {
+                u->pins--;
+                s->st.calls[DMM_SPM_FN_S2P]++;
+                s->last = DMM_OK;
+                return;
+            }
+        }
+    }
     unpin_slow(s, a);
 }
 
@@ -2290,14 +2333,12 @@ static DMM_NOINLINE void unpin_slow(dmm_spm *s, dmm_gaddr a)
      * another address since the pin): drop the pin without a table walk */
     spm_xlate x;
     spm_unit *pu = NULL;
-    /* the translation cache first, as miss_hit asks it (it answers most:
-     * dijkstra and stringsearch at the Table II size, ~25 instructions per
-     * call fewer than asking the unit hint and the recent ones first); any
-     * of them names the one resident unit holding a live object at a */
-    const spm_xc *xe = &s->xc[xc_index(s, a)];
-    if (fast_ok(s) && a - ((dmm_gaddr)xe->g4 << 4) < (dmm_gaddr)xe->n4 << 4)
-        pu = xc_unit(s, xe);
-    if (!pu && fast_ok(s) && s->uh_u && a - s->uh_g < s->uh_bytes &&
+    /* the translation cache was asked first, inline in dmm_spm_unpin (it
+     * answers most: dijkstra and stringsearch at the Table II size); when
+     * its entry named a's object, that unit holds no pin, and the others
+     * find the same unit (each names the one resident unit holding a live
+     * object at a), so the general path below reports */
+    if (fast_ok(s) && s->uh_u && a - s->uh_g < s->uh_bytes &&
         (s->uh_e->live >> (unsigned)((a - s->uh_g) / s->uh_slot) & 1u))
         pu = s->uh_u; /* a live object of the unit hint's unit (as miss_hit) */
     if (!pu && fast_ok(s))
@@ -2785,6 +2826,10 @@ dmm_status dmm_spm_check(dmm_spm *s, const char **reason)
     }
     for (unsigned i = 0; i < SPM_TC; i++) { /* pieces in the hit path's cache: tagged, whole */
         const spm_tc *c = &s->tc[i];
+        if (!c->n && (c->w | c->r)) { /* xc_hit folds an entry without asking whether it is empty */
+            r = "an empty entry of the hit path's cache counts hits";
+            goto out;
+        }
         if (!c->n || !(c->g & SPM_PIECE_TAG))
             continue;
         spm_unit *u = s->lru_head;

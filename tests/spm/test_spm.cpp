@@ -2655,3 +2655,112 @@ TEST(SpmTranslations, CacheInAnIdleFrameAgainstAShadowModel)
         }
     }
 }
+
+// Misses of the hit path's 8 entries that the translation cache answers
+// inline (xc_hit in dmm_spm_p2s, p2s_ro and pin): each takes the entry of
+// its address, folding what the entry's old object counted, and counts
+// itself there (a write marks the unit dirty when folded, a pin holds).
+// Many small objects of a few classes in a local memory that holds most of
+// them, so that most translations miss the 8 entries and find their object
+// in the translation cache; writes through p2s and pin, large objects that
+// evict units (a write whose dirty mark was lost would be gone after the
+// eviction), frees.  Seeded; after every step dmm_spm_check (an empty entry
+// counts nothing, every translation names a live resident object) and the
+// shadow model, and the stats count every p2s, p2s_ro and pin made, hits
+// folded from the entries included.
+TEST(SpmHitPath, MissesAnsweredByTheTranslationCacheAgainstAShadowModel)
+{
+    const SpmSetup setups[] = {
+        {DMM_SPM_DYNAMIC, 16384, "table=4096,frames=2,gran=4,unit=256,segment=8192"},
+        {DMM_SPM_STATIC, 24576, "table=8192,frames=2,gran=16,unit=256,segment=16384"},
+        {DMM_SPM_DYNAMIC, 16384, "table=4096,frames=2,gran=4,unit=256,segment=8192,harden=paranoid"},
+    };
+    for (const SpmSetup &su : setups) {
+        for (unsigned seed = 1; seed <= 3; seed++) {
+            SCOPED_TRACE(std::string(su.text) + " seed " + std::to_string(seed));
+            Rig r(su, 1u << 21);
+            ASSERT_NE(r.s, nullptr);
+            std::mt19937 rng(seed * 40503u);
+            Shadow sh;
+            std::vector<dmm_gaddr> pinned, large;
+            uint64_t translations = dmm_spm_get_stats(r.s).calls[DMM_SPM_FN_P2S];
+            uint64_t gets_resident = 0; // translations of resident objects that made no port get
+            const size_t sizes[] = {16, 32, 48};
+            for (int op = 0; op < 3000; op++) {
+                unsigned k = rng() % 100;
+                if (sh.size() < 120 || k < 6) {
+                    dmm_gaddr a;
+                    ASSERT_NO_FATAL_FAILURE(malloc_random_into(r.s, sizes[rng() % 3], rng, sh, &a));
+                    translations++; // its p2s
+                } else if (k < 80) { // translate: read, write, or pin and write
+                    auto it = sh.begin();
+                    std::advance(it, static_cast<long>(rng() % sh.size()));
+                    dmm_gaddr off = 16 * (rng() % (it->second.size() / 16));
+                    uint64_t gets = r.hp.gets;
+                    unsigned char *p;
+                    if (k < 40) {
+                        p = const_cast<unsigned char *>(
+                            static_cast<const unsigned char *>(dmm_spm_p2s_ro(r.s, it->first + off)));
+                    } else if (k < 70 || pinned.size() >= 4) {
+                        p = static_cast<unsigned char *>(dmm_spm_p2s(r.s, it->first + off));
+                    } else {
+                        p = static_cast<unsigned char *>(dmm_spm_pin(r.s, it->first + off));
+                        pinned.push_back(it->first);
+                    }
+                    translations++;
+                    ASSERT_NE(p, nullptr) << "op " << op;
+                    ASSERT_TRUE(same(p - off, it->second)) << "op " << op;
+                    gets_resident += r.hp.gets == gets;
+                    if (k >= 40) {
+                        p[0] = static_cast<unsigned char>(rng());
+                        it->second[off] = p[0];
+                    }
+                } else if (k < 86 && !pinned.empty()) {
+                    dmm_spm_unpin(r.s, pinned.back());
+                    pinned.pop_back();
+                } else if (k < 94) { // free (not a pinned one)
+                    auto it = sh.begin();
+                    std::advance(it, static_cast<long>(rng() % sh.size()));
+                    if (std::find(pinned.begin(), pinned.end(), it->first) != pinned.end()) {
+                        continue;
+                    }
+                    dmm_spm_free(r.s, it->first);
+                    sh.erase(it);
+                } else { // a large object pushes units out (written back when dirty)
+                    dmm_gaddr b = dmm_spm_malloc(r.s, 2048 + 16 * (rng() % 64));
+                    ASSERT_NE(b, DMM_GNULL);
+                    auto *q = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b));
+                    ASSERT_NE(q, nullptr);
+                    translations++;
+                    q[0] = 1;
+                    large.push_back(b);
+                    if (large.size() > 2) {
+                        dmm_spm_free(r.s, large.front());
+                        large.erase(large.begin());
+                    }
+                }
+                ASSERT_TRUE(r.ok()) << "op " << op;
+                ASSERT_EQ(dmm_spm_get_stats(r.s).calls[DMM_SPM_FN_P2S], translations) << "op " << op;
+                ASSERT_EQ(r.err.count, 0) << "op " << op;
+            }
+            for (dmm_gaddr a : pinned) {
+                dmm_spm_unpin(r.s, a);
+            }
+            dmm_spm_stats st = dmm_spm_get_stats(r.s);
+            EXPECT_GT(st.unit_evictions, 100u); // the writes had to survive evictions
+            if (!std::strstr(su.text, "paranoid")) { // (paranoid evicts every unpinned unit at each)
+                EXPECT_GT(gets_resident, 500u); // many translations found their object resident
+            }
+            ASSERT_TRUE(all_match(r, sh));
+            ASSERT_TRUE(flushed_match(r, sh));
+            for (const auto &kv : sh) {
+                dmm_spm_free(r.s, kv.first);
+            }
+            for (dmm_gaddr b : large) {
+                dmm_spm_free(r.s, b);
+            }
+            ASSERT_TRUE(r.ok());
+            EXPECT_EQ(dmm_spm_get_stats(r.s).live_objects, 0u);
+        }
+    }
+}
