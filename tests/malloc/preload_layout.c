@@ -332,10 +332,10 @@ int main(void)
         printf("preload_layout: libdmm_hot.ld not used by this build, the hot text not checked\n");
     } else {
         uintptr_t lo = text_lo - dmm_base;
-        /* fault-around windows are 64 KiB-aligned in the address space:
-         * the window holding the hot text must start where the text does
-         * (before: the text began 28 KiB into one, and the hot text took
-         * two, 100-120 KiB resident instead of 64) */
+        /* the text's one fault maps it up to the next 64/128 KiB
+         * boundary (fault-around, large page-cache folios): the text must
+         * start on one (before: at 0x7000 or 0x2000 into one, 100-120 KiB
+         * resident instead of 64; docs/malloc.md) */
         if (text_lo & 0xffffu) {
             fprintf(stderr, "preload_layout: the executable segment starts at 0x%lx, not at a 64 KiB boundary\n",
                     (unsigned long)text_lo);
