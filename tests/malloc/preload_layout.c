@@ -129,22 +129,31 @@ static const char *const hot_text[] = {
     "dmm_port_random", "dmm_heap_config_check", "dmm_heap_init", "dmm_heap_malloc", "dmm_heap_free",
     "dmm_heap_realloc", "e_malloc", "e_free", "e_free_full", "e_free_merge", "e_realloc"};
 
+/* The whole file at path, malloc'd (NULL when it cannot be read). */
+static unsigned char *read_whole(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+    unsigned char *f = len > 0 ? malloc((size_t)len) : NULL;
+    if (f && pread(fd, f, (size_t)len, 0) != (ssize_t)len) {
+        free(f);
+        f = NULL;
+    }
+    if (fd >= 0)
+        close(fd);
+    return f;
+}
+
 /* 0 when every hot_text function lies whole in [lo, hi) (e_realloc: its
  * entry; link-time addresses), else 1 with a line for each that does not;
  * -1: the file has no symbol table (stripped), not checked. */
 static int check_hot_text(const char *path, uintptr_t lo, uintptr_t hi)
 {
     enum { N = sizeof hot_text / sizeof hot_text[0] };
-    int in[N] = {0}, seen[N] = {0}, bad = 0, fd = open(path, O_RDONLY);
-    off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
-    unsigned char *f = len > 0 ? malloc((size_t)len) : NULL;
-    if (!f || pread(fd, f, (size_t)len, 0) != (ssize_t)len) {
-        free(f);
-        if (fd >= 0)
-            close(fd);
+    int in[N] = {0}, seen[N] = {0}, bad = 0;
+    unsigned char *f = read_whole(path);
+    if (!f)
         return -1;
-    }
-    close(fd);
     const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
     const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + eh->e_shoff);
     int found_tab = 0;
@@ -222,20 +231,11 @@ static int read_map(const char *path, char names[][64], int max)
 static int check_exports(const char *path, const char *map)
 {
     static char names[128][64];
-    int n = map ? read_map(map, names, 128) : -1, bad = 0, extra = 0, fd;
+    int n = map ? read_map(map, names, 128) : -1, bad = 0, extra = 0;
     unsigned char used[128] = {0};
-    if (n <= 0)
+    unsigned char *f = n > 0 ? read_whole(path) : NULL;
+    if (!f)
         return -1;
-    fd = open(path, O_RDONLY);
-    off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
-    unsigned char *f = len > 0 ? malloc((size_t)len) : NULL;
-    if (!f || pread(fd, f, (size_t)len, 0) != (ssize_t)len) {
-        free(f);
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
     const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
     const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + eh->e_shoff);
     int cxx = 0, tab = 0;
