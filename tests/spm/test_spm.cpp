@@ -2728,7 +2728,16 @@ TEST(SpmHitPath, MissesAnsweredByTheTranslationCacheAgainstAShadowModel)
                     sh.erase(it);
                 } else { // a large object pushes units out (written back when dirty)
                     dmm_gaddr b = dmm_spm_malloc(r.s, 2048 + 16 * (rng() % 64));
-                    ASSERT_NE(b, DMM_GNULL);
+                    if (b == DMM_GNULL) {
+                        // the documented refusal when only pinned units are
+                        // left to evict (docs/spm.md, "Making room"): the
+                        // pinned small units can split local memory so that
+                        // no run of 2-3 KiB is free (32-bit x86's layout,
+                        // seed 1, op 1803); anything else is a failure
+                        ASSERT_EQ(dmm_spm_last_status(r.s), DMM_E_UNSUPPORTED) << "op " << op;
+                        ASSERT_FALSE(pinned.empty()) << "op " << op;
+                        continue;
+                    }
                     auto *q = static_cast<unsigned char *>(dmm_spm_p2s(r.s, b));
                     ASSERT_NE(q, nullptr);
                     translations++;
