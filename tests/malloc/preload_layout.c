@@ -145,6 +145,17 @@ static unsigned char *read_whole(const char *path)
     return f;
 }
 
+/* The first section of the given type in the ELF image f (NULL: none). */
+static const ElfW(Shdr) *section_of(const unsigned char *f, unsigned type)
+{
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; i++)
+        if (sh[i].sh_type == type)
+            return &sh[i];
+    return NULL;
+}
+
 /* 0 when every hot_text function lies whole in [lo, hi) (e_realloc: its
  * entry; link-time addresses), else 1 with a line for each that does not;
  * -1: the file has no symbol table (stripped), not checked. */
@@ -155,16 +166,12 @@ static int check_hot_text(const char *path, uintptr_t lo, uintptr_t hi)
     unsigned char *f = read_whole(path);
     if (!f)
         return -1;
-    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
-    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + eh->e_shoff);
-    int found_tab = 0;
-    for (int i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_SYMTAB)
-            continue;
-        found_tab = 1;
-        const ElfW(Sym) *sym = (const ElfW(Sym) *)(f + sh[i].sh_offset);
-        const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
-        size_t n = sh[i].sh_size / sizeof *sym;
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + ((const ElfW(Ehdr) *)f)->e_shoff), *tab = section_of(f, SHT_SYMTAB);
+    int found_tab = tab != NULL;
+    if (tab) {
+        const ElfW(Sym) *sym = (const ElfW(Sym) *)(f + tab->sh_offset);
+        const char *str = (const char *)(f + sh[tab->sh_link].sh_offset);
+        size_t n = tab->sh_size / sizeof *sym;
         for (size_t k = 0; k < n; k++) {
             if ((sym[k].st_info & 0xfu) != STT_FUNC || !sym[k].st_value)
                 continue;
@@ -236,16 +243,12 @@ static int check_exports(const char *path, const char *map)
     unsigned char *f = n > 0 ? read_whole(path) : NULL;
     if (!f)
         return -1;
-    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
-    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + eh->e_shoff);
-    int tab = 0;
-    for (int i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_DYNSYM)
-            continue;
-        tab = 1;
-        const ElfW(Sym) *sym = (const ElfW(Sym) *)(f + sh[i].sh_offset);
-        const char *str = (const char *)(f + sh[sh[i].sh_link].sh_offset);
-        for (size_t k = 1; k < sh[i].sh_size / sizeof *sym; k++) {
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(f + ((const ElfW(Ehdr) *)f)->e_shoff), *dyn = section_of(f, SHT_DYNSYM);
+    int tab = dyn != NULL;
+    if (dyn) {
+        const ElfW(Sym) *sym = (const ElfW(Sym) *)(f + dyn->sh_offset);
+        const char *str = (const char *)(f + sh[dyn->sh_link].sh_offset);
+        for (size_t k = 1; k < dyn->sh_size / sizeof *sym; k++) {
             unsigned bind = (unsigned)sym[k].st_info >> 4; /* ELF32_ST_BIND and ELF64_ST_BIND alike */
             if (sym[k].st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK))
                 continue;
